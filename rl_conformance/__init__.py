@@ -1,0 +1,47 @@
+"""dynamo-rl-conformance: conformance and contract tests for Dynamo's RL serving contract."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from .capabilities import CAPABILITIES, Backend, Capability, Support
+from .checks import REGISTRY, CheckResult, Violation
+from .client import Client
+from .errors import (
+    ConfigurationError,
+    ConformanceError,
+    DeadlineExceeded,
+    LaunchError,
+    TransportError,
+)
+from .stream_state import StreamMachine, StreamState
+from .target import ExternalLauncher, FakeLauncher, Target
+from .verdict import ConformanceFailure, FeatureAbsent, NotAdvertised, Verdict
+from .wire import Exchange
+
+__all__ = [
+    "CAPABILITIES",
+    "REGISTRY",
+    "Backend",
+    "Capability",
+    "CheckResult",
+    "Client",
+    "ConfigurationError",
+    "ConformanceError",
+    "ConformanceFailure",
+    "DeadlineExceeded",
+    "Exchange",
+    "ExternalLauncher",
+    "FakeLauncher",
+    "FeatureAbsent",
+    "LaunchError",
+    "NotAdvertised",
+    "StreamMachine",
+    "StreamState",
+    "Support",
+    "Target",
+    "TransportError",
+    "Verdict",
+    "Violation",
+    "__version__",
+]

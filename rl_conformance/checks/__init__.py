@@ -1,0 +1,24 @@
+"""Pure conformance checks, importable as runtime guards. See `base.check` for the contract."""
+
+from __future__ import annotations
+
+from . import discovery, errors, http, logprobs, streaming, tokens
+from .aggregate import aggregate_stream
+from .base import REGISTRY, CheckResult, CheckSpec, Level, Violation
+from .schema import schema_check
+
+__all__ = [
+    "REGISTRY",
+    "CheckResult",
+    "CheckSpec",
+    "Level",
+    "Violation",
+    "aggregate_stream",
+    "discovery",
+    "errors",
+    "http",
+    "logprobs",
+    "schema_check",
+    "streaming",
+    "tokens",
+]

@@ -1,0 +1,134 @@
+"""Checks: pure functions from observations to findings.
+
+A check has a stable dotted ID, a level (MUST / SHOULD), and the spec sentence it enforces. Calling
+it returns a `CheckResult`; a failed result lists `Violation`s that each name the field, the expected
+and the observed value. Checks do no I/O, so an RL framework can import them as a runtime guard
+("verify before admitting a sample to training").
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, ParamSpec
+
+P = ParamSpec("P")
+
+
+class Level(StrEnum):
+    MUST = "MUST"
+    SHOULD = "SHOULD"
+
+
+@dataclass(frozen=True)
+class Violation:
+    message: str
+    field: str = ""
+    expected: Any = None
+    observed: Any = None
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    id: str
+    title: str
+    level: Level
+    spec: str
+    section: str
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    spec: CheckSpec
+    violations: tuple[Violation, ...] = field(default_factory=tuple)
+
+    @property
+    def check_id(self) -> str:
+        return self.spec.id
+
+    @property
+    def passed(self) -> bool:
+        return not self.violations
+
+    def explain(self) -> str:
+        """h2spec-style explanation: the requirement, then each violation with expected/observed."""
+        lines = [
+            f"[{self.spec.level}] {self.spec.id}: {self.spec.title}",
+            f"  spec ({self.spec.section}): {self.spec.spec}",
+        ]
+        for violation in self.violations:
+            lines.append(f"  - {violation.message}")
+            if violation.field:
+                lines.append(f"      field:    {violation.field}")
+            if violation.expected is not None or violation.observed is not None:
+                lines.append(f"      expected: {_clip(violation.expected)}")
+                lines.append(f"      observed: {_clip(violation.observed)}")
+        return "\n".join(lines)
+
+
+REGISTRY: dict[str, CheckSpec] = {}
+
+Findings = Iterator[Violation]
+
+
+def check(
+    check_id: str, *, title: str, level: Level = Level.MUST, spec: str, section: str
+) -> Callable[[Callable[P, Iterable[Violation]]], Callable[P, CheckResult]]:
+    """Register a generator of violations as a named check returning a `CheckResult`."""
+
+    if check_id in REGISTRY:
+        raise ValueError(f"check {check_id!r} registered twice")
+    check_spec = CheckSpec(id=check_id, title=title, level=level, spec=spec, section=section)
+    REGISTRY[check_id] = check_spec
+
+    def decorate(func: Callable[P, Iterable[Violation]]) -> Callable[P, CheckResult]:
+        @functools.wraps(func)
+        def run(*args: P.args, **kwargs: P.kwargs) -> CheckResult:
+            return CheckResult(check_spec, tuple(func(*args, **kwargs)))
+
+        run.spec = check_spec  # type: ignore[attr-defined]
+        return run
+
+    return decorate
+
+
+def _clip(value: Any, limit: int = 240) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# Field access that never raises: checks must survive any shape a deployment sends.
+
+_MISSING = object()
+
+
+def get_path(obj: Any, *path: str | int) -> Any:
+    """Follow keys/indices; returns `MISSING` if any step does not exist."""
+    current = obj
+    for step in path:
+        if isinstance(step, int):
+            if not isinstance(current, list) or not -len(current) <= step < len(current):
+                return MISSING
+            current = current[step]
+        else:
+            if not isinstance(current, dict) or step not in current:
+                return MISSING
+            current = current[step]
+    return current
+
+
+MISSING: Any = _MISSING
+
+
+def is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_int_list(value: Any) -> bool:
+    return isinstance(value, list) and all(is_int(item) for item in value)
+
+
+def describe(value: Any) -> Any:
+    return "(absent)" if value is MISSING else value

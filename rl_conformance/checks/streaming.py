@@ -1,0 +1,158 @@
+"""Streaming terminal states: one terminal per choice, nothing after it, `[DONE]` last."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from .aggregate import DONE
+from .base import MISSING, Findings, Violation, check, describe, get_path
+
+SECTION = "Handle Streaming and Retries"
+COMPLETION_FINISH_REASONS = frozenset({"stop", "length", "content_filter"})
+CHAT_FINISH_REASONS = COMPLETION_FINISH_REASONS | {"tool_calls", "function_call"}
+
+
+def _choices(payload: Any) -> list[Any]:
+    choices = get_path(payload, "choices")
+    return choices if isinstance(choices, list) else []
+
+
+def _key(choice: Any, position: int) -> str:
+    return str(get_path(choice, "index") if get_path(choice, "index") is not MISSING else position)
+
+
+@check(
+    "stream.single_terminal",
+    title="exactly one terminal event per choice",
+    spec="Treat a streaming request as a state machine: accepted, streaming, terminal success, "
+    "canceled, or failed.",
+    section=SECTION,
+)
+def single_terminal(payloads: list[Any], expected_choices: int = 1) -> Findings:
+    terminals: Counter[str] = Counter()
+    for payload in payloads:
+        for position, choice in enumerate(_choices(payload)):
+            if get_path(choice, "finish_reason") not in (None, MISSING):
+                terminals[_key(choice, position)] += 1
+    for index in range(expected_choices):
+        count = terminals.get(str(index), 0)
+        if count != 1:
+            yield Violation(
+                f"choice {index} has {count} terminal events",
+                f"choices[{index}].finish_reason",
+                1,
+                count,
+            )
+
+
+@check(
+    "stream.nothing_after_terminal",
+    title="after a choice's terminal event only usage chunks and [DONE] follow",
+    spec="Admit only a verified terminal result.",
+    section=SECTION,
+)
+def nothing_after_terminal(payloads: list[Any]) -> Findings:
+    finished: set[str] = set()
+    for event, payload in enumerate(payloads):
+        if payload == DONE:
+            continue
+        for position, choice in enumerate(_choices(payload)):
+            key = _key(choice, position)
+            if key in finished:
+                yield Violation(
+                    f"event {event}: choice {key} continues after its terminal event",
+                    f"events[{event}].choices[{position}]",
+                    "no further chunk",
+                    choice,
+                )
+                return
+            if get_path(choice, "finish_reason") not in (None, MISSING):
+                finished.add(key)
+
+
+@check(
+    "stream.done_last",
+    title="the stream ends with exactly one data: [DONE]",
+    spec="Treat a streaming request as a state machine: accepted, streaming, terminal success, "
+    "canceled, or failed.",
+    section=SECTION,
+)
+def done_last(payloads: list[Any]) -> Findings:
+    count = sum(1 for payload in payloads if payload == DONE)
+    if count == 0:
+        yield Violation(
+            "no data: [DONE] terminator",
+            "events[-1]",
+            "[DONE]",
+            describe(payloads[-1]) if payloads else "(no events)",
+        )
+    elif count > 1:
+        yield Violation(f"{count} [DONE] terminators", "events", 1, count)
+    elif payloads[-1] != DONE:
+        yield Violation("events follow data: [DONE]", "events[-1]", "[DONE]", payloads[-1])
+
+
+@check(
+    "stream.finish_reason_recognised",
+    title="finish_reason is one the framework recognises",
+    spec="The response has a terminal state recognized by the framework.",
+    section="Preserve Token Authority",
+)
+def finish_reason_recognised(body_or_payloads: Any, chat: bool = False) -> Findings:
+    allowed = CHAT_FINISH_REASONS if chat else COMPLETION_FINISH_REASONS
+    payloads = body_or_payloads if isinstance(body_or_payloads, list) else [body_or_payloads]
+    for event, payload in enumerate(payloads):
+        for position, choice in enumerate(_choices(payload)):
+            reason = get_path(choice, "finish_reason")
+            if reason in (None, MISSING):
+                continue
+            if reason not in allowed:
+                yield Violation(
+                    f"unrecognised finish_reason {reason!r}",
+                    f"events[{event}].choices[{position}].finish_reason",
+                    sorted(allowed),
+                    reason,
+                )
+
+
+@check(
+    "stream.unary_finish_reason",
+    title="a completed unary choice carries a finish_reason",
+    spec="The response has a terminal state recognized by the framework.",
+    section="Preserve Token Authority",
+)
+def unary_finish_reason(body: Any) -> Findings:
+    for position, choice in enumerate(_choices(body)):
+        if get_path(choice, "finish_reason") in (None, MISSING):
+            yield Violation(
+                f"choices[{position}] has no finish_reason",
+                f"choices[{position}].finish_reason",
+                "stop | length | ...",
+                describe(get_path(choice, "finish_reason")),
+            )
+
+
+@check(
+    "stream.terminal_success",
+    title="a complete, well-formed stream reaches terminal success in the client's state machine",
+    spec="Admit only a verified terminal result.",
+    section=SECTION,
+)
+def terminal_success(state: str, reason: str) -> Findings:
+    if state != "success":
+        yield Violation(f"stream ended {state}: {reason}", "stream", "success", state)
+
+
+@check(
+    "stream.cancel_not_success",
+    title="a stream the client cancels never counts as success",
+    spec="Dynamo propagates supported cancellations and serving failures but does not decide "
+    "whether a partial attempt is scoreable.",
+    section=SECTION,
+)
+def cancel_not_success(state: str, reason: str) -> Findings:
+    if state != "canceled":
+        yield Violation(
+            f"a client-canceled stream ended {state}: {reason}", "stream", "canceled", state
+        )

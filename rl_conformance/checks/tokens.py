@@ -1,0 +1,235 @@
+"""Token authority: the engine's token ids reach the trainer unchanged and complete."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .base import MISSING, Findings, Level, Violation, check, describe, get_path, is_int_list
+
+SECTION = "Preserve Token Authority"
+
+
+@check(
+    "tokens.prompt_ids_echo",
+    title="nvext.prompt_token_ids equals the token sequence sent",
+    spec="Named `nvext.prompt_token_ids` returns the effective single-prompt token sequence used "
+    "after preprocessing, including token arrays or `nvext.token_data` supplied through the "
+    "request.",
+    section="Know What Returns to the Trainer",
+)
+def prompt_ids_echo(body: Any, sent: Sequence[int]) -> Findings:
+    observed = get_path(body, "nvext", "prompt_token_ids")
+    if observed is MISSING:
+        yield Violation(
+            "nvext.prompt_token_ids absent although requested via extra_fields",
+            "nvext.prompt_token_ids",
+            list(sent),
+            "(absent)",
+        )
+    elif observed != list(sent):
+        yield Violation(
+            _first_difference("prompt ids", list(sent), observed),
+            "nvext.prompt_token_ids",
+            list(sent),
+            observed,
+        )
+
+
+@check(
+    "tokens.prompt_ids_present",
+    title="nvext.prompt_token_ids is present: a non-empty array of token ids",
+    spec="Named `nvext.prompt_token_ids` returns the effective single-prompt token sequence used "
+    "after preprocessing.",
+    section="Know What Returns to the Trainer",
+)
+def prompt_ids_present(body: Any) -> Findings:
+    ids = get_path(body, "nvext", "prompt_token_ids")
+    if not is_int_list(ids) or not ids:
+        yield Violation(
+            "nvext.prompt_token_ids must be a non-empty array of integers",
+            "nvext.prompt_token_ids",
+            "non-empty integer array",
+            describe(ids),
+        )
+
+
+@check(
+    "tokens.completion_ids_present",
+    title="nvext.completion_token_ids is present: a non-empty array of token ids",
+    spec="Generated token IDs are present and contain the expected number of choices.",
+    section=SECTION,
+)
+def completion_ids_present(body: Any) -> Findings:
+    ids = get_path(body, "nvext", "completion_token_ids")
+    if ids is MISSING:
+        yield Violation(
+            "nvext.completion_token_ids absent although requested via extra_fields",
+            "nvext.completion_token_ids",
+            "array of token ids",
+            "(absent)",
+        )
+    elif not is_int_list(ids) or not ids:
+        yield Violation(
+            "nvext.completion_token_ids must be a non-empty array of integers",
+            "nvext.completion_token_ids",
+            "non-empty integer array",
+            ids,
+        )
+    elif any(token < 0 for token in ids):
+        yield Violation("negative token id", "nvext.completion_token_ids", ">= 0", ids)
+
+
+@check(
+    "tokens.choice_count",
+    title="a response carries exactly the requested number of choices",
+    spec="Generated token IDs are present and contain the expected number of choices.",
+    section=SECTION,
+)
+def choice_count(body: Any, expected: int) -> Findings:
+    choices = get_path(body, "choices")
+    count = len(choices) if isinstance(choices, list) else MISSING
+    if count != expected:
+        yield Violation("wrong number of choices", "choices", expected, describe(count))
+        return
+    indices = sorted(choice.get("index") for choice in choices if isinstance(choice, dict))
+    if indices != list(range(expected)):
+        yield Violation(
+            "choice indices are not 0..n-1", "choices[*].index", list(range(expected)), indices
+        )
+
+
+@check(
+    "tokens.usage_consistent",
+    title="usage counts agree with the returned token ids",
+    spec="The engine token sequence used for training is authoritative.",
+    section=SECTION,
+)
+def usage_consistent(
+    body: Any, prompt_ids: Sequence[int], completion_ids: Sequence[int]
+) -> Findings:
+    usage = get_path(body, "usage")
+    if not isinstance(usage, dict):
+        yield Violation("usage absent", "usage", "object", describe(usage))
+        return
+    expected = {
+        "prompt_tokens": len(prompt_ids),
+        "completion_tokens": len(completion_ids),
+        "total_tokens": len(prompt_ids) + len(completion_ids),
+    }
+    for name, value in expected.items():
+        if usage.get(name, MISSING) != value:
+            yield Violation(
+                f"usage.{name} disagrees with the token ids",
+                f"usage.{name}",
+                value,
+                describe(usage.get(name, MISSING)),
+            )
+
+
+@check(
+    "tokens.stream_concat",
+    title="streamed completion ids concatenate to the non-streamed ids at temperature 0",
+    spec="Use the engine-returned sequence; exact placement depends on the selected interface.",
+    section="Know What Returns to the Trainer",
+)
+def stream_concat(chunks: Sequence[Any], unary_ids: Sequence[int]) -> Findings:
+    streamed: list[int] = []
+    for position, chunk in enumerate(chunks):
+        delta = get_path(chunk, "nvext", "completion_token_ids")
+        if delta is MISSING:
+            continue
+        if not is_int_list(delta):
+            yield Violation(
+                f"chunk {position}: completion_token_ids is not an integer array",
+                f"events[{position}].nvext.completion_token_ids",
+                "integer array",
+                delta,
+            )
+            return
+        streamed.extend(delta)
+    if streamed != list(unary_ids):
+        yield Violation(
+            _first_difference("streamed ids", list(unary_ids), streamed),
+            "events[*].nvext.completion_token_ids",
+            list(unary_ids),
+            streamed,
+        )
+
+
+@check(
+    "tokens.text_token_equivalence",
+    title="a text prompt and its effective token ids give the same completion at temperature 0",
+    spec="Do not reconstruct it by tokenizing generated text; chat templates, normalization, "
+    "special tokens, and tokenizer versions can change the result.",
+    section=SECTION,
+)
+def text_token_equivalence(from_text: Sequence[int], from_tokens: Sequence[int]) -> Findings:
+    if list(from_text) != list(from_tokens):
+        yield Violation(
+            _first_difference("completion ids", list(from_text), list(from_tokens)),
+            "nvext.completion_token_ids",
+            list(from_text),
+            list(from_tokens),
+        )
+
+
+@check(
+    "tokens.model_identity",
+    title="the response names the model served by /v1/models and by the rollout workers",
+    spec="The tokenizer and model identity match the selected rollout worker.",
+    section=SECTION,
+)
+def model_identity(response_model: Any, served: str, worker_models: Sequence[str] = ()) -> Findings:
+    if response_model != served:
+        yield Violation(
+            "response model differs from the model listed by /v1/models",
+            "model",
+            served,
+            describe(response_model),
+        )
+    for position, model in enumerate(worker_models):
+        if model != served:
+            yield Violation(
+                f"discovery worker {position} serves another model",
+                f"workers[{position}].model",
+                served,
+                model,
+            )
+
+
+@check(
+    "tokens.input_tokens_estimate",
+    level=Level.SHOULD,
+    title="/v1/responses/input_tokens returns a non-negative integer estimate",
+    spec="POST /v1/responses/input_tokens estimates input size for preflight decisions. It does "
+    "not return authoritative token IDs.",
+    section=SECTION,
+)
+def input_tokens_estimate(body: Any) -> Findings:
+    count = get_path(body, "input_tokens")
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+        yield Violation(
+            "input_tokens must be a non-negative integer",
+            "input_tokens",
+            "integer >= 0",
+            describe(count),
+        )
+    if get_path(body, "object") != "response.input_tokens":
+        yield Violation(
+            "object must be response.input_tokens",
+            "object",
+            "response.input_tokens",
+            describe(get_path(body, "object")),
+        )
+
+
+def _first_difference(what: str, expected: list[Any], observed: Any) -> str:
+    if not isinstance(observed, list):
+        return f"{what}: expected a list, observed {type(observed).__name__}"
+    if len(expected) != len(observed):
+        return f"{what}: expected {len(expected)} ids, observed {len(observed)}"
+    for position, (left, right) in enumerate(zip(expected, observed, strict=True)):
+        if left != right:
+            return f"{what}: first difference at position {position} ({left} != {right})"
+    return f"{what} differ"

@@ -1,0 +1,223 @@
+"""`rl-conformance`: run the suites and write the matrix, validate captured bodies, list things.
+
+rl-conformance run                                  all three fake deployments
+rl-conformance run --frontend URL --rl-url URL --backend vllm [--model M]
+rl-conformance validate SCHEMA FILE                 a captured JSON body or SSE transcript
+rl-conformance capabilities                         the capability registry
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .capabilities import CAPABILITIES
+from .checks import schema_check
+from .errors import ConfigurationError
+from .schema_registry import schema_names
+from .sse import SSEDecodeError, SSEParser
+from .wire import BodyNotJSON, parse_json
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rl-conformance",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    run = commands.add_parser("run", help="run the conformance suites and write the matrix")
+    run.add_argument("--frontend", metavar="URL", help="frontend URL of an external deployment")
+    run.add_argument("--rl-url", metavar="URL", help="RL discovery listener URL")
+    run.add_argument(
+        "--backend", choices=["vllm", "sglang", "trtllm"], help="backend of the external deployment"
+    )
+    run.add_argument("--model", help="model to request (default: the one /v1/models lists)")
+    run.add_argument(
+        "--fake",
+        action="append",
+        choices=["vllm", "sglang", "trtllm"],
+        help="test one of our fake deployments (repeatable; default: all three "
+        "when no --frontend is given)",
+    )
+    run.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="start the fakes with this named fault (repeatable)",
+    )
+    run.add_argument(
+        "--capability", action="append", metavar="ID", help="run only this capability (repeatable)"
+    )
+    run.add_argument("--report-dir", default="conformance-report", metavar="DIR")
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument(
+        "--examples", type=int, default=8, help="hypothesis examples per property test (default 8)"
+    )
+    run.add_argument(
+        "--deadline", type=float, default=30.0, help="per-request deadline in seconds (default 30)"
+    )
+    run.add_argument("-q", "--quiet", action="store_true", help="print only the matrix")
+    run.add_argument("pytest_args", nargs="*", help="extra arguments for pytest (after --)")
+
+    validate = commands.add_parser("validate", help="validate a captured body or SSE transcript")
+    validate.add_argument("schema", help=f"one of: {', '.join(schema_names())}")
+    validate.add_argument("file", type=Path)
+
+    commands.add_parser("capabilities", help="list the capability registry")
+    return parser
+
+
+def suites_dir() -> Path:
+    return Path(str(resources.files("rl_conformance.suites")))
+
+
+def pytest_arguments(args: argparse.Namespace, ini_path: Path) -> list[str]:
+    argv = [
+        str(suites_dir()),
+        "-c",
+        str(ini_path),
+        "--rootdir",
+        str(suites_dir()),
+        "-p",
+        "no:cacheprovider",
+        "--rl-report-dir",
+        args.report_dir,
+        "--rl-seed",
+        str(args.seed),
+        "--rl-examples",
+        str(args.examples),
+        "--rl-deadline",
+        str(args.deadline),
+    ]
+    argv += ["-q", "--no-header", "-rN"] if args.quiet else ["-q", "-rfE"]
+    if args.frontend:
+        argv += ["--rl-frontend", args.frontend, "--rl-backend", args.backend or ""]
+        if args.rl_url:
+            argv += ["--rl-url", args.rl_url]
+        if args.model:
+            argv += ["--rl-model", args.model]
+    elif args.rl_url or args.backend or args.model:
+        raise ConfigurationError(
+            "--rl-url, --backend and --model describe an external deployment: "
+            "give --frontend URL too"
+        )
+    for name in args.fake or []:
+        argv += ["--rl-fake", name]
+    for fault in args.fault:
+        argv += ["--rl-fault", fault]
+    for capability_id in args.capability or []:
+        argv += ["--rl-capability", capability_id]
+    return argv + list(args.pytest_args)
+
+
+def command_run(args: argparse.Namespace) -> int:
+    import pytest
+
+    if args.frontend and not args.backend:
+        raise ConfigurationError("--frontend needs --backend {vllm|sglang|trtllm}")
+    with tempfile.TemporaryDirectory(prefix="rl-conformance-") as scratch:
+        ini = Path(scratch) / "pytest.ini"
+        ini.write_text("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+        code = pytest.main(pytest_arguments(args, ini))
+    matrix_path = Path(args.report_dir) / "matrix.json"
+    if code in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR):
+        return EXIT_USAGE
+    if not matrix_path.exists():
+        print(
+            f"rl-conformance: no matrix was written ({matrix_path}); pytest exit code {code}",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
+    matrix = json.loads(matrix_path.read_text())
+    return EXIT_OK if matrix["exit_status"] == 0 else EXIT_FAILED
+
+
+def load_instances(path: Path) -> list[tuple[str, Any]]:
+    """A JSON document, or every JSON data event of an SSE transcript (`[DONE]` skipped)."""
+    raw = path.read_bytes()
+    text = raw.lstrip()
+    if text.startswith(b"data:") or b"\ndata:" in raw[:4096]:
+        parser = SSEParser()
+        events = parser.feed(raw) + parser.close()
+        instances = []
+        for position, event in enumerate(events):
+            if event.data == "[DONE]":
+                continue
+            instances.append(
+                (f"event {position}", parse_json(event.data.encode(), what=f"event {position}"))
+            )
+        if parser.truncated:
+            raise ConfigurationError(f"{path}: transcript ends in the middle of an event")
+        return instances
+    return [("body", parse_json(raw, what=str(path)))]
+
+
+def command_validate(args: argparse.Namespace) -> int:
+    if args.schema not in schema_names():
+        raise ConfigurationError(
+            f"unknown schema {args.schema!r}; expected one of: {', '.join(schema_names())}"
+        )
+    try:
+        instances = load_instances(args.file)
+    except OSError as exc:
+        raise ConfigurationError(f"cannot read {args.file}: {exc.strerror}") from exc
+    except (BodyNotJSON, SSEDecodeError) as exc:
+        print(f"{args.file}: {exc}")
+        return EXIT_FAILED
+    failures = 0
+    for label, instance in instances:
+        result = schema_check(args.schema, instance)
+        if result.passed:
+            continue
+        failures += 1
+        print(f"{args.file} ({label}): does not conform to {args.schema}")
+        for violation in result.violations:
+            print(
+                f"  {violation.message}\n    expected {violation.expected}; "
+                f"observed {json.dumps(violation.observed)[:200]}"
+            )
+    if failures == 0:
+        print(f"{args.file}: {len(instances)} document(s) conform to {args.schema}")
+    return EXIT_FAILED if failures else EXIT_OK
+
+
+def command_capabilities(_: argparse.Namespace) -> int:
+    for capability in CAPABILITIES:
+        support = ", ".join(
+            f"{backend.value}={level.value}" for backend, level in capability.documented.items()
+        )
+        print(f"{capability.id:36} {capability.level.value:6} {capability.title}  [{support}]")
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    handlers = {
+        "run": command_run,
+        "validate": command_validate,
+        "capabilities": command_capabilities,
+    }
+    try:
+        return handlers[args.command](args)
+    except ConfigurationError as exc:
+        print(f"rl-conformance: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("rl-conformance: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

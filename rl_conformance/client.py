@@ -1,0 +1,307 @@
+"""The only code that speaks HTTP to a deployment.
+
+Every request has a deadline covering connect, headers and the whole body; a server that stalls,
+drips bytes or streams forever is cut off at the deadline and the exchange is returned with
+`error` set, never raised past the caller and never left hanging. Bodies are capped in size.
+Streams are parsed incrementally and driven through `StreamMachine`.
+
+The core is asynchronous (so a deadline is a real cancellation); `Client` is a synchronous facade
+that runs it on a private event-loop thread, which is what pytest suites and hypothesis want.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import Coroutine
+from concurrent.futures import Future
+from typing import Any, TypeVar
+
+import httpx
+
+from .sse import SSEDecodeError, SSEParser
+from .stream_state import (
+    DONE,
+    StreamMachine,
+    StreamState,
+    TerminalDetector,
+    openai_terminals,
+)
+from .wire import Exchange, WireRequest, parse_json
+
+T = TypeVar("T")
+
+DEFAULT_DEADLINE_S = 30.0
+DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
+
+
+class AsyncClient:
+    """Asynchronous HTTP client producing `Exchange` records."""
+
+    def __init__(
+        self,
+        *,
+        deadline_s: float = DEFAULT_DEADLINE_S,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.deadline_s = deadline_s
+        self.max_body_bytes = max_body_bytes
+        self._http = httpx.AsyncClient(
+            transport=transport,
+            follow_redirects=False,
+            timeout=httpx.Timeout(deadline_s),
+            trust_env=False,
+        )
+        self.log: list[Exchange] = []
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        json_body: Any = None,
+        content: bytes | None = None,
+        headers: dict[str, str] | None = None,
+        deadline_s: float | None = None,
+    ) -> Exchange:
+        exchange, request = self._prepare(method, url, json_body, content, headers)
+        started = time.monotonic()
+        try:
+            async with asyncio.timeout(deadline_s or self.deadline_s):
+                response = await self._http.send(request, stream=True)
+                try:
+                    exchange.first_byte_s = time.monotonic() - started
+                    self._record_head(exchange, response)
+                    await self._read_body(exchange, response)
+                finally:
+                    await response.aclose()
+        except TimeoutError:
+            exchange.error = (
+                f"no complete response within the {deadline_s or self.deadline_s:g} s deadline"
+            )
+        except httpx.HTTPError as exc:
+            exchange.error = _transport_message(exc)
+        exchange.elapsed_s = time.monotonic() - started
+        return exchange
+
+    async def stream(
+        self,
+        method: str,
+        url: str,
+        *,
+        json_body: Any = None,
+        headers: dict[str, str] | None = None,
+        detector: TerminalDetector = openai_terminals,
+        cancel_after_events: int | None = None,
+        deadline_s: float | None = None,
+    ) -> Exchange:
+        """Send a streaming request and drive its events through the terminal-state machine.
+
+        `cancel_after_events` closes the connection after that many data events, as a client
+        that gives up on a rollout would; the exchange then ends `canceled`.
+        """
+        exchange, request = self._prepare(method, url, json_body, None, headers)
+        machine = StreamMachine(detector=detector)
+        parser = SSEParser()
+        limit = deadline_s or self.deadline_s
+        started = time.monotonic()
+        try:
+            async with asyncio.timeout(limit):
+                response = await self._http.send(request, stream=True)
+                try:
+                    exchange.first_byte_s = time.monotonic() - started
+                    self._record_head(exchange, response)
+                    if (
+                        response.status_code != 200
+                        or "text/event-stream" not in exchange.content_type
+                    ):
+                        await self._read_body(exchange, response)
+                        machine.on_transport_error(_not_a_stream(exchange))
+                    else:
+                        await self._pump(exchange, response, parser, machine, cancel_after_events)
+                finally:
+                    await response.aclose()
+        except TimeoutError:
+            exchange.error = f"stream not finished within the {limit:g} s deadline"
+            machine.on_transport_error(exchange.error)
+        except httpx.HTTPError as exc:
+            exchange.error = _transport_message(exc)
+            machine.on_transport_error(exchange.error)
+        exchange.elapsed_s = time.monotonic() - started
+        exchange.state = machine.state
+        exchange.state_reason = machine.reason
+        return exchange
+
+    async def _pump(
+        self,
+        exchange: Exchange,
+        response: httpx.Response,
+        parser: SSEParser,
+        machine: StreamMachine,
+        cancel_after_events: int | None,
+    ) -> None:
+        data_events = 0
+        body = bytearray()
+        async for chunk in response.aiter_raw():
+            if len(body) + len(chunk) > self.max_body_bytes:
+                exchange.body_truncated = True
+                exchange.body = bytes(body)
+                machine.on_transport_error(
+                    f"stream exceeded the {self.max_body_bytes} byte limit; connection closed"
+                )
+                return
+            body += chunk
+            try:
+                events = parser.feed(chunk)
+            except SSEDecodeError as exc:
+                exchange.body = bytes(body)
+                machine.on_unparseable(str(exc))
+                return
+            for event in events:
+                exchange.events.append(event)
+                self._feed_machine(machine, event.data, len(exchange.events) - 1)
+                data_events += 1
+                if cancel_after_events is not None and data_events >= cancel_after_events:
+                    exchange.body = bytes(body)
+                    machine.on_cancel()
+                    return
+        exchange.body = bytes(body)
+        try:
+            exchange.events.extend(parser.close())
+        except SSEDecodeError as exc:
+            machine.on_unparseable(str(exc))
+            return
+        if parser.truncated:
+            machine.on_transport_error("stream ended in the middle of an event")
+            return
+        machine.on_end()
+
+    @staticmethod
+    def _feed_machine(machine: StreamMachine, data: str, position: int) -> None:
+        if data == DONE:
+            machine.on_payload(DONE)
+            return
+        try:
+            payload = parse_json(data.encode(), what=f"event {position}")
+        except ValueError as exc:
+            machine.on_unparseable(str(exc))
+            return
+        machine.on_payload(payload)
+
+    def _prepare(
+        self,
+        method: str,
+        url: str,
+        json_body: Any,
+        content: bytes | None,
+        headers: dict[str, str] | None,
+    ) -> tuple[Exchange, httpx.Request]:
+        all_headers = dict(headers or {})
+        body = content
+        if json_body is not None:
+            body = json.dumps(json_body, separators=(",", ":")).encode()
+            all_headers.setdefault("Content-Type", "application/json")
+        request = self._http.build_request(method, url, content=body, headers=all_headers)
+        wire = WireRequest(method=method, url=str(request.url), headers=all_headers, body=body)
+        exchange = Exchange(request=wire)
+        self.log.append(exchange)
+        return exchange, request
+
+    @staticmethod
+    def _record_head(exchange: Exchange, response: httpx.Response) -> None:
+        exchange.status = response.status_code
+        exchange.headers = {name.lower(): value for name, value in response.headers.items()}
+
+    async def _read_body(self, exchange: Exchange, response: httpx.Response) -> None:
+        body = bytearray()
+        async for chunk in response.aiter_raw():
+            body += chunk
+            if len(body) > self.max_body_bytes:
+                exchange.body = bytes(body[: self.max_body_bytes])
+                exchange.body_truncated = True
+                exchange.error = f"response body exceeded the {self.max_body_bytes} byte limit"
+                return
+        exchange.body = bytes(body)
+
+
+class Client:
+    """Synchronous facade over `AsyncClient`, safe to call from tests and hypothesis examples."""
+
+    def __init__(
+        self,
+        *,
+        deadline_s: float = DEFAULT_DEADLINE_S,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="rl-conformance-client", daemon=True
+        )
+        self._thread.start()
+        self._core: AsyncClient = self._run(self._make_core(deadline_s, max_body_bytes, transport))
+        self.deadline_s = deadline_s
+
+    @staticmethod
+    async def _make_core(
+        deadline_s: float, max_body_bytes: int, transport: httpx.AsyncBaseTransport | None
+    ) -> AsyncClient:
+        return AsyncClient(
+            deadline_s=deadline_s, max_body_bytes=max_body_bytes, transport=transport
+        )
+
+    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
+        future: Future[T] = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        return future.result()
+
+    @property
+    def log(self) -> list[Exchange]:
+        return self._core.log
+
+    def request(self, method: str, url: str, **kwargs: Any) -> Exchange:
+        return self._run(self._core.request(method, url, **kwargs))
+
+    def get(self, url: str, **kwargs: Any) -> Exchange:
+        return self.request("GET", url, **kwargs)
+
+    def post(self, url: str, json_body: Any = None, **kwargs: Any) -> Exchange:
+        return self.request("POST", url, json_body=json_body, **kwargs)
+
+    def stream(self, method: str, url: str, **kwargs: Any) -> Exchange:
+        return self._run(self._core.stream(method, url, **kwargs))
+
+    def close(self) -> None:
+        if self._loop.is_closed():
+            return
+        self._run(self._core.aclose())
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=5)
+        self._loop.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def _transport_message(exc: httpx.HTTPError) -> str:
+    name = type(exc).__name__
+    detail = str(exc) or "no detail"
+    return f"transport error ({name}): {detail}"
+
+
+def _not_a_stream(exchange: Exchange) -> str:
+    return (
+        f"expected HTTP 200 with content-type text/event-stream, observed HTTP {exchange.status} "
+        f"with content-type {exchange.content_type or '(none)'}: {exchange.body_preview()}"
+    )
+
+
+__all__ = ["AsyncClient", "Client", "Exchange", "StreamState"]

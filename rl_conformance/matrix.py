@@ -1,0 +1,251 @@
+"""Aggregation of test records into the compatibility matrix (capabilities x targets).
+
+Every cell gets exactly one outcome. The precedence when a capability has several tests on one
+target is error > fail > unsupported > not-advertised > pass > skipped: one failing test fails the
+cell, and a harness problem is never hidden behind a pass. A capability that selected zero tests
+for a target is an `error`, never a pass.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from . import __version__
+from .capabilities import Capability, Support
+from .target import Target
+from .wire import to_jsonable
+
+SCHEMA_VERSION = 1
+SUITE_NAME = "dynamo-rl-conformance"
+
+
+class Outcome(StrEnum):
+    PASS = "pass"
+    FAIL = "fail"
+    UNSUPPORTED = "unsupported"
+    NOT_ADVERTISED = "not-advertised"
+    SKIPPED = "skipped"
+    ERROR = "error"
+
+
+PRECEDENCE = (
+    Outcome.ERROR,
+    Outcome.FAIL,
+    Outcome.UNSUPPORTED,
+    Outcome.NOT_ADVERTISED,
+    Outcome.PASS,
+    Outcome.SKIPPED,
+)
+
+
+class TestOutcome(StrEnum):
+    PASSED = "passed"
+    FAILED = "failed"
+    ABSENT = "absent"
+    NOT_ADVERTISED = "not-advertised"
+    SKIPPED = "skipped"
+    ERROR = "error"
+
+
+@dataclass(frozen=True)
+class Evidence:
+    check_id: str
+    message: str
+    field: str = ""
+    expected: Any = None
+    observed: Any = None
+    reproducer: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "check_id": self.check_id,
+            "message": self.message,
+            "field": self.field,
+            "expected": to_jsonable(self.expected),
+            "observed": to_jsonable(self.observed),
+            "reproducer": self.reproducer,
+        }
+
+
+@dataclass
+class TestRecord:
+    nodeid: str
+    capabilities: tuple[str, ...]
+    target_id: str
+    outcome: TestOutcome
+    reason: str = ""
+    duration_s: float = 0.0
+    checks: list[tuple[str, bool]] = field(default_factory=list)
+    evidence: list[Evidence] = field(default_factory=list)
+
+
+@dataclass
+class Cell:
+    outcome: Outcome
+    reason: str
+    documented: Support
+    contradicts_documentation: bool
+    checks: list[dict[str, Any]]
+    tests: list[dict[str, Any]]
+    evidence: list[Evidence]
+    duration_s: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "outcome": self.outcome.value,
+            "reason": self.reason,
+            "documented": self.documented.value,
+            "contradicts_documentation": self.contradicts_documentation,
+            "checks": self.checks,
+            "tests": self.tests,
+            "evidence": [item.to_json() for item in self.evidence],
+            "duration_s": round(self.duration_s, 4),
+        }
+
+
+def _cell_outcome(record: TestRecord, documented: Support) -> tuple[Outcome, str, bool]:
+    """Outcome of one test on a cell, its reason, and whether it contradicts the documentation."""
+    if record.outcome is TestOutcome.ABSENT:
+        if documented is Support.SUPPORTED:
+            return Outcome.FAIL, f"documented as supported, but absent: {record.reason}", True
+        return (
+            Outcome.UNSUPPORTED,
+            f"documented {documented.value}; observed: {record.reason}",
+            False,
+        )
+    mapping = {
+        TestOutcome.PASSED: Outcome.PASS,
+        TestOutcome.FAILED: Outcome.FAIL,
+        TestOutcome.NOT_ADVERTISED: Outcome.NOT_ADVERTISED,
+        TestOutcome.SKIPPED: Outcome.SKIPPED,
+        TestOutcome.ERROR: Outcome.ERROR,
+    }
+    outcome = mapping[record.outcome]
+    contradicts = outcome is Outcome.PASS and documented is Support.UNSUPPORTED
+    reason = record.reason
+    if contradicts:
+        reason = "documented as unsupported, yet observed working"
+    return outcome, reason, contradicts
+
+
+def build_cell(capability: Capability, target: Target, records: Sequence[TestRecord]) -> Cell:
+    documented = capability.support_for(target.backend)
+    if not records:
+        return Cell(
+            Outcome.ERROR,
+            "no test selected for this capability",
+            documented,
+            False,
+            [],
+            [],
+            [],
+            0.0,
+        )
+    outcomes = [(_cell_outcome(record, documented), record) for record in records]
+    chosen = min(outcomes, key=lambda item: PRECEDENCE.index(item[0][0]))
+    (outcome, reason, _), chosen_record = chosen
+    if outcome is Outcome.PASS:
+        reason = reason or f"{len(records)} test(s) passed"
+    contradicts = any(item[0][2] for item in outcomes if item[0][0] is outcome)
+    counts: Counter[tuple[str, bool]] = Counter()
+    for record in records:
+        counts.update(record.checks)
+    check_ids = sorted({check_id for check_id, _ in counts})
+    checks = [
+        {
+            "id": check_id,
+            "outcome": "fail" if counts[(check_id, False)] else "pass",
+            "count": counts[(check_id, True)] + counts[(check_id, False)],
+        }
+        for check_id in check_ids
+    ]
+    evidence = [item for record in records for item in record.evidence][:10]
+    tests = [
+        {
+            "nodeid": record.nodeid,
+            "outcome": record.outcome.value,
+            "duration_s": round(record.duration_s, 4),
+        }
+        for record in records
+    ]
+    return Cell(
+        outcome,
+        reason or chosen_record.reason,
+        documented,
+        contradicts,
+        checks,
+        tests,
+        evidence,
+        sum(record.duration_s for record in records),
+    )
+
+
+@dataclass
+class RunInfo:
+    started_at: datetime
+    finished_at: datetime
+    complete: bool
+    seed: int | None
+
+
+def build_matrix(
+    capabilities: Iterable[Capability],
+    targets: Sequence[Target],
+    records: Sequence[TestRecord],
+    run: RunInfo,
+) -> dict[str, Any]:
+    grouped: dict[tuple[str, str], list[TestRecord]] = {}
+    for record in records:
+        for capability_id in record.capabilities:
+            grouped.setdefault((capability_id, record.target_id), []).append(record)
+    rows = []
+    summary: Counter[str] = Counter({outcome.value: 0 for outcome in Outcome})
+    for capability in capabilities:
+        cells = {}
+        for target in targets:
+            cell = build_cell(capability, target, grouped.get((capability.id, target.id), []))
+            if not run.complete and not grouped.get((capability.id, target.id)):
+                cell.reason = "not reached: the run was interrupted"
+            cells[target.id] = cell.to_json()
+            summary[cell.outcome.value] += 1
+        rows.append(
+            {
+                "id": capability.id,
+                "title": capability.title,
+                "level": capability.level.value,
+                "area": capability.area,
+                "spec": {"section": capability.section, "quote": capability.quote},
+                "documented": {
+                    backend.value: support.value
+                    for backend, support in capability.documented.items()
+                },
+                "cells": cells,
+            }
+        )
+    failed = summary[Outcome.FAIL.value] + summary[Outcome.ERROR.value]
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "suite": {"name": SUITE_NAME, "version": __version__},
+        "complete": run.complete,
+        "started_at": _iso(run.started_at),
+        "finished_at": _iso(run.finished_at),
+        "duration_s": round((run.finished_at - run.started_at).total_seconds(), 3),
+        "seed": run.seed,
+        "exit_status": 0 if failed == 0 and run.complete else 1,
+        "summary": dict(summary),
+        "targets": [target.describe() for target in targets],
+        "capabilities": rows,
+    }
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

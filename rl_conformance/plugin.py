@@ -1,0 +1,351 @@
+"""The pytest plugin: options, the `capability` marker, target fixtures, result collection and
+the matrix at the end of the session.
+
+It stays inert unless the session collects tests marked with `capability` (the conformance suites),
+so installing the package never changes an unrelated pytest run.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from . import capabilities as capability_registry
+from . import suite_support
+from .client import Client
+from .errors import ConfigurationError
+from .matrix import Evidence, RunInfo, TestOutcome, TestRecord, build_matrix, now
+from .plan import TargetPool, plan_targets
+from .reports import write_reports
+from .reports.markdown import render_markdown
+from .target import Target
+from .verdict import ConformanceFailure, FeatureAbsent, NotAdvertised, Verdict
+
+STATE_KEY = pytest.StashKey["ConformanceRun"]()
+
+
+@dataclass
+class Settings:
+    examples: int
+    seed: int | None
+    deadline_s: float
+    report_dir: Path
+
+
+@dataclass
+class ConformanceRun:
+    settings: Settings
+    pool: TargetPool
+    capability_ids: list[str]
+    records: list[TestRecord]
+    active: bool = False
+    started_at: Any = None
+    client: Client | None = None
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("rl-conformance", "Dynamo RL serving-contract conformance")
+    group.addoption(
+        "--rl-fake",
+        action="append",
+        default=None,
+        metavar="BACKEND",
+        help="test one of our fake deployments (vllm, sglang, trtllm); repeatable. "
+        "Default: all three, unless --rl-frontend is given.",
+    )
+    group.addoption("--rl-frontend", default=None, metavar="URL", help="external frontend URL")
+    group.addoption("--rl-url", default=None, metavar="URL", help="external RL listener URL")
+    group.addoption("--rl-backend", default=None, help="backend of the external deployment")
+    group.addoption("--rl-model", default=None, help="model to request (default: the one listed)")
+    group.addoption(
+        "--rl-fault",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="start the fakes with this fault (repeatable)",
+    )
+    group.addoption("--rl-workers", type=int, default=2, help="RL workers per fake vLLM deployment")
+    group.addoption(
+        "--rl-capability",
+        action="append",
+        default=None,
+        metavar="ID",
+        help="run only these capabilities (repeatable)",
+    )
+    group.addoption(
+        "--rl-examples",
+        type=int,
+        default=8,
+        help="hypothesis examples per property test (default 8)",
+    )
+    group.addoption("--rl-seed", type=int, default=0, help="seed for generated requests")
+    group.addoption(
+        "--rl-deadline",
+        type=float,
+        default=30.0,
+        help="deadline in seconds for every request (default 30)",
+    )
+    group.addoption(
+        "--rl-report-dir",
+        default="conformance-report",
+        metavar="DIR",
+        help="where matrix.json, matrix.md, junit.xml and matrix.html go",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "capability(id): the conformance capability a test certifies"
+    )
+    option = config.option
+    selected = option.rl_capability
+    if selected:
+        unknown = sorted(set(selected) - set(capability_registry.BY_ID))
+        if unknown:
+            raise pytest.UsageError(
+                f"--rl-capability: unknown capability id(s) {unknown}; "
+                f"known: {sorted(capability_registry.BY_ID)}"
+            )
+    try:
+        pool = plan_targets(
+            fakes=option.rl_fake,
+            frontend=option.rl_frontend,
+            rl_url=option.rl_url,
+            backend=option.rl_backend,
+            model=option.rl_model,
+            faults=option.rl_fault,
+            workers=option.rl_workers,
+        )
+    except ConfigurationError as exc:
+        raise pytest.UsageError(str(exc)) from exc
+    suite_support.configure(option.rl_examples, option.rl_seed)
+    settings = Settings(
+        examples=option.rl_examples,
+        seed=option.rl_seed,
+        deadline_s=option.rl_deadline,
+        report_dir=Path(option.rl_report_dir),
+    )
+    ids = selected or [capability.id for capability in capability_registry.CAPABILITIES]
+    config.stash[STATE_KEY] = ConformanceRun(
+        settings=settings, pool=pool, capability_ids=ids, records=[]
+    )
+
+
+def _run(config: pytest.Config) -> ConformanceRun:
+    return config.stash[STATE_KEY]
+
+
+def capabilities_of(item: pytest.Item) -> tuple[str, ...]:
+    return tuple(mark.args[0] for mark in item.iter_markers("capability") if mark.args)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "target" in metafunc.fixturenames:
+        ids = _run(metafunc.config).pool.ids
+        metafunc.parametrize("target", ids, ids=ids, indirect=True, scope="session")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    run = _run(config)
+    wanted = set(run.capability_ids)
+    keep, drop = [], []
+    for item in items:
+        marked = capabilities_of(item)
+        if marked:
+            for capability_id in marked:
+                if capability_id not in capability_registry.BY_ID:
+                    raise pytest.UsageError(f"{item.nodeid}: unknown capability {capability_id!r}")
+            (keep if wanted & set(marked) else drop).append(item)
+        else:
+            keep.append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+    if any(capabilities_of(item) for item in items):
+        run.active = True
+        run.started_at = now()
+        _install_sigterm()
+
+
+def _install_sigterm() -> None:
+    """SIGTERM ends the run like Ctrl-C does, so the report is still written (marked incomplete)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, interrupt)
+
+
+@pytest.fixture(scope="session")
+def conformance_settings(request: pytest.FixtureRequest) -> Settings:
+    return _run(request.config).settings
+
+
+@pytest.fixture(scope="session")
+def client(request: pytest.FixtureRequest) -> Iterator[Client]:
+    run = _run(request.config)
+    if run.client is None:
+        run.client = Client(deadline_s=run.settings.deadline_s)
+    yield run.client
+
+
+@pytest.fixture(scope="session")
+def target(request: pytest.FixtureRequest, client: Client) -> Target:
+    return _run(request.config).pool.get(request.param, client)
+
+
+@pytest.fixture
+def verdict() -> Verdict:
+    return Verdict()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()
+    marked = capabilities_of(item)
+    if not marked or not _run(item.config).active:
+        return
+    if call.when == "call" or (call.when == "setup" and not report.passed):
+        record = _record(item, call, report, marked)
+        _run(item.config).records.append(record)
+        if record.outcome in (TestOutcome.ABSENT, TestOutcome.NOT_ADVERTISED):
+            report.outcome = "skipped"
+            report.longrepr = (
+                str(item.path),
+                item.location[1] or 0,
+                f"{record.outcome.value}: {record.reason}",
+            )
+
+
+def _record(
+    item: pytest.Item,
+    call: pytest.CallInfo[None],
+    report: pytest.TestReport,
+    marked: tuple[str, ...],
+) -> TestRecord:
+    target_id = getattr(getattr(item, "callspec", None), "params", {}).get("target", "?")
+    record = TestRecord(
+        nodeid=item.nodeid,
+        capabilities=marked,
+        target_id=target_id,
+        outcome=TestOutcome.PASSED,
+        duration_s=call.duration,
+    )
+    verdict = getattr(item, "funcargs", {}).get("verdict")
+    if isinstance(verdict, Verdict):
+        record.checks = [(result.check_id, result.passed) for result, _ in verdict.results]
+    if report.passed:
+        return record
+    excinfo = call.excinfo
+    error = _find(excinfo.value if excinfo else None)
+    if report.skipped and not isinstance(error, FeatureAbsent | NotAdvertised):
+        record.outcome = TestOutcome.SKIPPED
+        record.reason = _skip_reason(report)
+    elif isinstance(error, FeatureAbsent):
+        record.outcome, record.reason = TestOutcome.ABSENT, str(error)
+    elif isinstance(error, NotAdvertised):
+        record.outcome, record.reason = TestOutcome.NOT_ADVERTISED, str(error)
+    elif isinstance(error, ConformanceFailure) and call.when == "call":
+        record.outcome = TestOutcome.FAILED
+        result = error.result
+        record.reason = result.violations[0].message if result.violations else result.spec.title
+        reproducer = error.exchange.curl() if error.exchange is not None else None
+        record.evidence = [
+            Evidence(
+                result.check_id,
+                violation.message,
+                violation.field,
+                violation.expected,
+                violation.observed,
+                reproducer,
+            )
+            for violation in result.violations
+        ]
+        record.checks.append((result.check_id, False))
+    elif isinstance(error, AssertionError) and call.when == "call":
+        record.outcome = TestOutcome.FAILED
+        record.reason = str(error).splitlines()[0] if str(error) else "assertion failed"
+    else:
+        record.outcome = TestOutcome.ERROR
+        name = type(error).__name__ if error is not None else "error"
+        record.reason = f"{call.when}: {name}: {error}"
+    return record
+
+
+def _find(error: BaseException | None) -> BaseException | None:
+    """The most telling exception, looking inside hypothesis' exception groups."""
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            found = _find(inner)
+            if isinstance(found, ConformanceFailure | FeatureAbsent | NotAdvertised):
+                return found
+        return _find(error.exceptions[0]) if error.exceptions else error
+    return error
+
+
+def _skip_reason(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2]).removeprefix("Skipped: ")
+    return str(longrepr)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    run = _run(session.config)
+    if not run.active:
+        return
+    try:
+        complete = exitstatus != pytest.ExitCode.INTERRUPTED and not session.shouldstop
+        info = RunInfo(
+            started_at=run.started_at or now(),
+            finished_at=now(),
+            complete=complete,
+            seed=run.settings.seed,
+        )
+        selected = [capability_registry.get(capability_id) for capability_id in run.capability_ids]
+        matrix = build_matrix(selected, run.pool.planned_targets(), run.records, info)
+        write_reports(matrix, run.settings.report_dir)
+        session.config.stash[MATRIX_KEY] = matrix
+        if matrix["exit_status"] != 0 and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    finally:
+        _shutdown(run)
+
+
+MATRIX_KEY = pytest.StashKey[dict]()
+
+
+def _shutdown(run: ConformanceRun) -> None:
+    run.pool.stop_all()
+    if run.client is not None:
+        run.client.close()
+        run.client = None
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if STATE_KEY in config.stash:
+        _shutdown(_run(config))
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    matrix = config.stash.get(MATRIX_KEY, None)
+    if matrix is None:
+        return
+    terminalreporter.section("conformance matrix")
+    for line in render_markdown(matrix).splitlines():
+        if line.startswith("## Cells that did not pass"):
+            break
+        terminalreporter.write_line(line)
+    terminalreporter.write_line(
+        f"reports written to {os.path.abspath(_run(config).settings.report_dir)}"
+    )

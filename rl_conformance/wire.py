@@ -1,0 +1,140 @@
+"""The wire log: what was sent, what came back, and how to reproduce it with curl."""
+
+from __future__ import annotations
+
+import json
+import math
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+from .sse import SSEEvent
+from .stream_state import DONE, StreamState
+
+_BODY_PREVIEW = 300
+
+
+@dataclass(frozen=True)
+class WireRequest:
+    method: str
+    url: str
+    headers: dict[str, str]
+    body: bytes | None = None
+
+    def json(self) -> Any:
+        return None if self.body is None else json.loads(self.body)
+
+
+@dataclass
+class Exchange:
+    """One request and everything observed about its answer.
+
+    `status` is None when no HTTP response arrived (`error` says why). For streams, `events` holds
+    every dispatched SSE event and `state` the terminal state the client's machine reached.
+    """
+
+    request: WireRequest
+    status: int | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+    body_truncated: bool = False
+    events: list[SSEEvent] = field(default_factory=list)
+    state: StreamState | None = None
+    state_reason: str = ""
+    error: str | None = None
+    elapsed_s: float = 0.0
+    first_byte_s: float | None = None
+
+    @property
+    def streamed(self) -> bool:
+        return self.state is not None
+
+    @property
+    def content_type(self) -> str:
+        return self.headers.get("content-type", "")
+
+    def json(self) -> Any:
+        """The body parsed as JSON; raises `BodyNotJSON` with a preview of what came instead."""
+        return parse_json(self.body, what="response body")
+
+    def payloads(self) -> list[Any]:
+        """Parsed data of every event: JSON values, or the string `[DONE]` for the terminator."""
+        parsed = []
+        for position, event in enumerate(self.events):
+            if event.data == DONE:
+                parsed.append(DONE)
+            else:
+                parsed.append(parse_json(event.data.encode(), what=f"event {position}"))
+        return parsed
+
+    def body_preview(self) -> str:
+        return preview(self.body)
+
+    def curl(self) -> str:
+        parts = ["curl", "-sS"]
+        if self.streamed:
+            parts.append("-N")
+        parts += ["-X", self.request.method, self.request.url]
+        for name, value in self.request.headers.items():
+            if name.lower() in {
+                "host",
+                "content-length",
+                "accept-encoding",
+                "connection",
+                "user-agent",
+                "accept",
+            }:
+                continue
+            parts += ["-H", f"{name}: {value}"]
+        if self.request.body is not None:
+            parts += ["--data-raw", self.request.body.decode("utf-8", errors="replace")]
+        return " ".join(shlex.quote(part) for part in parts)
+
+    def describe(self) -> str:
+        """One line for messages: request, status and outcome."""
+        line = f"{self.request.method} {self.request.url}"
+        if self.status is None:
+            return f"{line} -> no response ({self.error})"
+        line += f" -> HTTP {self.status}"
+        if self.state is not None:
+            line += f", stream {self.state.value}"
+            if self.state_reason:
+                line += f" ({self.state_reason})"
+        return line
+
+
+class BodyNotJSON(ValueError):
+    def __init__(self, what: str, detail: str, raw: bytes) -> None:
+        self.what = what
+        self.detail = detail
+        self.raw = raw
+        super().__init__(f"{what}: expected JSON, observed {preview(raw)!r} ({detail})")
+
+
+def parse_json(raw: bytes, *, what: str) -> Any:
+    """Parse JSON as the Python reference decoder does (NaN/Infinity accepted, so that a
+    non-finite logprob reaches the checks that name it instead of failing as generic bad JSON)."""
+    try:
+        return json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BodyNotJSON(what, str(exc), raw) from exc
+
+
+def preview(raw: bytes, limit: int = _BODY_PREVIEW) -> str:
+    text = raw[:limit].decode("utf-8", errors="replace")
+    return text if len(raw) <= limit else text + f"... ({len(raw)} bytes)"
+
+
+def to_jsonable(value: Any) -> Any:
+    """Make evidence safe for a JSON report: non-finite floats become strings."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    if isinstance(value, dict):
+        return {str(key): to_jsonable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_jsonable(item) for item in value]
+    if isinstance(value, bytes):
+        return preview(value)
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return repr(value)

@@ -1,0 +1,1 @@
+"""JSON Schemas (draft 2020-12) of the wire shapes; data only, read via rl_conformance.schema_registry."""

@@ -1,0 +1,101 @@
+"""Discovery: the RL listener's `GET /v1/rl/workers`, protocol version 1."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from rl_conformance import FeatureAbsent
+from rl_conformance.checks import discovery, schema_check
+from rl_conformance.checks.http import status_in
+from rl_conformance.client import Client
+from rl_conformance.target import Target
+from rl_conformance.verdict import Verdict
+from rl_conformance.wire import Exchange
+
+capability = pytest.mark.capability
+
+
+def read_workers(client: Client, target: Target, verdict: Verdict) -> tuple[Any, Exchange]:
+    """One discovery read; the protocol version is checked before anything reads the workers."""
+    if not target.rl_url:
+        pytest.skip("no RL listener URL for this target (give --rl-url)")
+    exchange = client.get(target.rl("/v1/rl/workers"))
+    body = verdict.json(exchange)
+    verdict.check(discovery.protocol_version(body), exchange)
+    return body, exchange
+
+
+def require_workers(body: Any) -> list[dict[str, Any]]:
+    workers = discovery.workers_of(body)
+    if not workers:
+        raise FeatureAbsent("GET /v1/rl/workers lists no RL workers")
+    return workers
+
+
+@capability("discovery.protocol_version")
+def test_protocol_version_is_checked_before_workers(
+    client: Client, target: Target, verdict: Verdict
+) -> None:
+    read_workers(client, target, verdict)
+
+
+@capability("discovery.schema")
+def test_discovery_body_matches_schema(client: Client, target: Target, verdict: Verdict) -> None:
+    body, exchange = read_workers(client, target, verdict)
+    verdict.check(discovery.optional_fields(body), exchange)
+    verdict.check(schema_check("discovery-v1", body), exchange)
+
+
+@capability("discovery.listener_isolation")
+def test_discovery_lives_on_its_own_read_only_listener(
+    client: Client, target: Target, verdict: Verdict
+) -> None:
+    if not target.rl_url:
+        pytest.skip("no RL listener URL for this target (give --rl-url)")
+    probes = [
+        (client.get(target.url("/v1/rl/workers")), {404, 405}),
+        (client.post(target.rl("/v1/rl/workers"), {}), {405}),
+        (client.get(target.rl("/v1/rl/engines")), {404, 405}),
+    ]
+    for exchange, allowed in probes:
+        verdict.check(status_in(exchange.status, allowed, exchange.describe()), exchange)
+
+
+@capability("discovery.worker_registration")
+def test_rl_workers_register(client: Client, target: Target, verdict: Verdict) -> None:
+    body, _ = read_workers(client, target, verdict)
+    require_workers(body)
+
+
+@capability("discovery.routes")
+def test_routes_are_sorted_unique_strings(client: Client, target: Target, verdict: Verdict) -> None:
+    body, exchange = read_workers(client, target, verdict)
+    require_workers(body)
+    verdict.check(discovery.routes_well_formed(body), exchange)
+
+
+@capability("discovery.endpoint_identity")
+def test_endpoint_identity_is_exact(client: Client, target: Target, verdict: Verdict) -> None:
+    body, exchange = read_workers(client, target, verdict)
+    require_workers(body)
+    verdict.check(discovery.request_plane_url(body), exchange)
+    verdict.check(discovery.instance_ids(body), exchange)
+
+
+@capability("discovery.identity_not_position")
+def test_workers_are_matched_by_identity_across_reads(
+    client: Client, target: Target, verdict: Verdict
+) -> None:
+    first, _ = read_workers(client, target, verdict)
+    require_workers(first)
+    second, exchange = read_workers(client, target, verdict)
+    verdict.check(discovery.identity_stable(first, second), exchange)
+
+
+@capability("discovery.error_fails_closed")
+def test_probe_errors_fail_closed(client: Client, target: Target, verdict: Verdict) -> None:
+    body, exchange = read_workers(client, target, verdict)
+    require_workers(body)
+    verdict.check(discovery.error_fails_closed(body), exchange)

@@ -1,0 +1,151 @@
+"""Logprob alignment: selected, top-k and prompt logprobs line up with the token ids."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rl_conformance import FeatureAbsent, strategies
+from rl_conformance.checks import aggregate_stream, logprobs, tokens
+from rl_conformance.client import Client
+from rl_conformance.suite_support import chat, completion, property_test
+from rl_conformance.target import Target
+from rl_conformance.verdict import Verdict
+
+capability = pytest.mark.capability
+IDS = ("completion_token_ids", "prompt_token_ids")
+
+
+def generate_with_logprobs(
+    client: Client,
+    target: Target,
+    verdict: Verdict,
+    *,
+    route: str,
+    prompt: list[int],
+    max_tokens: int,
+    k: int,
+    echo: bool,
+    stream: bool,
+) -> tuple[dict[str, Any], list[int], Any]:
+    """One generation with logprobs on the chosen route; returns the (aggregated) body, the
+    generated ids and the exchange."""
+    if route == "completions":
+        exchange = completion(
+            client,
+            target,
+            prompt,
+            max_tokens=max_tokens,
+            temperature=0,
+            logprobs=k,
+            echo=echo,
+            stream=stream,
+            extra_fields=IDS,
+        )
+        schema = "completion"
+    else:
+        exchange = chat(
+            client,
+            target,
+            token_data=prompt,
+            max_tokens=max_tokens,
+            temperature=0,
+            logprobs=True,
+            top_logprobs=k,
+            stream=stream,
+            extra_fields=IDS,
+        )
+        schema = "chat-completion"
+    if stream:
+        body = aggregate_stream(verdict.events(exchange, schema=f"{schema}-chunk"))
+    else:
+        body = verdict.json(exchange, schema=schema)
+    verdict.check(tokens.completion_ids_present(body), exchange)
+    return body, body["nvext"]["completion_token_ids"], exchange
+
+
+generation = st.fixed_dictionaries(
+    {
+        "route": strategies.routes,
+        "prompt": strategies.prompt_ids,
+        "max_tokens": strategies.max_tokens,
+        "k": strategies.top_k,
+        "echo": st.booleans(),
+        "stream": st.booleans(),
+    }
+)
+
+
+@capability("logprobs.selected_alignment")
+@property_test
+@given(shape=generation)
+def test_selected_logprobs_align_with_generated_ids(
+    client: Client, target: Target, verdict: Verdict, shape: dict[str, Any]
+) -> None:
+    body, ids, exchange = generate_with_logprobs(client, target, verdict, **shape)
+    verdict.check(logprobs.selected_alignment(body, ids), exchange)
+
+
+@capability("logprobs.finite_nonpositive")
+@property_test
+@given(shape=generation)
+def test_logprobs_are_finite_and_nonpositive(
+    client: Client, target: Target, verdict: Verdict, shape: dict[str, Any]
+) -> None:
+    body, _, exchange = generate_with_logprobs(client, target, verdict, **shape)
+    verdict.check(logprobs.finite_nonpositive(body), exchange)
+
+
+@capability("logprobs.topk_consistent")
+@property_test
+@given(shape=generation)
+def test_top_logprobs_are_consistent(
+    client: Client, target: Target, verdict: Verdict, shape: dict[str, Any]
+) -> None:
+    body, _, exchange = generate_with_logprobs(client, target, verdict, **shape)
+    # Dynamo's chat path asks the engine for one alternative when top_logprobs is 0.
+    k = max(shape["k"], 1) if shape["route"] == "chat" else shape["k"]
+    verdict.check(logprobs.topk_consistent(body, k, greedy=True), exchange)
+
+
+@capability("logprobs.prompt_alignment")
+@property_test
+@given(prompt=strategies.prompt_ids, k=st.integers(min_value=1, max_value=3))
+def test_prompt_logprobs_keep_position_zero_undefined(
+    client: Client, target: Target, verdict: Verdict, prompt: list[int], k: int
+) -> None:
+    exchange = completion(
+        client,
+        target,
+        prompt,
+        max_tokens=2,
+        temperature=0,
+        prompt_logprobs=k,
+        extra_fields=("prompt_logprobs", "prompt_token_ids"),
+    )
+    body = verdict.json(exchange, schema="completion")
+    found = body.get("nvext", {}).get("prompt_logprobs")
+    if found is None:
+        raise FeatureAbsent(
+            "completions with prompt_logprobs and the prompt_logprobs selector "
+            "returned no nvext.prompt_logprobs"
+        )
+    verdict.check(logprobs.prompt_alignment(found, prompt, where="nvext.prompt_logprobs"), exchange)
+
+
+@capability("logprobs.prompt_alignment")
+def test_chat_prompt_logprobs_keep_position_zero_undefined(
+    client: Client, target: Target, verdict: Verdict
+) -> None:
+    prompt = [640, 1024, 777, 1800, 512, 333]
+    exchange = chat(
+        client, target, token_data=prompt, max_tokens=2, temperature=0, prompt_logprobs=1
+    )
+    body = verdict.json(exchange, schema="chat-completion")
+    found = body.get("prompt_logprobs")
+    if found is None:
+        raise FeatureAbsent("chat with prompt_logprobs returned no top-level prompt_logprobs")
+    verdict.check(logprobs.prompt_alignment(found, prompt), exchange)

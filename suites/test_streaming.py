@@ -1,0 +1,153 @@
+"""Streaming terminal states: one terminal per choice, nothing after it, `[DONE]` last."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from rl_conformance.checks import streaming
+from rl_conformance.client import Client
+from rl_conformance.suite_support import chat, completion
+from rl_conformance.target import Target
+from rl_conformance.verdict import Verdict
+from rl_conformance.wire import Exchange
+
+capability = pytest.mark.capability
+PROMPT = [512, 733, 1024, 1999, 300]
+SHAPES = ["completions-n1", "completions-n2", "chat-n1", "chat-usage"]
+
+
+def open_stream(client: Client, target: Target, shape: str) -> tuple[Exchange, int, bool]:
+    """A stream of the given shape; returns the exchange, its number of choices, and whether chat."""
+    if shape == "completions-n1":
+        return (
+            completion(
+                client,
+                target,
+                PROMPT,
+                max_tokens=5,
+                temperature=0,
+                stream=True,
+                stream_options={"include_usage": True},
+            ),
+            1,
+            False,
+        )
+    if shape == "completions-n2":
+        return (
+            completion(
+                client, target, PROMPT, max_tokens=5, n=2, temperature=0.7, seed=3, stream=True
+            ),
+            2,
+            False,
+        )
+    if shape == "chat-n1":
+        return (
+            chat(client, target, token_data=PROMPT, max_tokens=5, temperature=0, stream=True),
+            1,
+            True,
+        )
+    return (
+        chat(
+            client,
+            target,
+            content="stream please",
+            max_tokens=5,
+            temperature=0,
+            stream=True,
+            stream_options={"include_usage": True},
+        ),
+        1,
+        True,
+    )
+
+
+def payloads_of(
+    client: Client, target: Target, verdict: Verdict, shape: str
+) -> tuple[list[Any], Exchange, int, bool]:
+    exchange, choices, is_chat = open_stream(client, target, shape)
+    return verdict.events(exchange), exchange, choices, is_chat
+
+
+@capability("stream.single_terminal")
+@pytest.mark.parametrize("shape", SHAPES)
+def test_each_choice_terminates_exactly_once(
+    client: Client, target: Target, verdict: Verdict, shape: str
+) -> None:
+    payloads, exchange, choices, _ = payloads_of(client, target, verdict, shape)
+    verdict.check(streaming.single_terminal(payloads, choices), exchange)
+
+
+@capability("stream.nothing_after_terminal")
+@pytest.mark.parametrize("shape", SHAPES)
+def test_nothing_follows_a_terminal_but_usage(
+    client: Client, target: Target, verdict: Verdict, shape: str
+) -> None:
+    payloads, exchange, _, _ = payloads_of(client, target, verdict, shape)
+    verdict.check(streaming.nothing_after_terminal(payloads), exchange)
+
+
+@capability("stream.done_last")
+@pytest.mark.parametrize("shape", SHAPES)
+def test_stream_ends_with_done(
+    client: Client, target: Target, verdict: Verdict, shape: str
+) -> None:
+    payloads, exchange, _, _ = payloads_of(client, target, verdict, shape)
+    verdict.check(streaming.done_last(payloads), exchange)
+
+
+@capability("stream.finish_reason")
+@pytest.mark.parametrize("shape", SHAPES)
+def test_streamed_finish_reasons_are_recognised(
+    client: Client, target: Target, verdict: Verdict, shape: str
+) -> None:
+    payloads, exchange, _, is_chat = payloads_of(client, target, verdict, shape)
+    verdict.check(streaming.finish_reason_recognised(payloads, chat=is_chat), exchange)
+
+
+@capability("stream.finish_reason")
+@pytest.mark.parametrize("route", ["completions", "chat"])
+def test_unary_choices_carry_a_recognised_finish_reason(
+    client: Client, target: Target, verdict: Verdict, route: str
+) -> None:
+    if route == "completions":
+        exchange = completion(client, target, PROMPT, max_tokens=4, temperature=0)
+    else:
+        exchange = chat(client, target, token_data=PROMPT, max_tokens=4, temperature=0)
+    body = verdict.json(exchange)
+    verdict.check(streaming.unary_finish_reason(body), exchange)
+    verdict.check(streaming.finish_reason_recognised(body, chat=route == "chat"), exchange)
+
+
+@capability("stream.terminal_success")
+@pytest.mark.parametrize("shape", SHAPES)
+def test_complete_streams_reach_terminal_success(
+    client: Client, target: Target, verdict: Verdict, shape: str
+) -> None:
+    exchange, _, _ = open_stream(client, target, shape)
+    verdict.status(exchange)
+    assert exchange.state is not None
+    verdict.check(streaming.terminal_success(exchange.state.value, exchange.state_reason), exchange)
+
+
+@capability("stream.cancellation")
+def test_a_canceled_stream_is_never_admitted(
+    client: Client, target: Target, verdict: Verdict
+) -> None:
+    body = {
+        "model": target.model,
+        "prompt": PROMPT,
+        "max_tokens": 12,
+        "temperature": 0,
+        "stream": True,
+        "ignore_eos": True,
+    }
+    exchange = client.stream(
+        "POST", target.url("/v1/completions"), json_body=body, cancel_after_events=1
+    )
+    verdict.status(exchange)
+    assert exchange.state is not None
+    verdict.check(
+        streaming.cancel_not_success(exchange.state.value, exchange.state_reason), exchange
+    )
