@@ -473,9 +473,6 @@ BAD_CASES: list[Bad] = [
     # sglang-generate
     Bad("sglang-final-finish-null", "sglang-generate", "b1-logprobs", (*MI, "finish_reason"), None,
         "not"),
-    Bad("sglang-length-without-length", "sglang-generate", "b1-logprobs",
-        (*MI, "finish_reason", "length"), keyword="required", at=(*MI, "finish_reason"),
-        says="'length'"),
     Bad("sglang-finish-type-unknown", "sglang-generate", "b1-logprobs",
         (*MI, "finish_reason", "type"), "eos", "const"),
     Bad("sglang-abort-without-message", "sglang-generate", "aborted-running",

@@ -1,0 +1,59 @@
+"""The schemas accept what the real Dynamo 1.6.1 frontend emitted (fixtures/dynamo-1.6.1)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rl_conformance.checks import schema_check
+
+ROOT = Path(__file__).resolve().parents[1] / "fixtures" / "dynamo-1.6.1"
+FIXTURES = sorted(ROOT.glob("*/*.json"))
+
+
+def schema_for(fixture: dict[str, Any]) -> tuple[str | None, str | None]:
+    """(schema for the body, schema for each stream event) by route and status."""
+    request, response = fixture["request"], fixture["response"]
+    path, status, target = request["url_path"], response["status"], request.get("target")
+    if status >= 400:
+        return ("error" if _is_flat_error(response.get("body")) else None), None
+    if status != 200 or target == "system":
+        return None, None
+    if target == "rl" and path == "/v1/rl/workers":
+        return "discovery-v1", None
+    by_path = {"/v1/completions": ("completion", "completion-chunk"),
+               "/v1/chat/completions": ("chat-completion", "chat-completion-chunk"),
+               "/generate": ("sglang-generate", "sglang-generate-chunk")}
+    return by_path.get(path, (None, None))
+
+
+def _is_flat_error(body: Any) -> bool:
+    return isinstance(body, dict) and "message" in body and "code" in body and "object" not in body
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=[f"{p.parent.name}/{p.stem}" for p in FIXTURES])
+def test_schemas_accept_recorded_dynamo_output(path: Path) -> None:
+    fixture = json.loads(path.read_text())
+    body_schema, event_schema = schema_for(fixture)
+    response = fixture["response"]
+    events = response.get("sse_events")
+    if events:
+        if event_schema is None:
+            pytest.skip("no chunk schema for this route")
+        for position, event in enumerate(events):
+            if event == "[DONE]" or (isinstance(event, dict) and "error" in event):
+                continue
+            result = schema_check(event_schema, event, where=f"events[{position}]")
+            assert result.passed, result.explain()
+        return
+    if body_schema is None or response.get("body") is None:
+        pytest.skip("no schema covers this response")
+    result = schema_check(body_schema, response["body"])
+    assert result.passed, result.explain()
+
+
+def test_fixtures_were_found() -> None:
+    assert len(FIXTURES) > 100
