@@ -44,6 +44,7 @@ PRECEDENCE = (
 
 
 class TestOutcome(StrEnum):
+    __test__ = False
     PASSED = "passed"
     FAILED = "failed"
     ABSENT = "absent"
@@ -74,6 +75,7 @@ class Evidence:
 
 @dataclass
 class TestRecord:
+    __test__ = False
     nodeid: str
     capabilities: tuple[str, ...]
     target_id: str

@@ -1,0 +1,110 @@
+"""A deliberately broken HTTP server on loopback: each path is one way a peer can misbehave."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+SSE_HEAD = (b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+            b"transfer-encoding: chunked\r\n\r\n")
+
+
+def chunk(data: bytes) -> bytes:
+    return f"{len(data):x}\r\n".encode() + data + b"\r\n"
+
+
+def json_response(body: bytes, status: str = "200 OK", content_type: str = "application/json"
+                  ) -> bytes:
+    return (f"HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\n"
+            f"content-length: {len(body)}\r\n\r\n").encode() + body
+
+
+def behave(path: str, conn: socket.socket, stop: threading.Event) -> None:
+    if path == "/stall":
+        stop.wait(30)
+    elif path == "/headers-then-stall":
+        conn.sendall(SSE_HEAD)
+        stop.wait(30)
+    elif path == "/drip":
+        conn.sendall(SSE_HEAD)
+        while not stop.is_set():
+            conn.sendall(chunk(b":"))
+            time.sleep(0.2)
+    elif path == "/endless":
+        conn.sendall(SSE_HEAD)
+        event = chunk(b'data: {"choices":[{"index":0,"text":"x","finish_reason":null}]}\n\n')
+        while not stop.is_set():
+            conn.sendall(event)
+    elif path == "/truncated-sse":
+        conn.sendall(SSE_HEAD + chunk(b'data: {"choices":[{"index":0,"te') + b"0\r\n\r\n")
+    elif path == "/invalid-json":
+        conn.sendall(json_response(b"{not json"))
+    elif path == "/html-500":
+        conn.sendall(json_response(b"<html>oops</html>", "500 Internal Server Error", "text/html"))
+    elif path == "/huge":
+        conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                     b"content-length: 52428800\r\n\r\n")
+        block = b" " * 65536
+        for _ in range(800):
+            if stop.is_set():
+                break
+            conn.sendall(block)
+    elif path == "/invalid-utf8-sse":
+        conn.sendall(SSE_HEAD + chunk(b"data: \xff\xfe\n\n") + b"0\r\n\r\n")
+    elif path == "/redirect":
+        conn.sendall(b"HTTP/1.1 307 Temporary Redirect\r\nlocation: http://127.0.0.2:9/x\r\n"
+                     b"content-length: 0\r\n\r\n")
+    elif path == "/reset":
+        conn.sendall(SSE_HEAD + chunk(b'data: {"choices":[]}\n\n'))
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+    elif path == "/wrong-content-type":
+        conn.sendall(json_response(b'data: [DONE]\n\n', content_type="text/plain"))
+
+
+@contextmanager
+def hostile_server() -> Iterator[str]:
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    listener.settimeout(0.2)
+    stop = threading.Event()
+    threads: list[threading.Thread] = []
+
+    def handle(conn: socket.socket) -> None:
+        with conn:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                piece = conn.recv(65536)
+                if not piece:
+                    return
+                data += piece
+            path = data.split(b" ", 2)[1].decode()
+            try:
+                behave(path, conn, stop)
+            except OSError:
+                return
+
+    def serve(accept: Callable[[], tuple[socket.socket, object]] = listener.accept) -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = accept()
+            except (TimeoutError, OSError):
+                continue
+            thread = threading.Thread(target=handle, args=(conn,), daemon=True)
+            thread.start()
+            threads.append(thread)
+
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        stop.set()
+        server.join(timeout=2)
+        for thread in threads:
+            thread.join(timeout=2)
+        listener.close()

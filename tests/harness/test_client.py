@@ -1,0 +1,108 @@
+"""The client never hangs past its deadline, never crashes, keeps memory bounded, and always
+returns an exchange that says what went wrong."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from rl_conformance.client import Client
+from rl_conformance.stream_state import StreamState
+
+from .hostile_server import hostile_server
+
+DEADLINE = 1.0
+
+
+@pytest.fixture(scope="module")
+def base() -> Iterator[str]:
+    with hostile_server() as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Client]:
+    with Client(deadline_s=DEADLINE, max_body_bytes=1024 * 1024) as made:
+        yield made
+
+
+@pytest.mark.parametrize("path", ["/stall", "/headers-then-stall", "/drip", "/endless"])
+def test_stalling_dripping_and_endless_streams_end_at_the_deadline(client: Client, base: str,
+                                                                   path: str) -> None:
+    started = time.monotonic()
+    exchange = client.stream("POST", base + path, json_body={})
+    assert time.monotonic() - started < DEADLINE + 2
+    assert exchange.state is StreamState.FAILED
+    assert exchange.state_reason
+
+
+def test_stalled_unary_request_ends_at_the_deadline(client: Client, base: str) -> None:
+    started = time.monotonic()
+    exchange = client.get(base + "/stall")
+    assert time.monotonic() - started < DEADLINE + 2
+    assert exchange.status is None
+    assert "deadline" in (exchange.error or "")
+
+
+def test_truncated_event_fails_the_stream(client: Client, base: str) -> None:
+    exchange = client.stream("POST", base + "/truncated-sse", json_body={})
+    assert exchange.state is StreamState.FAILED
+    assert "middle of an event" in exchange.state_reason
+
+
+def test_invalid_utf8_fails_the_stream(client: Client, base: str) -> None:
+    exchange = client.stream("POST", base + "/invalid-utf8-sse", json_body={})
+    assert exchange.state is StreamState.FAILED
+    assert "UTF-8" in exchange.state_reason
+
+
+def test_invalid_json_body_is_reported_with_a_preview(client: Client, base: str) -> None:
+    exchange = client.get(base + "/invalid-json")
+    assert exchange.status == 200
+    with pytest.raises(ValueError, match="expected JSON, observed '{not json'"):
+        exchange.json()
+
+
+def test_oversized_body_is_cut_at_the_limit(client: Client, base: str) -> None:
+    exchange = client.get(base + "/huge")
+    assert exchange.body_truncated
+    assert len(exchange.body) <= 1024 * 1024
+    assert "byte limit" in (exchange.error or "")
+
+
+def test_redirects_are_never_followed(client: Client, base: str) -> None:
+    exchange = client.post(base + "/redirect", {"mode": "abort"})
+    assert exchange.status == 307
+    assert len(client.log) >= 1 and client.log[-1].request.url.endswith("/redirect")
+
+
+def test_non_stream_answer_to_a_stream_request_fails(client: Client, base: str) -> None:
+    exchange = client.stream("POST", base + "/wrong-content-type", json_body={})
+    assert exchange.state is StreamState.FAILED
+    assert "text/event-stream" in exchange.state_reason
+
+
+def test_html_error_page_fails_the_stream_with_its_status(client: Client, base: str) -> None:
+    exchange = client.stream("POST", base + "/html-500", json_body={})
+    assert exchange.status == 500
+    assert exchange.state is StreamState.FAILED
+    assert "HTTP 500" in exchange.state_reason
+
+
+def test_connection_reset_mid_stream_fails(client: Client, base: str) -> None:
+    exchange = client.stream("POST", base + "/reset", json_body={})
+    assert exchange.state is StreamState.FAILED
+
+
+def test_refused_connection_is_an_error_not_an_exception(client: Client) -> None:
+    exchange = client.get("http://127.0.0.1:9/nothing-listens-here")
+    assert exchange.status is None
+    assert exchange.error and "transport error" in exchange.error
+
+
+def test_curl_reproducer_quotes_the_body(client: Client, base: str) -> None:
+    exchange = client.post(base + "/invalid-json", {"prompt": "it's"})
+    assert exchange.curl().startswith("curl -sS -X POST")
+    assert "it'\"'\"'s" in exchange.curl()

@@ -1,0 +1,112 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from xml.etree import ElementTree
+
+import pytest
+
+from rl_conformance.capabilities import BY_ID, CAPABILITIES
+from rl_conformance.checks import schema_check
+from rl_conformance.matrix import (
+    Evidence,
+    Outcome,
+    RunInfo,
+    TestOutcome,
+    TestRecord,
+    build_cell,
+    build_matrix,
+    now,
+)
+from rl_conformance.reports import write_reports
+from rl_conformance.target import Target
+
+VLLM = Target(id="fake-vllm", backend="vllm", kind="fake", frontend_url="http://127.0.0.1:1")
+SGLANG = Target(id="fake-sglang", backend="sglang", kind="fake", frontend_url="http://127.0.0.1:2")
+
+
+def record(outcome: TestOutcome, capability: str = "tokens.completion_ids",
+           target: Target = VLLM, reason: str = "") -> TestRecord:
+    return TestRecord(nodeid=f"t::{outcome.value}", capabilities=(capability,),
+                      target_id=target.id, outcome=outcome, reason=reason,
+                      checks=[("tokens.completion_ids_present", outcome is TestOutcome.PASSED)])
+
+
+@pytest.mark.parametrize(("outcomes", "expected"), [
+    ([TestOutcome.PASSED, TestOutcome.PASSED], Outcome.PASS),
+    ([TestOutcome.PASSED, TestOutcome.FAILED], Outcome.FAIL),
+    ([TestOutcome.FAILED, TestOutcome.ERROR], Outcome.ERROR),
+    ([TestOutcome.PASSED, TestOutcome.SKIPPED], Outcome.PASS),
+    ([TestOutcome.SKIPPED], Outcome.SKIPPED),
+    ([TestOutcome.NOT_ADVERTISED, TestOutcome.PASSED], Outcome.NOT_ADVERTISED),
+])
+def test_cell_precedence(outcomes: list[TestOutcome], expected: Outcome) -> None:
+    cell = build_cell(BY_ID["tokens.completion_ids"], VLLM, [record(o) for o in outcomes])
+    assert cell.outcome is expected
+
+
+def test_zero_selected_tests_is_an_error_never_a_pass() -> None:
+    cell = build_cell(BY_ID["tokens.completion_ids"], VLLM, [])
+    assert cell.outcome is Outcome.ERROR
+    assert "no test selected" in cell.reason
+
+
+def test_absent_feature_fails_where_documented_supported() -> None:
+    capability = BY_ID["discovery.worker_registration"]
+    absent = record(TestOutcome.ABSENT, capability.id, reason="lists no RL workers")
+    cell = build_cell(capability, VLLM, [absent])
+    assert cell.outcome is Outcome.FAIL
+    assert cell.contradicts_documentation
+
+
+def test_absent_feature_is_unsupported_where_documented_unsupported() -> None:
+    capability = BY_ID["discovery.worker_registration"]
+    absent = record(TestOutcome.ABSENT, capability.id, SGLANG, reason="lists no RL workers")
+    cell = build_cell(capability, SGLANG, [absent])
+    assert cell.outcome is Outcome.UNSUPPORTED
+    assert not cell.contradicts_documentation
+
+
+def test_working_feature_documented_unsupported_is_flagged() -> None:
+    capability = BY_ID["discovery.worker_registration"]
+    cell = build_cell(capability, SGLANG, [record(TestOutcome.PASSED, capability.id, SGLANG)])
+    assert cell.outcome is Outcome.PASS
+    assert cell.contradicts_documentation
+
+
+def matrix_with(records: list[TestRecord], complete: bool = True) -> dict:
+    info = RunInfo(started_at=now(), finished_at=now(), complete=complete, seed=3)
+    return build_matrix(CAPABILITIES, [VLLM, SGLANG], records, info)
+
+
+def test_matrix_conforms_to_its_schema_and_counts_cells() -> None:
+    failing = record(TestOutcome.FAILED)
+    failing.evidence = [Evidence("tokens.completion_ids_present", "absent", "nvext", "ids",
+                                 float("nan"), "curl ...")]
+    matrix = matrix_with([record(TestOutcome.PASSED), failing])
+    result = schema_check("matrix", matrix)
+    assert result.passed, result.explain()
+    assert sum(matrix["summary"].values()) == len(CAPABILITIES) * 2
+    assert matrix["exit_status"] == 1
+    json.dumps(matrix, allow_nan=False)
+
+
+def test_incomplete_run_is_marked_and_fails() -> None:
+    matrix = matrix_with([], complete=False)
+    assert matrix["complete"] is False
+    assert matrix["exit_status"] == 1
+    cell = matrix["capabilities"][0]["cells"]["fake-vllm"]
+    assert "interrupted" in cell["reason"]
+
+
+def test_all_report_formats_are_written(tmp_path: Path) -> None:
+    matrix = matrix_with([record(TestOutcome.PASSED), record(TestOutcome.FAILED)])
+    written = write_reports(matrix, tmp_path)
+    assert sorted(path.name for path in written) == ["junit.xml", "matrix.html", "matrix.json",
+                                                     "matrix.md"]
+    assert json.loads((tmp_path / "matrix.json").read_text())["schema_version"] == 1
+    suites = ElementTree.parse(tmp_path / "junit.xml").getroot()
+    assert {suite.get("name") for suite in suites} == {"fake-vllm", "fake-sglang"}
+    markdown = (tmp_path / "matrix.md").read_text()
+    assert "tokens.completion_ids" in markdown and "**FAIL**" in markdown
+    assert "<table>" in (tmp_path / "matrix.html").read_text()
