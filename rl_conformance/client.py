@@ -12,6 +12,7 @@ that runs it on a private event-loop thread, which is what pytest suites and hyp
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 import json
 import threading
 import time
@@ -35,6 +36,8 @@ T = TypeVar("T")
 
 DEFAULT_DEADLINE_S = 30.0
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
+# The most recent exchanges stay inspectable; evidence keeps its own references.
+LOG_LENGTH = 64
 
 
 class AsyncClient:
@@ -55,7 +58,7 @@ class AsyncClient:
             timeout=httpx.Timeout(deadline_s),
             trust_env=False,
         )
-        self.log: list[Exchange] = []
+        self.log: deque[Exchange] = deque(maxlen=LOG_LENGTH)
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -261,7 +264,7 @@ class Client:
         return future.result()
 
     @property
-    def log(self) -> list[Exchange]:
+    def log(self) -> deque[Exchange]:
         return self._core.log
 
     def request(self, method: str, url: str, **kwargs: Any) -> Exchange:

@@ -35,7 +35,7 @@ class NotAdvertised(Exception):
     """Discovery does not advertise the route or worker the test needs."""
 
 
-@dataclass
+@dataclass(repr=False)
 class Verdict:
     results: list[tuple[CheckResult, Exchange | None]] = field(default_factory=list)
 
