@@ -18,9 +18,22 @@ from pathlib import Path
 def one_run(seed: int) -> tuple[float, dict]:
     with tempfile.TemporaryDirectory(prefix="rl-bench-") as scratch:
         started = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "rl_conformance", "run", "-q", "--seed", str(seed),
-                        "--report-dir", scratch], check=False, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "rl_conformance",
+                "run",
+                "-q",
+                "--seed",
+                str(seed),
+                "--report-dir",
+                scratch,
+            ],
+            check=False,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         elapsed = time.perf_counter() - started
         matrix = json.loads((Path(scratch) / "matrix.json").read_text())
     return elapsed, matrix
@@ -36,8 +49,10 @@ def main() -> None:
         times.append(elapsed)
         cells = sum(matrix["summary"].values())
         print(f"run {seed}: {elapsed:6.2f} s wall, {cells} cells, summary {matrix['summary']}")
-    print(f"median wall time of the default run: {statistics.median(times):.2f} s "
-          f"(min {min(times):.2f}, max {max(times):.2f}, n={len(times)}; goal < 30 s)")
+    print(
+        f"median wall time of the default run: {statistics.median(times):.2f} s "
+        f"(min {min(times):.2f}, max {max(times):.2f}, n={len(times)}; goal < 30 s)"
+    )
 
 
 if __name__ == "__main__":

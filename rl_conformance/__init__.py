@@ -14,8 +14,9 @@ from .errors import (
     LaunchError,
     TransportError,
 )
+from .launchers import ExternalLauncher, FakeLauncher
 from .stream_state import StreamMachine, StreamState
-from .target import ExternalLauncher, FakeLauncher, Target
+from .target import Target
 from .verdict import ConformanceFailure, FeatureAbsent, NotAdvertised, Verdict
 from .wire import Exchange
 

@@ -12,10 +12,10 @@ that runs it on a private event-loop thread, which is what pytest suites and hyp
 from __future__ import annotations
 
 import asyncio
-from collections import deque
 import json
 import threading
 import time
+from collections import deque
 from collections.abc import Coroutine
 from concurrent.futures import Future
 from typing import Any, TypeVar

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 from .client import Client
 from .errors import ConfigurationError, LaunchError
-from .target import ExternalLauncher, FakeLauncher, Launcher, Target
+from .launchers import ExternalLauncher, FakeLauncher
+from .target import Launcher, Target
 
 DEFAULT_FAKES = ("vllm", "sglang", "trtllm")
 

@@ -1,8 +1,8 @@
 """Incremental Server-Sent Events parser (WHATWG HTML, "Interpreting an event stream").
 
-Bytes arrive in arbitrary pieces: an event, a line, a CRLF pair or a multi-byte UTF-8 character may be
-split anywhere. The parser keeps the unfinished tail between `feed` calls and only dispatches an
-event at a blank line, so what it yields never depends on how the transport chunked the stream.
+Bytes arrive in arbitrary pieces: an event, a line, a CRLF pair or a multi-byte UTF-8 character
+may be split anywhere. The parser keeps the unfinished tail between `feed` calls and only
+dispatches an event at a blank line, so what it yields never depends on how the transport chunked the stream.
 """
 
 from __future__ import annotations

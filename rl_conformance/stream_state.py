@@ -47,7 +47,7 @@ def openai_terminals(payload: Any) -> Iterable[tuple[str, bool]]:
 
 
 def sglang_terminals(payload: Any) -> Iterable[tuple[str, bool]]:
-    """A native SGLang event is one sample (keyed by `index`); terminal when finish_reason is set."""
+    """A native SGLang event is one sample, keyed by `index`; terminal once finish_reason is set."""
     if not isinstance(payload, dict):
         return []
     meta = payload.get("meta_info")

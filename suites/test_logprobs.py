@@ -112,8 +112,15 @@ def test_top_logprobs_are_consistent(
 
 
 def request_prompt_logprobs(client: Client, target: Target, prompt: list[int], k: int) -> Any:
-    return completion(client, target, prompt, max_tokens=2, temperature=0, prompt_logprobs=k,
-                      extra_fields=("prompt_logprobs", "prompt_token_ids"))
+    return completion(
+        client,
+        target,
+        prompt,
+        max_tokens=2,
+        temperature=0,
+        prompt_logprobs=k,
+        extra_fields=("prompt_logprobs", "prompt_token_ids"),
+    )
 
 
 @pytest.fixture
@@ -125,17 +132,23 @@ def prompt_logprobs_offered(client: Client, target: Target) -> None:
     except (ValueError, AttributeError):
         return
     if exchange.status == 200 and found is None:
-        raise FeatureAbsent("completions with prompt_logprobs and the prompt_logprobs selector "
-                            "returned no nvext.prompt_logprobs")
+        raise FeatureAbsent(
+            "completions with prompt_logprobs and the prompt_logprobs selector "
+            "returned no nvext.prompt_logprobs"
+        )
 
 
 @capability("logprobs.prompt_alignment")
 @property_test
 @given(prompt=strategies.prompt_ids, k=st.integers(min_value=1, max_value=3))
-def test_prompt_logprobs_keep_position_zero_undefined(client: Client, target: Target,
-                                                      verdict: Verdict,
-                                                      prompt_logprobs_offered: None,
-                                                      prompt: list[int], k: int) -> None:
+def test_prompt_logprobs_keep_position_zero_undefined(
+    client: Client,
+    target: Target,
+    verdict: Verdict,
+    prompt_logprobs_offered: None,
+    prompt: list[int],
+    k: int,
+) -> None:
     exchange = request_prompt_logprobs(client, target, prompt, k)
     body = verdict.json(exchange, schema="completion")
     found = body.get("nvext", {}).get("prompt_logprobs")

@@ -19,7 +19,7 @@ SHAPES = ["completions-n1", "completions-n2", "chat-n1", "chat-usage"]
 
 
 def open_stream(client: Client, target: Target, shape: str) -> tuple[Exchange, int, bool]:
-    """A stream of the given shape; returns the exchange, its number of choices, and whether chat."""
+    """A stream of the given shape: the exchange, its number of choices, and whether it is chat."""
     if shape == "completions-n1":
         return (
             completion(

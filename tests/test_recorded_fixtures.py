@@ -24,9 +24,11 @@ def schema_for(fixture: dict[str, Any]) -> tuple[str | None, str | None]:
         return None, None
     if target == "rl" and path == "/v1/rl/workers":
         return "discovery-v1", None
-    by_path = {"/v1/completions": ("completion", "completion-chunk"),
-               "/v1/chat/completions": ("chat-completion", "chat-completion-chunk"),
-               "/generate": ("sglang-generate", "sglang-generate-chunk")}
+    by_path = {
+        "/v1/completions": ("completion", "completion-chunk"),
+        "/v1/chat/completions": ("chat-completion", "chat-completion-chunk"),
+        "/generate": ("sglang-generate", "sglang-generate-chunk"),
+    }
     return by_path.get(path, (None, None))
 
 

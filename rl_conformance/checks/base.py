@@ -1,9 +1,9 @@
 """Checks: pure functions from observations to findings.
 
-A check has a stable dotted ID, a level (MUST / SHOULD), and the spec sentence it enforces. Calling
-it returns a `CheckResult`; a failed result lists `Violation`s that each name the field, the expected
-and the observed value. Checks do no I/O, so an RL framework can import them as a runtime guard
-("verify before admitting a sample to training").
+A check has a stable dotted ID, a level (MUST / SHOULD), and the spec sentence it enforces.
+Calling it returns a `CheckResult`; a failed result lists `Violation`s that each name the field,
+the expected and the observed value. Checks do no I/O, so an RL framework can import them
+as a runtime guard ("verify before admitting a sample to training").
 """
 
 from __future__ import annotations

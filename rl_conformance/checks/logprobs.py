@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -12,7 +13,7 @@ from .base import MISSING, Findings, Violation, check, describe, get_path, is_in
 SECTION = "Preserve Token Authority"
 ABS_TOLERANCE = 1e-4
 REL_TOLERANCE = 1e-5
-# Dynamo re-encodes logprobs as f32, so a value of exactly 0 may come back as a tiny positive number.
+# Dynamo re-encodes logprobs as f32: a value of exactly 0 may come back as a tiny positive number.
 POSITIVE_SLACK = 1e-6
 
 
@@ -216,7 +217,7 @@ def topk_consistent(body: Any, k: int, greedy: bool) -> Findings:
         others = [value for token, value in position.top if token != position.token]
         if not all(_is_number(value) for value in others):
             continue
-        if any(a < b for a, b in zip(others, others[1:], strict=False)) and isinstance(
+        if any(a < b for a, b in itertools.pairwise(others)) and isinstance(
             get_path(choice, "logprobs", "content"), list
         ):
             yield Violation(

@@ -61,7 +61,7 @@ def render_markdown(matrix: dict[str, Any]) -> str:
                     details.append(f"  - reproduce: `{item['reproducer']}`")
             details.append("")
     if details:
-        lines += ["## Cells that did not pass", ""] + details
+        lines += ["## Cells that did not pass", "", *details]
     return "\n".join(lines) + "\n"
 
 

@@ -8,8 +8,16 @@ from typing import Any
 
 import pytest
 
-from rl_conformance.checks import REGISTRY, CheckResult, discovery, errors, http, logprobs
-from rl_conformance.checks import streaming, tokens
+from rl_conformance.checks import (
+    REGISTRY,
+    CheckResult,
+    discovery,
+    errors,
+    http,
+    logprobs,
+    streaming,
+    tokens,
+)
 from rl_conformance.checks.aggregate import aggregate_stream
 
 from . import bodies
@@ -29,6 +37,7 @@ def setitem(path: list[Any], value: Any) -> Callable[[Any], None]:
         for step in path[:-1]:
             target = target[step]
         target[path[-1]] = value
+
     return apply
 
 
@@ -38,6 +47,7 @@ def delitem(path: list[Any]) -> Callable[[Any], None]:
         for step in path[:-1]:
             target = target[step]
         del target[path[-1]]
+
     return apply
 
 
@@ -46,119 +56,197 @@ LP = ["choices", 0, "logprobs"]
 CASES: dict[str, Case] = {
     "discovery.protocol_version": (
         lambda: discovery.protocol_version(bodies.discovery()),
-        lambda: discovery.protocol_version(mutated(bodies.discovery,
-                                                   setitem(["protocol_version"], 2)))),
+        lambda: discovery.protocol_version(
+            mutated(bodies.discovery, setitem(["protocol_version"], 2))
+        ),
+    ),
     "discovery.routes_well_formed": (
         lambda: discovery.routes_well_formed(bodies.discovery()),
-        lambda: discovery.routes_well_formed(mutated(
-            bodies.discovery, setitem([*W0, "routes"], ["liveness_probe", "flush_cache"])))),
+        lambda: discovery.routes_well_formed(
+            mutated(bodies.discovery, setitem([*W0, "routes"], ["liveness_probe", "flush_cache"]))
+        ),
+    ),
     "discovery.request_plane_url": (
         lambda: discovery.request_plane_url(bodies.discovery()),
-        lambda: discovery.request_plane_url(mutated(
-            bodies.discovery, setitem([*W0, "request_plane_url"], "dyn://dynamo.backend.generate")))),
+        lambda: discovery.request_plane_url(
+            mutated(
+                bodies.discovery,
+                setitem([*W0, "request_plane_url"], "dyn://dynamo.backend.generate"),
+            )
+        ),
+    ),
     "discovery.instance_ids": (
         lambda: discovery.instance_ids(bodies.discovery()),
-        lambda: discovery.instance_ids(mutated(
-            bodies.discovery, setitem([*W0, "instance_id"], 7.587886443219045e18)))),
+        lambda: discovery.instance_ids(
+            mutated(bodies.discovery, setitem([*W0, "instance_id"], 7.587886443219045e18))
+        ),
+    ),
     "discovery.optional_fields": (
         lambda: discovery.optional_fields(bodies.discovery()),
-        lambda: discovery.optional_fields(mutated(bodies.discovery,
-                                                  setitem([*W0, "system_url"], None)))),
+        lambda: discovery.optional_fields(
+            mutated(bodies.discovery, setitem([*W0, "system_url"], None))
+        ),
+    ),
     "discovery.error_fails_closed": (
-        lambda: discovery.error_fails_closed(mutated(bodies.discovery, lambda d: d["workers"][0]
-                                                     .update(routes=[], error="probe timed out")
-                                                     or d["workers"][0].pop("system_url")
-                                                     and d["workers"][0].pop("world_size"))),
-        lambda: discovery.error_fails_closed(mutated(bodies.discovery,
-                                                     setitem([*W0, "error"], "probe timed out")))),
+        lambda: discovery.error_fails_closed(
+            mutated(
+                bodies.discovery,
+                lambda d: (
+                    d["workers"][0].update(routes=[], error="probe timed out")
+                    or (d["workers"][0].pop("system_url") and d["workers"][0].pop("world_size"))
+                ),
+            )
+        ),
+        lambda: discovery.error_fails_closed(
+            mutated(bodies.discovery, setitem([*W0, "error"], "probe timed out"))
+        ),
+    ),
     "discovery.identity_stable": (
         lambda: discovery.identity_stable(bodies.discovery(), bodies.discovery()),
-        lambda: discovery.identity_stable(bodies.discovery(), mutated(
-            bodies.discovery, lambda d: [w.update(instance_id=w["instance_id"] + 1)
-                                         for w in d["workers"]]))),
+        lambda: discovery.identity_stable(
+            bodies.discovery(),
+            mutated(
+                bodies.discovery,
+                lambda d: [w.update(instance_id=w["instance_id"] + 1) for w in d["workers"]],
+            ),
+        ),
+    ),
     "tokens.prompt_ids_echo": (
         lambda: tokens.prompt_ids_echo(bodies.completion(), bodies.PROMPT),
-        lambda: tokens.prompt_ids_echo(mutated(bodies.completion, setitem(
-            ["nvext", "prompt_token_ids"], [1, *bodies.PROMPT])), bodies.PROMPT)),
+        lambda: tokens.prompt_ids_echo(
+            mutated(bodies.completion, setitem(["nvext", "prompt_token_ids"], [1, *bodies.PROMPT])),
+            bodies.PROMPT,
+        ),
+    ),
     "tokens.prompt_ids_present": (
         lambda: tokens.prompt_ids_present(bodies.completion()),
-        lambda: tokens.prompt_ids_present(mutated(bodies.completion,
-                                                  delitem(["nvext", "prompt_token_ids"])))),
+        lambda: tokens.prompt_ids_present(
+            mutated(bodies.completion, delitem(["nvext", "prompt_token_ids"]))
+        ),
+    ),
     "tokens.completion_ids_present": (
         lambda: tokens.completion_ids_present(bodies.completion()),
-        lambda: tokens.completion_ids_present(mutated(bodies.completion,
-                                                      delitem(["nvext", "completion_token_ids"])))),
+        lambda: tokens.completion_ids_present(
+            mutated(bodies.completion, delitem(["nvext", "completion_token_ids"]))
+        ),
+    ),
     "tokens.choice_count": (
         lambda: tokens.choice_count(bodies.completion(), 1),
-        lambda: tokens.choice_count(mutated(bodies.completion, lambda d: d["choices"].append(
-            dict(d["choices"][0], index=1))), 1)),
+        lambda: tokens.choice_count(
+            mutated(
+                bodies.completion, lambda d: d["choices"].append(dict(d["choices"][0], index=1))
+            ),
+            1,
+        ),
+    ),
     "tokens.usage_consistent": (
         lambda: tokens.usage_consistent(bodies.completion(), bodies.PROMPT, bodies.IDS),
-        lambda: tokens.usage_consistent(mutated(bodies.completion, setitem(
-            ["usage", "completion_tokens"], 4)), bodies.PROMPT, bodies.IDS)),
+        lambda: tokens.usage_consistent(
+            mutated(bodies.completion, setitem(["usage", "completion_tokens"], 4)),
+            bodies.PROMPT,
+            bodies.IDS,
+        ),
+    ),
     "tokens.stream_concat": (
         lambda: tokens.stream_concat(bodies.stream(), bodies.IDS),
-        lambda: tokens.stream_concat(bodies.stream()[:2] + bodies.stream()[3:], bodies.IDS)),
+        lambda: tokens.stream_concat(bodies.stream()[:2] + bodies.stream()[3:], bodies.IDS),
+    ),
     "tokens.text_token_equivalence": (
         lambda: tokens.text_token_equivalence([1, 2], [1, 2]),
-        lambda: tokens.text_token_equivalence([1, 2], [1, 3])),
+        lambda: tokens.text_token_equivalence([1, 2], [1, 3]),
+    ),
     "tokens.model_identity": (
         lambda: tokens.model_identity("toy", "toy", ["toy"]),
-        lambda: tokens.model_identity("other-model", "toy", ["toy"])),
+        lambda: tokens.model_identity("other-model", "toy", ["toy"]),
+    ),
     "tokens.input_tokens_estimate": (
-        lambda: tokens.input_tokens_estimate({"object": "response.input_tokens", "input_tokens": 3}),
-        lambda: tokens.input_tokens_estimate({"object": "response.input_tokens", "input_tokens": -1})),
+        lambda: tokens.input_tokens_estimate(
+            {"object": "response.input_tokens", "input_tokens": 3}
+        ),
+        lambda: tokens.input_tokens_estimate(
+            {"object": "response.input_tokens", "input_tokens": -1}
+        ),
+    ),
     "logprobs.selected_alignment": (
         lambda: logprobs.selected_alignment(bodies.completion(), bodies.IDS),
-        lambda: logprobs.selected_alignment(mutated(bodies.completion, lambda d: (
-            d["choices"][0]["logprobs"]["token_logprobs"].pop())), bodies.IDS)),
+        lambda: logprobs.selected_alignment(
+            mutated(
+                bodies.completion, lambda d: d["choices"][0]["logprobs"]["token_logprobs"].pop()
+            ),
+            bodies.IDS,
+        ),
+    ),
     "logprobs.finite_nonpositive": (
         lambda: logprobs.finite_nonpositive(bodies.completion()),
-        lambda: logprobs.finite_nonpositive(mutated(bodies.completion, setitem(
-            [*LP, "token_logprobs", 0], math.nan)))),
+        lambda: logprobs.finite_nonpositive(
+            mutated(bodies.completion, setitem([*LP, "token_logprobs", 0], math.nan))
+        ),
+    ),
     "logprobs.topk_consistent": (
         lambda: logprobs.topk_consistent(bodies.completion(), 1, greedy=True),
-        lambda: logprobs.topk_consistent(mutated(bodies.completion, delitem(
-            [*LP, "top_logprobs", 1, " ba"])), 1, greedy=True)),
+        lambda: logprobs.topk_consistent(
+            mutated(bodies.completion, delitem([*LP, "top_logprobs", 1, " ba"])), 1, greedy=True
+        ),
+    ),
     "logprobs.prompt_alignment": (
         lambda: logprobs.prompt_alignment(bodies.prompt_logprobs(), bodies.PROMPT),
-        lambda: logprobs.prompt_alignment([None, None, bodies.prompt_logprobs()[1]], bodies.PROMPT)),
+        lambda: logprobs.prompt_alignment([None, None, bodies.prompt_logprobs()[1]], bodies.PROMPT),
+    ),
     "logprobs.sglang_alignment": (
         lambda: logprobs.sglang_alignment(bodies.sglang_final(), bodies.PROMPT),
-        lambda: logprobs.sglang_alignment(mutated(bodies.sglang_final, setitem(
-            ["meta_info", "input_token_logprobs", 0, 0], -0.1)), bodies.PROMPT)),
+        lambda: logprobs.sglang_alignment(
+            mutated(
+                bodies.sglang_final, setitem(["meta_info", "input_token_logprobs", 0, 0], -0.1)
+            ),
+            bodies.PROMPT,
+        ),
+    ),
     "stream.single_terminal": (
         lambda: streaming.single_terminal(bodies.stream()),
-        lambda: streaming.single_terminal(bodies.stream()[:3] + bodies.stream()[2:])),
+        lambda: streaming.single_terminal(bodies.stream()[:3] + bodies.stream()[2:]),
+    ),
     "stream.nothing_after_terminal": (
         lambda: streaming.nothing_after_terminal(bodies.stream()),
-        lambda: streaming.nothing_after_terminal(bodies.stream()[:3] + bodies.stream()[:1]
-                                                 + bodies.stream()[3:])),
+        lambda: streaming.nothing_after_terminal(
+            bodies.stream()[:3] + bodies.stream()[:1] + bodies.stream()[3:]
+        ),
+    ),
     "stream.done_last": (
         lambda: streaming.done_last(bodies.stream()),
-        lambda: streaming.done_last(bodies.stream()[:-1])),
+        lambda: streaming.done_last(bodies.stream()[:-1]),
+    ),
     "stream.finish_reason_recognised": (
         lambda: streaming.finish_reason_recognised(bodies.stream()),
-        lambda: streaming.finish_reason_recognised(mutated(bodies.stream, setitem(
-            [2, "choices", 0, "finish_reason"], "weird_reason")))),
+        lambda: streaming.finish_reason_recognised(
+            mutated(bodies.stream, setitem([2, "choices", 0, "finish_reason"], "weird_reason"))
+        ),
+    ),
     "stream.unary_finish_reason": (
         lambda: streaming.unary_finish_reason(bodies.completion()),
-        lambda: streaming.unary_finish_reason(mutated(bodies.completion, setitem(
-            ["choices", 0, "finish_reason"], None)))),
+        lambda: streaming.unary_finish_reason(
+            mutated(bodies.completion, setitem(["choices", 0, "finish_reason"], None))
+        ),
+    ),
     "stream.terminal_success": (
         lambda: streaming.terminal_success("success", "ok"),
-        lambda: streaming.terminal_success("failed", "stream ended without data: [DONE]")),
+        lambda: streaming.terminal_success("failed", "stream ended without data: [DONE]"),
+    ),
     "stream.cancel_not_success": (
         lambda: streaming.cancel_not_success("canceled", "by client"),
-        lambda: streaming.cancel_not_success("success", "completed")),
+        lambda: streaming.cancel_not_success("success", "completed"),
+    ),
     "errors.status_and_body": (
-        lambda: errors.status_and_body(400, {"message": "Validation: bad", "type": "Bad Request",
-                                             "code": 400}, 400),
-        lambda: errors.status_and_body(200, {"choices": []}, 400)),
+        lambda: errors.status_and_body(
+            400, {"message": "Validation: bad", "type": "Bad Request", "code": 400}, 400
+        ),
+        lambda: errors.status_and_body(200, {"choices": []}, 400),
+    ),
     "http.status": (lambda: http.status(200, 200), lambda: http.status(None, 200, "reset")),
     "http.status_in": (lambda: http.status_in(405, {405}), lambda: http.status_in(200, {404, 405})),
-    "http.json_body": (lambda: http.json_body(None, "{}"),
-                       lambda: http.json_body("Expecting value", "<html>")),
+    "http.json_body": (
+        lambda: http.json_body(None, "{}"),
+        lambda: http.json_body("Expecting value", "<html>"),
+    ),
 }
 
 

@@ -8,18 +8,21 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-SSE_HEAD = (b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-            b"transfer-encoding: chunked\r\n\r\n")
+SSE_HEAD = (
+    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+)
 
 
 def chunk(data: bytes) -> bytes:
     return f"{len(data):x}\r\n".encode() + data + b"\r\n"
 
 
-def json_response(body: bytes, status: str = "200 OK", content_type: str = "application/json"
-                  ) -> bytes:
-    return (f"HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\n"
-            f"content-length: {len(body)}\r\n\r\n").encode() + body
+def json_response(
+    body: bytes, status: str = "200 OK", content_type: str = "application/json"
+) -> bytes:
+    return (
+        f"HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {len(body)}\r\n\r\n"
+    ).encode() + body
 
 
 def behave(path: str, conn: socket.socket, stop: threading.Event) -> None:
@@ -45,8 +48,9 @@ def behave(path: str, conn: socket.socket, stop: threading.Event) -> None:
     elif path == "/html-500":
         conn.sendall(json_response(b"<html>oops</html>", "500 Internal Server Error", "text/html"))
     elif path == "/huge":
-        conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
-                     b"content-length: 52428800\r\n\r\n")
+        conn.sendall(
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 52428800\r\n\r\n"
+        )
         block = b" " * 65536
         for _ in range(800):
             if stop.is_set():
@@ -55,13 +59,15 @@ def behave(path: str, conn: socket.socket, stop: threading.Event) -> None:
     elif path == "/invalid-utf8-sse":
         conn.sendall(SSE_HEAD + chunk(b"data: \xff\xfe\n\n") + b"0\r\n\r\n")
     elif path == "/redirect":
-        conn.sendall(b"HTTP/1.1 307 Temporary Redirect\r\nlocation: http://127.0.0.2:9/x\r\n"
-                     b"content-length: 0\r\n\r\n")
+        conn.sendall(
+            b"HTTP/1.1 307 Temporary Redirect\r\nlocation: http://127.0.0.2:9/x\r\n"
+            b"content-length: 0\r\n\r\n"
+        )
     elif path == "/reset":
         conn.sendall(SSE_HEAD + chunk(b'data: {"choices":[]}\n\n'))
         conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
     elif path == "/wrong-content-type":
-        conn.sendall(json_response(b'data: [DONE]\n\n', content_type="text/plain"))
+        conn.sendall(json_response(b"data: [DONE]\n\n", content_type="text/plain"))
 
 
 @contextmanager

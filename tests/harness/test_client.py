@@ -29,8 +29,9 @@ def client() -> Iterator[Client]:
 
 
 @pytest.mark.parametrize("path", ["/stall", "/headers-then-stall", "/drip", "/endless"])
-def test_stalling_dripping_and_endless_streams_end_at_the_deadline(client: Client, base: str,
-                                                                   path: str) -> None:
+def test_stalling_dripping_and_endless_streams_end_at_the_deadline(
+    client: Client, base: str, path: str
+) -> None:
     started = time.monotonic()
     exchange = client.stream("POST", base + path, json_body={})
     assert time.monotonic() - started < DEADLINE + 2
@@ -61,7 +62,7 @@ def test_invalid_utf8_fails_the_stream(client: Client, base: str) -> None:
 def test_invalid_json_body_is_reported_with_a_preview(client: Client, base: str) -> None:
     exchange = client.get(base + "/invalid-json")
     assert exchange.status == 200
-    with pytest.raises(ValueError, match="expected JSON, observed '{not json'"):
+    with pytest.raises(ValueError, match=r"expected JSON, observed '\{not json'"):
         exchange.json()
 
 

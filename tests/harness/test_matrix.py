@@ -25,21 +25,33 @@ VLLM = Target(id="fake-vllm", backend="vllm", kind="fake", frontend_url="http://
 SGLANG = Target(id="fake-sglang", backend="sglang", kind="fake", frontend_url="http://127.0.0.1:2")
 
 
-def record(outcome: TestOutcome, capability: str = "tokens.completion_ids",
-           target: Target = VLLM, reason: str = "") -> TestRecord:
-    return TestRecord(nodeid=f"t::{outcome.value}", capabilities=(capability,),
-                      target_id=target.id, outcome=outcome, reason=reason,
-                      checks=[("tokens.completion_ids_present", outcome is TestOutcome.PASSED)])
+def record(
+    outcome: TestOutcome,
+    capability: str = "tokens.completion_ids",
+    target: Target = VLLM,
+    reason: str = "",
+) -> TestRecord:
+    return TestRecord(
+        nodeid=f"t::{outcome.value}",
+        capabilities=(capability,),
+        target_id=target.id,
+        outcome=outcome,
+        reason=reason,
+        checks=[("tokens.completion_ids_present", outcome is TestOutcome.PASSED)],
+    )
 
 
-@pytest.mark.parametrize(("outcomes", "expected"), [
-    ([TestOutcome.PASSED, TestOutcome.PASSED], Outcome.PASS),
-    ([TestOutcome.PASSED, TestOutcome.FAILED], Outcome.FAIL),
-    ([TestOutcome.FAILED, TestOutcome.ERROR], Outcome.ERROR),
-    ([TestOutcome.PASSED, TestOutcome.SKIPPED], Outcome.PASS),
-    ([TestOutcome.SKIPPED], Outcome.SKIPPED),
-    ([TestOutcome.NOT_ADVERTISED, TestOutcome.PASSED], Outcome.NOT_ADVERTISED),
-])
+@pytest.mark.parametrize(
+    ("outcomes", "expected"),
+    [
+        ([TestOutcome.PASSED, TestOutcome.PASSED], Outcome.PASS),
+        ([TestOutcome.PASSED, TestOutcome.FAILED], Outcome.FAIL),
+        ([TestOutcome.FAILED, TestOutcome.ERROR], Outcome.ERROR),
+        ([TestOutcome.PASSED, TestOutcome.SKIPPED], Outcome.PASS),
+        ([TestOutcome.SKIPPED], Outcome.SKIPPED),
+        ([TestOutcome.NOT_ADVERTISED, TestOutcome.PASSED], Outcome.NOT_ADVERTISED),
+    ],
+)
 def test_cell_precedence(outcomes: list[TestOutcome], expected: Outcome) -> None:
     cell = build_cell(BY_ID["tokens.completion_ids"], VLLM, [record(o) for o in outcomes])
     assert cell.outcome is expected
@@ -81,8 +93,11 @@ def matrix_with(records: list[TestRecord], complete: bool = True) -> dict:
 
 def test_matrix_conforms_to_its_schema_and_counts_cells() -> None:
     failing = record(TestOutcome.FAILED)
-    failing.evidence = [Evidence("tokens.completion_ids_present", "absent", "nvext", "ids",
-                                 float("nan"), "curl ...")]
+    failing.evidence = [
+        Evidence(
+            "tokens.completion_ids_present", "absent", "nvext", "ids", float("nan"), "curl ..."
+        )
+    ]
     matrix = matrix_with([record(TestOutcome.PASSED), failing])
     result = schema_check("matrix", matrix)
     assert result.passed, result.explain()
@@ -102,8 +117,12 @@ def test_incomplete_run_is_marked_and_fails() -> None:
 def test_all_report_formats_are_written(tmp_path: Path) -> None:
     matrix = matrix_with([record(TestOutcome.PASSED), record(TestOutcome.FAILED)])
     written = write_reports(matrix, tmp_path)
-    assert sorted(path.name for path in written) == ["junit.xml", "matrix.html", "matrix.json",
-                                                     "matrix.md"]
+    assert sorted(path.name for path in written) == [
+        "junit.xml",
+        "matrix.html",
+        "matrix.json",
+        "matrix.md",
+    ]
     assert json.loads((tmp_path / "matrix.json").read_text())["schema_version"] == 1
     suites = ElementTree.parse(tmp_path / "junit.xml").getroot()
     assert {suite.get("name") for suite in suites} == {"fake-vllm", "fake-sglang"}

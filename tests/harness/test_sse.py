@@ -31,7 +31,7 @@ def parse_in_pieces(raw: bytes, cuts: list[int]) -> tuple[list[SSEEvent], SSEPar
     parser = SSEParser()
     events: list[SSEEvent] = []
     start = 0
-    for cut in sorted(cuts) + [len(raw)]:
+    for cut in [*sorted(cuts), len(raw)]:
         events += parser.feed(raw[start:cut])
         start = cut
     events += parser.close()

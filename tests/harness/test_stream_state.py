@@ -74,11 +74,16 @@ def test_cancel_is_final_and_never_success() -> None:
 
 def test_accepted_then_streaming_transitions_are_recorded() -> None:
     machine = drive(chunk(finish="stop"), DONE)
-    assert [state for state, _ in machine.transitions] == [StreamState.STREAMING,
-                                                           StreamState.SUCCESS]
+    assert [state for state, _ in machine.transitions] == [
+        StreamState.STREAMING,
+        StreamState.SUCCESS,
+    ]
 
 
 def test_sglang_events_terminate_on_finish_reason() -> None:
-    events = [{"output_ids": [1], "meta_info": {"finish_reason": None}},
-              {"output_ids": [1, 2], "meta_info": {"finish_reason": {"type": "length"}}}, DONE]
+    events = [
+        {"output_ids": [1], "meta_info": {"finish_reason": None}},
+        {"output_ids": [1, 2], "meta_info": {"finish_reason": {"type": "length"}}},
+        DONE,
+    ]
     assert drive(*events, detector=sglang_terminals).state is StreamState.SUCCESS

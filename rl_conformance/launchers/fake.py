@@ -1,0 +1,127 @@
+"""Our fake deployment, started as `python -m fake_backends` on ephemeral loopback ports."""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+
+from ..errors import LaunchError
+from ..target import Target, check_backend
+
+READY_TIMEOUT_S = 30.0
+
+
+@dataclass
+class FakeLauncher:
+    """Our fake deployment, started as `python -m fake_backends` on ephemeral loopback ports."""
+
+    backend: str
+    workers: int = 2
+    faults: tuple[str, ...] = ()
+    target_id: str = ""
+    _process: subprocess.Popen[bytes] | None = None
+    log_path: str | None = None
+
+    def __post_init__(self) -> None:
+        self.backend = check_backend(self.backend)
+        self.target_id = self.target_id or f"fake-{self.backend}"
+
+    def command(self) -> list[str]:
+        command = [
+            sys.executable,
+            "-m",
+            "fake_backends",
+            self.backend,
+            "--host",
+            "127.0.0.1",
+            "--workers",
+            str(self.workers),
+        ]
+        for fault in self.faults:
+            command += ["--fault", fault]
+        return command
+
+    def start(self) -> Target:
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        with tempfile.NamedTemporaryFile(
+            prefix=f"{self.target_id}-", suffix=".log", delete=False
+        ) as log:
+            self.log_path = log.name
+            self._process = subprocess.Popen(
+                self.command(),
+                stdout=subprocess.PIPE,
+                stderr=log,
+                stdin=subprocess.DEVNULL,
+                env=env,
+            )
+        line = _read_ready_line(self._process, READY_TIMEOUT_S, self.log_path)
+        try:
+            ready = json.loads(line)
+            target = Target(
+                id=self.target_id,
+                backend=self.backend,
+                kind="fake",
+                frontend_url=ready["frontend"],
+                rl_url=ready.get("rl"),
+                model=ready.get("model"),
+                workers=list(ready.get("workers", [])),
+                control_url=ready.get("control"),
+                versions={"fake_backends": "in-tree"},
+                notes=[f"faults: {', '.join(self.faults)}"] if self.faults else [],
+            )
+        except (ValueError, KeyError, TypeError) as exc:
+            self.stop()
+            raise LaunchError(
+                f"fake_backends printed an unusable ready line {line!r}: {exc}"
+            ) from exc
+        return target
+
+    def stop(self) -> None:
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=5)
+        finally:
+            if process.stdout is not None:
+                process.stdout.close()
+
+
+def _read_ready_line(process: subprocess.Popen[bytes], timeout_s: float, log_path: str) -> str:
+    """The first stdout line, within the deadline; the process is killed on failure."""
+    assert process.stdout is not None
+    deadline = time.monotonic() + timeout_s
+    buffer = b""
+    with selectors.DefaultSelector() as selector:
+        selector.register(process.stdout, selectors.EVENT_READ)
+        while b"\n" not in buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or process.poll() is not None:
+                break
+            if selector.select(timeout=min(remaining, 0.5)):
+                chunk = os.read(process.stdout.fileno(), 65536)
+                if not chunk:
+                    break
+                buffer += chunk
+    if b"\n" in buffer:
+        return buffer.split(b"\n", 1)[0].decode("utf-8", errors="replace")
+    if process.poll() is None:
+        process.kill()
+        process.wait(timeout=5)
+    with open(log_path, "rb") as log:
+        stderr = log.read()[-2000:]
+    raise LaunchError(
+        f"{' '.join(map(str, process.args))} gave no ready line within {timeout_s:g} s "
+        f"(exit code {process.returncode}); stderr tail: {stderr.decode(errors='replace')}"
+    )
