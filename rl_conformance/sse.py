@@ -2,7 +2,8 @@
 
 Bytes arrive in arbitrary pieces: an event, a line, a CRLF pair or a multi-byte UTF-8 character
 may be split anywhere. The parser keeps the unfinished tail between `feed` calls and only
-dispatches an event at a blank line, so what it yields never depends on how the transport chunked the stream.
+dispatches an event at a blank line, so what it yields never depends on how the transport
+chunked the stream.
 """
 
 from __future__ import annotations
