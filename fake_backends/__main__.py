@@ -1,0 +1,116 @@
+"""``python -m fake_backends {vllm|sglang|trtllm} [options]``: serve a fake deployment.
+
+Prints exactly one JSON ready line on stdout once every server listens, logs to stderr,
+and stops cleanly (all servers closed, exit 0) on SIGTERM or SIGINT.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+
+from fake_backends.deployment import Assembly
+from fake_backends.faults import FAULT_NAMES, catalogue_lines
+from fake_backends.personalities import BACKENDS
+from fake_backends.ready_line import ready_line
+
+log = logging.getLogger("fake_backends")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m fake_backends",
+        description=(
+            "Serve a fake NVIDIA Dynamo deployment (frontend, RL listener, worker system servers)."
+        ),
+    )
+    parser.add_argument("backend", nargs="?", choices=BACKENDS, help="backend personality")
+    parser.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=0, help="frontend port (0 = ephemeral)")
+    parser.add_argument(
+        "--rl-port", type=int, default=0, help="RL discovery listener port (0 = ephemeral)"
+    )
+    parser.add_argument(
+        "--control-port", type=int, default=0, help="loopback fault-control port (0 = ephemeral)"
+    )
+    parser.add_argument(
+        "--workers", type=int, default=2, help="number of engine workers (default 2)"
+    )
+    parser.add_argument("--model", default="toy", help="served model name (default toy)")
+    parser.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="switch a fault on (repeatable); see --list-faults",
+    )
+    parser.add_argument(
+        "--list-faults", action="store_true", help="print NAME<TAB>description lines and exit"
+    )
+    return parser
+
+
+async def _serve(assembly: Assembly) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+
+    def announce() -> None:
+        sys.stdout.write(ready_line(assembly.ready_info()) + "\n")
+        sys.stdout.flush()
+        log.info("fake %s deployment ready at %s", assembly.backend, assembly.frontend_url)
+
+    try:
+        await assembly.group.serve(stop, on_ready=announce)
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
+    log.info("fake %s deployment stopped", assembly.backend)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.list_faults:
+        sys.stdout.write("".join(line + "\n" for line in catalogue_lines()))
+        sys.stdout.flush()
+        return 0
+    if args.backend is None:
+        parser.error("a backend is required: " + ", ".join(BACKENDS))
+    unknown = [name for name in args.fault if name not in FAULT_NAMES]
+    if unknown:
+        parser.error(
+            f"unknown fault(s) {', '.join(unknown)}; valid faults: {', '.join(FAULT_NAMES)}"
+        )
+    if args.workers < 0:
+        parser.error("--workers must be >= 0")
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=logging.INFO,
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+    )
+    try:
+        assembly = Assembly(
+            args.backend,
+            workers=args.workers,
+            model=args.model,
+            faults=args.fault,
+            host=args.host,
+            port=args.port,
+            rl_port=args.rl_port,
+            control_port=args.control_port,
+        )
+    except OSError as exc:
+        log.error("cannot bind: %s", exc)
+        return 1
+    asyncio.run(_serve(assembly))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

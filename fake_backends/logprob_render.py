@@ -1,0 +1,99 @@
+"""Rendering of logprob data into the OpenAI and vLLM wire shapes.
+
+Shapes and float renderings follow the real Dynamo 1.6.1 frontend (observed §4.3, §6.1,
+§6.2): completions ``top_logprobs`` are dicts keyed by token text, to which the frontend
+adds the sampled token under its own decoding (so an EOS position shows both ``"</s>"``
+and ``""``); completions selected logprobs and every chat logprob are shortest-f32, completions
+alternatives are f32 widened to f64.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from fake_backends.generation import PromptPosition
+from fake_backends.tokenizer import display_text, token_bytes, token_text
+from fake_backends.views import ChoiceView
+from fake_backends.wire import f32_shortest, f32_widened
+
+
+def _completion_top(view: ChoiceView, position: int) -> dict[str, float]:
+    step = view.result.steps[position]
+    entries: dict[str, float] = {}
+    for alt in view.tops[position]:
+        entries.setdefault(token_text(alt.token_id), f32_widened(alt.logprob))
+    if view.sampled_always_listed:
+        entries.setdefault(display_text(step.token_id), f32_widened(step.logprob))
+    return entries
+
+
+def completion_logprobs(view: ChoiceView, positions: Iterable[int]) -> dict[str, Any]:
+    """``choices[i].logprobs`` of /v1/completions for some positions of a choice."""
+    wanted = list(positions)
+    steps = view.result.steps
+    return {
+        "tokens": [display_text(steps[i].token_id) for i in wanted],
+        "token_logprobs": [f32_shortest(v) for i in wanted for v in view.selected_at(i)],
+        "top_logprobs": [_completion_top(view, i) for i in wanted],
+        "text_offset": [],
+    }
+
+
+def _chat_alternative(token_id: int, logprob: float) -> dict[str, Any]:
+    text = token_text(token_id)
+    return {"token": text, "logprob": f32_shortest(logprob), "bytes": list(text.encode("utf-8"))}
+
+
+def chat_logprob_content(view: ChoiceView, positions: Iterable[int]) -> list[dict[str, Any]]:
+    """``choices[i].logprobs.content`` entries (one per reported selected logprob)."""
+    out: list[dict[str, Any]] = []
+    for i in positions:
+        for value in view.selected_at(i):
+            step = view.result.steps[i]
+            raw = token_bytes(step.token_id)
+            out.append(
+                {
+                    "token": display_text(step.token_id),
+                    "logprob": f32_shortest(value),
+                    "token_id": step.token_id,
+                    "bytes": list(raw) if raw else None,
+                    "top_logprobs": [
+                        _chat_alternative(a.token_id, a.logprob) for a in view.tops[i]
+                    ],
+                }
+            )
+    return out
+
+
+def vllm_prompt_logprobs(
+    positions: Sequence[PromptPosition | None], number: Callable[[float], float]
+) -> list[dict[str, dict[str, Any]] | None]:
+    """vLLM's shape: per position null or ``{"<id>": {logprob, rank, decoded_token}}``.
+
+    The actual prompt token comes first with its true rank, then the top-k (ranks 1..k).
+    Keys are decimal strings: integer keys make the real frontend fail the request.
+    """
+    out: list[dict[str, dict[str, Any]] | None] = []
+    for position in positions:
+        if position is None:
+            out.append(None)
+            continue
+        entry: dict[str, dict[str, Any]] = {
+            str(position.token_id): {
+                "logprob": number(position.logprob),
+                "rank": position.rank,
+                "decoded_token": token_text(position.token_id),
+            }
+        }
+        for alt in position.top:
+            entry.setdefault(
+                str(alt.token_id),
+                {
+                    "logprob": number(alt.logprob),
+                    "rank": alt.rank,
+                    "decoded_token": token_text(alt.token_id),
+                },
+            )
+        out.append(entry)
+    return out

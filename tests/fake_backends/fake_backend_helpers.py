@@ -1,0 +1,69 @@
+"""Small helpers shared by the fake_backends tests (SSE parsing, request shortcuts)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+
+from fake_backends.deployment import FakeDeployment
+
+DONE = "[DONE]"
+
+
+def parse_sse(text: str) -> list[Any]:
+    """Strictly parse an SSE body made of ``data: <json>\\n\\n`` frames.
+
+    Returns the decoded payloads, with the string ``"[DONE]"`` for the terminator.
+    """
+    assert text.endswith("\n\n") or text == "", (
+        f"stream does not end with a blank line: {text[-40:]!r}"
+    )
+    events: list[Any] = []
+    for block in text.split("\n\n")[:-1]:
+        assert block.startswith("data: "), f"bad frame {block[:60]!r}"
+        assert "\n" not in block, f"multi-line frame {block[:60]!r}"
+        payload = block[len("data: ") :]
+        events.append(DONE if payload == DONE else json.loads(payload))
+    return events
+
+
+def completions(client: httpx.Client, dep: FakeDeployment, **body: Any) -> httpx.Response:
+    return client.post(f"{dep.frontend_url}/v1/completions", json=body)
+
+
+def chat(client: httpx.Client, dep: FakeDeployment, **body: Any) -> httpx.Response:
+    body.setdefault("messages", [{"role": "user", "content": "hello there"}])
+    return client.post(f"{dep.frontend_url}/v1/chat/completions", json=body)
+
+
+def generate(client: httpx.Client, dep: FakeDeployment, **body: Any) -> httpx.Response:
+    body.setdefault("stream", True)
+    return client.post(f"{dep.frontend_url}/generate", json=body)
+
+
+def rl_workers(client: httpx.Client, dep: FakeDeployment) -> dict[str, Any]:
+    response = client.get(f"{dep.rl_url}/v1/rl/workers")
+    assert response.status_code == 200
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def stream_chunks(events: list[Any]) -> list[dict[str, Any]]:
+    """The JSON chunks of a stream (without the [DONE] marker)."""
+    return [e for e in events if e != DONE]
+
+
+ALL_SELECTORS = [
+    "completion_token_ids",
+    "prompt_token_ids",
+    "prompt_logprobs",
+    "engine_data",
+    "timing",
+    "worker_id",
+    "stop_reason",
+    "detailed_finish_reason",
+]
+
+PROMPT = [300, 4000, 12345, 777, 20000]
