@@ -84,7 +84,7 @@ _CATALOGUE: tuple[Fault, ...] = (
     ),
     Fault(
         "text_prompt_differs",
-        "a string completions prompt gets a BOS prepended, so text and token prompts differ",
+        "a string prompt gets an unreported BOS prepended, so text and token prompts differ",
     ),
     Fault("unknown_finish_reason", "finish_reason is 'weird_reason'"),
     Fault(

@@ -109,6 +109,10 @@ def reported_completion_ids(
 def reported_prompt_ids(state: DeploymentState, ids: Sequence[int]) -> list[int]:
     if state.fault("prompt_ids_with_unsent_bos"):
         return [BOS_ID, *ids]
+    if state.fault("text_prompt_differs") and ids and ids[0] == BOS_ID:
+        # The BOS this fault slipped into a text prompt is hidden: the reported prompt is no
+        # longer the one the engine used, so replaying it as tokens generates differently.
+        return list(ids[1:])
     return list(ids)
 
 

@@ -9,7 +9,6 @@ and `NotAdvertised` (discovery does not advertise what the test needs).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from .checks import http, schema_check
@@ -35,9 +34,15 @@ class NotAdvertised(Exception):
     """Discovery does not advertise the route or worker the test needs."""
 
 
-@dataclass(repr=False)
 class Verdict:
-    results: list[tuple[CheckResult, Exchange | None]] = field(default_factory=list)
+    """Collects the check results of one test. Deliberately not a dataclass: hypothesis prints
+    falsifying arguments field by field, and a verdict holds every exchange of the test."""
+
+    def __init__(self) -> None:
+        self.results: list[tuple[CheckResult, Exchange | None]] = []
+
+    def __repr__(self) -> str:
+        return f"Verdict({len(self.results)} check results)"
 
     def check(self, result: CheckResult, exchange: Exchange | None = None) -> CheckResult:
         self.results.append((result, exchange))

@@ -266,9 +266,9 @@ def test_text_prompt_differs(client: httpx.Client, trtllm: FakeDeployment) -> No
         by_text = completions(
             client, trtllm, prompt="hello world", max_tokens=4, nvext=fields
         ).json()
-        ids = by_text["nvext"]["prompt_token_ids"]
-        by_ids = completions(client, trtllm, prompt=ids[1:], max_tokens=4, nvext=fields).json()
-    assert ids[0] == BOS_ID and by_ids["nvext"]["prompt_token_ids"] == ids[1:]
+        reported = by_text["nvext"]["prompt_token_ids"]
+        by_ids = completions(client, trtllm, prompt=reported, max_tokens=4, nvext=fields).json()
+    assert reported[0] != BOS_ID and by_ids["nvext"]["prompt_token_ids"] == reported
     assert by_text["usage"]["prompt_tokens"] == by_ids["usage"]["prompt_tokens"] + 1
     assert by_text["nvext"]["completion_token_ids"] != by_ids["nvext"]["completion_token_ids"]
 

@@ -1,0 +1,234 @@
+"""The real Dynamo in the loop: frontend (+ RL listener), a loopback ZMQ broker and one engine,
+started from a virtual environment that holds `ai-dynamo` (see `rl-conformance install-dynamo`).
+
+Engines:
+- `mocker`: Dynamo's own `python -m dynamo.mocker` (simulated vLLM scheduling; random token ids,
+  no logprobs, no RL routes).
+- `fake-vllm`: our toy model served as a real Dynamo backend worker through Dynamo's Python
+  runtime (`python -m fake_backends.dynamo_worker`), with vLLM-style RL routes registered by
+  `dynamo.common.rl`, so the real frontend, nvext assembly and RL listener are under test.
+
+Every listener binds 127.0.0.1. The event plane runs in broker mode because 1.6.1's direct mode
+binds the workers' ZMQ publishers on all interfaces.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+import fake_backends
+
+from ..errors import ConfigurationError, LaunchError
+from ..target import Target
+from .processes import ManagedProcess, free_port
+
+ENGINES = ("mocker", "fake-vllm")
+MODEL_NAME = "toy"
+READY_TIMEOUT_S = 90.0
+PYTHON_ENV = "RL_CONFORMANCE_DYNAMO_PYTHON"
+DEFAULT_VENV = ".venv-dynamo"
+
+_BROKER = """
+import sys, zmq
+context = zmq.Context()
+xsub = context.socket(zmq.XSUB); xsub.bind(sys.argv[1])
+xpub = context.socket(zmq.XPUB); xpub.bind(sys.argv[2])
+zmq.proxy(xsub, xpub)
+"""
+
+
+def find_dynamo_python(explicit: str | None = None) -> Path | None:
+    """The interpreter of a virtual environment with ai-dynamo: the explicit path, then
+    $RL_CONFORMANCE_DYNAMO_PYTHON, then ./.venv-dynamo, then the checkout's .venv-dynamo."""
+    candidates = [explicit, os.environ.get(PYTHON_ENV), str(Path.cwd() / DEFAULT_VENV / "bin/python"),
+                  str(Path(fake_backends.__file__).resolve().parents[1] / DEFAULT_VENV / "bin/python")]
+    for candidate in candidates:
+        if candidate and Path(candidate).exists():
+            return Path(candidate)
+    return None
+
+
+def dynamo_version(python: Path) -> str:
+    done = subprocess.run([str(python), "-c", "import importlib.metadata as m; "
+                           "print(m.version('ai-dynamo'))"], capture_output=True, text=True,
+                          check=False, timeout=60)
+    if done.returncode != 0:
+        raise LaunchError(f"{python} has no ai-dynamo: {done.stderr.strip()[-500:]}")
+    return done.stdout.strip()
+
+
+@dataclass
+class DynamoLauncher:
+    engine: str
+    python: Path | None = None
+    engine_faults: tuple[str, ...] = ()
+    workers: int = 1
+    target_id: str = ""
+    backend: str = "vllm"
+    keep_logs_in: Path | None = None
+    processes: list[ManagedProcess] = field(default_factory=list)
+    workdir: Path | None = None
+
+    def __post_init__(self) -> None:
+        if self.engine not in ENGINES:
+            raise ConfigurationError(f"--launch: expected one of dynamo-{', dynamo-'.join(ENGINES)}"
+                                     f", observed dynamo-{self.engine}")
+        if self.engine == "mocker" and self.engine_faults:
+            raise ConfigurationError("--engine-fault needs --launch dynamo-fake-vllm (the mocker "
+                                     "cannot be told to break the contract)")
+        self.target_id = self.target_id or f"dynamo-{self.engine}"
+
+    def start(self) -> Target:
+        python = self.python or find_dynamo_python()
+        if python is None:
+            raise LaunchError("no Python with ai-dynamo found: run `rl-conformance install-dynamo` "
+                              f"(creates ./{DEFAULT_VENV}) or set {PYTHON_ENV}")
+        started = time.monotonic()
+        version = dynamo_version(python)
+        self.workdir = Path(tempfile.mkdtemp(prefix=f"rl-conformance-{self.target_id}-"))
+        try:
+            target = self._start(python, version)
+        except BaseException:
+            self.stop()
+            raise
+        target.notes.append(f"launch to ready: {time.monotonic() - started:.1f} s")
+        return target
+
+    def _start(self, python: Path, version: str) -> Target:
+        assert self.workdir is not None
+        model_dir = self.workdir / "model"
+        _build_model_dir(model_dir)
+        ports = {name: free_port() for name in ("http", "rl", "xsub", "xpub")}
+        env = self._environment(ports)
+        broker = self._process("broker", [str(python), "-c", _BROKER,
+                                          f"tcp://127.0.0.1:{ports['xsub']}",
+                                          f"tcp://127.0.0.1:{ports['xpub']}"], env)
+        frontend_env = dict(env, DYN_ENABLE_RL="true", DYN_RL_PORT=str(ports["rl"]),
+                            DYN_SGLANG_ENABLE_GENERATE="1", DYN_VLLM_ENABLE_INFERENCE_V1_GENERATE="1")
+        frontend = self._process("frontend", [
+            str(python), "-m", "dynamo.frontend", "--http-host", "127.0.0.1",
+            "--http-port", str(ports["http"]), "--discovery-backend", "file",
+            "--request-plane", "tcp", "--event-plane", "zmq"], frontend_env)
+        engines = self._engines(python, model_dir, env)
+        for process in [broker, frontend, *engines]:
+            process.start()
+        frontend_url = f"http://127.0.0.1:{ports['http']}"
+        rl_url = f"http://127.0.0.1:{ports['rl']}"
+        self._wait_ready(frontend_url, rl_url)
+        return Target(
+            id=self.target_id, backend=self.backend, kind="dynamo", frontend_url=frontend_url,
+            rl_url=rl_url, model=MODEL_NAME,
+            versions={"ai-dynamo": version, "engine": self.engine},
+            notes=[process.describe() for process in self.processes]
+            + [f"logs: {self.keep_logs_in / self.target_id if self.keep_logs_in else self.workdir}"]
+            + ([f"engine faults: {', '.join(self.engine_faults)}"] if self.engine_faults else []),
+        )
+
+    def _environment(self, ports: dict[str, int]) -> dict[str, str]:
+        assert self.workdir is not None
+        home = self.workdir / "home"
+        home.mkdir()
+        (self.workdir / "kv").mkdir()
+        env = {key: value for key, value in os.environ.items()
+               if not key.startswith(("DYN_", "VIRTUAL_ENV", "PYTHONHOME"))}
+        env.update({
+            "HOME": str(home),
+            "DYN_FILE_KV": str(self.workdir / "kv"),
+            "DYN_DISCOVERY_BACKEND": "file", "DYN_REQUEST_PLANE": "tcp", "DYN_EVENT_PLANE": "zmq",
+            "DYN_TCP_RPC_HOST": "127.0.0.1", "DYN_TCP_RESPONSE_STREAM_HOST": "127.0.0.1",
+            "DYN_EVENT_PLANE_HOST": "127.0.0.1", "DYN_SYSTEM_HOST": "127.0.0.1",
+            "DYN_ZMQ_BROKER_URL": f"xsub=tcp://127.0.0.1:{ports['xsub']},"
+                                  f"xpub=tcp://127.0.0.1:{ports['xpub']}",
+            "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONUNBUFFERED": "1",
+        })
+        return env
+
+    def _engines(self, python: Path, model_dir: Path, env: dict[str, str]) -> list[ManagedProcess]:
+        if self.engine == "mocker":
+            return [self._process("mocker", [
+                str(python), "-m", "dynamo.mocker", "--model-path", str(model_dir),
+                "--model-name", MODEL_NAME, "--speedup-ratio", "100", "--sglang-generate",
+                "--discovery-backend", "file", "--request-plane", "tcp", "--event-plane", "zmq"],
+                env)]
+        source_root = str(Path(fake_backends.__file__).resolve().parents[1])
+        engines = []
+        for index in range(self.workers):
+            command = [str(python), "-m", "fake_backends.dynamo_worker", "--model-dir",
+                       str(model_dir), "--model-name", MODEL_NAME]
+            for fault in self.engine_faults:
+                command += ["--engine-fault", fault]
+            worker_env = dict(env, PYTHONPATH=source_root, DYN_SYSTEM_PORT=str(free_port()),
+                              DYN_SYSTEM_USE_ENDPOINT_HEALTH_STATUS='["generate"]')
+            engines.append(self._process(f"worker-{index}", command, worker_env))
+        return engines
+
+    def _process(self, name: str, command: list[str], env: dict[str, str]) -> ManagedProcess:
+        assert self.workdir is not None
+        process = ManagedProcess(name, command, env, self.workdir / f"{name}.log", cwd=self.workdir)
+        self.processes.append(process)
+        return process
+
+    def _wait_ready(self, frontend_url: str, rl_url: str) -> None:
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        needs_rl = self.engine != "mocker"
+        last = "nothing answered yet"
+        with httpx.Client(timeout=2.0, trust_env=False) as http:
+            while time.monotonic() < deadline:
+                for process in self.processes:
+                    if process.exited() is not None:
+                        raise LaunchError(f"{process.name} exited with code {process.exited()} "
+                                          f"during start-up; log tail:\n{process.log_tail()}")
+                try:
+                    models = http.get(frontend_url + "/v1/models").json().get("data", [])
+                    ready = any(entry.get("id") == MODEL_NAME for entry in models)
+                    last = f"/v1/models lists {[entry.get('id') for entry in models]}"
+                    if ready and needs_rl:
+                        workers = http.get(rl_url + "/v1/rl/workers").json().get("workers", [])
+                        usable = [w for w in workers if w.get("routes") and "error" not in w]
+                        ready = len(usable) >= self.workers
+                        last = f"/v1/rl/workers lists {len(usable)} usable worker(s)"
+                    if ready:
+                        return
+                except (httpx.HTTPError, ValueError, AttributeError):
+                    pass
+                time.sleep(0.1)
+        tails = "\n".join(f"--- {p.name}\n{p.log_tail(1500)}" for p in self.processes)
+        raise LaunchError(f"{self.target_id} not ready within {READY_TIMEOUT_S:g} s ({last})\n{tails}")
+
+    def stop(self) -> None:
+        for process in reversed(self.processes):
+            try:
+                process.stop()
+            except OSError:
+                continue
+        if self.workdir is not None:
+            if self.keep_logs_in is not None:
+                destination = self.keep_logs_in / self.target_id
+                destination.mkdir(parents=True, exist_ok=True)
+                for log in self.workdir.glob("*.log"):
+                    shutil.copy(log, destination / log.name)
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            self.workdir = None
+        self.processes = []
+
+
+def _build_model_dir(directory: Path) -> None:
+    """The model directory both engines load: tokenizer, config and chat template of the toy
+    vocabulary, written by fake_backends so the real frontend decodes ids exactly as the toy does."""
+    done = subprocess.run([sys.executable, "-m", "fake_backends.model_dir", str(directory)],
+                          capture_output=True, text=True, check=False, timeout=120)
+    if done.returncode != 0:
+        raise LaunchError(f"could not write the model directory: {done.stderr[-2000:]}")
+    if not (directory / "tokenizer.json").exists():
+        raise LaunchError(f"model directory {directory} has no tokenizer.json")
+    json.loads((directory / "config.json").read_text())

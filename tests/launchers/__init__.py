@@ -1,0 +1,1 @@
+"""Tests of the launchers, against fakes of what they drive (a fake Docker engine)."""
