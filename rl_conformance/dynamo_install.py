@@ -48,20 +48,28 @@ def install(venv: Path, version: str = DYNAMO_VERSION, *, quiet: bool = True) ->
     pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check"]
     if quiet:
         pip.append("--quiet")
-    _run([*pip, "--no-deps", *(f"{name}=={version}" for name in PACKAGES)],
-         "install the Dynamo wheels")
-    listed = _run([str(python), "-c", _LIST_REQUIREMENTS, ",".join(PACKAGES),
-                   *SKIPPED_REQUIREMENTS], "read Dynamo's requirements")
+    _run(
+        [*pip, "--no-deps", *(f"{name}=={version}" for name in PACKAGES)],
+        "install the Dynamo wheels",
+    )
+    listed = _run(
+        [str(python), "-c", _LIST_REQUIREMENTS, ",".join(PACKAGES), *SKIPPED_REQUIREMENTS],
+        "read Dynamo's requirements",
+    )
     requirements = [line for line in listed.splitlines() if line.strip()]
     _run([*pip, *requirements], "install Dynamo's requirements")
-    print(f"installed ai-dynamo {version} into {venv} in {time.monotonic() - started:.0f} s "
-          f"({len(requirements)} requirements; skipped: {', '.join(sorted(SKIPPED_REQUIREMENTS))})")
+    print(
+        f"installed ai-dynamo {version} into {venv} in {time.monotonic() - started:.0f} s "
+        f"({len(requirements)} requirements; skipped: {', '.join(sorted(SKIPPED_REQUIREMENTS))})"
+    )
     return python
 
 
 def _run(command: list[str], what: str) -> str:
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        raise LaunchError(f"could not {what}: {' '.join(command[:6])} ... exited "
-                          f"{done.returncode}\n{done.stderr[-3000:]}")
+        raise LaunchError(
+            f"could not {what}: {' '.join(command[:6])} ... exited "
+            f"{done.returncode}\n{done.stderr[-3000:]}"
+        )
     return done.stdout

@@ -67,6 +67,8 @@ class SSEParser:
         return events
 
     def _consume(self, text: str) -> list[SSEEvent]:
+        if not text:
+            return []
         if self._pending_cr and text.startswith("\n"):
             text = text[1:]
         self._pending_cr = False

@@ -1,1 +1,1 @@
-"""JSON Schemas (draft 2020-12) of the wire shapes; data only, read via rl_conformance.schema_registry."""
+"""JSON Schemas (draft 2020-12) of the wire shapes: data only, read by schema_registry."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import discovery, errors, http, logprobs, streaming, tokens
+from . import admin, control, discovery, errors, http, logprobs, streaming, tokens
 from .aggregate import aggregate_stream
 from .base import REGISTRY, CheckResult, CheckSpec, Level, Violation
 from .schema import schema_check
@@ -13,7 +13,9 @@ __all__ = [
     "CheckSpec",
     "Level",
     "Violation",
+    "admin",
     "aggregate_stream",
+    "control",
     "discovery",
     "errors",
     "http",

@@ -362,6 +362,12 @@ def _parse_deployment(top: _Fields) -> DockerDeployment:
             raise fields.error(
                 "", 'either {"create": true} or {"name": "<existing network>"}', fields.data
             )
+        if existing in _SPECIAL_NETWORKS:
+            raise fields.error(
+                "name",
+                'a user-defined network (set "network": "host" per container instead)',
+                existing,
+            )
         network = NetworkSpec(create=create, name=existing)
     return DockerDeployment(
         backend=backend,

@@ -50,8 +50,12 @@ zmq.proxy(xsub, xpub)
 def find_dynamo_python(explicit: str | None = None) -> Path | None:
     """The interpreter of a virtual environment with ai-dynamo: the explicit path, then
     $RL_CONFORMANCE_DYNAMO_PYTHON, then ./.venv-dynamo, then the checkout's .venv-dynamo."""
-    candidates = [explicit, os.environ.get(PYTHON_ENV), str(Path.cwd() / DEFAULT_VENV / "bin/python"),
-                  str(Path(fake_backends.__file__).resolve().parents[1] / DEFAULT_VENV / "bin/python")]
+    candidates = [
+        explicit,
+        os.environ.get(PYTHON_ENV),
+        str(Path.cwd() / DEFAULT_VENV / "bin/python"),
+        str(Path(fake_backends.__file__).resolve().parents[1] / DEFAULT_VENV / "bin/python"),
+    ]
     for candidate in candidates:
         if candidate and Path(candidate).exists():
             return Path(candidate)
@@ -59,9 +63,13 @@ def find_dynamo_python(explicit: str | None = None) -> Path | None:
 
 
 def dynamo_version(python: Path) -> str:
-    done = subprocess.run([str(python), "-c", "import importlib.metadata as m; "
-                           "print(m.version('ai-dynamo'))"], capture_output=True, text=True,
-                          check=False, timeout=60)
+    done = subprocess.run(
+        [str(python), "-c", "import importlib.metadata as m; print(m.version('ai-dynamo'))"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
     if done.returncode != 0:
         raise LaunchError(f"{python} has no ai-dynamo: {done.stderr.strip()[-500:]}")
     return done.stdout.strip()
@@ -81,18 +89,24 @@ class DynamoLauncher:
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
-            raise ConfigurationError(f"--launch: expected one of dynamo-{', dynamo-'.join(ENGINES)}"
-                                     f", observed dynamo-{self.engine}")
+            raise ConfigurationError(
+                f"--launch: expected one of dynamo-{', dynamo-'.join(ENGINES)}"
+                f", observed dynamo-{self.engine}"
+            )
         if self.engine == "mocker" and self.engine_faults:
-            raise ConfigurationError("--engine-fault needs --launch dynamo-fake-vllm (the mocker "
-                                     "cannot be told to break the contract)")
+            raise ConfigurationError(
+                "--engine-fault needs --launch dynamo-fake-vllm (the mocker "
+                "cannot be told to break the contract)"
+            )
         self.target_id = self.target_id or f"dynamo-{self.engine}"
 
     def start(self) -> Target:
         python = self.python or find_dynamo_python()
         if python is None:
-            raise LaunchError("no Python with ai-dynamo found: run `rl-conformance install-dynamo` "
-                              f"(creates ./{DEFAULT_VENV}) or set {PYTHON_ENV}")
+            raise LaunchError(
+                "no Python with ai-dynamo found: run `rl-conformance install-dynamo` "
+                f"(creates ./{DEFAULT_VENV}) or set {PYTHON_ENV}"
+            )
         started = time.monotonic()
         version = dynamo_version(python)
         self.workdir = Path(tempfile.mkdtemp(prefix=f"rl-conformance-{self.target_id}-"))
@@ -110,15 +124,43 @@ class DynamoLauncher:
         _build_model_dir(model_dir)
         ports = {name: free_port() for name in ("http", "rl", "xsub", "xpub")}
         env = self._environment(ports)
-        broker = self._process("broker", [str(python), "-c", _BROKER,
-                                          f"tcp://127.0.0.1:{ports['xsub']}",
-                                          f"tcp://127.0.0.1:{ports['xpub']}"], env)
-        frontend_env = dict(env, DYN_ENABLE_RL="true", DYN_RL_PORT=str(ports["rl"]),
-                            DYN_SGLANG_ENABLE_GENERATE="1", DYN_VLLM_ENABLE_INFERENCE_V1_GENERATE="1")
-        frontend = self._process("frontend", [
-            str(python), "-m", "dynamo.frontend", "--http-host", "127.0.0.1",
-            "--http-port", str(ports["http"]), "--discovery-backend", "file",
-            "--request-plane", "tcp", "--event-plane", "zmq"], frontend_env)
+        broker = self._process(
+            "broker",
+            [
+                str(python),
+                "-c",
+                _BROKER,
+                f"tcp://127.0.0.1:{ports['xsub']}",
+                f"tcp://127.0.0.1:{ports['xpub']}",
+            ],
+            env,
+        )
+        frontend_env = dict(
+            env,
+            DYN_ENABLE_RL="true",
+            DYN_RL_PORT=str(ports["rl"]),
+            DYN_SGLANG_ENABLE_GENERATE="1",
+            DYN_VLLM_ENABLE_INFERENCE_V1_GENERATE="1",
+        )
+        frontend = self._process(
+            "frontend",
+            [
+                str(python),
+                "-m",
+                "dynamo.frontend",
+                "--http-host",
+                "127.0.0.1",
+                "--http-port",
+                str(ports["http"]),
+                "--discovery-backend",
+                "file",
+                "--request-plane",
+                "tcp",
+                "--event-plane",
+                "zmq",
+            ],
+            frontend_env,
+        )
         engines = self._engines(python, model_dir, env)
         for process in [broker, frontend, *engines]:
             process.start()
@@ -126,8 +168,12 @@ class DynamoLauncher:
         rl_url = f"http://127.0.0.1:{ports['rl']}"
         self._wait_ready(frontend_url, rl_url)
         return Target(
-            id=self.target_id, backend=self.backend, kind="dynamo", frontend_url=frontend_url,
-            rl_url=rl_url, model=MODEL_NAME,
+            id=self.target_id,
+            backend=self.backend,
+            kind="dynamo",
+            frontend_url=frontend_url,
+            rl_url=rl_url,
+            model=MODEL_NAME,
             versions={"ai-dynamo": version, "engine": self.engine},
             notes=[process.describe() for process in self.processes]
             + [f"logs: {self.keep_logs_in / self.target_id if self.keep_logs_in else self.workdir}"]
@@ -139,36 +185,77 @@ class DynamoLauncher:
         home = self.workdir / "home"
         home.mkdir()
         (self.workdir / "kv").mkdir()
-        env = {key: value for key, value in os.environ.items()
-               if not key.startswith(("DYN_", "VIRTUAL_ENV", "PYTHONHOME"))}
-        env.update({
-            "HOME": str(home),
-            "DYN_FILE_KV": str(self.workdir / "kv"),
-            "DYN_DISCOVERY_BACKEND": "file", "DYN_REQUEST_PLANE": "tcp", "DYN_EVENT_PLANE": "zmq",
-            "DYN_TCP_RPC_HOST": "127.0.0.1", "DYN_TCP_RESPONSE_STREAM_HOST": "127.0.0.1",
-            "DYN_EVENT_PLANE_HOST": "127.0.0.1", "DYN_SYSTEM_HOST": "127.0.0.1",
-            "DYN_ZMQ_BROKER_URL": f"xsub=tcp://127.0.0.1:{ports['xsub']},"
-                                  f"xpub=tcp://127.0.0.1:{ports['xpub']}",
-            "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONUNBUFFERED": "1",
-        })
+        env = {
+            key: value
+            for key, value in os.environ.items()
+            if not key.startswith(("DYN_", "VIRTUAL_ENV", "PYTHONHOME"))
+        }
+        env.update(
+            {
+                "HOME": str(home),
+                "DYN_FILE_KV": str(self.workdir / "kv"),
+                "DYN_DISCOVERY_BACKEND": "file",
+                "DYN_REQUEST_PLANE": "tcp",
+                "DYN_EVENT_PLANE": "zmq",
+                "DYN_TCP_RPC_HOST": "127.0.0.1",
+                "DYN_TCP_RESPONSE_STREAM_HOST": "127.0.0.1",
+                "DYN_EVENT_PLANE_HOST": "127.0.0.1",
+                "DYN_SYSTEM_HOST": "127.0.0.1",
+                "DYN_ZMQ_BROKER_URL": f"xsub=tcp://127.0.0.1:{ports['xsub']},"
+                f"xpub=tcp://127.0.0.1:{ports['xpub']}",
+                "HF_HUB_OFFLINE": "1",
+                "TRANSFORMERS_OFFLINE": "1",
+                "PYTHONUNBUFFERED": "1",
+            }
+        )
         return env
 
     def _engines(self, python: Path, model_dir: Path, env: dict[str, str]) -> list[ManagedProcess]:
         if self.engine == "mocker":
-            return [self._process("mocker", [
-                str(python), "-m", "dynamo.mocker", "--model-path", str(model_dir),
-                "--model-name", MODEL_NAME, "--speedup-ratio", "100", "--sglang-generate",
-                "--discovery-backend", "file", "--request-plane", "tcp", "--event-plane", "zmq"],
-                env)]
+            return [
+                self._process(
+                    "mocker",
+                    [
+                        str(python),
+                        "-m",
+                        "dynamo.mocker",
+                        "--model-path",
+                        str(model_dir),
+                        "--model-name",
+                        MODEL_NAME,
+                        "--speedup-ratio",
+                        "100",
+                        "--sglang-generate",
+                        "--discovery-backend",
+                        "file",
+                        "--request-plane",
+                        "tcp",
+                        "--event-plane",
+                        "zmq",
+                    ],
+                    env,
+                )
+            ]
         source_root = str(Path(fake_backends.__file__).resolve().parents[1])
         engines = []
         for index in range(self.workers):
-            command = [str(python), "-m", "fake_backends.dynamo_worker", "--model-dir",
-                       str(model_dir), "--model-name", MODEL_NAME]
+            command = [
+                str(python),
+                "-m",
+                "fake_backends.dynamo_worker",
+                "--model-dir",
+                str(model_dir),
+                "--model-name",
+                MODEL_NAME,
+            ]
             for fault in self.engine_faults:
                 command += ["--engine-fault", fault]
-            worker_env = dict(env, PYTHONPATH=source_root, DYN_SYSTEM_PORT=str(free_port()),
-                              DYN_SYSTEM_USE_ENDPOINT_HEALTH_STATUS='["generate"]')
+            worker_env = dict(
+                env,
+                PYTHONPATH=source_root,
+                DYN_SYSTEM_PORT=str(free_port()),
+                DYN_SYSTEM_USE_ENDPOINT_HEALTH_STATUS='["generate"]',
+            )
             engines.append(self._process(f"worker-{index}", command, worker_env))
         return engines
 
@@ -186,8 +273,10 @@ class DynamoLauncher:
             while time.monotonic() < deadline:
                 for process in self.processes:
                     if process.exited() is not None:
-                        raise LaunchError(f"{process.name} exited with code {process.exited()} "
-                                          f"during start-up; log tail:\n{process.log_tail()}")
+                        raise LaunchError(
+                            f"{process.name} exited with code {process.exited()} "
+                            f"during start-up; log tail:\n{process.log_tail()}"
+                        )
                 try:
                     models = http.get(frontend_url + "/v1/models").json().get("data", [])
                     ready = any(entry.get("id") == MODEL_NAME for entry in models)
@@ -203,7 +292,9 @@ class DynamoLauncher:
                     pass
                 time.sleep(0.1)
         tails = "\n".join(f"--- {p.name}\n{p.log_tail(1500)}" for p in self.processes)
-        raise LaunchError(f"{self.target_id} not ready within {READY_TIMEOUT_S:g} s ({last})\n{tails}")
+        raise LaunchError(
+            f"{self.target_id} not ready within {READY_TIMEOUT_S:g} s ({last})\n{tails}"
+        )
 
     def stop(self) -> None:
         for process in reversed(self.processes):
@@ -224,9 +315,14 @@ class DynamoLauncher:
 
 def _build_model_dir(directory: Path) -> None:
     """The model directory both engines load: tokenizer, config and chat template of the toy
-    vocabulary, written by fake_backends so the real frontend decodes ids exactly as the toy does."""
-    done = subprocess.run([sys.executable, "-m", "fake_backends.model_dir", str(directory)],
-                          capture_output=True, text=True, check=False, timeout=120)
+    vocabulary, written by fake_backends so the real frontend decodes ids as the toy does."""
+    done = subprocess.run(
+        [sys.executable, "-m", "fake_backends.model_dir", str(directory)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
     if done.returncode != 0:
         raise LaunchError(f"could not write the model directory: {done.stderr[-2000:]}")
     if not (directory / "tokenizer.json").exists():

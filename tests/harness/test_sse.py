@@ -66,3 +66,9 @@ def test_invalid_utf8_is_reported() -> None:
 def test_field_without_space_and_unknown_fields() -> None:
     events, _ = parse_in_pieces(b"data:x\nfoo: bar\nretry: 10\n\n", [])
     assert events == [SSEEvent(data="x", retry=10)]
+
+
+def test_crlf_split_around_an_empty_chunk_is_one_line_break() -> None:
+    parser = SSEParser()
+    events = parser.feed(b"data: a\r") + parser.feed(b"") + parser.feed(b"\ndata: b\r\n\r\n")
+    assert events == [SSEEvent(data="a\nb")]

@@ -705,6 +705,7 @@ class StubFrontend:
                     stub.on_request(self.path)
                 count = sum(1 for p in stub.requests if p == self.path)
                 up = stub.ready and count > stub.ready_after
+                payload: dict[str, Any]
                 if self.path == "/v1/models":
                     listed = [{"id": stub.model, "object": "model", "owned_by": "nvidia"}]
                     payload = {"object": "list", "data": listed if up else []}

@@ -243,6 +243,25 @@ def test_host_ip_is_configurable_and_wildcard_binds_are_reached_on_loopback(
     assert target.frontend_url == f"http://127.0.0.1:{frontend.port}"
 
 
+def test_a_host_network_container_is_reached_on_its_own_port(
+    engine: FakeDockerEngine, frontend: StubFrontend, tmp_path: Path
+) -> None:
+    data = config(
+        frontend={"container": "frontend", "port": frontend.port},
+        rl={"container": "frontend", "port": frontend.port},
+    )
+    data["containers"][0]["network"] = "host"
+    del data["containers"][0]["ports"]
+    docker_launcher = launcher(engine, tmp_path, data)
+    target = docker_launcher.start()
+    docker_launcher.stop()
+    front, worker = (c.body for c in engine.calls_to("POST", "/containers/create"))
+    assert front["HostConfig"]["NetworkMode"] == "host"
+    assert "PortBindings" not in front["HostConfig"]
+    assert worker["HostConfig"]["NetworkMode"] == "nightly-run1"
+    assert target.frontend_url == target.rl_url == f"http://127.0.0.1:{frontend.port}"
+
+
 # -- readiness ------------------------------------------------------------------------------------
 
 
@@ -563,6 +582,14 @@ BAD_CONFIGS = [
         "readiness.path",
         'an HTTP path starting with "/"',
         '"v1/models"',
+    ),
+    ("network", {"name": "host"}, "network.name", "a user-defined network", '"host"'),
+    (
+        "containers.0.network",
+        "host",
+        "containers[0].ports",
+        'no published ports with "network"',
+        "[8000, 8001]",
     ),
     ("host_ip", "localhost", "host_ip", "an IP address", '"localhost"'),
     ("pull", "yes", "pull", "true or false", '"yes"'),

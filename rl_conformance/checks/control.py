@@ -1,0 +1,267 @@
+"""Control-plane observations: namespace scope, refresh steps, cancellation, retries, telemetry."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ..namespace_scope import resolve_scope
+from .base import Findings, Level, Violation, check, get_path
+
+REFRESH = "Coordinate Policy Refresh"
+STREAMS = "Handle Streaming and Retries"
+HIGH_CARDINALITY_LABELS = frozenset(
+    {
+        "request_id",
+        "x_request_id",
+        "sample_id",
+        "trace_id",
+        "span_id",
+        "token",
+        "token_id",
+        "prompt",
+        "session_id",
+        "attempt_id",
+        "rid",
+    }
+)
+
+
+@check(
+    "namespace.scope",
+    title="the RL listener lists exactly the workers its environment scopes",
+    spec="The RL listener reads the set of Dynamo namespaces it searches from its own process "
+    "environment, and from nothing else.",
+    section="Scope Discovery by Namespace",
+)
+def namespace_scope(env: Mapping[str, str], all_namespaces: Iterable[str], body: Any) -> Findings:
+    scope = resolve_scope(env)
+    expected = sorted({ns for ns in all_namespaces if scope.matches(ns)})
+    workers = get_path(body, "workers")
+    listed = (
+        sorted({str(w.get("namespace")) for w in workers if isinstance(w, dict)})
+        if isinstance(workers, list)
+        else []
+    )
+    if listed != expected:
+        yield Violation(
+            f"environment {dict(env)} lists the wrong namespaces",
+            "workers[*].namespace",
+            expected,
+            listed,
+        )
+    if get_path(body, "namespace") != scope.label:
+        yield Violation(
+            "top-level namespace does not name the scope",
+            "namespace",
+            scope.label,
+            get_path(body, "namespace"),
+        )
+
+
+@check(
+    "refresh.pause_gates",
+    title="a paused worker admits no new generation until resumed",
+    spec="Pause or drain workers when the backend requires it.",
+    section=REFRESH,
+)
+def pause_gates(completed_while_paused: bool, completed_after_resume: bool) -> Findings:
+    if completed_while_paused:
+        yield Violation(
+            "a generation pinned to a paused worker completed before resume",
+            "pause_generation",
+            "held until resume",
+            "completed",
+        )
+    if not completed_after_resume:
+        yield Violation(
+            "the held generation did not complete after resume",
+            "resume_generation",
+            "completed",
+            "not completed",
+        )
+
+
+@check(
+    "refresh.version_verified",
+    title="every worker reports the weight version just applied",
+    spec="Verify every worker and run post-update generation before reopening the fleet.",
+    section=REFRESH,
+)
+def version_verified(expected: Any, reported: Mapping[str, Any]) -> Findings:
+    for worker, version in reported.items():
+        if version != expected:
+            yield Violation(
+                f"{worker} reports another weight version", f"{worker}.version", expected, version
+            )
+
+
+@check(
+    "refresh.post_update_generation",
+    title="generation after an update comes from the new weights",
+    spec="Verify every worker and run post-update generation before reopening the fleet.",
+    section=REFRESH,
+)
+def post_update_generation(
+    before: Sequence[int],
+    after: Sequence[int],
+    reported_version: Any = None,
+    expected_version: Any = None,
+) -> Findings:
+    if list(before) == list(after):
+        yield Violation(
+            "the same prompt generates the same tokens before and after the weight "
+            "update: the old weights are still serving",
+            "completion_token_ids",
+            "different tokens",
+            list(after),
+        )
+    if expected_version is not None and reported_version not in (None, expected_version):
+        yield Violation(
+            "the response names other weights than the ones applied",
+            "engine_data.weight_version",
+            expected_version,
+            reported_version,
+        )
+
+
+@check(
+    "refresh.kv_invalidation",
+    title="flushing the cache invalidates cached prefixes",
+    spec="Invalidate stale KV state.",
+    section=REFRESH,
+)
+def kv_invalidation(cached_before_flush: int, cached_after_flush: int) -> Findings:
+    if cached_before_flush <= 0:
+        yield Violation(
+            "a repeated prompt reused no cached prefix, so invalidation cannot be observed",
+            "usage.prompt_tokens_details.cached_tokens",
+            "> 0",
+            cached_before_flush,
+        )
+    if cached_after_flush != 0:
+        yield Violation(
+            "cached prefix still reused after flush_cache",
+            "usage.prompt_tokens_details.cached_tokens",
+            0,
+            cached_after_flush,
+        )
+
+
+@check(
+    "refresh.fleet_gated",
+    title="the fleet stays gated after any failed refresh step",
+    spec="Keep generation gated when membership changes, an update fails, cache reset fails, "
+    "or post-update generation does not pass.",
+    section=REFRESH,
+)
+def fleet_gated(reopened: bool, failures: Sequence[str]) -> Findings:
+    if reopened and failures:
+        yield Violation(
+            f"the fleet was reopened despite: {', '.join(failures)}", "reopen", "gated", "reopened"
+        )
+
+
+@check(
+    "cancel.propagated",
+    title="a client that closes a stream causes an abort the deployment records",
+    spec="Dynamo propagates supported cancellations.",
+    section=STREAMS,
+)
+def cancellation_propagated(outcome: Any, attempt: str) -> Findings:
+    if outcome != "cancelled":
+        yield Violation(
+            f"attempt {attempt}: the deployment did not record the cancellation",
+            "ledger.outcome",
+            "cancelled",
+            outcome,
+        )
+
+
+@check(
+    "retry.attempt_identity",
+    title="attempt identity is preserved and distinct attempts stay distinguishable",
+    spec="Preserve attempt identity when retrying, because a timed-out request may have "
+    "completed after the client stopped waiting and generation is not idempotent.",
+    section=STREAMS,
+)
+def attempt_identity(sent_id: str, echoed: Any, response_ids: Sequence[Any]) -> Findings:
+    if echoed != sent_id:
+        yield Violation(
+            "x-request-id not echoed: the attempt cannot be correlated",
+            "headers.x-request-id",
+            sent_id,
+            echoed,
+        )
+    if len(set(map(str, response_ids))) != len(response_ids):
+        yield Violation(
+            "two attempts produced responses with the same id: a late duplicate is "
+            "indistinguishable from the retry",
+            "id",
+            "distinct ids",
+            list(response_ids),
+        )
+
+
+@check(
+    "retry.late_completion_detected",
+    level=Level.SHOULD,
+    title="a response that completes after the client's deadline is visible as a possible "
+    "duplicate",
+    spec="A timed-out request may have completed after the client stopped waiting.",
+    section=STREAMS,
+)
+def late_completion_detected(completed_entries: int) -> Findings:
+    if completed_entries > 1:
+        yield Violation(
+            "the deployment delivered the same attempt twice",
+            "ledger",
+            "at most one completed generation per attempt id",
+            completed_entries,
+        )
+
+
+_SERIES = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})?\s+\S+")
+_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+def parse_series(text: str) -> set[tuple[str, tuple[tuple[str, str], ...]]]:
+    series = set()
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        match = _SERIES.match(line)
+        if match:
+            labels = tuple(sorted(_LABEL.findall(match.group(3) or "")))
+            series.add((match.group(1), labels))
+    return series
+
+
+@check(
+    "telemetry.bounded_labels",
+    title="metrics carry no high-cardinality labels and their series stay bounded",
+    spec="Framework identity can be correlated with Dynamo telemetry without high-cardinality "
+    "metric labels.",
+    section="Integration Checklist",
+)
+def bounded_labels(before: str, after: str, request_ids: Sequence[str], requests: int) -> Findings:
+    series_after = parse_series(after)
+    for name, labels in sorted(series_after):
+        for label, value in labels:
+            if label in HIGH_CARDINALITY_LABELS or value in request_ids:
+                yield Violation(
+                    f"metric {name} has a per-request label {label}={value!r}",
+                    f"{name}{{{label}}}",
+                    "bounded labels",
+                    value,
+                )
+                return
+    growth = len(series_after) - len(parse_series(before))
+    if growth >= requests:
+        yield Violation(
+            f"{requests} requests added {growth} series",
+            "/metrics",
+            f"< {requests} new series",
+            growth,
+        )
