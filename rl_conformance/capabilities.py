@@ -55,6 +55,13 @@ _TOKENS = "Preserve Token Authority"
 _RETURNS = "Know What Returns to the Trainer"
 _STREAM = "Handle Streaming and Retries"
 _COMPAT = "Backend Compatibility"
+_ADMIN = "Compare vLLM and SGLang Administration"
+_REFRESH = "Coordinate Policy Refresh"
+ADMIN = {
+    Backend.VLLM: Support.SUPPORTED,
+    Backend.SGLANG: Support.SUPPORTED,
+    Backend.TRTLLM: Support.UNSUPPORTED,
+}
 
 
 def _cap(
@@ -283,6 +290,93 @@ CAPABILITIES: tuple[Capability, ...] = (
         _STREAM,
         "Dynamo propagates supported cancellations and serving failures but does not decide "
         "whether a partial attempt is scoreable.",
+    ),
+    _cap(
+        "admin.route_negotiation",
+        "Administered workers advertise system_url and the update path's routes",
+        _DISCOVERY,
+        "Refresh discovery before each control phase and require the complete capability set "
+        "for the selected update path.",
+        RL_WORKERS,
+    ),
+    _cap(
+        "admin.success_semantics",
+        "Admin calls report success by HTTP status and body",
+        _ADMIN,
+        "Python RL routes commonly return a `status` field; built-in SGLang update routes "
+        "commonly return `success` and `message`; check both HTTP status and body",
+        ADMIN,
+    ),
+    _cap(
+        "refresh.pause_gates",
+        "Pause gates new generation until resume",
+        _REFRESH,
+        "Pause or drain workers when the backend requires it.",
+        ADMIN,
+    ),
+    _cap(
+        "refresh.version_verified",
+        "Every worker reports the weight version applied",
+        _REFRESH,
+        "Verify every worker and run post-update generation before reopening the fleet.",
+        ADMIN,
+    ),
+    _cap(
+        "refresh.post_update_generation",
+        "Post-update generation comes from the new weights",
+        _REFRESH,
+        "Verify every worker and run post-update generation before reopening the fleet.",
+        ADMIN,
+    ),
+    _cap(
+        "refresh.kv_invalidation",
+        "Flushing invalidates cached prefixes",
+        _REFRESH,
+        "Invalidate stale KV state. (SGLang: `clear_kv_blocks` is a request-plane endpoint, "
+        "not an /engine route.)",
+        {
+            Backend.VLLM: Support.SUPPORTED,
+            Backend.SGLANG: Support.TOPOLOGY_DEPENDENT,
+            Backend.TRTLLM: Support.UNSUPPORTED,
+        },
+    ),
+    _cap(
+        "refresh.lifecycle",
+        "The refresh lifecycle keeps the fleet gated until verified",
+        _REFRESH,
+        "Per-worker success is not fleet-wide atomicity. Keep generation gated when "
+        "membership changes, an update fails, cache reset fails, or post-update generation does "
+        "not pass.",
+        ADMIN,
+    ),
+    _cap(
+        "namespace.scope",
+        "The RL listener's namespace scope follows its environment",
+        "Scope Discovery by Namespace",
+        "The RL listener reads the set of Dynamo namespaces it searches from its own process "
+        "environment, and from nothing else.",
+        RL_WORKERS,
+    ),
+    _cap(
+        "cancel.propagation",
+        "A client's cancellation reaches the engine",
+        _STREAM,
+        "Dynamo propagates supported cancellations and serving failures.",
+    ),
+    _cap(
+        "retry.attempt_identity",
+        "Attempts stay identifiable across retries",
+        _STREAM,
+        "Preserve attempt identity when retrying, because a timed-out request may have completed "
+        "after the client stopped waiting and generation is not idempotent.",
+    ),
+    _cap(
+        "telemetry.bounded_labels",
+        "Metrics carry no high-cardinality labels",
+        "Integration Checklist",
+        "Framework identity can be correlated with Dynamo telemetry without high-cardinality "
+        "metric labels.",
+        level=Level.SHOULD,
     ),
     _cap(
         "errors.validation",

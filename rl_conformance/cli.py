@@ -19,7 +19,8 @@ from typing import Any
 from . import __version__
 from .capabilities import CAPABILITIES
 from .checks import schema_check
-from .errors import ConfigurationError
+from .dynamo_install import DYNAMO_VERSION, install
+from .errors import ConfigurationError, LaunchError
 from .schema_registry import schema_names
 from .sse import SSEDecodeError, SSEParser
 from .wire import BodyNotJSON, parse_json
@@ -60,6 +61,56 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--capability", action="append", metavar="ID", help="run only this capability (repeatable)"
     )
+    run.add_argument(
+        "--launch",
+        choices=["dynamo-mocker", "dynamo-fake-vllm", "docker"],
+        help="start a deployment: the real Dynamo with its mocker or with our fake "
+        "engine (needs `rl-conformance install-dynamo`), or containers",
+    )
+    run.add_argument(
+        "--docker-config", metavar="FILE", help="deployment config for --launch docker"
+    )
+    run.add_argument(
+        "--engine-fault",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="engine fault for --launch dynamo-fake-vllm (repeatable)",
+    )
+    run.add_argument(
+        "--dynamo-python", metavar="PATH", help="python of a virtual environment with ai-dynamo"
+    )
+    run.add_argument(
+        "--allow-mutations",
+        action="store_true",
+        help="allow mutating admin calls on the chosen workers (never by default, "
+        "except on our own fakes)",
+    )
+    run.add_argument(
+        "--worker",
+        action="append",
+        default=[],
+        type=int,
+        metavar="INSTANCE_ID",
+        help="a worker mutating calls may target (repeatable)",
+    )
+    run.add_argument(
+        "--all-workers",
+        action="store_true",
+        help="mutating calls may target every advertised worker",
+    )
+    run.add_argument(
+        "--read-only",
+        action="store_true",
+        help="send no mutating call at all, not even to our fakes",
+    )
+    run.add_argument(
+        "--worker-url",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="system URL of a worker that discovery does not list (SGLang)",
+    )
     run.add_argument("--report-dir", default="conformance-report", metavar="DIR")
     run.add_argument("--seed", type=int, default=0)
     run.add_argument(
@@ -76,6 +127,12 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("file", type=Path)
 
     commands.add_parser("capabilities", help="list the capability registry")
+
+    install = commands.add_parser(
+        "install-dynamo", help="install the real Dynamo into its own virtual environment"
+    )
+    install.add_argument("--venv", default=".venv-dynamo", type=Path)
+    install.add_argument("--version", dest="dynamo_version", default=DYNAMO_VERSION)
     return parser
 
 
@@ -113,6 +170,25 @@ def pytest_arguments(args: argparse.Namespace, ini_path: Path) -> list[str]:
             "--rl-url, --backend and --model describe an external deployment: "
             "give --frontend URL too"
         )
+    if args.launch:
+        argv += ["--rl-launch", args.launch]
+    if args.docker_config:
+        argv += ["--rl-docker-config", args.docker_config]
+    if args.dynamo_python:
+        argv += ["--rl-dynamo-python", args.dynamo_python]
+    for fault in args.engine_fault:
+        argv += ["--rl-engine-fault", fault]
+    for flag, value in (
+        ("--rl-allow-mutations", args.allow_mutations),
+        ("--rl-all-workers", args.all_workers),
+        ("--rl-read-only", args.read_only),
+    ):
+        if value:
+            argv.append(flag)
+    for worker in args.worker:
+        argv += ["--rl-worker", str(worker)]
+    for url in args.worker_url:
+        argv += ["--rl-worker-url", url]
     for name in args.fake or []:
         argv += ["--rl-fake", name]
     for fault in args.fault:
@@ -202,12 +278,23 @@ def command_capabilities(_: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def command_install_dynamo(args: argparse.Namespace) -> int:
+    try:
+        python = install(args.venv, args.dynamo_version)
+    except LaunchError as exc:
+        print(f"rl-conformance: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"use it with: rl-conformance run --launch dynamo-mocker --dynamo-python {python}")
+    return EXIT_OK
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handlers = {
         "run": command_run,
         "validate": command_validate,
         "capabilities": command_capabilities,
+        "install-dynamo": command_install_dynamo,
     }
     try:
         return handlers[args.command](args)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from .client import Client
 from .errors import ConfigurationError, LaunchError
@@ -100,7 +101,14 @@ def plan_targets(
     model: str | None,
     faults: list[str],
     workers: int,
+    launch: str | None = None,
+    docker_config: str | None = None,
+    engine_faults: list[str] | None = None,
+    dynamo_python: str | None = None,
+    logs_dir: Path | None = None,
 ) -> TargetPool:
+    """The launchers of a run: an external deployment, a launched one, and/or our fakes (the
+    default when nothing else is named)."""
     launchers: dict[str, Launcher] = {}
     if frontend:
         if not backend:
@@ -113,7 +121,49 @@ def plan_targets(
         raise ConfigurationError(
             "--rl-url and --backend describe an external deployment: give --frontend URL too"
         )
-    for name in fakes if fakes is not None else ([] if frontend else list(DEFAULT_FAKES)):
+    if engine_faults and launch != "dynamo-fake-vllm":
+        raise ConfigurationError("--engine-fault needs --launch dynamo-fake-vllm")
+    if docker_config and launch != "docker":
+        raise ConfigurationError("--docker-config needs --launch docker")
+    if launch:
+        launcher = launched(
+            launch, docker_config, tuple(engine_faults or ()), dynamo_python, logs_dir
+        )
+        launchers[launcher.target_id] = launcher
+    default = [] if (frontend or launch) else list(DEFAULT_FAKES)
+    for name in fakes if fakes is not None else default:
         launcher = FakeLauncher(backend=name, workers=workers, faults=tuple(faults))
         launchers[launcher.target_id] = launcher
     return TargetPool(launchers)
+
+
+LAUNCH_KINDS = ("dynamo-mocker", "dynamo-fake-vllm", "docker")
+
+
+def launched(
+    kind: str,
+    docker_config: str | None,
+    engine_faults: tuple[str, ...],
+    dynamo_python: str | None,
+    logs_dir: Path | None,
+) -> Launcher:
+    if kind == "docker":
+        if not docker_config:
+            raise ConfigurationError("--launch docker needs --docker-config FILE")
+        from .launchers.docker import launcher_from_config
+
+        return launcher_from_config(
+            docker_config, log_dir=logs_dir / "docker" if logs_dir else None
+        )
+    if kind in ("dynamo-mocker", "dynamo-fake-vllm"):
+        from .launchers.dynamo import DynamoLauncher
+
+        return DynamoLauncher(
+            engine=kind.removeprefix("dynamo-"),
+            python=Path(dynamo_python) if dynamo_python else None,
+            engine_faults=engine_faults,
+            keep_logs_in=logs_dir,
+        )
+    raise ConfigurationError(
+        f"--launch: expected one of {', '.join(LAUNCH_KINDS)}, observed {kind!r}"
+    )

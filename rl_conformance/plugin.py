@@ -11,7 +11,7 @@ import os
 import signal
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ import pytest
 
 from . import capabilities as capability_registry
 from . import suite_support
+from .admin import AdminClient, AdminWorker, MutationPolicy, MutationRefused, RouteNotAdvertised
 from .client import Client
 from .errors import ConfigurationError
 from .matrix import Evidence, RunInfo, TestOutcome, TestRecord, build_matrix, now
@@ -37,6 +38,37 @@ class Settings:
     seed: int | None
     deadline_s: float
     report_dir: Path
+    policy: MutationPolicy = field(default_factory=MutationPolicy)
+    read_only: bool = False
+    worker_urls: tuple[str, ...] = ()
+
+    def policy_for(self, target: Target) -> MutationPolicy:
+        """Explicit flags win; our own fakes may be mutated unless --rl-read-only; any other
+        deployment is read-only unless the user opted in."""
+        if self.read_only:
+            return MutationPolicy()
+        if self.policy.allowed or target.kind != "fake":
+            return self.policy
+        return MutationPolicy(allowed=True)
+
+
+def mutation_policy(option: Any) -> MutationPolicy:
+    if option.rl_worker and option.rl_all_workers:
+        raise ConfigurationError("--worker and --all-workers exclude each other")
+    if (option.rl_worker or option.rl_all_workers) and not option.rl_allow_mutations:
+        raise ConfigurationError(
+            "--worker/--all-workers choose targets for mutating calls: add --allow-mutations"
+        )
+    if option.rl_allow_mutations and not (option.rl_worker or option.rl_all_workers):
+        raise ConfigurationError(
+            "--allow-mutations needs --worker INSTANCE_ID (repeatable) or --all-workers"
+        )
+    if option.rl_allow_mutations and option.rl_read_only:
+        raise ConfigurationError("--allow-mutations and --read-only exclude each other")
+    if not option.rl_allow_mutations:
+        return MutationPolicy()
+    workers = None if option.rl_all_workers else frozenset(option.rl_worker)
+    return MutationPolicy(allowed=True, workers=workers)
 
 
 @dataclass
@@ -93,6 +125,61 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="deadline in seconds for every request (default 30)",
     )
     group.addoption(
+        "--rl-launch",
+        default=None,
+        metavar="KIND",
+        help="launch a deployment: dynamo-mocker, dynamo-fake-vllm or docker",
+    )
+    group.addoption(
+        "--rl-docker-config",
+        default=None,
+        metavar="FILE",
+        help="deployment config for --rl-launch docker",
+    )
+    group.addoption(
+        "--rl-engine-fault",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="engine fault for --rl-launch dynamo-fake-vllm (repeatable)",
+    )
+    group.addoption(
+        "--rl-dynamo-python",
+        default=None,
+        metavar="PATH",
+        help="python of a virtual environment with ai-dynamo",
+    )
+    group.addoption(
+        "--rl-allow-mutations",
+        action="store_true",
+        help="allow mutating admin calls (pause, update, flush...) on chosen workers",
+    )
+    group.addoption(
+        "--rl-worker",
+        action="append",
+        default=[],
+        type=int,
+        metavar="INSTANCE_ID",
+        help="a worker that mutating calls may target (repeatable)",
+    )
+    group.addoption(
+        "--rl-all-workers",
+        action="store_true",
+        help="mutating calls may target every advertised worker",
+    )
+    group.addoption(
+        "--rl-read-only",
+        action="store_true",
+        help="no mutating call to any target, our fakes included",
+    )
+    group.addoption(
+        "--rl-worker-url",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="system URL of a worker that discovery does not list (SGLang)",
+    )
+    group.addoption(
         "--rl-report-dir",
         default="conformance-report",
         metavar="DIR",
@@ -122,7 +209,13 @@ def pytest_configure(config: pytest.Config) -> None:
             model=option.rl_model,
             faults=option.rl_fault,
             workers=option.rl_workers,
+            launch=option.rl_launch,
+            docker_config=option.rl_docker_config,
+            engine_faults=option.rl_engine_fault,
+            dynamo_python=option.rl_dynamo_python,
+            logs_dir=Path(option.rl_report_dir) / "logs",
         )
+        policy = mutation_policy(option)
     except ConfigurationError as exc:
         raise pytest.UsageError(str(exc)) from exc
     suite_support.configure(option.rl_examples, option.rl_seed)
@@ -131,6 +224,9 @@ def pytest_configure(config: pytest.Config) -> None:
         seed=option.rl_seed,
         deadline_s=option.rl_deadline,
         report_dir=Path(option.rl_report_dir),
+        policy=policy,
+        read_only=option.rl_read_only,
+        worker_urls=tuple(option.rl_worker_url),
     )
     ids = selected or [capability.id for capability in capability_registry.CAPABILITIES]
     config.stash[STATE_KEY] = ConformanceRun(
@@ -208,6 +304,45 @@ def verdict() -> Verdict:
     return Verdict()
 
 
+@pytest.fixture
+def admin(request: pytest.FixtureRequest, client: Client, target: Target) -> AdminClient:
+    """Administrative calls under this run's mutation policy for the target."""
+    return AdminClient(client, _run(request.config).settings.policy_for(target))
+
+
+@pytest.fixture
+def admin_workers(
+    request: pytest.FixtureRequest, client: Client, target: Target
+) -> list[AdminWorker]:
+    """Workers to administer: discovery's when it lists any, else the deployment's own list
+    (SGLang workers are not registered with /v1/rl/workers), else --rl-worker-url."""
+    if target.rl_url:
+        listing = client.get(target.rl("/v1/rl/workers"))
+        try:
+            workers = listing.json().get("workers", []) if listing.status == 200 else []
+        except (ValueError, AttributeError):
+            workers = []
+        found = [
+            AdminWorker.from_discovery(worker)
+            for worker in workers
+            if isinstance(worker, dict) and "error" not in worker
+        ]
+        if found:
+            return found
+    if target.workers:
+        return [
+            AdminWorker(
+                instance_id=worker.get("instance_id"),
+                system_url=worker.get("system_url"),
+                routes=None,
+            )
+            for worker in target.workers
+            if worker.get("system_url")
+        ]
+    urls = _run(request.config).settings.worker_urls
+    return [AdminWorker(instance_id=None, system_url=url, routes=None) for url in urls]
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     outcome = yield
@@ -218,7 +353,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if call.when == "call" or (call.when == "setup" and not report.passed):
         record = _record(item, call, report, marked)
         _run(item.config).records.append(record)
-        if record.outcome in (TestOutcome.ABSENT, TestOutcome.NOT_ADVERTISED):
+        if (
+            record.outcome in (TestOutcome.ABSENT, TestOutcome.NOT_ADVERTISED, TestOutcome.SKIPPED)
+            and not report.skipped
+        ):
             report.outcome = "skipped"
             report.longrepr = (
                 str(item.path),
@@ -253,8 +391,10 @@ def _record(
         record.reason = _skip_reason(report)
     elif isinstance(error, FeatureAbsent):
         record.outcome, record.reason = TestOutcome.ABSENT, str(error)
-    elif isinstance(error, NotAdvertised):
+    elif isinstance(error, NotAdvertised | RouteNotAdvertised):
         record.outcome, record.reason = TestOutcome.NOT_ADVERTISED, str(error)
+    elif isinstance(error, MutationRefused):
+        record.outcome, record.reason = TestOutcome.SKIPPED, str(error)
     elif isinstance(error, ConformanceFailure) and call.when == "call":
         record.outcome = TestOutcome.FAILED
         result = error.result
@@ -287,7 +427,14 @@ def _find(error: BaseException | None) -> BaseException | None:
     if isinstance(error, BaseExceptionGroup):
         for inner in error.exceptions:
             found = _find(inner)
-            if isinstance(found, ConformanceFailure | FeatureAbsent | NotAdvertised):
+            if isinstance(
+                found,
+                ConformanceFailure
+                | FeatureAbsent
+                | NotAdvertised
+                | RouteNotAdvertised
+                | MutationRefused,
+            ):
                 return found
         return _find(error.exceptions[0]) if error.exceptions else error
     return error

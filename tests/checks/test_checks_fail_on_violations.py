@@ -11,6 +11,8 @@ import pytest
 from rl_conformance.checks import (
     REGISTRY,
     CheckResult,
+    admin,
+    control,
     discovery,
     errors,
     http,
@@ -240,6 +242,72 @@ CASES: dict[str, Case] = {
             400, {"message": "Validation: bad", "type": "Bad Request", "code": 400}, 400
         ),
         lambda: errors.status_and_body(200, {"choices": []}, 400),
+    ),
+    "admin.route_negotiation": (
+        lambda: admin.route_negotiation(bodies.discovery()["workers"][0], ["liveness_probe"]),
+        lambda: admin.route_negotiation(
+            bodies.discovery()["workers"][0], ["update_weights_from_disk"]
+        ),
+    ),
+    "admin.success_semantics": (
+        lambda: admin.success_semantics("vllm", 200, {"status": "ok"}),
+        lambda: admin.success_semantics("vllm", 200, {"status": "error", "message": "not paused"}),
+    ),
+    "admin.unknown_route": (
+        lambda: admin.unknown_route(404, {"error": "Route not found", "message": "Route /x"}),
+        lambda: admin.unknown_route(200, {"status": "ok"}),
+    ),
+    "namespace.scope": (
+        lambda: control.namespace_scope(
+            {"DYN_NAMESPACE_PREFIX": "ns"},
+            ["ns", "ns-a1", "ns2"],
+            {"namespace": "ns", "workers": [{"namespace": "ns"}, {"namespace": "ns-a1"}]},
+        ),
+        lambda: control.namespace_scope(
+            {"DYN_NAMESPACE_PREFIX": "ns"},
+            ["ns", "ns-a1", "ns2"],
+            {"namespace": "ns", "workers": [{"namespace": "ns"}, {"namespace": "ns2"}]},
+        ),
+    ),
+    "refresh.pause_gates": (
+        lambda: control.pause_gates(False, True),
+        lambda: control.pause_gates(True, True),
+    ),
+    "refresh.version_verified": (
+        lambda: control.version_verified("v2", {"w0": "v2"}),
+        lambda: control.version_verified("v2", {"w0": "v1"}),
+    ),
+    "refresh.post_update_generation": (
+        lambda: control.post_update_generation([1, 2], [3, 4], "v2", "v2"),
+        lambda: control.post_update_generation([1, 2], [1, 2], "v2", "v2"),
+    ),
+    "refresh.kv_invalidation": (
+        lambda: control.kv_invalidation(16, 0),
+        lambda: control.kv_invalidation(16, 16),
+    ),
+    "refresh.fleet_gated": (
+        lambda: control.fleet_gated(False, ["update failed"]),
+        lambda: control.fleet_gated(True, ["update failed"]),
+    ),
+    "cancel.propagated": (
+        lambda: control.cancellation_propagated("cancelled", "a"),
+        lambda: control.cancellation_propagated("completed", "a"),
+    ),
+    "retry.attempt_identity": (
+        lambda: control.attempt_identity("a", "a", ["cmpl-1", "cmpl-2"]),
+        lambda: control.attempt_identity("a", "a", ["cmpl-1", "cmpl-1"]),
+    ),
+    "retry.late_completion_detected": (
+        lambda: control.late_completion_detected(1),
+        lambda: control.late_completion_detected(2),
+    ),
+    "telemetry.bounded_labels": (
+        lambda: control.bounded_labels(
+            'x_total{model="toy"} 1\n', 'x_total{model="toy"} 9\n', ["r1"], 4
+        ),
+        lambda: control.bounded_labels(
+            'x_total{model="toy"} 1\n', 'x_total{model="toy",request_id="r1"} 1\n', ["r1"], 4
+        ),
     ),
     "http.status": (lambda: http.status(200, 200), lambda: http.status(None, 200, "reset")),
     "http.status_in": (lambda: http.status_in(405, {405}), lambda: http.status_in(200, {404, 405})),

@@ -1,0 +1,117 @@
+"""Worker administration: negotiated routes, verbatim URLs, success by status AND body."""
+
+from __future__ import annotations
+
+import pytest
+
+from rl_conformance import FeatureAbsent
+from rl_conformance.admin import AdminClient, AdminWorker
+from rl_conformance.checks import admin as admin_checks
+from rl_conformance.checks import discovery
+from rl_conformance.client import Client
+from rl_conformance.refresh import VLLM, family_for, new_version
+from rl_conformance.target import Target
+from rl_conformance.verdict import Verdict
+
+capability = pytest.mark.capability
+
+
+def administered(target: Target, workers: list[AdminWorker]) -> list[AdminWorker]:
+    if target.backend == "trtllm" or not workers:
+        raise FeatureAbsent("the deployment exposes no worker administration (no system_url)")
+    return workers
+
+
+@capability("admin.route_negotiation")
+def test_workers_advertise_what_the_update_path_needs(
+    client: Client, target: Target, verdict: Verdict
+) -> None:
+    if not target.rl_url:
+        pytest.skip("no RL listener URL for this target (give --rl-url)")
+    exchange = client.get(target.rl("/v1/rl/workers"))
+    body = verdict.json(exchange)
+    verdict.check(discovery.protocol_version(body), exchange)
+    workers = [w for w in discovery.workers_of(body) if "error" not in w]
+    if not workers:
+        raise FeatureAbsent("GET /v1/rl/workers lists no RL workers")
+    for worker in workers:
+        verdict.check(admin_checks.route_negotiation(worker, VLLM.update_path), exchange)
+
+
+@capability("admin.route_negotiation")
+def test_advertised_routes_are_called_verbatim(
+    client: Client,
+    target: Target,
+    verdict: Verdict,
+    admin: AdminClient,
+    admin_workers: list[AdminWorker],
+) -> None:
+    """liveness_probe (read-only) on every worker through `{system_url}/engine/{route}`."""
+    workers = [w for w in administered(target, admin_workers) if w.routes is not None]
+    if not workers:
+        raise FeatureAbsent("no worker is advertised by discovery")
+    for worker in workers:
+        exchange = admin.call(worker, "liveness_probe")
+        assert exchange.request.url == f"{worker.system_url.rstrip('/')}/engine/liveness_probe"
+        verdict.check(
+            admin_checks.success_semantics(
+                "vllm", exchange.status, _json(exchange), f"liveness_probe on {worker.label}"
+            ),
+            exchange,
+        )
+
+
+@capability("admin.success_semantics")
+def test_unadvertised_route_is_a_404(
+    client: Client, target: Target, verdict: Verdict, admin_workers: list[AdminWorker]
+) -> None:
+    worker = administered(target, admin_workers)[0]
+    assert worker.system_url is not None
+    exchange = client.post(f"{worker.system_url.rstrip('/')}/engine/conformance_no_such_route", {})
+    verdict.check(admin_checks.unknown_route(exchange.status, _json(exchange)), exchange)
+
+
+@capability("admin.success_semantics")
+def test_update_succeeds_by_status_and_body(
+    client: Client,
+    target: Target,
+    verdict: Verdict,
+    admin: AdminClient,
+    admin_workers: list[AdminWorker],
+) -> None:
+    """Pause, apply a named version, resume: each reply must say success in its body."""
+    worker = administered(target, admin_workers)[0]
+    family = family_for(target, worker)
+    if family is None:
+        raise FeatureAbsent(f"{worker.label} speaks no known administration family")
+    version = new_version()
+    steps = [
+        (family.pause, family.pause_body),
+        (family.update, family.update_body(version)),
+        (family.resume, {}),
+    ]
+    try:
+        for route, body in steps:
+            exchange = admin.call(worker, route, body)
+            verdict.check(
+                admin_checks.success_semantics(
+                    family.name, exchange.status, _json(exchange), route
+                ),
+                exchange,
+            )
+    finally:
+        _resume(admin, worker, family.resume)
+
+
+def _json(exchange: object) -> object:
+    try:
+        return exchange.json()  # type: ignore[attr-defined]
+    except ValueError:
+        return None
+
+
+def _resume(admin: AdminClient, worker: AdminWorker, route: str) -> None:
+    try:
+        admin.call(worker, route, {})
+    except Exception:
+        return

@@ -1,0 +1,365 @@
+"""Policy refresh: pause gates generation, updates are verified per worker, post-update
+generation uses the new weights, KV state is invalidated, and the fleet reopens only then."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import settings
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+)
+
+from rl_conformance import FeatureAbsent
+from rl_conformance.admin import AdminClient, AdminWorker
+from rl_conformance.checks import control
+from rl_conformance.client import Client
+from rl_conformance.refresh import (
+    AdminFamily,
+    Coordinator,
+    completion_ids,
+    family_for,
+    new_version,
+    pinned_generation,
+    reported_version,
+)
+from rl_conformance.suite_support import _RUN
+from rl_conformance.target import Target
+from rl_conformance.verdict import Verdict
+
+capability = pytest.mark.capability
+PROMPT = [
+    640,
+    1024,
+    777,
+    1800,
+    512,
+    333,
+    901,
+    445,
+    1203,
+    377,
+    1500,
+    1234,
+    999,
+    888,
+    777,
+    666,
+    555,
+    444,
+    333,
+    1999,
+]
+HELD_S = 0.6
+
+
+def one_worker(target: Target, workers: list[AdminWorker]) -> tuple[AdminWorker, AdminFamily]:
+    if target.backend == "trtllm" or not workers:
+        raise FeatureAbsent("the deployment exposes no worker administration (no system_url)")
+    worker = workers[0]
+    family = family_for(target, worker)
+    if family is None:
+        raise FeatureAbsent(f"{worker.label} speaks no known administration family")
+    return worker, family
+
+
+def succeed(
+    verdict: Verdict,
+    admin: AdminClient,
+    worker: AdminWorker,
+    family: AdminFamily,
+    route: str,
+    body: Any = None,
+) -> Any:
+    from rl_conformance.checks import admin as admin_checks
+
+    exchange = admin.call(worker, route, body)
+    try:
+        parsed = exchange.json()
+    except ValueError:
+        parsed = None
+    verdict.check(
+        admin_checks.success_semantics(family.name, exchange.status, parsed, route), exchange
+    )
+    return parsed
+
+
+def generate_ids(
+    verdict: Verdict, client: Client, target: Target, worker: AdminWorker
+) -> tuple[list[int], Any]:
+    exchange = pinned_generation(client, target, worker, PROMPT)
+    verdict.json(exchange)
+    ids = completion_ids(exchange)
+    if ids is None:
+        raise FeatureAbsent("completion_token_ids unavailable on the pinned route")
+    return ids, reported_version(exchange)
+
+
+@capability("refresh.pause_gates")
+def test_pause_holds_new_generation_until_resume(
+    client: Client,
+    target: Target,
+    verdict: Verdict,
+    admin: AdminClient,
+    admin_workers: list[AdminWorker],
+) -> None:
+    worker, family = one_worker(target, admin_workers)
+    succeed(verdict, admin, worker, family, family.pause, family.pause_body)
+    try:
+        held = pinned_generation(client, target, worker, PROMPT, deadline_s=HELD_S)
+    finally:
+        succeed(verdict, admin, worker, family, family.resume, {})
+    after = pinned_generation(client, target, worker, PROMPT)
+    verdict.check(
+        control.pause_gates(
+            completed_while_paused=held.status == 200, completed_after_resume=after.status == 200
+        ),
+        held,
+    )
+
+
+@capability("refresh.version_verified")
+def test_every_worker_reports_the_applied_version(
+    client: Client,
+    target: Target,
+    verdict: Verdict,
+    admin: AdminClient,
+    admin_workers: list[AdminWorker],
+) -> None:
+    worker, family = one_worker(target, admin_workers)
+    version = new_version()
+    succeed(verdict, admin, worker, family, family.pause, family.pause_body)
+    try:
+        succeed(verdict, admin, worker, family, family.update, family.update_body(version))
+    finally:
+        succeed(verdict, admin, worker, family, family.resume, {})
+    if family.version:
+        body = succeed(verdict, admin, worker, family, family.version, {})
+        reported = {worker.label: (body or {}).get("version")}
+    else:
+        _, seen = generate_ids(verdict, client, target, worker)
+        reported = {worker.label: seen}
+    verdict.check(control.version_verified(version, reported))
+
+
+@capability("refresh.post_update_generation")
+def test_post_update_generation_uses_the_new_weights(
+    client: Client,
+    target: Target,
+    verdict: Verdict,
+    admin: AdminClient,
+    admin_workers: list[AdminWorker],
+) -> None:
+    worker, family = one_worker(target, admin_workers)
+    before, _ = generate_ids(verdict, client, target, worker)
+    version = new_version()
+    succeed(verdict, admin, worker, family, family.pause, family.pause_body)
+    try:
+        succeed(verdict, admin, worker, family, family.update, family.update_body(version))
+    finally:
+        succeed(verdict, admin, worker, family, family.resume, {})
+    after, seen = generate_ids(verdict, client, target, worker)
+    verdict.check(control.post_update_generation(before, after, seen, version))
+
+
+def cached_tokens(verdict: Verdict, client: Client, target: Target, worker: AdminWorker) -> int:
+    exchange = pinned_generation(client, target, worker, PROMPT, max_tokens=2)
+    body = verdict.json(exchange)
+    cached = ((body.get("usage") or {}).get("prompt_tokens_details") or {}).get("cached_tokens")
+    if not isinstance(cached, int):
+        raise FeatureAbsent("usage.prompt_tokens_details.cached_tokens is not reported")
+    return cached
+
+
+@capability("refresh.kv_invalidation")
+def test_flush_invalidates_cached_prefixes(
+    client: Client,
+    target: Target,
+    verdict: Verdict,
+    admin: AdminClient,
+    admin_workers: list[AdminWorker],
+) -> None:
+    worker, family = one_worker(target, admin_workers)
+    cached_tokens(verdict, client, target, worker)
+    before = cached_tokens(verdict, client, target, worker)
+    if family.flush:
+        succeed(verdict, admin, worker, family, family.flush, {})
+    elif target.control_url and worker.instance_id is not None:
+        exchange = client.post(
+            f"{target.control_url}/workers/{worker.instance_id}/clear_kv_blocks", {}
+        )
+        verdict.status(exchange)
+    else:
+        raise FeatureAbsent(
+            "clear_kv_blocks is a request-plane operation this target does not expose over HTTP"
+        )
+    after = cached_tokens(verdict, client, target, worker)
+    verdict.check(control.kv_invalidation(before, after))
+
+
+class RefreshLifecycle(RuleBasedStateMachine):
+    """Random orders of the lifecycle's steps against the live fleet. Invariants: nothing is
+    admitted while gated; the fleet never reopens after a failed step; and every deployment step
+    that the spec makes checkable (update, version, post-update generation) is checked."""
+
+    context: dict[str, Any] = {}
+
+    def __init__(self) -> None:
+        super().__init__()
+        context = type(self).context
+        self.client: Client = context["client"]
+        self.target: Target = context["target"]
+        self.verdict: Verdict = context["verdict"]
+        self.admin: AdminClient = context["admin"]
+        self.family: AdminFamily = context["family"]
+        self.coordinator = Coordinator(self.admin, self.family, list(context["workers"]))
+        self.paused = False
+        self.applied: str | None = None
+        self.verified = False
+        self.generated = False
+        self.baseline: dict[str, list[int]] = {}
+
+    @initialize()
+    def one_complete_refresh(self) -> None:
+        """Every example starts with the canonical order, so each run exercises the whole path;
+        the rules then explore other orders."""
+        self.gate()
+        self.pause()
+        self.update()
+        if self.family.flush is not None:
+            self.flush()
+        if self.family.version is not None:
+            self.verify()
+        self.resume_engines()
+        self.post_update_generation()
+        self.reopen()
+
+    @rule()
+    def gate(self) -> None:
+        self.coordinator.gate()
+        self.applied, self.verified, self.generated = None, False, False
+
+    @rule()
+    def rollout_asks_admission(self) -> None:
+        if self.coordinator.admit() and self.coordinator.gated:
+            self.coordinator.admitted_while_gated += 1
+
+    @precondition(lambda self: self.coordinator.gated and not self.paused)
+    @rule()
+    def pause(self) -> None:
+        for worker in self.coordinator.workers:
+            ids, _ = generate_ids(self.verdict, self.client, self.target, worker)
+            self.baseline[worker.label] = ids
+        for step in self.coordinator.call_all("pause", self.family.pause, self.family.pause_body):
+            self.verdict.check(step.result, step.exchange)
+        self.paused = True
+
+    @precondition(lambda self: self.paused)
+    @rule()
+    def update(self) -> None:
+        version = new_version()
+        for step in self.coordinator.call_all(
+            "update", self.family.update, self.family.update_body(version)
+        ):
+            self.verdict.check(step.result, step.exchange)
+        self.applied, self.verified, self.generated = version, False, False
+
+    @precondition(lambda self: self.paused and self.family.flush is not None)
+    @rule()
+    def flush(self) -> None:
+        assert self.family.flush is not None
+        for step in self.coordinator.call_all("flush", self.family.flush, {}):
+            self.verdict.check(step.result, step.exchange)
+
+    @precondition(lambda self: self.applied is not None and self.family.version is not None)
+    @rule()
+    def verify(self) -> None:
+        assert self.family.version is not None
+        reported = {}
+        for step in self.coordinator.call_all("verify", self.family.version, {}):
+            try:
+                reported[step.worker] = step.exchange.json().get("version")  # type: ignore[union-attr]
+            except (ValueError, AttributeError):
+                reported[step.worker] = None
+        result = control.version_verified(self.applied, reported)
+        if not result.passed:
+            self.coordinator.failures.append("version verification failed")
+        self.verdict.check(result)
+        self.verified = True
+
+    @precondition(lambda self: self.paused)
+    @rule()
+    def resume_engines(self) -> None:
+        self.paused = False
+        for step in self.coordinator.call_all("resume", self.family.resume, {}):
+            self.verdict.check(step.result, step.exchange)
+
+    @precondition(lambda self: not self.paused and self.applied is not None)
+    @rule()
+    def post_update_generation(self) -> None:
+        for worker in self.coordinator.workers:
+            after, seen = generate_ids(self.verdict, self.client, self.target, worker)
+            result = control.post_update_generation(
+                self.baseline.get(worker.label, []), after, seen, self.applied
+            )
+            if not result.passed:
+                self.coordinator.failures.append(f"post-update generation on {worker.label}")
+            self.verdict.check(result)
+        self.generated = True
+
+    @precondition(lambda self: self.coordinator.gated and not self.paused)
+    @rule()
+    def reopen(self) -> None:
+        ready = self.applied is None or (
+            self.generated and (self.verified or self.family.version is None)
+        )
+        if not ready:
+            self.coordinator.failures.append("reopen attempted before verification")
+        reopened = self.coordinator.reopen()
+        self.verdict.check(control.fleet_gated(reopened, self.coordinator.failures))
+        self.coordinator.failures = []
+
+    @invariant()
+    def nothing_admitted_while_gated(self) -> None:
+        assert self.coordinator.admitted_while_gated == 0
+
+    def teardown(self) -> None:
+        if self.paused:
+            for worker in self.coordinator.workers:
+                try:
+                    self.admin.call(worker, self.family.resume, {})
+                except Exception:
+                    continue
+
+
+@capability("refresh.lifecycle")
+def test_refresh_lifecycle_state_machine(
+    client: Client,
+    target: Target,
+    verdict: Verdict,
+    admin: AdminClient,
+    admin_workers: list[AdminWorker],
+) -> None:
+    _, family = one_worker(target, admin_workers)
+    workers = [w for w in admin_workers if family_for(target, w) is family]
+    RefreshLifecycle.context = {
+        "client": client,
+        "target": target,
+        "verdict": verdict,
+        "admin": admin,
+        "family": family,
+        "workers": workers,
+    }
+    machine = RefreshLifecycle.TestCase
+    machine.settings = settings(
+        max_examples=max(2, _RUN["examples"] // 2),
+        stateful_step_count=8,
+        deadline=None,
+        database=None,
+    )
+    machine().runTest()

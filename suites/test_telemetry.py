@@ -1,0 +1,44 @@
+"""Telemetry: framework identity must not leak into metric labels."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from rl_conformance import FeatureAbsent
+from rl_conformance.checks import control
+from rl_conformance.client import Client
+from rl_conformance.target import Target
+from rl_conformance.verdict import Verdict
+
+capability = pytest.mark.capability
+REQUESTS = 12
+
+
+@capability("telemetry.bounded_labels")
+def test_metrics_have_bounded_labels(client: Client, target: Target, verdict: Verdict) -> None:
+    before = client.get(target.url("/metrics"))
+    if before.status != 200:
+        raise FeatureAbsent(f"GET /metrics answered {before.status or before.error}")
+    request_ids = []
+    for _ in range(REQUESTS):
+        request_id = f"conformance-{uuid.uuid4().hex}"
+        request_ids.append(request_id)
+        client.request(
+            "POST",
+            target.url("/v1/completions"),
+            json_body={"model": target.model, "prompt": [512, 733], "max_tokens": 1},
+            headers={"x-request-id": request_id},
+        )
+    after = client.get(target.url("/metrics"))
+    verdict.status(after)
+    verdict.check(
+        control.bounded_labels(
+            before.body.decode(errors="replace"),
+            after.body.decode(errors="replace"),
+            request_ids,
+            REQUESTS,
+        ),
+        after,
+    )
