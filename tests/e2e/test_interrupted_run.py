@@ -1,0 +1,69 @@
+"""SIGINT or SIGTERM during a run: the matrix is still written, marked incomplete, every result
+observed so far kept, exit status non-zero, and no process left behind."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+def children_of(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_interrupted_run_writes_an_incomplete_matrix(tmp_path: Path, signum: int) -> None:
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "rl_conformance",
+            "run",
+            "-q",
+            "--report-dir",
+            str(tmp_path),
+            "--examples",
+            "30",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not children_of(process.pid):
+        time.sleep(0.1)
+    launched = children_of(process.pid)
+    assert launched, "no fake deployment was started"
+    time.sleep(1.5)
+    launched = children_of(process.pid)
+    process.send_signal(signum)
+    code = process.wait(timeout=60)
+    assert code != 0
+    matrix = json.loads((tmp_path / "matrix.json").read_text())
+    assert matrix["complete"] is False
+    outcomes = [cell["outcome"] for row in matrix["capabilities"] for cell in row["cells"].values()]
+    assert "pass" in outcomes
+    time.sleep(0.5)
+    assert not [
+        pid
+        for pid in launched
+        if Path(f"/proc/{pid}").exists()
+        and "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
+    ]
