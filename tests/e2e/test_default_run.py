@@ -1,0 +1,126 @@
+"""`rl-conformance run` with no target: the three fakes, and a matrix that agrees with the
+spec's Backend Compatibility and administration tables row by row."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+from xml.etree import ElementTree
+
+import pytest
+
+from rl_conformance.capabilities import CAPABILITIES
+from rl_conformance.checks import schema_check
+
+pytestmark = pytest.mark.slow
+
+P, U = "pass", "unsupported"
+ALL = (P, P, P)
+RL_ONLY = (P, U, U)
+ADMIN = (P, P, U)
+EXPECTED: dict[str, tuple[str, str, str]] = {  # (vllm, sglang, trtllm)
+    "discovery.protocol_version": ALL,
+    "discovery.schema": ALL,
+    "discovery.listener_isolation": ALL,
+    "discovery.worker_registration": RL_ONLY,
+    "discovery.routes": RL_ONLY,
+    "discovery.endpoint_identity": RL_ONLY,
+    "discovery.identity_not_position": RL_ONLY,
+    "discovery.error_fails_closed": RL_ONLY,
+    "tokens.token_input": ALL,
+    "tokens.prompt_ids_echo": ALL,
+    "tokens.completion_ids": ALL,
+    "tokens.choice_count": ALL,
+    "tokens.usage_consistent": ALL,
+    "tokens.stream_concat": ALL,
+    "tokens.text_token_equivalence": ALL,
+    "tokens.model_identity": ALL,
+    "tokens.input_tokens_estimate": ALL,
+    "logprobs.selected_alignment": ALL,
+    "logprobs.finite_nonpositive": ALL,
+    "logprobs.topk_consistent": ALL,
+    "logprobs.prompt_alignment": (P, P, U),
+    "generate.native_route": (U, P, U),
+    "generate.sglang_logprob_alignment": (U, P, U),
+    "stream.single_terminal": ALL,
+    "stream.nothing_after_terminal": ALL,
+    "stream.done_last": ALL,
+    "stream.finish_reason": ALL,
+    "stream.terminal_success": ALL,
+    "stream.cancellation": ALL,
+    "admin.route_negotiation": RL_ONLY,
+    "admin.success_semantics": ADMIN,
+    "refresh.pause_gates": ADMIN,
+    "refresh.version_verified": ADMIN,
+    "refresh.post_update_generation": ADMIN,
+    "refresh.kv_invalidation": ADMIN,
+    "refresh.lifecycle": ADMIN,
+    "namespace.scope": RL_ONLY,
+    "cancel.propagation": ALL,
+    "retry.attempt_identity": ALL,
+    "telemetry.bounded_labels": ALL,
+    "errors.validation": ALL,
+}
+TARGETS = ("fake-vllm", "fake-sglang", "fake-trtllm")
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess]:
+    directory = tmp_path_factory.mktemp("report")
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rl_conformance",
+            "run",
+            "--report-dir",
+            str(directory),
+            "--seed",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=directory,
+    )
+    return directory, run
+
+
+def cells(directory: Path) -> dict[str, dict[str, Any]]:
+    matrix = json.loads((directory / "matrix.json").read_text())
+    return {row["id"]: row["cells"] for row in matrix["capabilities"]}
+
+
+def test_every_registered_capability_has_an_expectation() -> None:
+    assert {capability.id for capability in CAPABILITIES} == set(EXPECTED)
+
+
+def test_default_run_passes_and_prints_the_matrix(report: Any) -> None:
+    directory, run = report
+    assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-3000:]
+    assert "conformance matrix" in run.stdout
+    matrix = json.loads((directory / "matrix.json").read_text())
+    assert schema_check("matrix", matrix).passed
+    assert matrix["complete"] is True
+    assert [target["id"] for target in matrix["targets"]] == list(TARGETS)
+    assert len(matrix["capabilities"]) >= 20
+
+
+@pytest.mark.parametrize("capability_id", sorted(EXPECTED))
+def test_cell_agrees_with_the_documented_support(report: Any, capability_id: str) -> None:
+    directory, _ = report
+    row = cells(directory)[capability_id]
+    observed = tuple(row[target]["outcome"] for target in TARGETS)
+    reasons = {target: row[target]["reason"] for target in TARGETS}
+    assert observed == EXPECTED[capability_id], reasons
+
+
+def test_reports_in_every_format(report: Any) -> None:
+    directory, _ = report
+    suites = ElementTree.parse(directory / "junit.xml").getroot()
+    assert [suite.get("name") for suite in suites] == list(TARGETS)
+    assert "| capability |" in (directory / "matrix.md").read_text()
+    assert "<table>" in (directory / "matrix.html").read_text()
