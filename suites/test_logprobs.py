@@ -64,6 +64,7 @@ def generate_with_logprobs(
     else:
         body = verdict.json(exchange, schema=schema)
     verdict.check(tokens.completion_ids_present(body), exchange)
+    verdict.check(logprobs.present(body), exchange)
     return body, body["nvext"]["completion_token_ids"], exchange
 
 

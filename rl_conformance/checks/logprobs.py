@@ -72,6 +72,24 @@ def _is_number(value: Any) -> bool:
 
 
 @check(
+    "logprobs.present",
+    title="logprobs that were requested are returned",
+    spec="Check support and alignment on the exact backend and response path.",
+    section="Know What Returns to the Trainer",
+)
+def present(body: Any) -> Findings:
+    choices = get_path(body, "choices")
+    for index, choice in enumerate(choices if isinstance(choices, list) else []):
+        if positions(choice) is None:
+            yield Violation(
+                f"choices[{index}].logprobs is absent or null although logprobs were requested",
+                f"choices[{index}].logprobs",
+                "logprobs object",
+                describe(get_path(choice, "logprobs")),
+            )
+
+
+@check(
     "logprobs.selected_alignment",
     title="selected logprobs match the generated token ids in length and order",
     spec="Selected log probabilities match those token IDs in length and order.",

@@ -178,6 +178,10 @@ CASES: dict[str, Case] = {
             bodies.IDS,
         ),
     ),
+    "logprobs.present": (
+        lambda: logprobs.present(bodies.completion()),
+        lambda: logprobs.present(mutated(bodies.completion, setitem([*LP[:2], "logprobs"], None))),
+    ),
     "logprobs.finite_nonpositive": (
         lambda: logprobs.finite_nonpositive(bodies.completion()),
         lambda: logprobs.finite_nonpositive(

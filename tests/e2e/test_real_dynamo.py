@@ -1,0 +1,126 @@
+"""The suite against the REAL Dynamo 1.6.1 frontend (CPU only, loopback): with Dynamo's own mocker
+engine, and with our toy engine served as a real Dynamo worker.
+
+Every `fail` cell here is a real, evidenced behaviour of Dynamo 1.6.1 and its mocker, listed with
+the reason; a cell that changes outcome is a finding, not noise."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.slow
+P, F, U, S = "pass", "fail", "unsupported", "skipped"
+
+MOCKER_EXPECTED: dict[str, tuple[str, str]] = {
+    "discovery.protocol_version": (P, ""),
+    "discovery.schema": (P, ""),
+    "discovery.listener_isolation": (P, ""),
+    "discovery.worker_registration": (F, "the mocker registers no RL endpoint"),
+    "discovery.routes": (F, "the mocker registers no RL endpoint"),
+    "discovery.endpoint_identity": (F, "the mocker registers no RL endpoint"),
+    "discovery.identity_not_position": (F, "the mocker registers no RL endpoint"),
+    "discovery.error_fails_closed": (F, "the mocker registers no RL endpoint"),
+    "tokens.token_input": (P, ""),
+    "tokens.prompt_ids_echo": (P, ""),
+    "tokens.completion_ids": (P, ""),
+    "tokens.choice_count": (F, "the mocker ignores n and returns one choice"),
+    "tokens.usage_consistent": (P, ""),
+    "tokens.stream_concat": (F, "mocker tokens are random, even at temperature 0"),
+    "tokens.text_token_equivalence": (F, "mocker tokens are random, even at temperature 0"),
+    "tokens.model_identity": (P, ""),
+    "tokens.input_tokens_estimate": (P, ""),
+    "logprobs.selected_alignment": (F, "the mocker returns no logprobs"),
+    "logprobs.finite_nonpositive": (F, "the mocker returns no logprobs"),
+    "logprobs.topk_consistent": (F, "the mocker returns no logprobs"),
+    "logprobs.prompt_alignment": (F, "the mocker returns no prompt logprobs"),
+    "generate.native_route": (U, "the vLLM native route is not served for the mocker"),
+    "generate.sglang_logprob_alignment": (P, "the mocker's /generate emits synthetic logprobs"),
+    "stream.single_terminal": (F, "a stream asked for n=2 carries one choice"),
+    "stream.nothing_after_terminal": (P, ""),
+    "stream.done_last": (P, ""),
+    "stream.finish_reason": (P, ""),
+    "stream.terminal_success": (P, ""),
+    "stream.cancellation": (P, ""),
+    "admin.route_negotiation": (F, "no worker advertises administration"),
+    "admin.success_semantics": (F, "no worker advertises administration"),
+    "refresh.pause_gates": (F, "no worker advertises administration"),
+    "refresh.version_verified": (F, "no worker advertises administration"),
+    "refresh.post_update_generation": (F, "no worker advertises administration"),
+    "refresh.kv_invalidation": (F, "no worker advertises administration"),
+    "refresh.lifecycle": (F, "no worker advertises administration"),
+    "namespace.scope": (S, "the real listener cannot be re-scoped at run time"),
+    "cancel.propagation": (S, "no request ledger on the real frontend"),
+    "retry.attempt_identity": (P, ""),
+    "telemetry.bounded_labels": (P, ""),
+    "errors.validation": (P, ""),
+}
+
+
+def leftover_processes() -> list[str]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if "rl-conformance-dynamo-" in command:
+            found.append(f"{entry.name}: {command[:200]}")
+    return found
+
+
+def run_launch(directory: Path, *arguments: str) -> dict[str, Any]:
+    command = [
+        sys.executable,
+        "-m",
+        "rl_conformance",
+        "run",
+        "-q",
+        "--report-dir",
+        str(directory),
+        "--examples",
+        "3",
+        *arguments,
+    ]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert (directory / "matrix.json").exists(), run.stdout[-4000:] + run.stderr[-4000:]
+    return json.loads((directory / "matrix.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def mocker_matrix(dynamo_python: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return run_launch(
+        tmp_path_factory.mktemp("mocker"),
+        "--launch",
+        "dynamo-mocker",
+        "--dynamo-python",
+        str(dynamo_python),
+    )
+
+
+def test_mocker_column_launches_and_leaves_nothing_running(mocker_matrix: dict[str, Any]) -> None:
+    target = mocker_matrix["targets"][0]
+    assert target["kind"] == "dynamo" and target["versions"]["ai-dynamo"] == "1.6.1"
+    ready = [note for note in target["notes"] if note.startswith("launch to ready")]
+    assert ready, target["notes"]
+    assert float(ready[0].split(":")[1].split()[0]) < 20
+    assert leftover_processes() == []
+
+
+@pytest.mark.parametrize("capability_id", sorted(MOCKER_EXPECTED))
+def test_mocker_cells_are_real_evidenced_behaviour(
+    mocker_matrix: dict[str, Any], capability_id: str
+) -> None:
+    cells = {row["id"]: row["cells"]["dynamo-mocker"] for row in mocker_matrix["capabilities"]}
+    cell = cells[capability_id]
+    expected, why = MOCKER_EXPECTED[capability_id]
+    assert cell["outcome"] == expected, (why, cell["reason"], cell["evidence"][:2])
+    if expected == F:
+        assert cell["reason"] and (cell["evidence"] or "absent" in cell["reason"]), cell
