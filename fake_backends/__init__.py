@@ -4,14 +4,27 @@ An independent implementation (it imports nothing from ``rl_conformance``) of a 
 frontend, its RL discovery listener and worker system servers, driving a deterministic
 toy model, in three personalities (vLLM, SGLang, TensorRT-LLM).  It honours the contract
 by default and breaks it in named ways on request (see ``FAULTS``).
+
+The public names are imported lazily (PEP 562): ``python -m fake_backends.dynamo_worker``
+runs inside the Dynamo virtual environment, which has no starlette/uvicorn/httpx, and must
+be able to import the pure modules (tokenizer, toy model, generation) without the servers.
 """
 
 from __future__ import annotations
 
-from fake_backends.deployment import FakeDeployment
-from fake_backends.faults import FAULT_NAMES, FAULTS, Fault, UnknownFaultError
-from fake_backends.personalities import BACKENDS
-from fake_backends.ready_line import READY_FIELDS, parse_ready_line, read_ready_line, ready_line
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fake_backends.deployment import FakeDeployment
+    from fake_backends.faults import FAULT_NAMES, FAULTS, Fault, UnknownFaultError
+    from fake_backends.personalities import BACKENDS
+    from fake_backends.ready_line import (
+        READY_FIELDS,
+        parse_ready_line,
+        read_ready_line,
+        ready_line,
+    )
 
 __all__ = [
     "BACKENDS",
@@ -25,3 +38,29 @@ __all__ = [
     "read_ready_line",
     "ready_line",
 ]
+
+_HOMES = {
+    "FakeDeployment": "fake_backends.deployment",
+    "FAULTS": "fake_backends.faults",
+    "FAULT_NAMES": "fake_backends.faults",
+    "Fault": "fake_backends.faults",
+    "UnknownFaultError": "fake_backends.faults",
+    "BACKENDS": "fake_backends.personalities",
+    "READY_FIELDS": "fake_backends.ready_line",
+    "parse_ready_line": "fake_backends.ready_line",
+    "read_ready_line": "fake_backends.ready_line",
+    "ready_line": "fake_backends.ready_line",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'fake_backends' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -1,7 +1,10 @@
 """``python -m fake_backends {vllm|sglang|trtllm} [options]``: serve a fake deployment.
 
 Prints exactly one JSON ready line on stdout once every server listens, logs to stderr,
-and stops cleanly (all servers closed, exit 0) on SIGTERM or SIGINT.
+and stops cleanly (all servers closed, exit 0) on SIGTERM or SIGINT.  Configuration
+errors (unknown faults, a bad ``--engine-route`` descriptor, ...) exit 2 with the reason.
+The RL listener scopes discovery from this process's environment (``DYN_NAMESPACE``,
+``DYN_NAMESPACE_PREFIX``, ``DYN_NAMESPACE_WORKER_SUFFIX``), as the real frontend does.
 """
 
 from __future__ import annotations
@@ -13,9 +16,9 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from fake_backends.deployment import Assembly
+from fake_backends.deployment import Assembly, DeploymentOptions
 from fake_backends.faults import FAULT_NAMES, catalogue_lines
-from fake_backends.personalities import BACKENDS
+from fake_backends.personalities import ADMIN_FAMILIES, BACKENDS
 from fake_backends.ready_line import ready_line
 
 log = logging.getLogger("fake_backends")
@@ -50,6 +53,28 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--list-faults", action="store_true", help="print NAME<TAB>description lines and exit"
+    )
+    parser.add_argument(
+        "--worker-namespace",
+        action="append",
+        default=[],
+        metavar="NS",
+        help="Dynamo namespace of the next worker (repeatable, in worker order; default dynamo)",
+    )
+    parser.add_argument(
+        "--admin-family",
+        choices=ADMIN_FAMILIES,
+        default="python",
+        help="vLLM only: Python worker RL routes (default) or the native sidecar's "
+        "control/* and update/* routes",
+    )
+    parser.add_argument(
+        "--engine-route",
+        action="append",
+        default=None,
+        metavar="DESCRIPTOR",
+        help="SGLang only: expose an engine method as /engine/<path>, "
+        "path[=method][:engine|tm] (repeatable; default: $DYN_SGLANG_ENGINE_ROUTES)",
     )
     return parser
 
@@ -89,6 +114,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     if args.workers < 0:
         parser.error("--workers must be >= 0")
+    try:
+        DeploymentOptions.build(
+            args.backend,
+            workers=args.workers,
+            model=args.model,
+            worker_namespaces=args.worker_namespace,
+            admin_family=args.admin_family,
+            engine_routes=args.engine_route,
+        )
+    except ValueError as exc:
+        parser.error(str(exc))
     logging.basicConfig(
         stream=sys.stderr,
         level=logging.INFO,
@@ -104,6 +140,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             port=args.port,
             rl_port=args.rl_port,
             control_port=args.control_port,
+            worker_namespaces=args.worker_namespace,
+            admin_family=args.admin_family,
+            engine_routes=args.engine_route,
         )
     except OSError as exc:
         log.error("cannot bind: %s", exc)

@@ -12,19 +12,18 @@ stream only carries them in ``nvext`` with the opt-in.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from starlette.responses import Response
-
 from fake_backends.engine import EngineRun
+from fake_backends.flow import LiveRequest
 from fake_backends.logprob_render import chat_logprob_content
 from fake_backends.response_nvext import NvextComposer
-from fake_backends.sse import sse_response
 from fake_backends.state import DeploymentState
 from fake_backends.streaming import TRAILING_TEXT, stream_frames
 from fake_backends.usage import usage
 from fake_backends.views import ChoiceView, choice_view
-from fake_backends.wire import f32_shortest, json_response
+from fake_backends.wire import f32_shortest
 
 OBJECT = "chat.completion"
 CHUNK_OBJECT = "chat.completion.chunk"
@@ -48,11 +47,16 @@ def _logprobs(view: ChoiceView, positions: range | list[int]) -> dict[str, Any] 
     return {"content": chat_logprob_content(view, positions), "refusal": None}
 
 
+def _usage(state: DeploymentState, run: EngineRun, views: Sequence[ChoiceView]) -> dict[str, Any]:
+    return usage(
+        state, len(run.request.prompt_ids), views, cached_tokens=run.cached_tokens, endpoint="chat"
+    )
+
+
 class _ChatChunks:
-    def __init__(self, state: DeploymentState, run: EngineRun, views: list[ChoiceView]) -> None:
+    def __init__(self, state: DeploymentState, run: EngineRun) -> None:
         self._state = state
         self._run = run
-        self._views = views
         self._nvext = NvextComposer(state, run)
 
     def token_chunk(self, view: ChoiceView, position: int, *, terminal: bool) -> dict[str, Any]:
@@ -72,6 +76,22 @@ class _ChatChunks:
             chunk["nvext"] = nvext
         return chunk
 
+    def cancel_chunk(self, view: ChoiceView) -> dict[str, Any]:
+        delta: dict[str, Any] = {"content": ""}
+        if not view.result.steps:
+            delta["role"] = "assistant"
+        choice = {
+            "index": view.index,
+            "delta": delta,
+            "finish_reason": view.finish_reason,
+            "logprobs": _logprobs(view, []),
+        }
+        chunk = _envelope(self._state, self._run, [choice], CHUNK_OBJECT)
+        nvext = self._nvext.for_cancel(view)
+        if nvext is not None:
+            chunk["nvext"] = nvext
+        return chunk
+
     def trailing_chunk(self, view: ChoiceView) -> dict[str, Any]:
         choice = {
             "index": view.index,
@@ -81,9 +101,9 @@ class _ChatChunks:
         }
         return _envelope(self._state, self._run, [choice], CHUNK_OBJECT)
 
-    def usage_chunk(self) -> dict[str, Any]:
+    def usage_chunk(self, views: Sequence[ChoiceView]) -> dict[str, Any]:
         chunk = _envelope(self._state, self._run, [], CHUNK_OBJECT)
-        chunk["usage"] = usage(self._state, len(self._run.request.prompt_ids), self._views)
+        chunk["usage"] = _usage(self._state, self._run, views)
         return chunk
 
 
@@ -96,19 +116,27 @@ def _choice(view: ChoiceView) -> dict[str, Any]:
     }
 
 
-def chat_response(state: DeploymentState, run: EngineRun) -> Response:
-    views = [choice_view(state, c, run.request.logprobs) for c in run.choices]
-    if run.request.stream:
-        chunks = _ChatChunks(state, run, views)
-        frames = stream_frames(state, views, chunks, include_usage=run.request.include_usage)
-        return sse_response(frames)
+def chat_views(state: DeploymentState, run: EngineRun) -> list[ChoiceView]:
+    return [choice_view(state, c, run.request.logprobs) for c in run.choices]
+
+
+def chat_stream(state: DeploymentState, run: EngineRun, live: LiveRequest) -> AsyncIterator[bytes]:
+    """The SSE frames of a streaming chat completion, released token by token."""
+    views = chat_views(state, run)
+    chunks = _ChatChunks(state, run)
+    return stream_frames(state, live, views, chunks, include_usage=run.request.include_usage)
+
+
+def chat_body(state: DeploymentState, run: EngineRun) -> dict[str, Any]:
+    """The non-streaming body of a (possibly truncated) run."""
+    views = chat_views(state, run)
     composer = NvextComposer(state, run)
     body = _envelope(state, run, [_choice(v) for v in views], OBJECT)
-    body["usage"] = usage(state, len(run.request.prompt_ids), views)
+    body["usage"] = _usage(state, run, views)
     prompt_logprobs = composer.prompt_logprobs(f32_shortest)
     if prompt_logprobs is not None:
         body["prompt_logprobs"] = prompt_logprobs
     nvext = composer.for_response(views)
     if nvext is not None:
         body["nvext"] = nvext
-    return json_response(body)
+    return body

@@ -8,19 +8,17 @@ the chunk that finishes a choice.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from starlette.responses import Response
-
 from fake_backends.engine import EngineRun
+from fake_backends.flow import LiveRequest
 from fake_backends.logprob_render import completion_logprobs
 from fake_backends.response_nvext import NvextComposer
-from fake_backends.sse import sse_response
 from fake_backends.state import DeploymentState
 from fake_backends.streaming import TRAILING_TEXT, stream_frames
 from fake_backends.usage import usage
 from fake_backends.views import ChoiceView, choice_view
-from fake_backends.wire import json_response
 
 OBJECT = "text_completion"
 
@@ -38,11 +36,20 @@ def _envelope(
     }
 
 
+def _usage(state: DeploymentState, run: EngineRun, views: Sequence[ChoiceView]) -> dict[str, Any]:
+    return usage(
+        state,
+        len(run.request.prompt_ids),
+        views,
+        cached_tokens=run.cached_tokens,
+        endpoint="completions",
+    )
+
+
 class _CompletionChunks:
-    def __init__(self, state: DeploymentState, run: EngineRun, views: list[ChoiceView]) -> None:
+    def __init__(self, state: DeploymentState, run: EngineRun) -> None:
         self._state = state
         self._run = run
-        self._views = views
         self._nvext = NvextComposer(state, run)
 
     def token_chunk(self, view: ChoiceView, position: int, *, terminal: bool) -> dict[str, Any]:
@@ -59,14 +66,26 @@ class _CompletionChunks:
             chunk["nvext"] = nvext
         return chunk
 
+    def cancel_chunk(self, view: ChoiceView) -> dict[str, Any]:
+        choice: dict[str, Any] = {"text": "", "index": view.index}
+        if view.selected is not None:
+            choice["logprobs"] = completion_logprobs(view, [])
+        choice["finish_reason"] = view.finish_reason
+        chunk = _envelope(self._state, self._run, [choice])
+        chunk["usage"] = None
+        nvext = self._nvext.for_cancel(view)
+        if nvext is not None:
+            chunk["nvext"] = nvext
+        return chunk
+
     def trailing_chunk(self, view: ChoiceView) -> dict[str, Any]:
         chunk = _envelope(self._state, self._run, [{"text": TRAILING_TEXT, "index": view.index}])
         chunk["usage"] = None
         return chunk
 
-    def usage_chunk(self) -> dict[str, Any]:
+    def usage_chunk(self, views: Sequence[ChoiceView]) -> dict[str, Any]:
         chunk = _envelope(self._state, self._run, [])
-        chunk["usage"] = usage(self._state, len(self._run.request.prompt_ids), self._views)
+        chunk["usage"] = _usage(self._state, self._run, views)
         return chunk
 
 
@@ -78,15 +97,25 @@ def _choice(view: ChoiceView) -> dict[str, Any]:
     return choice
 
 
-def completion_response(state: DeploymentState, run: EngineRun) -> Response:
-    views = [choice_view(state, c, run.request.logprobs) for c in run.choices]
-    if run.request.stream:
-        chunks = _CompletionChunks(state, run, views)
-        frames = stream_frames(state, views, chunks, include_usage=run.request.include_usage)
-        return sse_response(frames)
+def completion_views(state: DeploymentState, run: EngineRun) -> list[ChoiceView]:
+    return [choice_view(state, c, run.request.logprobs) for c in run.choices]
+
+
+def completion_stream(
+    state: DeploymentState, run: EngineRun, live: LiveRequest
+) -> AsyncIterator[bytes]:
+    """The SSE frames of a streaming completion, released token by token."""
+    views = completion_views(state, run)
+    chunks = _CompletionChunks(state, run)
+    return stream_frames(state, live, views, chunks, include_usage=run.request.include_usage)
+
+
+def completion_body(state: DeploymentState, run: EngineRun) -> dict[str, Any]:
+    """The non-streaming body of a (possibly truncated) run."""
+    views = completion_views(state, run)
     body = _envelope(state, run, [_choice(v) for v in views])
-    body["usage"] = usage(state, len(run.request.prompt_ids), views)
+    body["usage"] = _usage(state, run, views)
     nvext = NvextComposer(state, run).for_response(views)
     if nvext is not None:
         body["nvext"] = nvext
-    return json_response(body)
+    return body

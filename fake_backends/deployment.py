@@ -3,6 +3,10 @@
 ``Assembly`` binds every socket and builds every app (shared by the CLI and the
 in-process API); ``FakeDeployment`` runs an assembly in a background thread with its own
 event loop, for tests that want a live deployment inside the test process.
+
+``DeploymentOptions`` validates everything that can be wrong with the configuration
+(backend, worker namespaces, admin family, SGLang engine routes) before any socket is
+bound, so the CLI can exit 2 with the reason and the in-process API raises ValueError.
 """
 
 from __future__ import annotations
@@ -12,7 +16,8 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
@@ -20,15 +25,78 @@ from fake_backends.control import build_control_app
 from fake_backends.faults import ActiveFaults
 from fake_backends.frontend import build_frontend_app
 from fake_backends.ledger import AdminRecord
-from fake_backends.personalities import get_personality
+from fake_backends.personalities import ADMIN_FAMILIES, get_personality
+from fake_backends.request_ledger import RequestRecord
 from fake_backends.rl_listener import build_rl_app
 from fake_backends.serving import Listener, ServerGroup, advertised_host, bind_socket, socket_url
+from fake_backends.sglang_admin import resolve_engine_routes, sglang_routes
+from fake_backends.sglang_engine_routes import ENV_VAR as ENGINE_ROUTES_ENV
+from fake_backends.sglang_engine_routes import EngineRouteDescriptor, parse_engine_routes
 from fake_backends.state import DeploymentState
-from fake_backends.worker_admin import build_worker_admin_app, default_vllm_routes
-from fake_backends.workers import EngineWorker, instance_id_for
+from fake_backends.vllm_admin import python_routes, sidecar_routes
+from fake_backends.worker_admin import AdminRoutes, build_worker_admin_app
+from fake_backends.worker_runtime import WorkerRuntime
+from fake_backends.workers import (
+    GENERATE_ENDPOINT,
+    NAMESPACE,
+    RL_ENDPOINT,
+    EngineWorker,
+    instance_id_for,
+)
 
 CONTROL_HOST = "127.0.0.1"
 START_TIMEOUT_SECONDS = 15.0
+
+
+@dataclass(frozen=True)
+class DeploymentOptions:
+    """A validated deployment configuration (everything but the sockets)."""
+
+    workers: int = 2
+    model: str = "toy"
+    worker_namespaces: tuple[str, ...] = ()
+    admin_family: str = "python"
+    engine_routes: tuple[EngineRouteDescriptor, ...] = ()
+
+    @classmethod
+    def build(
+        cls,
+        backend: str,
+        *,
+        workers: int = 2,
+        model: str = "toy",
+        worker_namespaces: Sequence[str] = (),
+        admin_family: str = "python",
+        engine_routes: Sequence[str] | str | None = None,
+    ) -> DeploymentOptions:
+        """Validate; ``engine_routes`` None means the ``DYN_SGLANG_ENGINE_ROUTES`` variable."""
+        personality = get_personality(backend)
+        if workers < 0:
+            raise ValueError("workers must be >= 0")
+        namespaces = tuple(worker_namespaces)
+        if len(namespaces) > workers:
+            raise ValueError(f"{len(namespaces)} worker namespaces given for {workers} worker(s)")
+        if admin_family not in ADMIN_FAMILIES:
+            raise ValueError(
+                f"unknown admin family {admin_family!r}; choose one of: {', '.join(ADMIN_FAMILIES)}"
+            )
+        if admin_family != "python" and personality.name != "vllm":
+            raise ValueError("--admin-family selects a vLLM route family; it needs backend vllm")
+        if engine_routes is not None and personality.name != "sglang":
+            if engine_routes:
+                raise ValueError(
+                    "--engine-route allowlists SGLang methods; it needs backend sglang"
+                )
+            engine_routes = ()
+        descriptors: list[EngineRouteDescriptor] = []
+        if personality.name == "sglang":
+            raw = os.environ.get(ENGINE_ROUTES_ENV) if engine_routes is None else engine_routes
+            descriptors = parse_engine_routes(raw)
+            resolve_engine_routes(descriptors)  # unknown or colliding methods fail now
+        return cls(workers, model, namespaces, admin_family, tuple(descriptors))
+
+    def namespace_of(self, index: int) -> str:
+        return self.worker_namespaces[index] if index < len(self.worker_namespaces) else NAMESPACE
 
 
 class Assembly:
@@ -45,9 +113,19 @@ class Assembly:
         port: int = 0,
         rl_port: int = 0,
         control_port: int = 0,
+        worker_namespaces: Sequence[str] = (),
+        admin_family: str = "python",
+        engine_routes: Sequence[str] | str | None = None,
+        listener_env: Mapping[str, str] | None = None,
     ) -> None:
-        if workers < 0:
-            raise ValueError("workers must be >= 0")
+        options = DeploymentOptions.build(
+            backend,
+            workers=workers,
+            model=model,
+            worker_namespaces=worker_namespaces,
+            admin_family=admin_family,
+            engine_routes=engine_routes,
+        )
         personality = get_personality(backend)
         active = ActiveFaults(faults)
         listeners: list[Listener] = []
@@ -62,10 +140,17 @@ class Assembly:
             now = time.monotonic()
             shown = advertised_host(host)
             frontend_port = frontend_sock.getsockname()[1]
-            for index in range(workers):
-                worker = EngineWorker(index, instance_id_for(index), model, started_at=now)
+            for index in range(options.workers):
+                worker = EngineWorker(
+                    index,
+                    instance_id_for(index),
+                    model,
+                    started_at=now,
+                    namespace=options.namespace_of(index),
+                    runtime=WorkerRuntime(active),
+                )
                 worker.transport_address = f"{shown}:{frontend_port}"
-                if personality.rl_workers:
+                if personality.system_servers:
                     sock = bind_socket(host, 0)
                     worker.system_url = socket_url(sock, host)
                     worker.transport_address = f"{shown}:{sock.getsockname()[1]}"
@@ -75,17 +160,38 @@ class Assembly:
             ServerGroup(listeners).close_sockets()
             raise
         self.backend = personality.name
-        self.state = DeploymentState(personality, model, engine_workers, faults=active)
+        self.options = options
+        self.state = DeploymentState(
+            personality,
+            model,
+            engine_workers,
+            faults=active,
+            admin_family=options.admin_family,
+            listener_env_override=None if listener_env is None else dict(listener_env),
+        )
         self.frontend_url = socket_url(frontend_sock, host)
         self.rl_url = socket_url(rl_sock, host)
         self.control_url = socket_url(control_sock, CONTROL_HOST)
         listeners[0].app = build_frontend_app(self.state)
         listeners[1].app = build_rl_app(self.state)
         listeners[2].app = build_control_app(self.state)
-        admin_routes = default_vllm_routes()
         for listener, worker in zip(listeners[3:], engine_workers, strict=False):
-            listener.app = build_worker_admin_app(worker, self.state.ledger, admin_routes)
+            routes = self._admin_routes()
+            if personality.rl_workers:
+                worker.advertised_routes = routes.advertised()
+                endpoints: tuple[str, ...] = (RL_ENDPOINT, GENERATE_ENDPOINT)
+            else:
+                endpoints = (GENERATE_ENDPOINT,)
+            listener.app = build_worker_admin_app(worker, self.state.ledger, routes, endpoints)
         self.group = ServerGroup(listeners)
+
+    def _admin_routes(self) -> AdminRoutes:
+        """A fresh route table for one worker of this deployment's backend and family."""
+        if self.backend == "sglang":
+            return sglang_routes(self.options.engine_routes)
+        if self.options.admin_family == "sidecar":
+            return sidecar_routes()
+        return python_routes()
 
     def workers_info(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
@@ -93,6 +199,7 @@ class Assembly:
             info: dict[str, Any] = {"instance_id": worker.instance_id}
             if worker.system_url is not None:
                 info["system_url"] = worker.system_url
+            info["namespace"] = worker.namespace
             out.append(info)
         return out
 
@@ -132,8 +239,24 @@ class FakeDeployment:
         port: int = 0,
         rl_port: int = 0,
         control_port: int = 0,
+        worker_namespaces: Sequence[str] = (),
+        admin_family: str = "python",
+        engine_routes: Sequence[str] | str | None = None,
+        listener_env: Mapping[str, str] | None = None,
     ) -> None:
-        get_personality(backend)
+        """See ``Assembly``.  ``listener_env`` None: the RL listener reads ``os.environ``.
+
+        ``engine_routes`` (SGLang): descriptors, or None for ``DYN_SGLANG_ENGINE_ROUTES``.
+        Configuration errors raise ValueError here, before any socket is bound.
+        """
+        DeploymentOptions.build(
+            backend,
+            workers=workers,
+            model=model,
+            worker_namespaces=worker_namespaces,
+            admin_family=admin_family,
+            engine_routes=engine_routes,
+        )
         ActiveFaults(faults)  # validate now, before any socket is bound
         self._options: dict[str, Any] = {
             "workers": workers,
@@ -143,6 +266,10 @@ class FakeDeployment:
             "port": port,
             "rl_port": rl_port,
             "control_port": control_port,
+            "worker_namespaces": tuple(worker_namespaces),
+            "admin_family": admin_family,
+            "engine_routes": engine_routes,
+            "listener_env": None if listener_env is None else dict(listener_env),
         }
         self.backend = backend
         self._assembly: Assembly | None = None
@@ -248,7 +375,20 @@ class FakeDeployment:
 
     @property
     def admin_ledger(self) -> list[AdminRecord]:
+        """Every /engine request to any worker, oldest first."""
         return self.assembly.state.ledger.entries()
+
+    @property
+    def request_ledger(self) -> list[RequestRecord]:
+        """Every generation attempt (snapshots), oldest first."""
+        return self.assembly.state.requests.entries()
+
+    def clear_request_ledger(self) -> None:
+        self.assembly.state.requests.clear()
+
+    def set_listener_env(self, env: Mapping[str, str] | None) -> None:
+        """Change the RL listener's environment at run time (None: ``os.environ``)."""
+        self.assembly.state.set_listener_env(env)
 
     def ready_info(self) -> dict[str, Any]:
         return self.assembly.ready_info()

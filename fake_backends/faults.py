@@ -17,6 +17,7 @@ ALL_BACKENDS = frozenset({"vllm", "sglang", "trtllm"})
 _PROMPT_LOGPROB_BACKENDS = frozenset({"vllm", "sglang"})
 _RL_BACKENDS = frozenset({"vllm"})
 _SGLANG = frozenset({"sglang"})
+_ADMIN_BACKENDS = frozenset({"vllm", "sglang"})  # workers with a system server
 
 
 @dataclass(frozen=True)
@@ -126,6 +127,71 @@ _CATALOGUE: tuple[Fault, ...] = (
         "sglang_output_logprob_id_mismatch",
         "SGLang output_token_logprobs[i][1] is output_ids[i] + 1",
         _SGLANG,
+    ),
+    # -- control plane: worker administration -------------------------------------------
+    Fault(
+        "admin_http200_failure_body",
+        "weight updates from disk (and the sidecar's finish_weight_update) answer HTTP 200 "
+        "with a failure body (status error / success false) even when paused; nothing loads",
+        _ADMIN_BACKENDS,
+    ),
+    Fault(
+        "pause_not_applied",
+        "pause is acknowledged (and updates accepted) but generation goes on: nothing is "
+        "held, frozen or aborted",
+        _ADMIN_BACKENDS,
+    ),
+    Fault(
+        "weight_version_unchanged",
+        "weight updates answer ok with the new version but the worker keeps the old one",
+        _ADMIN_BACKENDS,
+    ),
+    Fault(
+        "update_keeps_old_weights",
+        "weight updates answer ok and change the version, but tokens come from the old weights",
+        _ADMIN_BACKENDS,
+    ),
+    Fault(
+        "kv_not_flushed",
+        "cache flushes and weight updates answer ok but the prefix cache is kept "
+        "(cached_tokens unchanged)",
+        _ADMIN_BACKENDS,
+    ),
+    # -- control plane: discovery ---------------------------------------------------------
+    Fault(
+        "namespace_prefix_matches_ns2",
+        "DYN_NAMESPACE_PREFIX matching ignores the '-' boundary: prefix ns also lists ns2",
+        _RL_BACKENDS,
+    ),
+    Fault(
+        "empty_prefix_global",
+        "an empty DYN_NAMESPACE_PREFIX is read as every namespace instead of as absent",
+        _RL_BACKENDS,
+    ),
+    Fault("system_url_absent", "vLLM worker 0 is listed without system_url", _RL_BACKENDS),
+    Fault(
+        "routes_renamed",
+        "worker 0 advertises its routes prefixed with 'engine/' while serving the unprefixed names",
+        _RL_BACKENDS,
+    ),
+    Fault(
+        "required_route_missing",
+        "worker 0 does not advertise update_weights_from_disk (it still serves it)",
+        _RL_BACKENDS,
+    ),
+    # -- control plane: requests and telemetry ---------------------------------------------
+    Fault(
+        "cancellation_not_propagated",
+        "a client disconnect is ignored: generation runs to the end, the ledger says completed",
+    ),
+    Fault(
+        "late_response_delivered_twice",
+        "a retry reusing the x-request-id of a still-running attempt is answered with that "
+        "attempt's response; both attempts complete",
+    ),
+    Fault(
+        "metrics_high_cardinality",
+        "/metrics labels dynamo_frontend_requests_total with each request's id",
     ),
 )
 

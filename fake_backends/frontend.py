@@ -1,21 +1,30 @@
-"""The Dynamo frontend's HTTP surface: OpenAI-compatible routes, health, models.
+"""The Dynamo frontend's HTTP surface: OpenAI-compatible routes, health, models, metrics.
 
 This module only wires HTTP to the other modules: it checks the content type, reads the
-body, checks the model, picks a worker, runs the engine and hands the run to the
-completions, chat or SGLang renderer.  Behaviour follows the recordings of the real 1.6.1
-frontend where they speak: a JSON body needs ``content-type: application/json`` (415
-otherwise); with no worker registered there is no model, so the generation routes
-answer 404 with an empty body and ``/v1/models`` lists nothing; ``/health`` is healthy
-regardless; a client ``x-request-id`` is echoed on every response.
+body, checks the model, resolves a pinned worker, and hands the request to a
+``LiveRequest`` (routing, admission, token release, ledger) and then to the completions,
+chat or SGLang renderer.  Behaviour follows the recordings of the real 1.6.1 frontend
+where they speak: a JSON body needs ``content-type: application/json`` (415 otherwise);
+with no worker registered there is no model, so the generation routes answer 404 with an
+empty body and ``/v1/models`` lists nothing; ``/health`` is healthy regardless; a client
+``x-request-id`` is echoed on every response.  The frontend knows nothing about pauses: a
+request routed to a paused worker simply waits (observed §6.17), no 503.
+
+Streaming requests commit their 200 at once and do everything else inside the stream; a
+non-streaming request is raced against its client's disconnect.  Either way a client that
+goes away cancels its request (``flow``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
 import math
+import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any, TypeVar
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -25,10 +34,18 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from fake_backends.chat import chat_response
-from fake_backends.completions import completion_response
-from fake_backends.engine import EngineRun, Received, run_request
+from fake_backends.chat import chat_body, chat_stream
+from fake_backends.completions import completion_body, completion_stream
+from fake_backends.engine import EngineRun, Received, run_request, truncate_run
 from fake_backends.errors import FrontendError, error_response, flat_error_body, shape_error
+from fake_backends.flow import (
+    LiveRequest,
+    LiveStreamResponse,
+    ignores_disconnects,
+    round_robin,
+    unless_disconnected,
+)
+from fake_backends.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from fake_backends.nvext import NvextRequest
 from fake_backends.openai_requests import (
     GenerationRequest,
@@ -36,22 +53,18 @@ from fake_backends.openai_requests import (
     parse_chat_request,
     parse_completion_request,
 )
-from fake_backends.sglang_native import sglang_generate_response
+from fake_backends.sglang_native import SglangEvents, SglangRequest, parse_sglang_request
 from fake_backends.state import DeploymentState
 from fake_backends.wire import json_response
-from fake_backends.workers import (
-    COMPONENT,
-    GENERATE_ENDPOINT,
-    NAMESPACE,
-    RL_ENDPOINT,
-    EngineWorker,
-)
+from fake_backends.workers import COMPONENT, GENERATE_ENDPOINT, RL_ENDPOINT, EngineWorker
 
 PIN_HEADERS = ("x-dynamo-worker-instance-id", "x-worker-instance-id")
 CONTEXT_WINDOW = 4096
 JSON_CONTENT_TYPE_MESSAGE = "Expected request with Content-Type application/json"
 
 Handler = Callable[[Request], Awaitable[Response]]
+T = TypeVar("T")
+CLIENT_CLOSED = 499  # nobody reads it: the client is gone
 
 
 def _reject_constant(name: str) -> Any:
@@ -93,18 +106,31 @@ def _header_pin(request: Request) -> int | None:
     return None
 
 
-def pick_worker(state: DeploymentState, pinned: int | None) -> EngineWorker:
-    worker = state.router.pick(pinned)
+def pinned_worker(state: DeploymentState, pinned: int | None) -> EngineWorker | None:
+    """The worker a request pins, None when it pins none; 503 for an unknown instance."""
+    if pinned is None:
+        return None
+    worker = state.router.find(pinned)
     if worker is None:
         raise FrontendError(503, "Service temporarily unavailable")
     return worker
 
 
-def _guarded(handler: Handler) -> Handler:
+def _guarded(handler: Handler, state: DeploymentState, endpoint: str | None = None) -> Handler:
+    """Render ``FrontendError``; count refused generation requests in the metrics."""
+
     async def wrapped(request: Request) -> Response:
+        started = time.perf_counter()
         try:
             return await handler(request)
         except FrontendError as error:
+            if endpoint is not None:
+                state.metrics.request_finished(
+                    model=state.model_name,
+                    endpoint=endpoint,
+                    status="error",
+                    duration_s=time.perf_counter() - started,
+                )
             return error_response(error)
 
     return wrapped
@@ -131,12 +157,43 @@ def _instance(worker: EngineWorker, endpoint: str) -> dict[str, Any]:
     return {
         "component": COMPONENT,
         "endpoint": endpoint,
-        "namespace": NAMESPACE,
+        "namespace": worker.namespace,
         "instance_id": worker.instance_id,
         "transport": worker.transport(endpoint),
         "device_type": "cuda",
         "request_plane_codec": "msgpack",
     }
+
+
+async def _unary_run(
+    live: LiveRequest, compute: Callable[[EngineWorker, int], EngineRun]
+) -> EngineRun:
+    """Release every token of a non-streaming run; a truncated run if it was aborted."""
+    with live.outcome_guard():
+        run = await live.start(compute, lambda r: r.total_tokens)
+        released = dict.fromkeys(range(len(run.choices)), 0)
+        for position in round_robin([len(c.steps) for c in run.choices]):
+            if not await live.step():
+                live.end("aborted")
+                return truncate_run(run, released)
+            released[position] += 1
+        live.end("completed", run.choices[0].token_ids if run.choices else ())
+        return run
+
+
+async def _streamed(
+    live: LiveRequest,
+    compute: Callable[[EngineWorker, int], T],
+    tokens: Callable[[T], int],
+    render: Callable[[T], AsyncIterator[bytes]],
+) -> AsyncGenerator[bytes, None]:
+    """Start the request inside the stream, then relay the renderer's frames."""
+    with live.outcome_guard():
+        result = await live.start(compute, tokens)
+        frames = render(result)
+        async with contextlib.aclosing(frames) as closing:  # type: ignore[type-var]
+            async for item in closing:
+                yield item
 
 
 def build_frontend_app(state: DeploymentState) -> Starlette:
@@ -145,31 +202,91 @@ def build_frontend_app(state: DeploymentState) -> Starlette:
         [GENERATE_ENDPOINT, RL_ENDPOINT] if state.personality.rl_workers else [GENERATE_ENDPOINT]
     )
 
-    async def generate(
-        request: Request, parse: Callable[[Any], GenerationRequest], prefix: str
-    ) -> EngineRun:
+    def live_request(
+        request: Request,
+        endpoint: str,
+        response_id: str,
+        prompt: Any,
+        pin: int | None,
+        *,
+        stream: bool,
+    ) -> LiveRequest:
+        pinned = pinned_worker(state, pin)
+        return LiveRequest(
+            state,
+            request,
+            endpoint=endpoint,
+            model_label=state.model_name,
+            response_id=response_id,
+            prompt_ids=prompt,
+            pinned=pinned,
+            stream=stream,
+        )
+
+    async def openai_route(
+        request: Request,
+        parse: Callable[[Any], GenerationRequest],
+        prefix: str,
+        endpoint: str,
+        stream: Callable[[DeploymentState, EngineRun, LiveRequest], AsyncIterator[bytes]],
+        body_of: Callable[[DeploymentState, EngineRun], dict[str, Any]],
+    ) -> Response:
         received = Received.now()
         _require_model(state)
         body = await read_json(request)
         _check_model_first(state, body)
         parsed = parse(body)
-        worker = pick_worker(state, _pin_for(request, parsed.nvext))
-        return run_request(state, parsed, worker, received, f"{prefix}-{uuid.uuid4()}")
+        response_id = f"{prefix}-{uuid.uuid4()}"
+        pin = _pin_for(request, parsed.nvext)
+        live = live_request(
+            request, endpoint, response_id, parsed.prompt_ids, pin, stream=parsed.stream
+        )
+
+        def compute(worker: EngineWorker, cached: int) -> EngineRun:
+            return run_request(state, parsed, worker, received, response_id, cached)
+
+        ignore = ignores_disconnects(state)
+        if parsed.stream:
+            frames = _streamed(
+                live, compute, lambda r: r.total_tokens, lambda r: stream(state, r, live)
+            )
+            return LiveStreamResponse(frames, ignore_disconnect=ignore, on_close=live.abandon)
+        run = await unless_disconnected(request, _unary_run(live, compute), ignore=ignore)
+        if run is None:
+            live.abandon()  # in case the work was cancelled before it even started
+            return Response(status_code=CLIENT_CLOSED)
+        return json_response(body_of(state, run))
 
     async def completions(request: Request) -> Response:
         def parse(body: Any) -> GenerationRequest:
             return parse_completion_request(body, bos_on_text=state.fault("text_prompt_differs"))
 
-        return completion_response(state, await generate(request, parse, "cmpl"))
+        return await openai_route(
+            request, parse, "cmpl", "completions", completion_stream, completion_body
+        )
 
     async def chat(request: Request) -> Response:
-        return chat_response(state, await generate(request, parse_chat_request, "chatcmpl"))
+        return await openai_route(
+            request, parse_chat_request, "chatcmpl", "chat_completions", chat_stream, chat_body
+        )
 
     async def sglang_generate(request: Request) -> Response:
         _require_model(state)
         body = await read_json(request)
         _check_model_first(state, body)
-        return sglang_generate_response(state, body, pick_worker(state, None))
+        parsed = parse_sglang_request(body)
+        native: SglangRequest = dataclasses.replace(parsed, rid=parsed.rid or str(uuid.uuid4()))
+        assert native.rid is not None
+        pin = _header_pin(request)
+        live = live_request(request, "generate", native.rid, native.prompt, pin, stream=True)
+
+        def compute(worker: EngineWorker, cached: int) -> SglangEvents:
+            return SglangEvents(state, worker, native, cached_tokens=cached)
+
+        frames = _streamed(live, compute, lambda e: e.token_count, lambda e: e.frames(live))
+        return LiveStreamResponse(
+            frames, ignore_disconnect=ignores_disconnects(state), on_close=live.abandon
+        )
 
     async def input_tokens(request: Request) -> Response:
         body = await read_json(request)
@@ -193,36 +310,38 @@ def build_frontend_app(state: DeploymentState) -> Starlette:
 
     async def health(request: Request) -> Response:
         live = endpoints if state.workers else []
+        namespaces = list(dict.fromkeys(w.namespace for w in state.workers))
         body = {
             "status": "healthy",
-            "endpoints": [f"dyn://{NAMESPACE}.{COMPONENT}.{e}" for e in live],
+            "endpoints": [f"dyn://{ns}.{COMPONENT}.{e}" for ns in namespaces for e in live],
             "instances": [_instance(w, e) for w in state.workers for e in live],
         }
         return json_response(body)
 
-    async def live(request: Request) -> Response:
+    async def live_route(request: Request) -> Response:
         return json_response({"status": "live", "message": "Service is live"})
 
     async def metrics(request: Request) -> Response:
-        text = (
-            "# HELP dynamo_frontend_active_requests Number of requests currently being handled"
-            " by the frontend\n"
-            "# TYPE dynamo_frontend_active_requests gauge\n"
-            f'dynamo_frontend_active_requests{{model="{state.model_name}"}} 0\n'
-        )
-        return Response(text, headers={"content-type": "text/plain; charset=utf-8"})
+        text = state.metrics.render([state.model_name])
+        return Response(text, headers={"content-type": METRICS_CONTENT_TYPE})
 
     routes = [
-        Route("/v1/completions", _guarded(completions), methods=["POST"]),
-        Route("/v1/chat/completions", _guarded(chat), methods=["POST"]),
-        Route("/v1/responses/input_tokens", _guarded(input_tokens), methods=["POST"]),
+        Route("/v1/completions", _guarded(completions, state, "completions"), methods=["POST"]),
+        Route(
+            "/v1/chat/completions",
+            _guarded(chat, state, "chat_completions"),
+            methods=["POST"],
+        ),
+        Route("/v1/responses/input_tokens", _guarded(input_tokens, state), methods=["POST"]),
         Route("/v1/models", models, methods=["GET"]),
         Route("/health", health, methods=["GET"]),
-        Route("/live", live, methods=["GET"]),
+        Route("/live", live_route, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
     ]
     if state.personality.native_generate:
-        routes.append(Route("/generate", _guarded(sglang_generate), methods=["POST"]))
+        routes.append(
+            Route("/generate", _guarded(sglang_generate, state, "generate"), methods=["POST"])
+        )
     return Starlette(
         routes=routes,
         middleware=[Middleware(EchoRequestId)],

@@ -23,7 +23,9 @@ from typing import Literal
 from fake_backends.tokenizer import EOS_ID, token_bytes
 from fake_backends.toy_model import Alternative, ToyModel
 
-FinishKind = Literal["eos", "stop", "length"]
+# "cancelled": ended early by an abort (pause in abort mode, abort_request); the engine
+# never produces it itself, the control plane truncates a result with it.
+FinishKind = Literal["eos", "stop", "length", "cancelled"]
 
 DEFAULT_MAX_TOKENS = 16
 

@@ -4,9 +4,11 @@ The OpenAI-compatible routes behave the same for every backend (they are the Dyn
 frontend's); the personality only decides the backend-specific parts, following the
 RL integration reference's compatibility tables:
 
-* vLLM: RL-enabled Python workers, each with a system server, listed by /v1/rl/workers;
-* SGLang: the native streaming ``POST /generate`` route; no RL registration;
-* TensorRT-LLM: no native route, no prompt logprobs, no RL registration.
+* vLLM: RL-enabled Python workers (or the native sidecar), each with a system server,
+  listed by /v1/rl/workers; prefix-cache hits reported in usage;
+* SGLang: the native streaming ``POST /generate`` route; a system server per worker with
+  SGLang's own administration routes, but no RL registration; cache hits reported;
+* TensorRT-LLM: no native route, no prompt logprobs, no system server, no RL registration.
 """
 
 from __future__ import annotations
@@ -15,20 +17,36 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+ADMIN_FAMILIES = ("python", "sidecar")
+
 
 @dataclass(frozen=True)
 class Personality:
     name: str
     native_generate: bool  # frontend serves SGLang POST /generate
     prompt_logprobs: bool  # the engine can return prompt logprobs
-    rl_workers: bool  # workers run a system server and register with /v1/rl/workers
+    rl_workers: bool  # workers register with /v1/rl/workers
+    system_servers: bool = False  # each worker runs a system server with /engine routes
+    reports_cached_tokens: bool = False  # usage carries prompt_tokens_details.cached_tokens
 
 
 PERSONALITIES: Mapping[str, Personality] = MappingProxyType(
     {
-        "vllm": Personality("vllm", native_generate=False, prompt_logprobs=True, rl_workers=True),
+        "vllm": Personality(
+            "vllm",
+            native_generate=False,
+            prompt_logprobs=True,
+            rl_workers=True,
+            system_servers=True,
+            reports_cached_tokens=True,
+        ),
         "sglang": Personality(
-            "sglang", native_generate=True, prompt_logprobs=True, rl_workers=False
+            "sglang",
+            native_generate=True,
+            prompt_logprobs=True,
+            rl_workers=False,
+            system_servers=True,
+            reports_cached_tokens=True,
         ),
         "trtllm": Personality(
             "trtllm", native_generate=False, prompt_logprobs=False, rl_workers=False

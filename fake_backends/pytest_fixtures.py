@@ -35,16 +35,24 @@ def make_fake_deployment_fixture(
     workers: int = 2,
     model: str = "toy",
     faults: Iterable[str] = (),
+    **deployment_options: Any,
 ) -> Callable[..., Any]:
     """Return a fixture named ``name`` yielding a started ``FakeDeployment``.
 
+    ``deployment_options`` are further ``FakeDeployment`` keyword arguments
+    (``worker_namespaces``, ``admin_family``, ``engine_routes``, ``listener_env`` ...).
     Indirect parametrization (``request.param``) overrides the backend: a backend name,
     or a dict of ``FakeDeployment`` keyword arguments including ``backend``.
     """
     initial = tuple(faults)
 
     def _fixture(request: pytest.FixtureRequest) -> Iterator[FakeDeployment]:
-        options: dict[str, Any] = {"workers": workers, "model": model, "faults": initial}
+        options: dict[str, Any] = {
+            "workers": workers,
+            "model": model,
+            "faults": initial,
+            **deployment_options,
+        }
         chosen = backend
         param = getattr(request, "param", None)
         if isinstance(param, str):

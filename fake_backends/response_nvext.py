@@ -57,7 +57,9 @@ class NvextComposer:
             data["completion_logprobs"] = list(view.selected)
         data["prompt_token_ids"] = list(self._run.request.prompt_ids)
         data["finished"] = True
-        data["weight_version"] = self._run.worker.version
+        # The version of the weights that produced these tokens, not the worker's current
+        # one: a request held across an update was generated after it.
+        data["weight_version"] = self._run.weight_version
         positions = self._positions()
         if positions is not None:
             data["prompt_logprobs"] = vllm_prompt_logprobs(positions, float)
@@ -116,6 +118,11 @@ class NvextComposer:
         ids = reported_completion_ids(self._state, [step.token_id], step.text_delta)
         with_ids = self._wants("completion_token_ids") and not dropped
         return self._compose(ids, view if terminal else None, with_ids=with_ids)
+
+    def for_cancel(self, view: ChoiceView) -> dict[str, Any] | None:
+        """nvext of the token-less chunk that ends an aborted choice."""
+        self.mark_first_token()
+        return self._compose(None, view, with_ids=False)
 
     def for_response(self, views: Sequence[ChoiceView]) -> dict[str, Any] | None:
         """nvext of a non-streaming response: ids concatenated, the rest from the last finisher."""

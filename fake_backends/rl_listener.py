@@ -2,9 +2,14 @@
 
 Shapes follow the facts sheet §1 exactly: protocol version 1; workers sorted by
 (namespace, component, endpoint, instance_id); optional fields absent (never null);
-``routes`` sorted and unique.  The listener serves nothing else: other methods on the
-path are 405 with an empty body, every other path is 404 with an empty body (axum's
-defaults, no fallback installed).
+``routes`` sorted and unique, verbatim as the worker advertises them (``control/pause``
+for the native sidecar).  The listener serves nothing else: other methods on the path
+are 405 with an empty body, every other path is 404 with an empty body (axum's defaults,
+no fallback installed).
+
+Which workers are listed depends on the listener's *own* environment, read at every
+request (``namespaces``): the top-level ``namespace`` is the scope, each worker carries
+its own namespace and a ``request_plane_url`` built from it.
 """
 
 from __future__ import annotations
@@ -16,76 +21,100 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from fake_backends.namespaces import resolve_scope
 from fake_backends.state import DeploymentState
 from fake_backends.wire import json_response
-from fake_backends.worker_admin import VLLM_RL_ROUTES
-from fake_backends.workers import COMPONENT, NAMESPACE, RL_ENDPOINT, EngineWorker, instance_id_for
+from fake_backends.workers import (
+    COMPONENT,
+    GENERATE_ENDPOINT,
+    RL_ENDPOINT,
+    EngineWorker,
+    instance_id_for,
+)
 
 PROTOCOL_VERSION = 1
 WORKERS_PATH = "/v1/rl/workers"
 ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]
-RL_URL = f"dyn://{NAMESPACE}.{COMPONENT}.{RL_ENDPOINT}"
 PROBE_ERROR = "worker routes request failed"
+RENAMED_PREFIX = "engine/"
+REQUIRED_ROUTE = "update_weights_from_disk"
 
 
-def _describe(worker: EngineWorker, instance_id: int) -> dict[str, Any]:
-    address = f"{worker.transport_address}/{instance_id:016x}/{NAMESPACE}/{COMPONENT}/{RL_ENDPOINT}"
+def _describe(worker: EngineWorker, instance_id: int, routes: tuple[str, ...]) -> dict[str, Any]:
     entry: dict[str, Any] = {
-        "namespace": NAMESPACE,
+        "namespace": worker.namespace,
         "component": COMPONENT,
         "endpoint": RL_ENDPOINT,
         "instance_id": instance_id,
-        "transport": {"tcp": address},
-        "request_plane_url": RL_URL,
+        "transport": worker.transport(RL_ENDPOINT, instance_id),
+        "request_plane_url": worker.endpoint_url(RL_ENDPOINT),
     }
     if worker.system_url:
         entry["system_url"] = worker.system_url
     entry["model"] = worker.model_name
-    entry["routes"] = sorted(set(VLLM_RL_ROUTES))
+    entry["routes"] = sorted(set(routes))
     entry["world_size"] = 1
     return entry
 
 
-def _apply_faults(state: DeploymentState, entries: list[dict[str, Any]]) -> None:
-    """Break the listing in the named ways; entries[i] is configured worker i."""
-    first = entries[0] if entries else None
-    if state.fault("duplicate_instance_ids") and len(entries) > 1:
-        entries[1]["instance_id"] = entries[0]["instance_id"]
+def _break_worker_zero(state: DeploymentState, worker: EngineWorker, entry: dict[str, Any]) -> None:
+    if state.fault("request_plane_url_mismatch"):
+        entry["request_plane_url"] = worker.endpoint_url(GENERATE_ENDPOINT)
+    if state.fault("probe_error_with_routes"):
+        entry["error"] = PROBE_ERROR
+    if state.fault("system_url_absent"):
+        entry.pop("system_url", None)
+    if state.fault("optional_field_null"):
+        entry["system_url"] = None
+    if state.fault("required_route_missing"):
+        entry["routes"] = [r for r in entry["routes"] if r != REQUIRED_ROUTE]
+    if state.fault("routes_renamed"):
+        entry["routes"] = sorted(RENAMED_PREFIX + r for r in entry["routes"])
+    if state.fault("worker_without_routes"):
+        del entry["routes"]
+
+
+def _break_route_lists(state: DeploymentState, entries: list[dict[str, Any]]) -> None:
     for entry in entries:
+        if "routes" not in entry:
+            continue
         if state.fault("routes_unsorted"):
             entry["routes"] = sorted(entry["routes"], reverse=True)
         if state.fault("routes_duplicated") and entry["routes"]:
             entry["routes"] = sorted(
                 [*entry["routes"], entry["routes"][0]], reverse=state.fault("routes_unsorted")
             )
-    if first is None:
-        return
-    if state.fault("request_plane_url_mismatch"):
-        first["request_plane_url"] = f"dyn://{NAMESPACE}.{COMPONENT}.generate"
-    if state.fault("probe_error_with_routes"):
-        first["error"] = PROBE_ERROR
-    if state.fault("optional_field_null"):
-        first["system_url"] = None
-    if state.fault("worker_without_routes"):
-        del first["routes"]
 
 
 def list_workers(state: DeploymentState) -> dict[str, Any]:
     """The response body of one read of ``/v1/rl/workers``."""
     read = next(state.rl_reads)
+    scope = resolve_scope(
+        state.listener_env(), empty_prefix_global=state.fault("empty_prefix_global")
+    )
+    loose = state.fault("namespace_prefix_matches_ns2")
     workers = state.workers if state.personality.rl_workers else []
     unstable = state.fault("worker_identity_unstable")
-    entries = [
-        _describe(w, instance_id_for(w.index, read + 1) if unstable else w.instance_id)
-        for w in workers
-    ]
-    _apply_faults(state, entries)
+    entries: list[dict[str, Any]] = []
+    by_index: dict[int, dict[str, Any]] = {}
+    for worker in workers:
+        if not scope.matches(worker.namespace, ignore_boundary=loose):
+            continue
+        instance_id = instance_id_for(worker.index, read + 1) if unstable else worker.instance_id
+        entry = _describe(worker, instance_id, worker.advertised_routes)
+        if worker.index == 0:
+            _break_worker_zero(state, worker, entry)
+        by_index[worker.index] = entry
+        entries.append(entry)
+    if state.fault("duplicate_instance_ids") and 0 in by_index and 1 in by_index:
+        by_index[1]["instance_id"] = by_index[0]["instance_id"]
+    _break_route_lists(state, entries)
     entries.sort(key=lambda e: (e["namespace"], e["component"], e["endpoint"], e["instance_id"]))
     if state.fault("instance_id_rounded"):
         for entry in entries:
             entry["instance_id"] = float(entry["instance_id"])
     version = 2 if state.fault("protocol_version_2") else PROTOCOL_VERSION
-    return {"protocol_version": version, "namespace": NAMESPACE, "workers": entries}
+    return {"protocol_version": version, "namespace": scope.reported, "workers": entries}
 
 
 def build_rl_app(state: DeploymentState) -> Starlette:

@@ -7,25 +7,30 @@ event is a cumulative SGLang object (SGLang's default streaming mode): full text
 all output ids so far, and ``meta_info`` with cumulative logprob lists of
 ``[logprob, token_id, null]`` triples.  ``input_token_logprobs`` starts at
 ``logprob_start_len`` and its first entry's logprob is always null (facts B1).
+
+Events are released one token at a time through the request's ``LiveRequest``; an
+aborted request ends with a final event whose ``finish_reason`` is SGLang's
+``{"type": "abort", "message": "Aborted"}``.  ``meta_info.weight_version`` names the
+weights that generated the tokens (SGLang's ``"default"`` until a version is declared)
+and ``meta_info.cached_tokens`` the prefix-cache hit.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from starlette.responses import Response
-
 from fake_backends.errors import DESERIALIZE_PREFIX, FrontendError
+from fake_backends.flow import LiveRequest
 from fake_backends.generation import (
     DEFAULT_MAX_TOKENS,
-    ChoiceResult,
     SamplingParams,
     generate_choice,
     score_prompt,
 )
-from fake_backends.sse import DONE_FRAME, frame, sse_response
+from fake_backends.sse import DONE_FRAME, frame
 from fake_backends.state import DeploymentState
 from fake_backends.streaming import TRAILING_TEXT
 from fake_backends.tokenizer import VOCAB_SIZE
@@ -123,36 +128,56 @@ def _triples(alternatives: Sequence[Alternative]) -> list[Triple]:
     return [[a.logprob, a.token_id, None] for a in alternatives]
 
 
-class _Events:
-    """Builds the cumulative events of one /generate stream."""
+ABORT_FINISH = {"type": "abort", "message": "Aborted"}
+DEFAULT_WEIGHT_VERSION = "default"
+
+
+@dataclass(frozen=True)
+class SglangRequest:
+    """A validated native ``/generate`` request."""
+
+    prompt: list[int]
+    params: SamplingParams
+    rid: str | None
+    return_logprob: bool
+    start: int  # logprob_start_len, -1 when input logprobs are not wanted
+    top_n: int
+
+
+class SglangEvents:
+    """The generation of one /generate request and its cumulative events."""
 
     def __init__(
         self,
         state: DeploymentState,
         worker: EngineWorker,
-        prompt: list[int],
-        result: ChoiceResult,
+        request: SglangRequest,
         *,
-        rid: str,
-        return_logprob: bool,
-        start: int,
-        top_n: int,
+        cached_tokens: int,
     ) -> None:
         self._state = state
         self._worker = worker
-        self._prompt = prompt
-        self._result = result
-        self._rid = rid
-        self._return_logprob = return_logprob
-        self._top_n = top_n
+        self._prompt = request.prompt
+        self._result = generate_choice(worker.model(), request.prompt, request.params, 0)
+        self._rid = request.rid or str(uuid.uuid4())
+        self._return_logprob = request.return_logprob
+        self._top_n = request.top_n
+        self._cached_tokens = cached_tokens
+        self._weight_version = worker.version if worker.version_declared else DEFAULT_WEIGHT_VERSION
+        result = self._result
         self._selected = reported_selected(state, result.logprobs)
         drop = state.fault("topk_missing_selected")
         self._output_tops = [
             _triples(worker_alternatives(s, drop_sampled=True) if drop else s.top)
             for s in result.steps
         ]
+        start = request.start
         self._with_input = start >= 0  # logprob_start_len -1: no input logprobs at all
         self._input, self._input_top = self._input_logprobs(start) if start >= 0 else ([], [])
+
+    @property
+    def token_count(self) -> int:
+        return len(self._result.steps)
 
     def _input_logprobs(self, start: int) -> tuple[list[Triple], list[list[Triple] | None]]:
         model = self._worker.model()
@@ -173,27 +198,29 @@ class _Events:
             values[0] = model.distribution(context, 0, include_eos=True).logprob(ids[0])
         return [[v, t, None] for v, t in zip(values, ids, strict=True)], tops
 
-    def _finish_reason(self) -> dict[str, Any] | None:
+    def _finish_reason(self, *, aborted: bool) -> dict[str, Any] | None:
         if self._state.fault("finish_reason_missing"):
             return None
         if self._state.fault("unknown_finish_reason"):
             return {"type": "weird_reason"}
+        if aborted:
+            return dict(ABORT_FINISH)
         if self._result.finish == "length":
             return {"type": "length", "length": len(self._result.steps)}
         return {"type": "stop", "matched": self._result.stop_reason}
 
-    def event(self, upto: int, *, final: bool) -> dict[str, Any]:
+    def event(self, upto: int, *, final: bool, aborted: bool = False) -> dict[str, Any]:
         """The cumulative event after ``upto`` generated tokens."""
         steps = self._result.steps[:upto]
         ids = [s.token_id for s in steps]
         count = len(ids) + (1 if self._state.fault("usage_counts_wrong") else 0)
         meta: dict[str, Any] = {
             "id": self._rid,
-            "finish_reason": self._finish_reason() if final else None,
+            "finish_reason": self._finish_reason(aborted=aborted) if final else None,
             "prompt_tokens": len(self._prompt),
             "completion_tokens": count,
-            "cached_tokens": 0,
-            "weight_version": self._worker.version if self._worker.version_declared else "default",
+            "cached_tokens": self._cached_tokens,
+            "weight_version": self._weight_version,
         }
         if self._return_logprob:
             shift = 1 if self._state.fault("sglang_output_logprob_id_mismatch") else 0
@@ -201,23 +228,32 @@ class _Events:
                 meta["input_token_logprobs"] = self._input
             meta["output_token_logprobs"] = [
                 [value, token + shift, None]
-                for value, token in zip(self._selected, ids, strict=False)
+                for value, token in zip(self._selected[:upto], ids, strict=False)
             ]
             if self._top_n > 0:
                 if self._with_input:
                     meta["input_top_logprobs"] = self._input_top
                 meta["output_top_logprobs"] = self._output_tops[:upto]
-        if final and self._state.fault("stream_ids_differ"):
+        if final and not aborted and self._state.fault("stream_ids_differ"):
             ids = ids[:-1]
         return {"text": "".join(s.text_delta for s in steps), "output_ids": ids, "meta_info": meta}
 
-    def frames(self) -> Iterator[bytes]:
+    async def frames(self, live: LiveRequest) -> AsyncIterator[bytes]:
         total = len(self._result.steps)
         if self._state.fault("stream_truncated"):
-            yield frame(self.event(1, final=False))
+            if await live.step():
+                live.end("completed")
+                yield frame(self.event(1, final=False))
             return
         for upto in range(1, total + 1):
+            if not await live.step():
+                live.end("aborted")
+                yield frame(self.event(upto - 1, final=True, aborted=True))
+                if not self._state.fault("done_missing"):
+                    yield DONE_FRAME
+                return
             yield frame(self.event(upto, final=upto == total))
+        live.end("completed", [s.token_id for s in self._result.steps])
         last = self.event(total, final=True)
         if self._state.fault("double_terminal"):
             yield frame(last)
@@ -229,7 +265,8 @@ class _Events:
             yield DONE_FRAME
 
 
-def sglang_generate_response(state: DeploymentState, body: Any, worker: EngineWorker) -> Response:
+def parse_sglang_request(body: Any) -> SglangRequest:
+    """Validate a native /generate body (stream only: non-stream is a 501)."""
     if not isinstance(body, Mapping):
         raise _bad_request("invalid type: expected a JSON object")
     prompt = _prompt(body)
@@ -252,15 +289,11 @@ def sglang_generate_response(state: DeploymentState, body: Any, worker: EngineWo
         raise FrontendError(
             501, SGLANG_NON_STREAM_MESSAGE, body={"error": {"message": SGLANG_NON_STREAM_MESSAGE}}
         )
-    result = generate_choice(worker.model(), prompt, params, 0)
-    events = _Events(
-        state,
-        worker,
-        prompt,
-        result,
-        rid=rid or str(uuid.uuid4()),
+    return SglangRequest(
+        prompt=prompt,
+        params=params,
+        rid=rid,
         return_logprob=return_logprob,
         start=start if return_logprob else -1,
         top_n=top_n,
     )
-    return sse_response(events.frames())

@@ -8,6 +8,7 @@ same, possibly faulty, data.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -73,8 +74,14 @@ def openai_finish_reason(state: DeploymentState, result: ChoiceResult) -> str | 
 
 
 def detailed_finish_reason(result: ChoiceResult) -> str:
-    """Recorded from 1.6.1: an engine ``eos`` finish shows as ``"stop"`` here too."""
-    return "length" if result.finish == "length" else "stop"
+    """Recorded from 1.6.1: an engine ``eos`` finish shows as ``"stop"`` here too.
+
+    An aborted request is the one finish the OpenAI ``finish_reason`` hides: it reads
+    ``"stop"`` there and only ``"cancelled"`` here tells it apart (observed §6.9).
+    """
+    if result.finish in ("length", "cancelled"):
+        return result.finish
+    return "stop"
 
 
 def choice_view(state: DeploymentState, result: ChoiceResult, logprobs: int | None) -> ChoiceView:
@@ -90,6 +97,21 @@ def choice_view(state: DeploymentState, result: ChoiceResult, logprobs: int | No
         selected=selected,
         tops=tops,
         sampled_always_listed=not missing,
+        finish_reason=openai_finish_reason(state, result),
+        detailed_finish_reason=detailed_finish_reason(result),
+    )
+
+
+def truncated_view(state: DeploymentState, view: ChoiceView, released: int) -> ChoiceView:
+    """The view of a choice an abort cut after ``released`` tokens (finish cancelled)."""
+    if released >= len(view.result.steps):
+        return view
+    result = ChoiceResult(view.result.index, view.result.steps[:released], "cancelled", None)
+    return dataclasses.replace(
+        view,
+        result=result,
+        selected=None if view.selected is None else view.selected[:released],
+        tops=view.tops[:released],
         finish_reason=openai_finish_reason(state, result),
         detailed_finish_reason=detailed_finish_reason(result),
     )

@@ -1,13 +1,18 @@
-"""Engine workers: identity, weights, and how the frontend picks one.
+"""Engine workers: identity, namespace, weights, and how the frontend picks one.
 
-A worker owns the weights it generates with (a tag feeding the toy model's hash) and the
-caller-declared weight version (metadata only, as in vLLM's ``set_weight_version``).
-Keeping them per worker lets a later control plane update workers one at a time and the
-suite observe mixed fleets.
+A worker owns the weights it generates with (a tag feeding the toy model's hash), the
+caller-declared weight version (metadata only, as in vLLM's ``set_weight_version``) and
+its runtime (pause state, in-flight requests, prefix cache).  Keeping them per worker lets
+the control plane update workers one at a time and the suite observe mixed fleets.
+
+Routing follows the frontend: round-robin over the workers that are registered for
+routing, unless the request pins an instance.  SGLang workers leave routing while paused
+or released; when no worker is routable an unpinned request waits for one.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import itertools
 import threading
@@ -15,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fake_backends.toy_model import ToyModel
+from fake_backends.worker_runtime import POLL_SECONDS, WorkerRuntime
 
 NAMESPACE = "dynamo"
 COMPONENT = "backend"
@@ -45,6 +51,9 @@ class EngineWorker:
     system_url: str | None = None
     transport_address: str = "127.0.0.1:0"
     started_at: float = 0.0
+    namespace: str = NAMESPACE
+    advertised_routes: tuple[str, ...] = ()  # what the worker tells RL discovery
+    runtime: WorkerRuntime = field(default_factory=WorkerRuntime, repr=False)
     _models: dict[str, ToyModel] = field(default_factory=dict, repr=False)
 
     def model(self) -> ToyModel:
@@ -62,11 +71,14 @@ class EngineWorker:
         self.version = version
         self.version_declared = True
 
-    def transport(self, endpoint: str) -> dict[str, str]:
-        path = (
-            f"{self.transport_address}/{self.instance_id:016x}/{NAMESPACE}/{COMPONENT}/{endpoint}"
-        )
+    def transport(self, endpoint: str, instance_id: int | None = None) -> dict[str, str]:
+        shown = self.instance_id if instance_id is None else instance_id
+        path = f"{self.transport_address}/{shown:016x}/{self.namespace}/{COMPONENT}/{endpoint}"
         return {"tcp": path}
+
+    def endpoint_url(self, endpoint: str) -> str:
+        """``dyn://{namespace}.{component}.{endpoint}``: the request-plane address."""
+        return f"dyn://{self.namespace}.{COMPONENT}.{endpoint}"
 
 
 class Router:
@@ -77,14 +89,27 @@ class Router:
         self._turn = itertools.count()
         self._lock = threading.Lock()
 
+    def find(self, instance_id: int) -> EngineWorker | None:
+        for worker in self._workers:
+            if worker.instance_id == instance_id:
+                return worker
+        return None
+
     def pick(self, pinned: int | None = None) -> EngineWorker | None:
-        if not self._workers:
-            return None
+        """The pinned worker, or the next routable one; None when there is none."""
         if pinned is not None:
-            for worker in self._workers:
-                if worker.instance_id == pinned:
-                    return worker
+            return self.find(pinned)
+        candidates = [w for w in self._workers if w.runtime.routable]
+        if not candidates:
             return None
         with self._lock:
             turn = next(self._turn)
-        return self._workers[turn % len(self._workers)]
+        return candidates[turn % len(candidates)]
+
+    async def acquire(self) -> EngineWorker:
+        """The next routable worker, waiting while none is (all paused or released)."""
+        while True:
+            worker = self.pick()
+            if worker is not None:
+                return worker
+            await asyncio.sleep(POLL_SECONDS)

@@ -128,6 +128,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     commands.add_parser("capabilities", help="list the capability registry")
 
+    kill = commands.add_parser(
+        "kill-matrix",
+        help="run the suite against every named fault of "
+        "our fakes and report what each check kills",
+    )
+    kill.add_argument("--report-dir", default="kill-matrix-report", metavar="DIR")
+    kill.add_argument("--examples", type=int, default=4)
+    kill.add_argument("--seed", type=int, default=0)
+
     install = commands.add_parser(
         "install-dynamo", help="install the real Dynamo into its own virtual environment"
     )
@@ -278,6 +287,49 @@ def command_capabilities(_: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def command_kill_matrix(args: argparse.Namespace) -> int:
+    import pytest
+
+    with tempfile.TemporaryDirectory(prefix="rl-conformance-") as scratch:
+        ini = Path(scratch) / "pytest.ini"
+        ini.write_text("[pytest]\n")
+        pytest.main(
+            [
+                str(suites_dir()),
+                "-c",
+                str(ini),
+                "--rootdir",
+                str(suites_dir()),
+                "-p",
+                "no:cacheprovider",
+                "-q",
+                "--no-header",
+                "-rN",
+                "--tb=no",
+                "--rl-fault-matrix",
+                "--rl-report-dir",
+                args.report_dir,
+                "--rl-examples",
+                str(args.examples),
+                "--rl-seed",
+                str(args.seed),
+            ]
+        )
+    path = Path(args.report_dir) / "kill-matrix.json"
+    if not path.exists():
+        print(f"rl-conformance: no kill matrix was written ({path})", file=sys.stderr)
+        return EXIT_FAILED
+    kill = json.loads(path.read_text())
+    print(
+        f"{len(kill['faults'])} faults, unkilled: {kill['unkilled_faults'] or 'none'}; "
+        f"checks killing nothing: {kill['checks_killing_nothing'] or 'none'}; "
+        f"clean fakes failing: {kill['clean_failures'] or 'none'}"
+    )
+    print(f"written to {Path(args.report_dir) / 'kill-matrix.md'}")
+    bad = kill["unkilled_faults"] or kill["checks_killing_nothing"] or kill["clean_failures"]
+    return EXIT_FAILED if bad or not kill["complete"] else EXIT_OK
+
+
 def command_install_dynamo(args: argparse.Namespace) -> int:
     try:
         python = install(args.venv, args.dynamo_version)
@@ -295,6 +347,7 @@ def main(argv: list[str] | None = None) -> int:
         "validate": command_validate,
         "capabilities": command_capabilities,
         "install-dynamo": command_install_dynamo,
+        "kill-matrix": command_kill_matrix,
     }
     try:
         return handlers[args.command](args)

@@ -106,6 +106,7 @@ def plan_targets(
     engine_faults: list[str] | None = None,
     dynamo_python: str | None = None,
     logs_dir: Path | None = None,
+    fault_matrix: bool = False,
 ) -> TargetPool:
     """The launchers of a run: an external deployment, a launched one, and/or our fakes (the
     default when nothing else is named)."""
@@ -130,6 +131,8 @@ def plan_targets(
             launch, docker_config, tuple(engine_faults or ()), dynamo_python, logs_dir
         )
         launchers[launcher.target_id] = launcher
+    if fault_matrix:
+        return fault_matrix_pool(workers)
     default = [] if (frontend or launch) else list(DEFAULT_FAKES)
     for name in fakes if fakes is not None else default:
         launcher = FakeLauncher(backend=name, workers=workers, faults=tuple(faults))
@@ -167,3 +170,25 @@ def launched(
     raise ConfigurationError(
         f"--launch: expected one of {', '.join(LAUNCH_KINDS)}, observed {kind!r}"
     )
+
+
+def fault_matrix_pool(workers: int) -> TargetPool:
+    """One clean fake per backend that has a fault, and one fake per named fault, on the first
+    backend the fault applies to (vLLM preferred: it has the widest surface)."""
+    from fake_backends import FAULTS
+
+    from .killmatrix import fault_target_id
+
+    launchers: dict[str, Launcher] = {}
+    for name, fault in sorted(FAULTS.items()):
+        backend = "vllm" if "vllm" in fault.backends else sorted(fault.backends)[0]
+        clean = FakeLauncher(backend=backend, workers=workers)
+        launchers.setdefault(clean.target_id, clean)
+        faulty = FakeLauncher(
+            backend=backend,
+            workers=workers,
+            faults=(name,),
+            target_id=fault_target_id(backend, name),
+        )
+        launchers[faulty.target_id] = faulty
+    return TargetPool(launchers)

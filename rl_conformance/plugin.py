@@ -7,6 +7,7 @@ so installing the package never changes an unrelated pytest run.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -20,8 +21,10 @@ import pytest
 from . import capabilities as capability_registry
 from . import suite_support
 from .admin import AdminClient, AdminWorker, MutationPolicy, MutationRefused, RouteNotAdvertised
+from .checks import REGISTRY
 from .client import Client
 from .errors import ConfigurationError
+from .killmatrix import build_kill_matrix, render_kill_matrix
 from .matrix import Evidence, RunInfo, TestOutcome, TestRecord, build_matrix, now
 from .plan import TargetPool, plan_targets
 from .reports import write_reports
@@ -168,6 +171,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="mutating calls may target every advertised worker",
     )
     group.addoption(
+        "--rl-fault-matrix",
+        action="store_true",
+        help="one fake per named fault plus clean fakes; writes kill-matrix.md/.json",
+    )
+    group.addoption(
         "--rl-read-only",
         action="store_true",
         help="no mutating call to any target, our fakes included",
@@ -214,6 +222,7 @@ def pytest_configure(config: pytest.Config) -> None:
             engine_faults=option.rl_engine_fault,
             dynamo_python=option.rl_dynamo_python,
             logs_dir=Path(option.rl_report_dir) / "logs",
+            fault_matrix=option.rl_fault_matrix,
         )
         policy = mutation_policy(option)
     except ConfigurationError as exc:
@@ -462,6 +471,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         selected = [capability_registry.get(capability_id) for capability_id in run.capability_ids]
         matrix = build_matrix(selected, run.pool.planned_targets(), run.records, info)
         write_reports(matrix, run.settings.report_dir)
+        if session.config.option.rl_fault_matrix:
+            kill = build_kill_matrix(matrix, REGISTRY)
+            directory = run.settings.report_dir
+            (directory / "kill-matrix.json").write_text(json.dumps(kill, indent=2) + "\n")
+            (directory / "kill-matrix.md").write_text(render_kill_matrix(kill))
         session.config.stash[MATRIX_KEY] = matrix
         if matrix["exit_status"] != 0 and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED

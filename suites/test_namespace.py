@@ -5,7 +5,7 @@ Needs a target whose RL listener can be re-scoped at run time (our fakes' contro
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from rl_conformance import FeatureAbsent
@@ -34,6 +34,8 @@ def rescope(client: Client, target: Target, env: dict[str, str]) -> None:
 @capability("namespace.scope")
 @property_test
 @given(env=environments)
+@example(env={"DYN_NAMESPACE_PREFIX": "", "DYN_NAMESPACE": "ns"})
+@example(env={"DYN_NAMESPACE_PREFIX": "dyn"})
 def test_listener_scope_follows_its_environment(
     client: Client, target: Target, verdict: Verdict, env: dict[str, str]
 ) -> None:

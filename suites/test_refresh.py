@@ -3,6 +3,8 @@ generation uses the new weights, KV state is invalidated, and the fleet reopens 
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -89,6 +91,22 @@ def succeed(
     return parsed
 
 
+@contextlib.contextmanager
+def paused(
+    verdict: Verdict, admin: AdminClient, worker: AdminWorker, family: AdminFamily
+) -> Iterator[None]:
+    """Pause (checked), run the body, and always resume: a failing step never leaves a worker
+    paused for the tests after it."""
+    try:
+        succeed(verdict, admin, worker, family, family.pause, family.pause_body)
+        yield
+    except BaseException:
+        with contextlib.suppress(Exception):
+            admin.call(worker, family.resume, {})
+        raise
+    succeed(verdict, admin, worker, family, family.resume, {})
+
+
 def generate_ids(
     verdict: Verdict, client: Client, target: Target, worker: AdminWorker
 ) -> tuple[list[int], Any]:
@@ -109,11 +127,8 @@ def test_pause_holds_new_generation_until_resume(
     admin_workers: list[AdminWorker],
 ) -> None:
     worker, family = one_worker(target, admin_workers)
-    succeed(verdict, admin, worker, family, family.pause, family.pause_body)
-    try:
+    with paused(verdict, admin, worker, family):
         held = pinned_generation(client, target, worker, PROMPT, deadline_s=HELD_S)
-    finally:
-        succeed(verdict, admin, worker, family, family.resume, {})
     after = pinned_generation(client, target, worker, PROMPT)
     verdict.check(
         control.pause_gates(
@@ -133,11 +148,8 @@ def test_every_worker_reports_the_applied_version(
 ) -> None:
     worker, family = one_worker(target, admin_workers)
     version = new_version()
-    succeed(verdict, admin, worker, family, family.pause, family.pause_body)
-    try:
+    with paused(verdict, admin, worker, family):
         succeed(verdict, admin, worker, family, family.update, family.update_body(version))
-    finally:
-        succeed(verdict, admin, worker, family, family.resume, {})
     if family.version:
         body = succeed(verdict, admin, worker, family, family.version, {})
         reported = {worker.label: (body or {}).get("version")}
@@ -158,11 +170,8 @@ def test_post_update_generation_uses_the_new_weights(
     worker, family = one_worker(target, admin_workers)
     before, _ = generate_ids(verdict, client, target, worker)
     version = new_version()
-    succeed(verdict, admin, worker, family, family.pause, family.pause_body)
-    try:
+    with paused(verdict, admin, worker, family):
         succeed(verdict, admin, worker, family, family.update, family.update_body(version))
-    finally:
-        succeed(verdict, admin, worker, family, family.resume, {})
     after, seen = generate_ids(verdict, client, target, worker)
     verdict.check(control.post_update_generation(before, after, seen, version))
 

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -37,6 +39,10 @@ MODEL_NAME = "toy"
 READY_TIMEOUT_S = 90.0
 PYTHON_ENV = "RL_CONFORMANCE_DYNAMO_PYTHON"
 DEFAULT_VENV = ".venv-dynamo"
+# Dynamo 1.6.1 parses DYN_SYSTEM_PORT as an i16: any port above 32767 (so every ephemeral port
+# Linux hands out) makes the worker exit at start-up with `invalid value unsigned int ...,
+# expected i16 for key "SYSTEM_PORT"`.
+SYSTEM_PORTS = range(20000, 32768)
 
 _BROKER = """
 import sys, zmq
@@ -253,7 +259,7 @@ class DynamoLauncher:
             worker_env = dict(
                 env,
                 PYTHONPATH=source_root,
-                DYN_SYSTEM_PORT=str(free_port()),
+                DYN_SYSTEM_PORT=str(_system_port()),
                 DYN_SYSTEM_USE_ENDPOINT_HEALTH_STATUS='["generate"]',
             )
             engines.append(self._process(f"worker-{index}", command, worker_env))
@@ -311,6 +317,19 @@ class DynamoLauncher:
             shutil.rmtree(self.workdir, ignore_errors=True)
             self.workdir = None
         self.processes = []
+
+
+def _system_port() -> int:
+    """A free loopback port that DYN_SYSTEM_PORT can hold (see SYSTEM_PORTS)."""
+    for _ in range(200):
+        port = random.choice(SYSTEM_PORTS)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise LaunchError(f"no free port below {SYSTEM_PORTS.stop} for DYN_SYSTEM_PORT")
 
 
 def _build_model_dir(directory: Path) -> None:

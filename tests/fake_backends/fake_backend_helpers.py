@@ -3,13 +3,45 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
 
 import httpx
 
 from fake_backends.deployment import FakeDeployment
+from fake_backends.faults import FAULT_NAMES
 
 DONE = "[DONE]"
+F = TypeVar("F", bound=Callable[..., Any])
+
+# Faults some test has shown to manifest (test_every_fault_is_demonstrated checks all).
+DEMONSTRATED: set[str] = set()
+
+
+def shows(*names: str) -> Callable[[F], F]:
+    """Register a test as the demonstration of the named faults."""
+    for name in names:
+        assert name in FAULT_NAMES, name
+    DEMONSTRATED.update(names)
+    return lambda test: test
+
+
+@contextmanager
+def faulted(dep: FakeDeployment, *names: str) -> Iterator[None]:
+    dep.set_faults(names)
+    try:
+        yield
+    finally:
+        dep.set_faults([])
+
+
+def admin(client: httpx.Client, base: str, route: str, body: Any = None) -> Any:
+    """POST ``{base}/engine/{route}`` and parse the JSON text reply (HTTP 200 expected)."""
+    reply = client.post(f"{base}/engine/{route}", json={} if body is None else body)
+    assert reply.status_code == 200, reply.text
+    assert reply.headers["content-type"] == "text/plain; charset=utf-8"
+    return json.loads(reply.text)
 
 
 def parse_sse(text: str) -> list[Any]:

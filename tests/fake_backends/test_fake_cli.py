@@ -99,3 +99,101 @@ def test_unknown_fault_is_a_clear_error() -> None:
     assert out.returncode == 2 and out.stdout == b""
     err = out.stderr.decode()
     assert "nope" in err and "done_missing" in err
+
+
+def _spawn_env(args: list[str], **env: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "fake_backends", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**_env(), **env},
+        cwd=REPO,
+    )
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            assert proc.wait(timeout=15) == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+def test_control_plane_options() -> None:
+    proc = _spawn_env(
+        [
+            "vllm",
+            "--workers",
+            "3",
+            "--worker-namespace",
+            "ns",
+            "--worker-namespace",
+            "ns-1a2b",
+            "--worker-namespace",
+            "ns2",
+            "--admin-family",
+            "sidecar",
+        ],
+        DYN_NAMESPACE_PREFIX="ns",
+    )
+    try:
+        assert proc.stdout is not None
+        info = read_ready_line(proc.stdout, timeout=20)
+        assert [w["namespace"] for w in info["workers"]] == ["ns", "ns-1a2b", "ns2"]
+        with httpx.Client(timeout=10) as client:
+            body = client.get(info["rl"] + "/v1/rl/workers").json()
+            assert body["namespace"] == "ns"
+            assert [w["namespace"] for w in body["workers"]] == ["ns", "ns-1a2b"]
+            assert "control/pause" in body["workers"][0]["routes"]
+            base = body["workers"][0]["system_url"]
+            assert client.post(base + "/engine/control/is_paused").json() == {"is_paused": False}
+            assert client.get(info["control"] + "/ledger").json() == {"requests": []}
+            assert client.get(info["control"] + "/admin_ledger").json()["requests"][0]["path"] == (
+                "/engine/control/is_paused"
+            )
+    finally:
+        _stop(proc)
+
+
+def test_sglang_engine_routes_option() -> None:
+    proc = _spawn_env(
+        ["sglang", "--workers", "1", "--engine-route", "info=get_server_info"],
+        DYN_SGLANG_ENGINE_ROUTES="ignored=get_weight_version",  # the flag wins
+    )
+    try:
+        assert proc.stdout is not None
+        info = read_ready_line(proc.stdout, timeout=20)
+        base = info["workers"][0]["system_url"]
+        with httpx.Client(timeout=10) as client:
+            assert client.post(base + "/engine/info").json()["served_model_name"] == "toy"
+            assert client.post(base + "/engine/ignored").status_code == 404
+    finally:
+        _stop(proc)
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "expected"),
+    [
+        (["sglang", "--engine-route", "x="], {}, "Invalid SGLang engine route descriptor 'x='"),
+        (["sglang"], {"DYN_SGLANG_ENGINE_ROUTES": "a=nope"}, "engine target has no method 'nope'"),
+        (["vllm", "--engine-route", "flush_cache"], {}, "needs backend sglang"),
+        (["sglang", "--admin-family", "sidecar"], {}, "needs backend vllm"),
+        (
+            ["vllm", "--workers", "1", "--worker-namespace", "a", "--worker-namespace", "b"],
+            {},
+            "2 worker namespaces",
+        ),
+    ],
+)
+def test_configuration_errors_exit_2(args: list[str], env: dict[str, str], expected: str) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "fake_backends", *args],
+        capture_output=True,
+        env={**_env(), **env},
+        cwd=REPO,
+    )
+    assert out.returncode == 2 and out.stdout == b""
+    assert expected in out.stderr.decode()

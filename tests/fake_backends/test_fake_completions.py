@@ -2,11 +2,25 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 from fake_backend_helpers import ALL_SELECTORS, DONE, PROMPT, completions, parse_sse, stream_chunks
 
 from fake_backends.deployment import FakeDeployment
 from fake_backends.tokenizer import EOS_ID, encode
+
+
+def _counts(usage: dict[str, Any]) -> tuple[int, int, int]:
+    return usage["prompt_tokens"], usage["completion_tokens"], usage["total_tokens"]
+
+
+def _check_cache_details(dep: FakeDeployment, usage: dict[str, Any]) -> None:
+    """vLLM/SGLang report prefix-cache hits (a 5-token prompt never fills a block)."""
+    if dep.backend == "trtllm":
+        assert "prompt_tokens_details" not in usage
+    else:
+        assert usage["prompt_tokens_details"] == {"audio_tokens": None, "cached_tokens": 0}
 
 
 def test_non_stream_shape(client: httpx.Client, any_backend: FakeDeployment) -> None:
@@ -37,7 +51,8 @@ def test_non_stream_shape(client: httpx.Client, any_backend: FakeDeployment) -> 
         assert isinstance(entries, dict) and 2 <= len(entries) <= 3
         assert lp["tokens"][position] in entries
         assert all(v <= 0 for v in entries.values())
-    assert body["usage"] == {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10}
+    assert _counts(body["usage"]) == (5, 5, 10)
+    _check_cache_details(any_backend, body["usage"])
     # recorded 1.6.1: without logprobs the key is absent, not null
     plain = completions(client, any_backend, prompt=PROMPT, max_tokens=2).json()
     assert list(plain["choices"][0]) == ["text", "index", "finish_reason"]
@@ -159,7 +174,8 @@ def test_stream_framing_and_chunks(client: httpx.Client, any_backend: FakeDeploy
     *tokens, usage = chunks
     assert len(tokens) == 4
     assert usage["choices"] == [] and "nvext" not in usage
-    assert usage["usage"] == {"prompt_tokens": 5, "completion_tokens": 4, "total_tokens": 9}
+    assert _counts(usage["usage"]) == (5, 4, 9)
+    _check_cache_details(any_backend, usage["usage"])
     for chunk in tokens:
         assert chunk["object"] == "text_completion" and chunk["id"] == tokens[0]["id"]
         assert chunk["usage"] is None and chunk["system_fingerprint"] is None

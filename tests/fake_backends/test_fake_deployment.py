@@ -18,7 +18,8 @@ faulty_trtllm = make_fake_deployment_fixture(
 def test_context_manager_starts_and_stops() -> None:
     with FakeDeployment("sglang", workers=3, model="m") as dep:
         assert dep.model == "m" and len(dep.workers) == 3
-        assert all(set(w) == {"instance_id"} for w in dep.workers)
+        assert all(set(w) == {"instance_id", "system_url", "namespace"} for w in dep.workers)
+        assert all(w["namespace"] == "dynamo" for w in dep.workers)
         assert len({w["instance_id"] for w in dep.workers}) == 3
         info = dep.ready_info()
         assert info["frontend"] == dep.frontend_url and info["backend"] == "sglang"
@@ -51,5 +52,5 @@ def test_fixture_factory_with_faults(faulty_trtllm: FakeDeployment) -> None:
 
 
 def test_catalogue_is_described() -> None:
-    assert len(FAULTS) == 33
+    assert len(FAULTS) == 46
     assert all(f.description and f.backends for f in FAULTS.values())

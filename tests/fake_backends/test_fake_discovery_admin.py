@@ -65,7 +65,9 @@ def test_other_backends_list_no_workers(
             "namespace": "dynamo",
             "workers": [],
         }
-        assert all("system_url" not in w for w in dep.workers)
+    # SGLang workers have system servers (handed out by the deployment), TRT-LLM none.
+    assert all(w["system_url"].startswith("http://127.0.0.1:") for w in sglang.workers)
+    assert all("system_url" not in w for w in trtllm.workers)
 
 
 def test_listener_serves_nothing_else(client: httpx.Client, vllm: FakeDeployment) -> None:
@@ -98,7 +100,7 @@ def test_frontend_info_routes(client: httpx.Client, any_backend: FakeDeployment)
     )
     assert counted.json() == {"object": "response.input_tokens", "input_tokens": 5}  # recorded
     metrics = client.get(f"{base}/metrics")
-    assert metrics.headers["content-type"] == "text/plain; charset=utf-8"
+    assert metrics.headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8"
 
 
 def test_system_server_health_and_routes(client: httpx.Client, vllm: FakeDeployment) -> None:

@@ -1,27 +1,31 @@
 """Every fault in the catalogue manifests: each test compares a faulty answer with a clean one.
 
 ``@shows`` registers which faults a test demonstrates; the last test fails if a fault
-of the catalogue has no demonstration, so adding a fault without a test is caught.
+of the catalogue has no demonstration, so adding a fault without a test is caught.  The
+control-plane faults are demonstrated in ``test_fake_control_faults``.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import Any
 
 import httpx
 import pytest
+import test_fake_control_faults  # noqa: F401  (registers the control-plane demonstrations)
 from fake_backend_helpers import (
+    DEMONSTRATED,
     DONE,
     PROMPT,
     chat,
     completions,
+    faulted,
     generate,
     parse_sse,
     rl_workers,
+    shows,
     stream_chunks,
 )
 
@@ -29,25 +33,7 @@ from fake_backends import FAULT_NAMES
 from fake_backends.deployment import FakeDeployment
 from fake_backends.tokenizer import BOS_ID, byte_level_ids
 
-F = TypeVar("F", bound=Callable[..., Any])
-DEMONSTRATED: set[str] = set()
 IDS = {"extra_fields": ["completion_token_ids"]}
-
-
-def shows(*names: str) -> Callable[[F], F]:
-    for name in names:
-        assert name in FAULT_NAMES, name
-    DEMONSTRATED.update(names)
-    return lambda test: test
-
-
-@contextmanager
-def faulted(dep: FakeDeployment, *names: str) -> Iterator[None]:
-    dep.set_faults(names)
-    try:
-        yield
-    finally:
-        dep.set_faults([])
 
 
 def _stream(client: httpx.Client, dep: FakeDeployment, **body: Any) -> list[Any]:
@@ -328,7 +314,7 @@ def test_usage_counts_wrong(client: httpx.Client, vllm: FakeDeployment) -> None:
             )
         )[-1]["usage"]
     for got in (body["usage"], usage):
-        assert got == {"prompt_tokens": 5, "completion_tokens": 4, "total_tokens": 9}
+        assert (got["prompt_tokens"], got["completion_tokens"], got["total_tokens"]) == (5, 4, 9)
 
 
 @shows("model_identity_mismatch")

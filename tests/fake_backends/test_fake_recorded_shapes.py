@@ -30,6 +30,9 @@ SKIPPED = {
 }
 EXCLUDED_PREFIXES = ("flow_", "worker_gone_", "no_model_", "vllm_inference_v1_generate", "metrics")
 LOOSE_KEYS = {"engine_data"}  # engine-owned, forwarded verbatim by the frontend
+# The recording engine sent no prompt_tokens_details (observed §6.11); the fake's vLLM and
+# SGLang workers report cache hits like the mocker does (test_usage_details_match_mocker).
+ENGINE_USAGE_EXTRAS = {"prompt_tokens_details"}
 SGLANG_META_EXTRAS = {"cached_tokens", "weight_version"}
 
 
@@ -52,6 +55,9 @@ def sig(value: Any, key: str = "") -> Any:
         if value and (key == "top_logprobs" or all(k.isdigit() for k in value)):
             return {"<map>": sorted({_key(sig(v)) for v in value.values()})}
         out = {k: sig(v, k) for k, v in value.items()}
+        if key == "usage":
+            for extra in ENGINE_USAGE_EXTRAS:
+                out.pop(extra, None)
         if key == "meta_info":
             for extra in SGLANG_META_EXTRAS:
                 out.pop(extra, None)
@@ -119,3 +125,37 @@ def test_shape_matches_recording(
         assert sig(json.loads(got.text)) == sig(expected["body"])
     else:
         assert got.text == (expected.get("text") or "")
+
+
+MOCKER = RECORDINGS.parent / "mocker"
+USAGE_CASES = [
+    "completions_extra_fields_all",
+    "completions_stream_include_usage",
+    "chat_basic",
+    "chat_stream_include_usage",
+]
+
+
+def _usages(response: dict[str, Any]) -> list[dict[str, Any]]:
+    found = [response["body"]["usage"]] if isinstance(response.get("body"), dict) else []
+    for event in response.get("sse_events") or []:
+        if isinstance(event, dict) and event.get("usage"):
+            found.append(event["usage"])
+    return found
+
+
+@pytest.mark.parametrize("case", USAGE_CASES)
+def test_usage_details_match_mocker(case: str, client: httpx.Client, vllm: FakeDeployment) -> None:
+    """The mocker reports cache hits; its usage shape is the one the fake follows."""
+    path = MOCKER / f"{case}.json"
+    if not path.is_file():
+        pytest.skip("no mocker recordings")
+    recorded = json.loads(path.read_text())
+    got = _replay(client, vllm, recorded["request"])
+    if recorded["response"].get("sse_events") is not None:
+        mine = _usages({"sse_events": parse_sse(got.text)})
+    else:
+        mine = _usages({"body": got.json()})
+    expected = _usages(recorded["response"])
+    assert len(mine) == len(expected) == 1
+    assert sig(mine[0]["prompt_tokens_details"]) == sig(expected[0]["prompt_tokens_details"])

@@ -1,0 +1,101 @@
+"""The kill matrix: which capabilities (and checks) each named fault of our fakes flips.
+
+A run in fault-matrix mode has one clean fake per backend and one fake per fault. Comparing a
+fault's column with the clean column of its backend gives the capabilities the fault "killed"
+and the checks that failed. A fault nothing kills, or a check that kills nothing, means the
+suite cannot fail where it should.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+SEPARATOR = "~"
+
+
+def fault_target_id(backend: str, fault: str) -> str:
+    return f"{backend}{SEPARATOR}{fault}"
+
+
+def split_target_id(target_id: str) -> tuple[str, str] | None:
+    if SEPARATOR not in target_id:
+        return None
+    backend, fault = target_id.split(SEPARATOR, 1)
+    return backend, fault
+
+
+def build_kill_matrix(matrix: dict[str, Any], checks: Iterable[str]) -> dict[str, Any]:
+    rows = matrix["capabilities"]
+    clean = {target["id"] for target in matrix["targets"] if split_target_id(target["id"]) is None}
+    clean_failures = sorted(
+        f"{row['id']} on {target}"
+        for row in rows
+        for target in clean
+        if row["cells"][target]["outcome"] in ("fail", "error")
+    )
+    faults = []
+    killing_checks: dict[str, list[str]] = {}
+    for target in matrix["targets"]:
+        parsed = split_target_id(target["id"])
+        if parsed is None:
+            continue
+        backend, fault = parsed
+        baseline = f"fake-{backend}"
+        flipped, failed_checks = [], set()
+        for row in rows:
+            cell = row["cells"][target["id"]]
+            before = row["cells"].get(baseline, {}).get("outcome")
+            if cell["outcome"] != before and cell["outcome"] in ("fail", "error"):
+                flipped.append(row["id"])
+                failed_checks.update(
+                    check["id"] for check in cell["checks"] if check["outcome"] == "fail"
+                )
+                failed_checks.update(item["check_id"] for item in cell["evidence"])
+        for check_id in failed_checks:
+            killing_checks.setdefault(check_id, []).append(fault)
+        faults.append(
+            {
+                "fault": fault,
+                "backend": backend,
+                "killed": bool(flipped),
+                "flipped": sorted(flipped),
+                "failed_checks": sorted(failed_checks),
+            }
+        )
+    registered = sorted(checks)
+    return {
+        "complete": matrix["complete"],
+        "faults": sorted(faults, key=lambda item: item["fault"]),
+        "clean_failures": clean_failures,
+        "checks": {check_id: sorted(killing_checks.get(check_id, [])) for check_id in registered},
+        "unkilled_faults": sorted(item["fault"] for item in faults if not item["killed"]),
+        "checks_killing_nothing": sorted(
+            check_id for check_id in registered if not killing_checks.get(check_id)
+        ),
+    }
+
+
+def render_kill_matrix(kill: dict[str, Any]) -> str:
+    lines = [
+        "# Kill matrix",
+        "",
+        f"{len(kill['faults'])} faults, {sum(f['killed'] for f in kill['faults'])} killed; "
+        f"{len(kill['checks'])} checks, "
+        f"{len(kill['checks']) - len(kill['checks_killing_nothing'])} kill at least one fault; "
+        f"clean fakes failing: {len(kill['clean_failures'])}.",
+        "",
+        "| fault | backend | capabilities flipped | checks that failed |",
+        "|---|---|---|---|",
+    ]
+    for item in kill["faults"]:
+        flipped = ", ".join(f"`{c}`" for c in item["flipped"]) or "**NOT KILLED**"
+        checks = ", ".join(f"`{c}`" for c in item["failed_checks"])
+        lines.append(f"| `{item['fault']}` | {item['backend']} | {flipped} | {checks} |")
+    lines += ["", "## Faults killed by each check", "", "| check | faults |", "|---|---|"]
+    for check_id, faults in kill["checks"].items():
+        lines.append(f"| `{check_id}` | {', '.join(faults) or '**none**'} |")
+    if kill["clean_failures"]:
+        lines += ["", "## Clean fakes failing (must be empty)", ""]
+        lines += [f"- {item}" for item in kill["clean_failures"]]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,279 @@
+"""Each engine fault, behind the REAL Dynamo 1.6.1 frontend: what the frontend makes of it.
+
+One stack per fault (``--engine-fault NAME`` through ``DynamoLauncher``), so every case sees
+exactly one deviation.  Each case asserts what the real frontend did: REJECTED (an HTTP
+error, or an error event in a stream), REPAIRED (the client sees the contract honoured), or
+PASSED THROUGH (the client sees the deviation).  ``engine_faults.ENGINE_FAULTS[...].observed``
+states the same in prose; together they are the pass-through report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from dynamo_stack import Stack, running_stack
+
+from fake_backends.dynamo_engine import SCRIPT_PREFIX
+from fake_backends.engine_faults import ADMIN, ENGINE_FAULT_NAMES, ENGINE_FAULTS
+from fake_backends.generation import SamplingParams, generate_choice
+from fake_backends.tokenizer import EOS_ID, byte_level_ids
+from fake_backends.toy_model import ToyModel
+
+PROMPT = [316, 276, 330, 275]
+ALL_FIELDS = [
+    "completion_token_ids",
+    "prompt_token_ids",
+    "prompt_logprobs",
+    "engine_data",
+    "stop_reason",
+    "detailed_finish_reason",
+]
+INTERNAL_ERROR = {"message": "Internal server error", "type": "Internal Server Error", "code": 500}
+STREAM_ERROR = {
+    "error": {"message": "Internal server error", "type": "internal_server_error", "code": 500}
+}
+VLLM_ROUTE_ERROR = {
+    "error": {"message": "internal server error", "type": "internal_error", "code": 500}
+}
+VLLM_ROUTE_CANCELLED = {
+    "error": {"message": "request was cancelled", "type": "request_cancelled", "code": 499}
+}
+
+
+def _body(**extra: Any) -> dict[str, Any]:
+    return {
+        "model": "toy",
+        "prompt": PROMPT,
+        "max_tokens": 4,
+        "temperature": 0,
+        "ignore_eos": True,
+        "nvext": {"extra_fields": ALL_FIELDS},
+        **extra,
+    }
+
+
+def _chat(stack: Stack, **extra: Any) -> httpx.Response:
+    return stack.post(
+        "/v1/chat/completions",
+        {
+            "model": "toy",
+            "messages": [{"role": "user", "content": "hi"}],
+            "max_tokens": 4,
+            "temperature": 0,
+            "ignore_eos": True,
+            **extra,
+        },
+    )
+
+
+def _vllm_route(stack: Stack, **params: Any) -> httpx.Response:
+    return stack.post(
+        "/inference/v1/generate",
+        {
+            "model": "toy",
+            "token_ids": PROMPT,
+            "sampling_params": {"max_tokens": 4, "temperature": 0, **params},
+        },
+    )
+
+
+def _sglang(stack: Stack) -> list[Any]:
+    return stack.stream(
+        "/generate",
+        {
+            "model": "toy",
+            "stream": True,
+            "return_logprob": True,
+            "logprob_start_len": 0,
+            "input_ids": PROMPT,
+            "sampling_params": {"max_new_tokens": 4, "temperature": 0},
+        },
+    )
+
+
+def _greedy(weights: str = "initial") -> list[int]:
+    params = SamplingParams(max_tokens=4, temperature=0, ignore_eos=True)
+    return generate_choice(ToyModel(weights), PROMPT, params, 0).token_ids
+
+
+# ---------------------------------------------------------------- one case per fault
+
+
+def logprobs_misaligned(stack: Stack) -> None:
+    body = stack.completion(**_body(max_tokens=6, logprobs=1))
+    logprobs = body["choices"][0]["logprobs"]
+    assert len(logprobs["tokens"]) == 6
+    assert len(logprobs["token_logprobs"]) == 2  # PASSED THROUGH: one per 3-token chunk
+    chat = _chat(stack, max_tokens=6, logprobs=True).json()
+    assert len(chat["choices"][0]["logprobs"]["content"]) == 2  # one entry per chunk
+    assert _vllm_route(stack, max_tokens=6, logprobs=1).json() == VLLM_ROUTE_ERROR  # REJECTED
+
+
+def selected_logprobs_one_short(stack: Stack) -> None:
+    body = stack.completion(**_body(logprobs=1))
+    logprobs = body["choices"][0]["logprobs"]
+    assert (len(logprobs["tokens"]), len(logprobs["token_logprobs"])) == (4, 3)  # PASSED
+    events = stack.stream("/v1/completions", _body(logprobs=1, stream=True))
+    last = [e for e in events[:-1] if e.get("choices")][-1]["choices"][0]
+    assert last["logprobs"]["tokens"] and last["logprobs"]["token_logprobs"] == []
+    meta = _sglang(stack)[-2]["meta_info"]
+    assert len(meta["output_token_logprobs"]) == 3  # SGLang route: passed through
+    assert _vllm_route(stack, logprobs=1).json() == VLLM_ROUTE_ERROR  # vLLM route: REJECTED
+
+
+def prompt_logprobs_shifted_by_one(stack: Stack) -> None:
+    body = stack.completion(**_body(prompt_logprobs=1))
+    reported = body["nvext"]["prompt_logprobs"]
+    assert reported[:2] == [None, None] and str(PROMPT[1]) in reported[2]  # PASSED THROUGH
+    chat = _chat(stack, prompt_logprobs=1).json()
+    assert chat["prompt_logprobs"][:2] == [None, None]
+    native = _vllm_route(stack, prompt_logprobs=1).json()
+    assert native["prompt_logprobs"][:2] == [None, None]
+    inputs = _sglang(stack)[-2]["meta_info"]["input_token_logprobs"]
+    assert [t[0] for t in inputs[:2]] == [None, None]
+
+
+def prompt_logprobs_int_keys(stack: Stack) -> None:
+    response = stack.post("/v1/completions", _body(prompt_logprobs=1))
+    assert (response.status_code, response.json()) == (500, INTERNAL_ERROR)  # REJECTED
+    assert stack.post("/v1/completions", _body()).status_code == 200  # only with prompt lps
+    events = stack.stream("/v1/completions", _body(prompt_logprobs=1, stream=True))
+    assert events[-2:] == [STREAM_ERROR, "[DONE]"]  # 200, then an error event
+    assert _vllm_route(stack, prompt_logprobs=1).status_code == 500
+
+
+def unknown_finish_reason(stack: Stack) -> None:
+    response = stack.post("/v1/completions", _body())
+    assert (response.status_code, response.json()) == (500, INTERNAL_ERROR)  # REJECTED
+    assert _chat(stack).status_code == 500
+    events = stack.stream("/v1/completions", _body(stream=True))
+    assert events[-2:] == [STREAM_ERROR, "[DONE]"]
+    texts = [e for e in events[:-2] if e.get("choices")]
+    assert len(texts) == 3  # the token that carried the bad finish reason is lost
+    assert _vllm_route(stack).status_code == 500
+    # the SGLang-native route forwards the engine's object verbatim: PASSED THROUGH
+    assert _sglang(stack)[-2]["meta_info"]["finish_reason"] == {"type": "weird_reason"}
+
+
+def _cut_short(stack: Stack) -> None:
+    body = stack.completion(**_body(max_tokens=6))
+    (choice,) = body["choices"]
+    assert choice["finish_reason"] == "stop"  # REPAIRED into a plain stop ...
+    assert body["nvext"]["detailed_finish_reason"] == "cancelled"  # ... visible only here
+    assert len(body["nvext"]["completion_token_ids"]) == 3
+    assert _vllm_route(stack).json() == VLLM_ROUTE_CANCELLED  # vLLM route: 499
+
+
+def cancelled_finish(stack: Stack) -> None:
+    _cut_short(stack)
+    meta = _sglang(stack)[-2]["meta_info"]
+    assert meta["finish_reason"]["type"] == "abort"
+
+
+def abort_finish(stack: Stack) -> None:
+    _cut_short(stack)  # the raw vLLM "abort" is normalized to cancelled by the frontend
+
+
+def eos_as_stop(stack: Stack) -> None:
+    body = stack.completion(**_body(prompt=[*SCRIPT_PREFIX, 300, EOS_ID], ignore_eos=False))
+    assert body["nvext"]["completion_token_ids"] == [300, EOS_ID]
+    assert body["choices"][0]["finish_reason"] == "stop"
+    assert body["nvext"]["detailed_finish_reason"] == "stop"  # same as an honest eos
+    assert "stop_reason" not in body["nvext"]  # the only difference (honest: 2)
+
+
+def usage_lies(stack: Stack) -> None:
+    body = stack.completion(**_body())
+    usage = body["usage"]
+    assert usage["prompt_tokens"] == 1004  # PASSED THROUGH (taken from the worker)
+    assert usage["completion_tokens"] == 4  # REPAIRED (counted by the frontend)
+    assert usage["total_tokens"] == 1008
+    meta = _sglang(stack)[-2]["meta_info"]
+    assert (meta["prompt_tokens"], meta["completion_tokens"]) == (1004, 2004)
+
+
+def worker_text_field(stack: Stack) -> None:
+    body = stack.completion(**_body(logprobs=1))
+    (choice,) = body["choices"]
+    assert choice["text"] == "<worker-text>" * 4  # PASSED THROUGH, ids ignored for text
+    assert choice["logprobs"]["tokens"] == [] and choice["logprobs"]["token_logprobs"] == []
+    assert body["nvext"]["completion_token_ids"] == _greedy()
+    chat = _chat(stack, logprobs=True).json()
+    assert chat["choices"][0]["logprobs"]["content"] == []
+    assert _vllm_route(stack).json()["choices"][0]["token_ids"] == _greedy()  # ignored there
+
+
+def wrong_top_logprob_token(stack: Stack) -> None:
+    body = stack.completion(**_body(logprobs=0))
+    ids = body["nvext"]["completion_token_ids"]
+    for position, token in zip(body["choices"][0]["logprobs"]["top_logprobs"], ids, strict=True):
+        assert f"<T{token}>" in position and len(position) == 2  # plus the frontend's own key
+    chat = _chat(stack, logprobs=True, top_logprobs=1).json()
+    for entry in chat["choices"][0]["logprobs"]["content"]:
+        assert entry["top_logprobs"][0]["token"] == f"<T{entry['token_id']}>"  # verbatim
+
+
+def completion_ids_retokenized(stack: Stack) -> None:
+    body = stack.completion(**_body())
+    text = body["choices"][0]["text"]
+    assert body["nvext"]["completion_token_ids"] == _greedy()
+    assert body["nvext"]["engine_data"]["completion_token_ids"] == byte_level_ids(text)
+
+
+CASES: dict[str, Callable[[Stack], None]] = {
+    case.__name__: case
+    for case in (
+        logprobs_misaligned,
+        selected_logprobs_one_short,
+        prompt_logprobs_shifted_by_one,
+        prompt_logprobs_int_keys,
+        unknown_finish_reason,
+        cancelled_finish,
+        abort_finish,
+        eos_as_stop,
+        usage_lies,
+        worker_text_field,
+        wrong_top_logprob_token,
+        completion_ids_retokenized,
+    )
+}
+ADMIN_FAULTS = tuple(name for name in ENGINE_FAULT_NAMES if ADMIN in ENGINE_FAULTS[name].surfaces)
+
+
+def test_every_engine_fault_has_a_case() -> None:
+    assert sorted([*CASES, *ADMIN_FAULTS]) == sorted(ENGINE_FAULT_NAMES)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_engine_fault_at_the_real_frontend(dynamo_python: Path, name: str) -> None:
+    with running_stack(dynamo_python, "fake-vllm", (name,), first_request_ok=False) as stack:
+        CASES[name](stack)
+    assert stack.exit_codes.get("worker-0") == 0  # SIGTERM: clean exit
+
+
+def test_admin_faults_acknowledge_and_do_nothing(dynamo_python: Path) -> None:
+    """weight_version_unchanged + update_keeps_old_weights + pause_not_applied on one worker."""
+    with running_stack(dynamo_python, "fake-vllm", ADMIN_FAULTS) as stack:
+        before = stack.completion(**_body())["nvext"]["completion_token_ids"]
+        assert before == _greedy()
+        assert stack.admin("pause_generation", {"mode": "keep"})["status"] == "ok"
+        # pause_not_applied: a request sent while "paused" is answered at once
+        assert stack.completion(**_body())["nvext"]["completion_token_ids"] == before
+        assert stack.admin(
+            "update_weights_from_disk", {"model_path": "/ckpt/step-1", "weight_version": "step-1"}
+        ) == {"status": "ok", "version": "step-1", "version_declared": True}
+        # weight_version_unchanged: acknowledged, never reported
+        assert stack.admin("get_weight_version") == {
+            "status": "ok",
+            "version": None,
+            "version_declared": False,
+        }
+        stack.admin("resume_generation")
+        # update_keeps_old_weights: generation is unchanged
+        after = stack.completion(**_body())["nvext"]
+        assert after["completion_token_ids"] == before
+        assert after["engine_data"]["weight_version"] is None

@@ -1,0 +1,271 @@
+"""Every control-plane fault manifests: each test shows the faulty and the clean behaviour.
+
+The ``@shows`` registry is shared with ``test_fake_faults``, whose completeness check
+imports this module.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpx
+import pytest
+from fake_backend_helpers import PROMPT, admin, faulted, rl_workers, shows
+
+from fake_backends.deployment import FakeDeployment
+
+LONG_PROMPT = list(range(300, 340))
+
+
+@pytest.fixture
+def dep() -> Iterator[FakeDeployment]:
+    with FakeDeployment("vllm") as deployment:
+        yield deployment
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 2.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.005)
+
+
+def greedy(client: httpx.Client, dep: FakeDeployment, index: int = 0, **body: Any) -> Any:
+    nvext = {
+        "backend_instance_id": dep.workers[index]["instance_id"],
+        "extra_fields": ["completion_token_ids", "engine_data"],
+    }
+    body = {"prompt": PROMPT, "max_tokens": 4, "temperature": 0, "nvext": nvext, **body}
+    return client.post(f"{dep.frontend_url}/v1/completions", json=body).json()
+
+
+def ids(response: Any) -> list[int]:
+    result: list[int] = response["nvext"]["completion_token_ids"]
+    return result
+
+
+def zero(client: httpx.Client, dep: FakeDeployment) -> dict[str, Any]:
+    entries: list[dict[str, Any]] = [
+        w
+        for w in rl_workers(client, dep)["workers"]
+        if w["instance_id"] == dep.workers[0]["instance_id"]
+    ]
+    assert len(entries) == 1
+    return entries[0]
+
+
+# -- worker administration ---------------------------------------------------------------
+
+
+@shows("admin_http200_failure_body")
+def test_admin_http200_failure_body(client: httpx.Client, dep: FakeDeployment) -> None:
+    base = dep.workers[0]["system_url"]
+    before = ids(greedy(client, dep))
+    admin(client, base, "pause_generation")
+    with faulted(dep, "admin_http200_failure_body"):
+        reply = client.post(
+            f"{base}/engine/update_weights_from_disk",
+            json={"model_path": "/ckpt", "weight_version": "v1"},
+        )
+    assert reply.status_code == 200 and reply.json()["status"] == "error"
+    assert admin(client, base, "get_weight_version")["version"] is None
+    admin(client, base, "resume_generation")
+    assert ids(greedy(client, dep)) == before  # nothing was loaded
+    with FakeDeployment("sglang", workers=1, faults=["admin_http200_failure_body"]) as sg:
+        failed = admin(
+            client,
+            sg.workers[0]["system_url"],
+            "control/update_weights_from_disk",
+            {"model_path": "/c"},
+        )
+        assert failed["success"] is False and failed["num_paused_requests"] == 0
+
+
+@shows("pause_not_applied")
+def test_pause_not_applied(client: httpx.Client, dep: FakeDeployment) -> None:
+    base = dep.workers[0]["system_url"]
+    with faulted(dep, "pause_not_applied"):
+        assert admin(client, base, "pause_generation", {"mode": "keep"})["status"] == "ok"
+        started = time.monotonic()
+        served = greedy(client, dep)  # would be held until resume on a correct worker
+        assert served["choices"][0]["finish_reason"] == "length"
+        assert time.monotonic() - started < 1.0
+        # The update route still believes the pause.
+        assert (
+            admin(client, base, "update_weights_from_disk", {"model_path": "/c"})["status"] == "ok"
+        )
+    admin(client, base, "resume_generation")
+
+
+@shows("weight_version_unchanged")
+def test_weight_version_unchanged(client: httpx.Client, dep: FakeDeployment) -> None:
+    base = dep.workers[0]["system_url"]
+    before = ids(greedy(client, dep))
+    admin(client, base, "pause_generation")
+    with faulted(dep, "weight_version_unchanged"):
+        reply = admin(
+            client, base, "update_weights_from_disk", {"model_path": "/c", "weight_version": "v9"}
+        )
+        assert reply == {"status": "ok", "version": "v9", "version_declared": True}
+        assert admin(client, base, "get_weight_version") == {
+            "status": "ok",
+            "version": None,
+            "version_declared": False,
+        }
+        admin(client, base, "resume_generation")
+        after = greedy(client, dep)
+    assert ids(after) != before  # the weights did change
+    assert after["nvext"]["engine_data"]["weight_version"] is None
+
+
+@shows("update_keeps_old_weights")
+def test_update_keeps_old_weights(client: httpx.Client, dep: FakeDeployment) -> None:
+    base = dep.workers[0]["system_url"]
+    before = ids(greedy(client, dep))
+    admin(client, base, "pause_generation")
+    with faulted(dep, "update_keeps_old_weights"):
+        update = {"model_path": "/c", "weight_version": "v2"}
+        assert admin(client, base, "update_weights_from_disk", update)["status"] == "ok"
+        assert admin(client, base, "get_weight_version")["version"] == "v2"
+        admin(client, base, "resume_generation")
+        after = greedy(client, dep)
+    assert ids(after) == before
+    assert after["nvext"]["engine_data"]["weight_version"] == "v2"
+
+
+@shows("kv_not_flushed")
+def test_kv_not_flushed(client: httpx.Client, dep: FakeDeployment) -> None:
+    base = dep.workers[0]["system_url"]
+
+    def cached() -> int:
+        usage = greedy(client, dep, prompt=LONG_PROMPT)["usage"]
+        value: int = usage["prompt_tokens_details"]["cached_tokens"]
+        return value
+
+    cached()
+    with faulted(dep, "kv_not_flushed"):
+        assert admin(client, base, "flush_cache") == {"status": "ok", "message": "Cache flushed"}
+        assert cached() == 32
+    admin(client, base, "flush_cache")
+    assert cached() == 0
+
+
+# -- discovery ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def fleet() -> Iterator[FakeDeployment]:
+    with FakeDeployment(
+        "vllm", workers=3, worker_namespaces=["ns", "ns-1a2b", "ns2"], listener_env={}
+    ) as deployment:
+        yield deployment
+
+
+@shows("namespace_prefix_matches_ns2")
+def test_namespace_prefix_matches_ns2(client: httpx.Client, fleet: FakeDeployment) -> None:
+    fleet.set_listener_env({"DYN_NAMESPACE_PREFIX": "ns"})
+    clean = [w["namespace"] for w in rl_workers(client, fleet)["workers"]]
+    with faulted(fleet, "namespace_prefix_matches_ns2"):
+        faulty = [w["namespace"] for w in rl_workers(client, fleet)["workers"]]
+    assert clean == ["ns", "ns-1a2b"] and faulty == ["ns", "ns-1a2b", "ns2"]
+
+
+@shows("empty_prefix_global")
+def test_empty_prefix_global(client: httpx.Client, fleet: FakeDeployment) -> None:
+    fleet.set_listener_env({"DYN_NAMESPACE_PREFIX": "", "DYN_NAMESPACE": "ns"})
+    assert [w["namespace"] for w in rl_workers(client, fleet)["workers"]] == ["ns"]
+    with faulted(fleet, "empty_prefix_global"):
+        body = rl_workers(client, fleet)
+    assert body["namespace"] == "dynamo" and len(body["workers"]) == 3
+
+
+@shows("system_url_absent", "routes_renamed", "required_route_missing")
+def test_worker_zero_admin_faults(client: httpx.Client, dep: FakeDeployment) -> None:
+    clean = zero(client, dep)
+    assert "system_url" in clean and "update_weights_from_disk" in clean["routes"]
+    with faulted(dep, "system_url_absent"):
+        assert "system_url" not in zero(client, dep)
+        others = [
+            w
+            for w in rl_workers(client, dep)["workers"]
+            if w["instance_id"] != dep.workers[0]["instance_id"]
+        ]
+        assert others and all("system_url" in w for w in others)
+    with faulted(dep, "routes_renamed"):
+        renamed = zero(client, dep)["routes"]
+    assert renamed == [f"engine/{r}" for r in clean["routes"]]
+    base = clean["system_url"]
+    assert client.post(f"{base}/engine/{renamed[0]}").status_code == 404  # as advertised: broken
+    assert client.post(f"{base}/engine/{clean['routes'][0]}", json={}).status_code == 200
+    with faulted(dep, "required_route_missing"):
+        missing = zero(client, dep)["routes"]
+    assert set(clean["routes"]) - set(missing) == {"update_weights_from_disk"}
+    served = admin(client, base, "update_weights_from_disk", {"model_path": "/c"})
+    assert served["status"] == "error" and "paused" in served["message"]  # still served
+
+
+# -- requests and telemetry -----------------------------------------------------------------
+
+
+def _walk_away(client: httpx.Client, dep: FakeDeployment, attempt: str) -> None:
+    body = {"prompt": PROMPT, "max_tokens": 60, "ignore_eos": True, "stream": True}
+    headers = {"x-request-id": attempt, "x-fake-token-delay-ms": "2"}
+    url = f"{dep.frontend_url}/v1/completions"
+    with client.stream("POST", url, json=body, headers=headers) as reply:
+        next(reply.iter_lines())
+
+
+@shows("cancellation_not_propagated")
+def test_cancellation_not_propagated(client: httpx.Client, dep: FakeDeployment) -> None:
+    def record(attempt: str) -> Any:
+        return next(r for r in dep.request_ledger if r.attempt_id == attempt)
+
+    _walk_away(client, dep, "clean")
+    wait_for(lambda: record("clean").outcome is not None)
+    assert record("clean").outcome == "cancelled" and record("clean").tokens_generated < 60
+    with faulted(dep, "cancellation_not_propagated"):
+        _walk_away(client, dep, "ignored")
+        wait_for(lambda: record("ignored").outcome is not None)
+    assert record("ignored").outcome == "completed" and record("ignored").tokens_generated == 60
+
+
+def _timed_out_then_retried(client: httpx.Client, dep: FakeDeployment, attempt: str) -> Any:
+    body = {"prompt": PROMPT, "max_tokens": 6, "temperature": 1.0, "ignore_eos": True}
+    url = f"{dep.frontend_url}/v1/completions"
+    slow = {"x-request-id": attempt, "x-fake-delay-ms": "300"}
+    with pytest.raises(httpx.ReadTimeout):
+        client.post(url, json=body, headers=slow, timeout=0.1)
+    retry = client.post(url, json=body, headers={"x-request-id": attempt})
+    assert retry.status_code == 200
+    wait_for(lambda: all(r.outcome for r in dep.request_ledger if r.attempt_id == attempt))
+    return retry.json()
+
+
+@shows("late_response_delivered_twice")
+def test_late_response_delivered_twice(client: httpx.Client, dep: FakeDeployment) -> None:
+    clean = _timed_out_then_retried(client, dep, "clean")
+    first, second = [r for r in dep.request_ledger if r.attempt_id == "clean"]
+    assert (first.outcome, second.outcome) == ("cancelled", "completed")
+    assert clean["id"] == second.response_id != first.response_id
+    with faulted(dep, "late_response_delivered_twice"):
+        late = _timed_out_then_retried(client, dep, "dup")
+    first, second = [r for r in dep.request_ledger if r.attempt_id == "dup"]
+    assert (first.outcome, second.outcome) == ("completed", "completed")
+    assert late["id"] == first.response_id != second.response_id  # the first one's answer
+
+
+@shows("metrics_high_cardinality")
+def test_metrics_high_cardinality(client: httpx.Client, dep: FakeDeployment) -> None:
+    url = f"{dep.frontend_url}/v1/completions"
+    client.post(url, json={"prompt": PROMPT, "max_tokens": 1}, headers={"x-request-id": "plain"})
+    assert "request_id=" not in client.get(f"{dep.frontend_url}/metrics").text
+    with faulted(dep, "metrics_high_cardinality"):
+        for i in range(3):
+            client.post(
+                url, json={"prompt": PROMPT, "max_tokens": 1}, headers={"x-request-id": f"r{i}"}
+            )
+    text = client.get(f"{dep.frontend_url}/metrics").text
+    for i in range(3):
+        assert f'request_id="r{i}"' in text
