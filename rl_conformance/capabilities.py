@@ -285,13 +285,6 @@ CAPABILITIES: tuple[Capability, ...] = (
         "Admit only a verified terminal result.",
     ),
     _cap(
-        "stream.cancellation",
-        "A canceled stream never counts as success",
-        _STREAM,
-        "Dynamo propagates supported cancellations and serving failures but does not decide "
-        "whether a partial attempt is scoreable.",
-    ),
-    _cap(
         "admin.route_negotiation",
         "Administered workers advertise system_url and the update path's routes",
         _DISCOVERY,

@@ -111,6 +111,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="URL",
         help="system URL of a worker that discovery does not list (SGLang)",
     )
+    run.add_argument(
+        "--update-model-path",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="checkpoint for weight-update tests on a real engine (give two)",
+    )
     run.add_argument("--report-dir", default="conformance-report", metavar="DIR")
     run.add_argument("--seed", type=int, default=0)
     run.add_argument(
@@ -198,6 +205,8 @@ def pytest_arguments(args: argparse.Namespace, ini_path: Path) -> list[str]:
         argv += ["--rl-worker", str(worker)]
     for url in args.worker_url:
         argv += ["--rl-worker-url", url]
+    for path in args.update_model_path:
+        argv += ["--rl-update-model-path", path]
     for name in args.fake or []:
         argv += ["--rl-fake", name]
     for fault in args.fault:
@@ -307,6 +316,7 @@ def command_kill_matrix(args: argparse.Namespace) -> int:
                 "-rN",
                 "--tb=no",
                 "--rl-fault-matrix",
+                "--rl-no-shrink",
                 "--rl-report-dir",
                 args.report_dir,
                 "--rl-examples",

@@ -27,6 +27,7 @@ from .errors import ConfigurationError
 from .killmatrix import build_kill_matrix, render_kill_matrix
 from .matrix import Evidence, RunInfo, TestOutcome, TestRecord, build_matrix, now
 from .plan import TargetPool, plan_targets
+from .refresh import weight_paths
 from .reports import write_reports
 from .reports.markdown import render_markdown
 from .target import Target
@@ -44,6 +45,7 @@ class Settings:
     policy: MutationPolicy = field(default_factory=MutationPolicy)
     read_only: bool = False
     worker_urls: tuple[str, ...] = ()
+    update_paths: tuple[str, ...] = ()
 
     def policy_for(self, target: Target) -> MutationPolicy:
         """Explicit flags win; our own fakes may be mutated unless --rl-read-only; any other
@@ -171,6 +173,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="mutating calls may target every advertised worker",
     )
     group.addoption(
+        "--rl-update-model-path",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="checkpoint path for weight-update tests on a real engine (give two; they alternate)",
+    )
+    group.addoption(
+        "--rl-no-shrink",
+        action="store_true",
+        help="report the first failing example without shrinking it (faster on failures)",
+    )
+    group.addoption(
         "--rl-fault-matrix",
         action="store_true",
         help="one fake per named fault plus clean fakes; writes kill-matrix.md/.json",
@@ -198,6 +212,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "capability(id): the conformance capability a test certifies"
+    )
+    config.addinivalue_line(
+        "markers",
+        "mutating: changes deployment state; runs after every read-only test of its "
+        "target so that no state leaks into unrelated capabilities",
     )
     option = config.option
     selected = option.rl_capability
@@ -227,7 +246,7 @@ def pytest_configure(config: pytest.Config) -> None:
         policy = mutation_policy(option)
     except ConfigurationError as exc:
         raise pytest.UsageError(str(exc)) from exc
-    suite_support.configure(option.rl_examples, option.rl_seed)
+    suite_support.configure(option.rl_examples, option.rl_seed, shrink=not option.rl_no_shrink)
     settings = Settings(
         examples=option.rl_examples,
         seed=option.rl_seed,
@@ -236,6 +255,7 @@ def pytest_configure(config: pytest.Config) -> None:
         policy=policy,
         read_only=option.rl_read_only,
         worker_urls=tuple(option.rl_worker_url),
+        update_paths=tuple(option.rl_update_model_path),
     )
     ids = selected or [capability.id for capability in capability_registry.CAPABILITIES]
     config.stash[STATE_KEY] = ConformanceRun(
@@ -273,10 +293,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+    order = {target_id: index for index, target_id in enumerate(run.pool.ids)}
+    items.sort(
+        key=lambda item: (
+            order.get(_target_of(item), -1),
+            item.get_closest_marker("mutating") is not None,
+        )
+    )
     if any(capabilities_of(item) for item in items):
         run.active = True
         run.started_at = now()
         _install_sigterm()
+
+
+def _target_of(item: pytest.Item) -> str:
+    return str(getattr(getattr(item, "callspec", None), "params", {}).get("target", ""))
 
 
 def _install_sigterm() -> None:
@@ -317,6 +348,23 @@ def verdict() -> Verdict:
 def admin(request: pytest.FixtureRequest, client: Client, target: Target) -> AdminClient:
     """Administrative calls under this run's mutation policy for the target."""
     return AdminClient(client, _run(request.config).settings.policy_for(target))
+
+
+@pytest.fixture
+def update_model_path(request: pytest.FixtureRequest, target: Target) -> Any:
+    """A function version -> model_path for weight updates; skips when no path is safe."""
+    paths = weight_paths(target, _run(request.config).settings.update_paths)
+    if paths is None:
+        pytest.skip(
+            "weight updates on this deployment need real checkpoints: give "
+            "--update-model-path PATH twice"
+        )
+    counter = iter(range(1_000_000))
+
+    def choose(version: str) -> str | None:
+        return paths[next(counter) % len(paths)] if paths else None
+
+    return choose
 
 
 @pytest.fixture

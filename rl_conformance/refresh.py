@@ -18,6 +18,19 @@ from .client import Client
 from .target import Target
 from .wire import Exchange
 
+SYNTHETIC_WEIGHTS = "/conformance/weights"
+"""Our fakes derive toy weights from any path; a real engine needs real checkpoints
+(`--update-model-path`, given twice so that consecutive updates really change the weights)."""
+
+
+def weight_paths(target: Target, given: tuple[str, ...]) -> tuple[str, ...] | None:
+    """Model paths for weight updates on this target; None when none can be used safely."""
+    if given:
+        return given
+    if target.kind == "fake" or target.versions.get("engine") == "fake-vllm":
+        return ()
+    return None
+
 
 @dataclass(frozen=True)
 class AdminFamily:
@@ -29,8 +42,9 @@ class AdminFamily:
     flush: str | None
     version: str | None
 
-    def update_body(self, version: str) -> dict[str, Any]:
-        return {"model_path": f"/conformance/weights/{version}", "weight_version": version}
+    def update_body(self, version: str, model_path: str | None = None) -> dict[str, Any]:
+        path = model_path or f"{SYNTHETIC_WEIGHTS}/{version}"
+        return {"model_path": path, "weight_version": version}
 
     @property
     def update_path(self) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from hypothesis import HealthCheck, seed, settings
+from hypothesis import HealthCheck, Phase, seed, settings
 
 from .client import Client
 from .stream_state import sglang_terminals
@@ -14,19 +14,22 @@ from .wire import Exchange
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_RUN = {"examples": 8, "seed": 0}
+_RUN = {"examples": 8, "seed": 0, "shrink": 1}
 
 
-def configure(examples: int, run_seed: int | None) -> None:
+def configure(examples: int, run_seed: int | None, shrink: bool = True) -> None:
     """Called by the plugin before the suites are imported."""
     _RUN["examples"] = examples
     _RUN["seed"] = run_seed or 0
+    _RUN["shrink"] = int(shrink)
 
 
 def property_test(test: F) -> F:
     """Hypothesis settings for tests that talk to a live deployment: bounded examples, no
     per-example deadline (the client enforces its own), no example database, the run's seed."""
+    phases = list(Phase) if _RUN["shrink"] else [Phase.explicit, Phase.reuse, Phase.generate]
     configured = settings(
+        phases=phases,
         max_examples=_RUN["examples"],
         deadline=None,
         database=None,

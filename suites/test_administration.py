@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from rl_conformance import FeatureAbsent
@@ -72,12 +74,14 @@ def test_unadvertised_route_is_a_404(
 
 
 @capability("admin.success_semantics")
+@pytest.mark.mutating
 def test_update_succeeds_by_status_and_body(
     client: Client,
     target: Target,
     verdict: Verdict,
     admin: AdminClient,
     admin_workers: list[AdminWorker],
+    update_model_path: Any,
 ) -> None:
     """Pause, apply a named version, resume: each reply must say success in its body."""
     worker = administered(target, admin_workers)[0]
@@ -87,7 +91,7 @@ def test_update_succeeds_by_status_and_body(
     version = new_version()
     steps = [
         (family.pause, family.pause_body),
-        (family.update, family.update_body(version)),
+        (family.update, family.update_body(version, update_model_path(version))),
         (family.resume, {}),
     ]
     try:

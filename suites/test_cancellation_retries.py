@@ -85,24 +85,25 @@ def test_retry_after_timeout_keeps_attempts_distinguishable(
         "POST",
         target.url("/v1/completions"),
         json_body=body,
-        headers={**headers, "x-fake-delay-ms": "1200"},
+        headers={**headers, "x-fake-delay-ms": "800"},
         deadline_s=0.3,
     )
     retry = client.request("POST", target.url("/v1/completions"), json_body=body, headers=headers)
     parsed = verdict.json(retry)
     ids = [parsed.get("id")]
     if target.control_url:
-        entries = wait_for(
-            lambda: [
-                e
-                for e in ledger_entries(client, target, attempt)
-                if e.get("outcome") == "completed"
-            ][1:],
-            3.0,
-        )
-        ids += [entry.get("response_id") for entry in entries or [] if entry.get("response_id")]
-        completed = [
-            e for e in ledger_entries(client, target, attempt) if e.get("outcome") == "completed"
+
+        def settled() -> list[dict[str, Any]]:
+            entries = ledger_entries(client, target, attempt)
+            done = [entry for entry in entries if entry.get("outcome") not in (None, "running")]
+            return done if len(entries) >= 2 and len(done) == len(entries) else []
+
+        entries = wait_for(settled, 3.0) or ledger_entries(client, target, attempt)
+        completed = [entry for entry in entries if entry.get("outcome") == "completed"]
+        ids += [
+            entry["response_id"]
+            for entry in completed
+            if entry.get("response_id") and entry["response_id"] != parsed.get("id")
         ]
         verdict.check(control.late_completion_detected(len(completed)), retry)
     verdict.check(control.attempt_identity(attempt, retry.headers.get("x-request-id"), ids), retry)

@@ -16,6 +16,7 @@ from rl_conformance.target import Target
 from rl_conformance.verdict import Verdict
 
 capability = pytest.mark.capability
+pytestmark = pytest.mark.mutating
 
 VARIABLES = {
     "DYN_NAMESPACE_PREFIX": st.sampled_from(["", "dynamo", "dyn", "ns", "dynamo-abc123"]),

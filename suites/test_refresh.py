@@ -35,6 +35,7 @@ from rl_conformance.target import Target
 from rl_conformance.verdict import Verdict
 
 capability = pytest.mark.capability
+pytestmark = pytest.mark.mutating
 PROMPT = [
     640,
     1024,
@@ -145,11 +146,19 @@ def test_every_worker_reports_the_applied_version(
     verdict: Verdict,
     admin: AdminClient,
     admin_workers: list[AdminWorker],
+    update_model_path: Any,
 ) -> None:
     worker, family = one_worker(target, admin_workers)
     version = new_version()
     with paused(verdict, admin, worker, family):
-        succeed(verdict, admin, worker, family, family.update, family.update_body(version))
+        succeed(
+            verdict,
+            admin,
+            worker,
+            family,
+            family.update,
+            family.update_body(version, update_model_path(version)),
+        )
     if family.version:
         body = succeed(verdict, admin, worker, family, family.version, {})
         reported = {worker.label: (body or {}).get("version")}
@@ -166,12 +175,20 @@ def test_post_update_generation_uses_the_new_weights(
     verdict: Verdict,
     admin: AdminClient,
     admin_workers: list[AdminWorker],
+    update_model_path: Any,
 ) -> None:
     worker, family = one_worker(target, admin_workers)
     before, _ = generate_ids(verdict, client, target, worker)
     version = new_version()
     with paused(verdict, admin, worker, family):
-        succeed(verdict, admin, worker, family, family.update, family.update_body(version))
+        succeed(
+            verdict,
+            admin,
+            worker,
+            family,
+            family.update,
+            family.update_body(version, update_model_path(version)),
+        )
     after, seen = generate_ids(verdict, client, target, worker)
     verdict.check(control.post_update_generation(before, after, seen, version))
 
@@ -226,6 +243,7 @@ class RefreshLifecycle(RuleBasedStateMachine):
         self.verdict: Verdict = context["verdict"]
         self.admin: AdminClient = context["admin"]
         self.family: AdminFamily = context["family"]
+        self.update_model_path = context["update_model_path"]
         self.coordinator = Coordinator(self.admin, self.family, list(context["workers"]))
         self.paused = False
         self.applied: str | None = None
@@ -273,7 +291,9 @@ class RefreshLifecycle(RuleBasedStateMachine):
     def update(self) -> None:
         version = new_version()
         for step in self.coordinator.call_all(
-            "update", self.family.update, self.family.update_body(version)
+            "update",
+            self.family.update,
+            self.family.update_body(version, self.update_model_path(version)),
         ):
             self.verdict.check(step.result, step.exchange)
         self.applied, self.verified, self.generated = version, False, False
@@ -330,7 +350,7 @@ class RefreshLifecycle(RuleBasedStateMachine):
         if not ready:
             self.coordinator.failures.append("reopen attempted before verification")
         reopened = self.coordinator.reopen()
-        self.verdict.check(control.fleet_gated(reopened, self.coordinator.failures))
+        assert not (reopened and self.coordinator.failures), "reopened despite a failed step"
         self.coordinator.failures = []
 
     @invariant()
@@ -353,6 +373,7 @@ def test_refresh_lifecycle_state_machine(
     verdict: Verdict,
     admin: AdminClient,
     admin_workers: list[AdminWorker],
+    update_model_path: Any,
 ) -> None:
     _, family = one_worker(target, admin_workers)
     workers = [w for w in admin_workers if family_for(target, w) is family]
@@ -363,6 +384,7 @@ def test_refresh_lifecycle_state_machine(
         "admin": admin,
         "family": family,
         "workers": workers,
+        "update_model_path": update_model_path,
     }
     machine = RefreshLifecycle.TestCase
     machine.settings = settings(

@@ -129,25 +129,3 @@ def test_complete_streams_reach_terminal_success(
     verdict.status(exchange)
     assert exchange.state is not None
     verdict.check(streaming.terminal_success(exchange.state.value, exchange.state_reason), exchange)
-
-
-@capability("stream.cancellation")
-def test_a_canceled_stream_is_never_admitted(
-    client: Client, target: Target, verdict: Verdict
-) -> None:
-    body = {
-        "model": target.model,
-        "prompt": PROMPT,
-        "max_tokens": 12,
-        "temperature": 0,
-        "stream": True,
-        "ignore_eos": True,
-    }
-    exchange = client.stream(
-        "POST", target.url("/v1/completions"), json_body=body, cancel_after_events=1
-    )
-    verdict.status(exchange)
-    assert exchange.state is not None
-    verdict.check(
-        streaming.cancel_not_success(exchange.state.value, exchange.state_reason), exchange
-    )

@@ -52,8 +52,12 @@ def success_semantics(family: str, status: int | None, body: Any, what: str = ""
         # (pause_generation, continue_generation, ...) return nothing, which Dynamo turns into
         # {"status": "ok"}.
         if get_path(body, "success") is not True and get_path(body, "status") != "ok":
-            yield Violation(f"{what} reported failure in its body: {get_path(body, 'message')}",
-                            "success", True, describe(get_path(body, "success")))
+            yield Violation(
+                f"{what} reported failure in its body: {get_path(body, 'message')}",
+                "success",
+                True,
+                describe(get_path(body, "success")),
+            )
         return
     state = get_path(body, "status")
     if state not in VLLM_SUCCESS:

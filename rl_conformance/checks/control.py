@@ -150,20 +150,6 @@ def kv_invalidation(cached_before_flush: int, cached_after_flush: int) -> Findin
 
 
 @check(
-    "refresh.fleet_gated",
-    title="the fleet stays gated after any failed refresh step",
-    spec="Keep generation gated when membership changes, an update fails, cache reset fails, "
-    "or post-update generation does not pass.",
-    section=REFRESH,
-)
-def fleet_gated(reopened: bool, failures: Sequence[str]) -> Findings:
-    if reopened and failures:
-        yield Violation(
-            f"the fleet was reopened despite: {', '.join(failures)}", "reopen", "gated", "reopened"
-        )
-
-
-@check(
     "cancel.propagated",
     title="a client that closes a stream causes an abort the deployment records",
     spec="Dynamo propagates supported cancellations.",

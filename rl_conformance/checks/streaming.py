@@ -142,17 +142,3 @@ def unary_finish_reason(body: Any) -> Findings:
 def terminal_success(state: str, reason: str) -> Findings:
     if state != "success":
         yield Violation(f"stream ended {state}: {reason}", "stream", "success", state)
-
-
-@check(
-    "stream.cancel_not_success",
-    title="a stream the client cancels never counts as success",
-    spec="Dynamo propagates supported cancellations and serving failures but does not decide "
-    "whether a partial attempt is scoreable.",
-    section=SECTION,
-)
-def cancel_not_success(state: str, reason: str) -> Findings:
-    if state != "canceled":
-        yield Violation(
-            f"a client-canceled stream ended {state}: {reason}", "stream", "canceled", state
-        )

@@ -237,10 +237,6 @@ CASES: dict[str, Case] = {
         lambda: streaming.terminal_success("success", "ok"),
         lambda: streaming.terminal_success("failed", "stream ended without data: [DONE]"),
     ),
-    "stream.cancel_not_success": (
-        lambda: streaming.cancel_not_success("canceled", "by client"),
-        lambda: streaming.cancel_not_success("success", "completed"),
-    ),
     "errors.status_and_body": (
         lambda: errors.status_and_body(
             400, {"message": "Validation: bad", "type": "Bad Request", "code": 400}, 400
@@ -288,10 +284,6 @@ CASES: dict[str, Case] = {
     "refresh.kv_invalidation": (
         lambda: control.kv_invalidation(16, 0),
         lambda: control.kv_invalidation(16, 16),
-    ),
-    "refresh.fleet_gated": (
-        lambda: control.fleet_gated(False, ["update failed"]),
-        lambda: control.fleet_gated(True, ["update failed"]),
     ),
     "cancel.propagated": (
         lambda: control.cancellation_propagated("cancelled", "a"),

@@ -50,7 +50,6 @@ EXPECTED: dict[str, tuple[str, str, str]] = {  # (vllm, sglang, trtllm)
     "stream.done_last": ALL,
     "stream.finish_reason": ALL,
     "stream.terminal_success": ALL,
-    "stream.cancellation": ALL,
     "admin.route_negotiation": RL_ONLY,
     "admin.success_semantics": ADMIN,
     "refresh.pause_gates": ADMIN,

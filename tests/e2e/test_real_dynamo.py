@@ -46,7 +46,6 @@ MOCKER_EXPECTED: dict[str, tuple[str, str]] = {
     "stream.done_last": (P, ""),
     "stream.finish_reason": (P, ""),
     "stream.terminal_success": (P, ""),
-    "stream.cancellation": (P, ""),
     "admin.route_negotiation": (F, "no worker advertises administration"),
     "admin.success_semantics": (F, "no worker advertises administration"),
     "refresh.pause_gates": (F, "no worker advertises administration"),

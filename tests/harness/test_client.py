@@ -107,3 +107,9 @@ def test_curl_reproducer_quotes_the_body(client: Client, base: str) -> None:
     exchange = client.post(base + "/invalid-json", {"prompt": "it's"})
     assert exchange.curl().startswith("curl -sS -X POST")
     assert "it'\"'\"'s" in exchange.curl()
+
+
+def test_a_stream_the_client_cancels_ends_canceled_never_success(client: Client, base: str) -> None:
+    exchange = client.stream("POST", base + "/endless", json_body={}, cancel_after_events=2)
+    assert exchange.state is StreamState.CANCELED
+    assert len(exchange.events) == 2
