@@ -144,6 +144,21 @@ def build_parser() -> argparse.ArgumentParser:
     kill.add_argument("--examples", type=int, default=4)
     kill.add_argument("--seed", type=int, default=0)
 
+    passthrough = commands.add_parser(
+        "passthrough",
+        help="engine faults through the real Dynamo frontend: rejected, repaired "
+        "or passed through, and caught by the suite or not",
+    )
+    passthrough.add_argument("--report-dir", default="passthrough-report", metavar="DIR")
+    passthrough.add_argument("--dynamo-python", metavar="PATH")
+    passthrough.add_argument(
+        "--engine-fault",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="only these faults (default: every engine fault)",
+    )
+
     install = commands.add_parser(
         "install-dynamo", help="install the real Dynamo into its own virtual environment"
     )
@@ -340,6 +355,29 @@ def command_kill_matrix(args: argparse.Namespace) -> int:
     return EXIT_FAILED if bad or not kill["complete"] else EXIT_OK
 
 
+def command_passthrough(args: argparse.Namespace) -> int:
+    from fake_backends.engine_faults import ENGINE_FAULT_NAMES
+
+    from . import passthrough
+
+    faults = args.engine_fault or list(ENGINE_FAULT_NAMES)
+    unknown = sorted(set(faults) - set(ENGINE_FAULT_NAMES))
+    if unknown:
+        raise ConfigurationError(
+            f"--engine-fault: unknown {unknown}; expected one of {', '.join(ENGINE_FAULT_NAMES)}"
+        )
+    python = Path(args.dynamo_python) if args.dynamo_python else None
+    directory = Path(args.report_dir)
+    try:
+        report = passthrough.build_report(directory, python, faults)
+    except LaunchError as exc:
+        print(f"rl-conformance: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    passthrough.write(report, directory)
+    print(passthrough.render(report))
+    return EXIT_FAILED if report["holes"] else EXIT_OK
+
+
 def command_install_dynamo(args: argparse.Namespace) -> int:
     try:
         python = install(args.venv, args.dynamo_version)
@@ -358,6 +396,7 @@ def main(argv: list[str] | None = None) -> int:
         "capabilities": command_capabilities,
         "install-dynamo": command_install_dynamo,
         "kill-matrix": command_kill_matrix,
+        "passthrough": command_passthrough,
     }
     try:
         return handlers[args.command](args)

@@ -129,3 +129,21 @@ def test_complete_streams_reach_terminal_success(
     verdict.status(exchange)
     assert exchange.state is not None
     verdict.check(streaming.terminal_success(exchange.state.value, exchange.state_reason), exchange)
+
+
+@capability("stream.finish_reason")
+@pytest.mark.parametrize("stream", [False, True])
+def test_no_rollout_is_silently_cancelled(
+    client: Client, target: Target, verdict: Verdict, stream: bool
+) -> None:
+    exchange = completion(
+        client,
+        target,
+        PROMPT,
+        max_tokens=6,
+        temperature=0,
+        stream=stream,
+        extra_fields=("detailed_finish_reason",),
+    )
+    found = verdict.events(exchange) if stream else verdict.json(exchange)
+    verdict.check(streaming.no_silent_cancellation(found), exchange)

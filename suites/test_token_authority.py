@@ -167,3 +167,15 @@ def test_input_tokens_preflight_estimate(client: Client, target: Target, verdict
         {"model": target.model, "input": "estimate the size of this prompt"},
     )
     verdict.check(tokens.input_tokens_estimate(verdict.json(exchange)), exchange)
+
+
+@capability("tokens.completion_ids")
+def test_raw_engine_ids_agree_with_the_named_field(
+    client: Client, target: Target, verdict: Verdict
+) -> None:
+    exchange = completion(
+        client, target, PROMPT, max_tokens=6, temperature=0, extra_fields=(*IDS, "engine_data")
+    )
+    body = verdict.json(exchange, schema="completion")
+    verdict.check(tokens.completion_ids_present(body), exchange)
+    verdict.check(tokens.engine_data_agreement(body), exchange)

@@ -142,3 +142,25 @@ def unary_finish_reason(body: Any) -> Findings:
 def terminal_success(state: str, reason: str) -> Findings:
     if state != "success":
         yield Violation(f"stream ended {state}: {reason}", "stream", "success", state)
+
+
+@check(
+    "stream.no_silent_cancellation",
+    title="a generation the client did not cancel is not reported as cancelled behind a 'stop'",
+    spec="Admit only a verified terminal result.",
+    section=SECTION,
+)
+def no_silent_cancellation(body_or_payloads: Any) -> Findings:
+    """Dynamo maps an engine's cancelled/abort to finish_reason "stop"; only the opt-in
+    nvext.detailed_finish_reason tells a truncated rollout from a finished one."""
+    payloads = body_or_payloads if isinstance(body_or_payloads, list) else [body_or_payloads]
+    for event, payload in enumerate(payloads):
+        detailed = get_path(payload, "nvext", "detailed_finish_reason")
+        if detailed in ("cancelled", "abort"):
+            yield Violation(
+                "the engine cancelled a request the client did not cancel; "
+                "finish_reason alone would admit it as a completed rollout",
+                f"events[{event}].nvext.detailed_finish_reason",
+                "eos | length | stop",
+                detailed,
+            )

@@ -233,3 +233,26 @@ def _first_difference(what: str, expected: list[Any], observed: Any) -> str:
         if left != right:
             return f"{what}: first difference at position {position} ({left} != {right})"
     return f"{what} differ"
+
+
+@check(
+    "tokens.engine_data_agreement",
+    title="engine_data.completion_token_ids, when returned, equal nvext.completion_token_ids",
+    spec="Routed experts and raw engine data: Backend-specific. Prefer named fields over the raw "
+    "engine payload.",
+    section="Know What Returns to the Trainer",
+)
+def engine_data_agreement(body: Any) -> Findings:
+    """Two copies of the authoritative ids must never disagree: a trainer reading the raw engine
+    payload would train on other tokens than one reading the named field."""
+    named = get_path(body, "nvext", "completion_token_ids")
+    raw = get_path(body, "nvext", "engine_data", "completion_token_ids")
+    if raw is MISSING or named is MISSING:
+        return
+    if raw != named:
+        yield Violation(
+            _first_difference("engine_data ids", named if isinstance(named, list) else [], raw),
+            "nvext.engine_data.completion_token_ids",
+            named,
+            raw,
+        )

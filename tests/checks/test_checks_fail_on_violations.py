@@ -153,6 +153,28 @@ CASES: dict[str, Case] = {
         lambda: tokens.stream_concat(bodies.stream(), bodies.IDS),
         lambda: tokens.stream_concat(bodies.stream()[:2] + bodies.stream()[3:], bodies.IDS),
     ),
+    "tokens.engine_data_agreement": (
+        lambda: tokens.engine_data_agreement(
+            mutated(
+                bodies.completion,
+                setitem(["nvext", "engine_data", "completion_token_ids"], bodies.IDS),
+            )
+        ),
+        lambda: tokens.engine_data_agreement(
+            mutated(
+                bodies.completion,
+                setitem(["nvext", "engine_data", "completion_token_ids"], [7, 8, 9]),
+            )
+        ),
+    ),
+    "stream.no_silent_cancellation": (
+        lambda: streaming.no_silent_cancellation(
+            mutated(bodies.completion, setitem(["nvext", "detailed_finish_reason"], "length"))
+        ),
+        lambda: streaming.no_silent_cancellation(
+            mutated(bodies.completion, setitem(["nvext", "detailed_finish_reason"], "cancelled"))
+        ),
+    ),
     "tokens.text_token_equivalence": (
         lambda: tokens.text_token_equivalence([1, 2], [1, 2]),
         lambda: tokens.text_token_equivalence([1, 2], [1, 3]),
