@@ -46,6 +46,11 @@ _CATALOGUE: tuple[Fault, ...] = (
     ),
     Fault("logprobs_reordered", "selected-token logprob arrays are reversed"),
     Fault(
+        "logprobs_absent",
+        "logprobs requested are not returned: completions choices lack the 'logprobs' key, "
+        "chat choices have logprobs null (streams too)",
+    ),
+    Fault(
         "completion_ids_retokenized",
         "nvext.completion_token_ids are a byte-level re-tokenization of the generated text",
     ),
@@ -54,6 +59,11 @@ _CATALOGUE: tuple[Fault, ...] = (
         "nvext.prompt_token_ids gain a BOS (id 1) that was never sent to the engine",
     ),
     Fault("completion_ids_missing", "nvext.completion_token_ids are never emitted"),
+    Fault(
+        "prompt_ids_missing",
+        "nvext.prompt_token_ids are never emitted, even when selected "
+        "(completion_token_ids still are)",
+    ),
     Fault("wrong_choice_count", "responses carry one more choice than requested"),
     Fault("positive_logprob", "the first selected logprob is +0.5"),
     Fault("nan_logprob", "the first selected logprob is NaN (bare JSON token NaN)"),
@@ -87,6 +97,17 @@ _CATALOGUE: tuple[Fault, ...] = (
         "text_prompt_differs",
         "a string prompt gets an unreported BOS prepended, so text and token prompts differ",
     ),
+    Fault(
+        "validation_accepted",
+        "/v1/completions accepts n > 1 with nvext.extra_fields [completion_token_ids] "
+        "(200, n choices) instead of the 400",
+    ),
+    Fault(
+        "invalid_json_body",
+        "non-streaming chat completions answer 200 application/json with the body cut in half",
+    ),
+    Fault("request_id_not_echoed", "the client's x-request-id is never echoed on responses"),
+    Fault("input_tokens_negative", "/v1/responses/input_tokens answers input_tokens -1"),
     Fault("unknown_finish_reason", "finish_reason is 'weird_reason'"),
     Fault(
         "stream_truncated",
@@ -116,6 +137,11 @@ _CATALOGUE: tuple[Fault, ...] = (
     Fault(
         "worker_identity_unstable",
         "every read of /v1/rl/workers issues new instance ids",
+        _RL_BACKENDS,
+    ),
+    Fault(
+        "rl_listener_on_frontend",
+        "the frontend port also serves GET /v1/rl/workers (the listener's body)",
         _RL_BACKENDS,
     ),
     Fault(
@@ -155,6 +181,11 @@ _CATALOGUE: tuple[Fault, ...] = (
         "kv_not_flushed",
         "cache flushes and weight updates answer ok but the prefix cache is kept "
         "(cached_tokens unchanged)",
+        _ADMIN_BACKENDS,
+    ),
+    Fault(
+        "unknown_route_200",
+        'an unknown /engine/<route> answers HTTP 200 {"status": "ok"} instead of the 404',
         _ADMIN_BACKENDS,
     ),
     # -- control plane: discovery ---------------------------------------------------------

@@ -53,9 +53,10 @@ from fake_backends.openai_requests import (
     parse_chat_request,
     parse_completion_request,
 )
+from fake_backends.rl_listener import ALL_METHODS, WORKERS_PATH, list_workers
 from fake_backends.sglang_native import SglangEvents, SglangRequest, parse_sglang_request
 from fake_backends.state import DeploymentState
-from fake_backends.wire import json_response
+from fake_backends.wire import cut_json_response, json_response
 from fake_backends.workers import COMPONENT, GENERATE_ENDPOINT, RL_ENDPOINT, EngineWorker
 
 PIN_HEADERS = ("x-dynamo-worker-instance-id", "x-worker-instance-id")
@@ -230,6 +231,7 @@ def build_frontend_app(state: DeploymentState) -> Starlette:
         endpoint: str,
         stream: Callable[[DeploymentState, EngineRun, LiveRequest], AsyncIterator[bytes]],
         body_of: Callable[[DeploymentState, EngineRun], dict[str, Any]],
+        unary: Callable[[dict[str, Any]], Response] = json_response,
     ) -> Response:
         received = Received.now()
         _require_model(state)
@@ -255,19 +257,34 @@ def build_frontend_app(state: DeploymentState) -> Starlette:
         if run is None:
             live.abandon()  # in case the work was cancelled before it even started
             return Response(status_code=CLIENT_CLOSED)
-        return json_response(body_of(state, run))
+        return unary(body_of(state, run))
 
     async def completions(request: Request) -> Response:
         def parse(body: Any) -> GenerationRequest:
-            return parse_completion_request(body, bos_on_text=state.fault("text_prompt_differs"))
+            return parse_completion_request(
+                body,
+                bos_on_text=state.fault("text_prompt_differs"),
+                single_choice_ids=not state.fault("validation_accepted"),
+            )
 
         return await openai_route(
             request, parse, "cmpl", "completions", completion_stream, completion_body
         )
 
+    def chat_response(body: dict[str, Any]) -> Response:
+        if state.fault("invalid_json_body"):
+            return cut_json_response(body)
+        return json_response(body)
+
     async def chat(request: Request) -> Response:
         return await openai_route(
-            request, parse_chat_request, "chatcmpl", "chat_completions", chat_stream, chat_body
+            request,
+            parse_chat_request,
+            "chatcmpl",
+            "chat_completions",
+            chat_stream,
+            chat_body,
+            chat_response,
         )
 
     async def sglang_generate(request: Request) -> Response:
@@ -294,6 +311,8 @@ def build_frontend_app(state: DeploymentState) -> Starlette:
             raise shape_error("invalid type: expected a JSON object")
         _check_model_first(state, body)
         count = input_token_estimate(body.get("input"))
+        if state.fault("input_tokens_negative"):
+            count = -1
         return json_response({"object": "response.input_tokens", "input_tokens": count})
 
     async def models(request: Request) -> Response:
@@ -325,6 +344,16 @@ def build_frontend_app(state: DeploymentState) -> Starlette:
         text = state.metrics.render([state.model_name])
         return Response(text, headers={"content-type": METRICS_CONTENT_TYPE})
 
+    async def rl_workers(request: Request) -> Response:
+        """404 like any unknown path: ``/v1/rl/workers`` is the RL listener's, not ours.
+
+        The ``rl_listener_on_frontend`` fault serves the listener's body here too.
+        """
+        leaked = state.personality.rl_workers and state.fault("rl_listener_on_frontend")
+        if leaked and request.method == "GET":
+            return json_response(list_workers(state))
+        raise HTTPException(404)
+
     routes = [
         Route("/v1/completions", _guarded(completions, state, "completions"), methods=["POST"]),
         Route(
@@ -337,6 +366,7 @@ def build_frontend_app(state: DeploymentState) -> Starlette:
         Route("/health", health, methods=["GET"]),
         Route("/live", live_route, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
+        Route(WORKERS_PATH, rl_workers, methods=ALL_METHODS),
     ]
     if state.personality.native_generate:
         routes.append(
@@ -344,19 +374,23 @@ def build_frontend_app(state: DeploymentState) -> Starlette:
         )
     return Starlette(
         routes=routes,
-        middleware=[Middleware(EchoRequestId)],
+        middleware=[Middleware(EchoRequestId, state=state)],
         exception_handlers={HTTPException: _http_exception, Exception: _internal_error},
     )
 
 
 class EchoRequestId:
-    """Echo a client's ``x-request-id`` on the response, JSON and SSE alike (recorded)."""
+    """Echo a client's ``x-request-id`` on the response, JSON and SSE alike (recorded).
 
-    def __init__(self, app: ASGIApp) -> None:
+    The ``request_id_not_echoed`` fault drops the echo.
+    """
+
+    def __init__(self, app: ASGIApp, state: DeploymentState) -> None:
         self.app = app
+        self.state = state
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != "http" or self.state.fault("request_id_not_echoed"):
             await self.app(scope, receive, send)
             return
         echoed = [(k, v) for k, v in scope["headers"] if k.lower() == b"x-request-id"][:1]

@@ -187,12 +187,16 @@ def _require_object(body: Any) -> Mapping[str, Any]:
     return body
 
 
-def parse_completion_request(raw: Any, *, bos_on_text: bool = False) -> GenerationRequest:
+def parse_completion_request(
+    raw: Any, *, bos_on_text: bool = False, single_choice_ids: bool = True
+) -> GenerationRequest:
     """``POST /v1/completions``.
 
     ``echo`` is not implemented, as in Dynamo 1.6.1 (observed §6.4): the prompt never
     appears in the choices, but the engine is still asked for prompt logprobs (k=1),
     which surface only through ``nvext.extra_fields: ["prompt_logprobs"]``.
+    ``single_choice_ids=False`` skips the one-choice check on ``completion_token_ids``
+    (the ``validation_accepted`` fault).
     """
     body = _require_object(raw)
     model = _model(body)
@@ -208,7 +212,8 @@ def parse_completion_request(raw: Any, *, bos_on_text: bool = False) -> Generati
     if echo and prompt_logprobs is None:
         prompt_logprobs = 1
     n = _choices(body)
-    _check_single_choice(nvext, n)
+    if single_choice_ids:
+        _check_single_choice(nvext, n)
     stream, include_usage = _stream_flags(body)
     return GenerationRequest(
         endpoint="completions",

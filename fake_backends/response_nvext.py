@@ -99,9 +99,9 @@ class NvextComposer:
             if self._wants("detailed_finish_reason"):
                 out["detailed_finish_reason"] = finished.detailed_finish_reason
             if self._wants("prompt_token_ids"):
-                out["prompt_token_ids"] = reported_prompt_ids(
-                    self._state, self._run.request.prompt_ids
-                )
+                prompt_ids = reported_prompt_ids(self._state, self._run.request.prompt_ids)
+                if prompt_ids is not None:
+                    out["prompt_token_ids"] = prompt_ids
             if self._wants("prompt_logprobs"):
                 prompt = self.prompt_logprobs()
                 if prompt is not None:

@@ -85,6 +85,8 @@ def detailed_finish_reason(result: ChoiceResult) -> str:
 
 
 def choice_view(state: DeploymentState, result: ChoiceResult, logprobs: int | None) -> ChoiceView:
+    if state.fault("logprobs_absent"):
+        logprobs = None  # reported as if they had not been asked for
     missing = state.fault("topk_missing_selected")
     selected = reported_selected(state, result.logprobs) if logprobs is not None else None
     tops = (
@@ -128,7 +130,10 @@ def reported_completion_ids(
     return list(ids)
 
 
-def reported_prompt_ids(state: DeploymentState, ids: Sequence[int]) -> list[int]:
+def reported_prompt_ids(state: DeploymentState, ids: Sequence[int]) -> list[int] | None:
+    """``nvext.prompt_token_ids`` for the prompt the engine used; None when withheld."""
+    if state.fault("prompt_ids_missing"):
+        return None
     if state.fault("prompt_ids_with_unsent_bos"):
         return [BOS_ID, *ids]
     if state.fault("text_prompt_differs") and ids and ids[0] == BOS_ID:

@@ -36,6 +36,16 @@ def json_response(
     )
 
 
+def cut_json_response(obj: Any) -> Response:
+    """200 ``application/json`` carrying only the first half of the JSON text of ``obj``.
+
+    The ``invalid_json_body`` fault: a well-formed HTTP reply whose body does not parse.
+    The cut is made between characters, so the body is still valid UTF-8.
+    """
+    text = dumps(obj)
+    return Response(content=text[: len(text) // 2].encode("utf-8"), media_type=JSON_MEDIA_TYPE)
+
+
 def f32_widened(value: float) -> float:
     """The value rounded to f32 and printed as an f64 (``-1.120674967765808``)."""
     if not math.isfinite(value):

@@ -2,9 +2,10 @@
 
 The dispatch contract follows the facts sheet §5.1-5.2 and observed 1.6.1 §6.17: any
 method; empty body means ``{}``; invalid JSON is a 400 ``{"error":"Invalid JSON"}``;
-an unknown route is a 404 ``{"error":"Route not found"}``; a handler's dict is the 200
-reply (handled failures are 200 too, with a failure body: clients must read it); a
-handler that raises is a 500 ``{"error":"Handler error"}``; replies are JSON text sent as
+an unknown route is a 404 ``{"error":"Route not found"}`` (200 ``{"status":"ok"}`` under
+the ``unknown_route_200`` fault); a handler's dict is the 200 reply (handled failures are
+200 too, with a failure body: clients must read it); a handler that raises is a 500
+``{"error":"Handler error"}``; replies are JSON text sent as
 ``text/plain; charset=utf-8`` (``/health`` too; an unknown path is a plain-text 404
 ``Route not found``, as recorded from 1.6.1).  Every ``/engine`` request lands in the
 admin ledger.
@@ -153,6 +154,8 @@ async def dispatch(
             )
     handler = routes.get(name)
     if handler is None:
+        if worker.runtime.faults.active("unknown_route_200"):
+            return 200, {"status": "ok"}, body
         return 404, {"error": "Route not found", "message": f"Route /engine/{name} not found"}, body
     if body is None:
         body = {}

@@ -6,6 +6,7 @@ imports this module.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -152,6 +153,24 @@ def test_kv_not_flushed(client: httpx.Client, dep: FakeDeployment) -> None:
     assert cached() == 0
 
 
+@shows("unknown_route_200")
+def test_unknown_route_200(
+    client: httpx.Client, vllm: FakeDeployment, sglang: FakeDeployment
+) -> None:
+    missing = {"error": "Route not found", "message": "Route /engine/no_such_route not found"}
+    for deployment in (vllm, sglang):
+        base = deployment.workers[0]["system_url"]
+        clean = client.post(f"{base}/engine/no_such_route", json={})
+        assert clean.status_code == 404 and json.loads(clean.text) == missing
+        with faulted(deployment, "unknown_route_200"):
+            faulty = client.post(f"{base}/engine/no_such_route", json={})
+        assert faulty.status_code == 200 and json.loads(faulty.text) == {"status": "ok"}
+        assert faulty.headers["content-type"] == "text/plain; charset=utf-8"
+    with faulted(vllm, "unknown_route_200"):  # known routes answer as before
+        flushed = admin(client, vllm.workers[0]["system_url"], "flush_cache")
+    assert flushed == {"status": "ok", "message": "Cache flushed"}
+
+
 # -- discovery ----------------------------------------------------------------------------
 
 
@@ -204,6 +223,21 @@ def test_worker_zero_admin_faults(client: httpx.Client, dep: FakeDeployment) -> 
     assert set(clean["routes"]) - set(missing) == {"update_weights_from_disk"}
     served = admin(client, base, "update_weights_from_disk", {"model_path": "/c"})
     assert served["status"] == "error" and "paused" in served["message"]  # still served
+
+
+@shows("rl_listener_on_frontend")
+def test_rl_listener_on_frontend(client: httpx.Client, vllm: FakeDeployment) -> None:
+    url = f"{vllm.frontend_url}/v1/rl/workers"
+    clean = client.get(url)
+    assert clean.status_code == 404
+    assert clean.json()["message"] == "Route not found: GET /v1/rl/workers"
+    with faulted(vllm, "rl_listener_on_frontend"):
+        leaked = client.get(url)
+        listener = rl_workers(client, vllm)
+        posted = client.post(url, json={})
+    assert leaked.status_code == 200 and leaked.headers["content-type"] == "application/json"
+    assert leaked.json() == listener and len(listener["workers"]) == 2
+    assert posted.status_code == 404  # only GET leaks
 
 
 # -- requests and telemetry -----------------------------------------------------------------

@@ -153,6 +153,30 @@ def test_logprobs_reordered(client: httpx.Client, vllm: FakeDeployment) -> None:
     assert bad["nvext"]["engine_data"]["completion_logprobs"] == engine[::-1]
 
 
+@shows("logprobs_absent")
+def test_logprobs_absent(client: httpx.Client, vllm: FakeDeployment) -> None:
+    def asked() -> tuple[dict[str, Any], dict[str, Any], list[Any], list[Any]]:
+        body = completions(client, vllm, prompt=PROMPT, max_tokens=3, logprobs=1).json()
+        chat_body = chat(client, vllm, max_tokens=3, logprobs=True, top_logprobs=2).json()
+        chunks = stream_chunks(_stream(client, vllm, prompt=PROMPT, max_tokens=3, logprobs=1))
+        chat_chunks = stream_chunks(
+            parse_sse(chat(client, vllm, max_tokens=3, logprobs=True, stream=True).text)
+        )
+        return body["choices"][0], chat_body["choices"][0], chunks, chat_chunks
+
+    choice, chat_choice, chunks, chat_chunks = asked()
+    assert len(choice["logprobs"]["token_logprobs"]) == 3
+    assert len(chat_choice["logprobs"]["content"]) == 3
+    assert all("logprobs" in c["choices"][0] for c in chunks)
+    assert all(c["choices"][0]["logprobs"] is not None for c in chat_chunks)
+    with faulted(vllm, "logprobs_absent"):
+        choice, chat_choice, chunks, chat_chunks = asked()
+    assert "logprobs" not in choice and choice["text"]
+    assert "logprobs" in chat_choice and chat_choice["logprobs"] is None
+    assert len(chunks) == 3 and all("logprobs" not in c["choices"][0] for c in chunks)
+    assert len(chat_chunks) == 3 and all(c["choices"][0]["logprobs"] is None for c in chat_chunks)
+
+
 @shows("positive_logprob")
 def test_positive_logprob(client: httpx.Client, vllm: FakeDeployment) -> None:
     with faulted(vllm, "positive_logprob"):
@@ -224,6 +248,22 @@ def test_completion_ids_missing(client: httpx.Client, vllm: FakeDeployment) -> N
         chunks = stream_chunks(_stream(client, vllm, prompt=PROMPT, max_tokens=3, nvext=IDS))
     assert "nvext" not in body
     assert all("nvext" not in c for c in chunks)
+
+
+@shows("prompt_ids_missing")
+def test_prompt_ids_missing(client: httpx.Client, vllm: FakeDeployment) -> None:
+    fields = {"extra_fields": ["prompt_token_ids", "completion_token_ids"]}
+    clean = completions(client, vllm, prompt=PROMPT, max_tokens=3, nvext=fields).json()
+    assert clean["nvext"]["prompt_token_ids"] == PROMPT
+    with faulted(vllm, "prompt_ids_missing"):
+        bad = completions(client, vllm, prompt=PROMPT, max_tokens=3, nvext=fields).json()
+        chunks = stream_chunks(_stream(client, vllm, prompt=PROMPT, max_tokens=3, nvext=fields))
+        chat_nvext = chat(client, vllm, max_tokens=3, nvext=fields).json()["nvext"]
+    assert "prompt_token_ids" not in bad["nvext"]
+    assert len(bad["nvext"]["completion_token_ids"]) == 3
+    assert all("prompt_token_ids" not in c["nvext"] for c in chunks)
+    assert [len(c["nvext"]["completion_token_ids"]) for c in chunks] == [1, 1, 1]
+    assert "prompt_token_ids" not in chat_nvext and len(chat_nvext["completion_token_ids"]) == 3
 
 
 @shows("stream_ids_differ")
@@ -325,6 +365,76 @@ def test_model_identity_mismatch(client: httpx.Client, vllm: FakeDeployment) -> 
         chunks = stream_chunks(parse_sse(chat(client, vllm, max_tokens=1, stream=True).text))
     assert body["model"] == "other-model" and listed == "toy"
     assert {c["model"] for c in chunks} == {"other-model"}
+
+
+# -- validation, bodies, headers ---------------------------------------------------------
+
+
+@shows("validation_accepted")
+def test_validation_accepted(client: httpx.Client, any_backend: FakeDeployment) -> None:
+    clean = completions(client, any_backend, prompt=PROMPT, max_tokens=2, n=2, nvext=IDS)
+    assert clean.status_code == 400
+    assert set(clean.json()) == {"message", "type", "code"}
+    assert clean.json()["message"].startswith("Validation: ")
+    with faulted(any_backend, "validation_accepted"):
+        accepted = completions(client, any_backend, prompt=PROMPT, max_tokens=2, n=2, nvext=IDS)
+    assert accepted.status_code == 200
+    assert [c["index"] for c in accepted.json()["choices"]] == [0, 1]
+
+
+@shows("invalid_json_body")
+def test_invalid_json_body(client: httpx.Client, any_backend: FakeDeployment) -> None:
+    pinned = {"backend_instance_id": any_backend.workers[0]["instance_id"]}
+    clean = chat(client, any_backend, max_tokens=3, temperature=0, nvext=pinned)
+    with faulted(any_backend, "invalid_json_body"):
+        cut = chat(client, any_backend, max_tokens=3, temperature=0, nvext=pinned)
+        streamed = parse_sse(chat(client, any_backend, max_tokens=3, stream=True).text)
+        other = completions(client, any_backend, prompt=PROMPT, max_tokens=3)
+    assert clean.json()["object"] == "chat.completion"
+    assert cut.status_code == 200 and cut.headers["content-type"] == "application/json"
+    assert len(cut.text) == len(clean.text) // 2
+    after_id = len('{"id":"') + len(clean.json()["id"])  # the same body but for its id
+    assert cut.text[after_id:] == clean.text[after_id : len(cut.text)]
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(cut.text)
+    assert streamed[-1] == DONE and other.json()["object"] == "text_completion"
+
+
+@shows("request_id_not_echoed")
+def test_request_id_not_echoed(client: httpx.Client, any_backend: FakeDeployment) -> None:
+    def replies(request_id: str) -> list[httpx.Response]:
+        headers = {"x-request-id": request_id}
+        url = any_backend.frontend_url
+        body = {"prompt": PROMPT, "max_tokens": 2}
+        return [
+            client.post(f"{url}/v1/completions", json=body, headers=headers),
+            client.post(f"{url}/v1/completions", json={**body, "stream": True}, headers=headers),
+            client.post(f"{url}/v1/completions", json={**body, "n": 0}, headers=headers),
+            client.get(f"{url}/v1/models", headers=headers),
+        ]
+
+    assert [r.headers.get("x-request-id") for r in replies("echoed")] == ["echoed"] * 4
+    with faulted(any_backend, "request_id_not_echoed"):
+        silent = replies("not-echoed")
+    assert [r.status_code for r in silent] == [200, 200, 400, 200]
+    assert all("x-request-id" not in r.headers for r in silent)
+    assert "not-echoed" in {r.attempt_id for r in any_backend.request_ledger}  # still used
+
+
+@shows("input_tokens_negative")
+def test_input_tokens_negative(client: httpx.Client, any_backend: FakeDeployment) -> None:
+    url = f"{any_backend.frontend_url}/v1/responses/input_tokens"
+    body = {"model": "toy", "input": "hello world"}
+    assert client.post(url, json=body).json() == {
+        "object": "response.input_tokens",
+        "input_tokens": 5,
+    }
+    with faulted(any_backend, "input_tokens_negative"):
+        reply = client.post(url, json=body)
+        invalid = client.post(url, json={"input": 3})
+    assert reply.status_code == 200
+    assert reply.json() == {"object": "response.input_tokens", "input_tokens": -1}
+    assert invalid.status_code == 400  # validation is unchanged
 
 
 # -- stream shape -----------------------------------------------------------------------
