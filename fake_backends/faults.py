@@ -108,6 +108,16 @@ _CATALOGUE: tuple[Fault, ...] = (
     ),
     Fault("request_id_not_echoed", "the client's x-request-id is never echoed on responses"),
     Fault("input_tokens_negative", "/v1/responses/input_tokens answers input_tokens -1"),
+    Fault(
+        "engine_data_ids_differ",
+        "nvext.engine_data.completion_token_ids disagree with nvext.completion_token_ids "
+        "(the last id is off by one)",
+    ),
+    Fault(
+        "silent_cancellation",
+        "every choice reports finish_reason 'stop' while nvext.detailed_finish_reason says "
+        "'cancelled' (Dynamo's mapping of an engine-side abort)",
+    ),
     Fault("unknown_finish_reason", "finish_reason is 'weird_reason'"),
     Fault(
         "stream_truncated",

@@ -52,7 +52,10 @@ class NvextComposer:
 
     def _engine_data(self, view: ChoiceView) -> dict[str, Any]:
         """vLLM-like engine data, forwarded verbatim by the frontend (worker f64 values)."""
-        data: dict[str, Any] = {"completion_token_ids": view.result.token_ids}
+        raw_ids = list(view.result.token_ids)
+        if self._state.fault("engine_data_ids_differ") and raw_ids:
+            raw_ids[-1] += 1
+        data: dict[str, Any] = {"completion_token_ids": raw_ids}
         if view.selected is not None:
             data["completion_logprobs"] = list(view.selected)
         data["prompt_token_ids"] = list(self._run.request.prompt_ids)
@@ -97,7 +100,11 @@ class NvextComposer:
             if self._wants("stop_reason") and finished.result.stop_reason is not None:
                 out["stop_reason"] = finished.result.stop_reason
             if self._wants("detailed_finish_reason"):
-                out["detailed_finish_reason"] = finished.detailed_finish_reason
+                out["detailed_finish_reason"] = (
+                    "cancelled"
+                    if self._state.fault("silent_cancellation")
+                    else finished.detailed_finish_reason
+                )
             if self._wants("prompt_token_ids"):
                 prompt_ids = reported_prompt_ids(self._state, self._run.request.prompt_ids)
                 if prompt_ids is not None:

@@ -619,3 +619,27 @@ def test_faults_switch_in_process(vllm: FakeDeployment) -> None:
     assert vllm.faults == ("done_missing", "nan_logprob")  # unchanged on error
     with pytest.raises(ValueError, match="no_such_fault"):
         FakeDeployment("vllm", faults=["no_such_fault"])
+
+
+@shows("engine_data_ids_differ")
+def test_engine_data_ids_differ(client: httpx.Client, vllm: FakeDeployment) -> None:
+    fields = {"extra_fields": ["completion_token_ids", "engine_data"]}
+    clean = completions(client, vllm, prompt=PROMPT, max_tokens=3, nvext=fields).json()["nvext"]
+    with faulted(vllm, "engine_data_ids_differ"):
+        body = completions(client, vllm, prompt=PROMPT, max_tokens=3, nvext=fields).json()
+    nvext = body["nvext"]
+    assert clean["engine_data"]["completion_token_ids"] == clean["completion_token_ids"]
+    assert nvext["completion_token_ids"] == clean["completion_token_ids"]
+    assert nvext["engine_data"]["completion_token_ids"][:-1] == clean["completion_token_ids"][:-1]
+    assert nvext["engine_data"]["completion_token_ids"] != nvext["completion_token_ids"]
+
+
+@shows("silent_cancellation")
+def test_silent_cancellation(client: httpx.Client, vllm: FakeDeployment) -> None:
+    fields = {"extra_fields": ["detailed_finish_reason"]}
+    clean = completions(client, vllm, prompt=PROMPT, max_tokens=3, nvext=fields).json()
+    with faulted(vllm, "silent_cancellation"):
+        body = completions(client, vllm, prompt=PROMPT, max_tokens=3, nvext=fields).json()
+    assert clean["nvext"]["detailed_finish_reason"] == "length"
+    assert body["choices"][0]["finish_reason"] == clean["choices"][0]["finish_reason"]
+    assert body["nvext"]["detailed_finish_reason"] == "cancelled"
