@@ -1,0 +1,63 @@
+"""The kill matrix gates every check: each named fault is killed by exactly the capabilities it
+is expected to flip (no more: no unrelated flip), every check kills at least one fault, and the
+clean fakes pass everything."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fake_backends import FAULT_NAMES
+from rl_conformance.checks import REGISTRY
+
+pytestmark = pytest.mark.slow
+EXPECTED = json.loads(
+    (
+        Path(__file__).resolve().parents[2] / "fixtures" / "expected" / "kill-matrix-flips.json"
+    ).read_text()
+)["flips"]
+
+
+@pytest.fixture(scope="module")
+def kill(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    directory = tmp_path_factory.mktemp("kill")
+    subprocess.run(
+        [sys.executable, "-m", "rl_conformance", "kill-matrix", "--report-dir", str(directory)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    return json.loads((directory / "kill-matrix.json").read_text())
+
+
+def test_clean_fakes_pass_everything(kill: dict[str, Any]) -> None:
+    assert kill["complete"]
+    assert kill["clean_failures"] == []
+
+
+def test_every_check_kills_at_least_one_fault(kill: dict[str, Any]) -> None:
+    assert set(kill["checks"]) == set(REGISTRY)
+    assert kill["checks_killing_nothing"] == []
+
+
+def test_every_fault_is_expected_and_killed(kill: dict[str, Any]) -> None:
+    assert sorted(item["fault"] for item in kill["faults"]) == sorted(FAULT_NAMES)
+    assert set(EXPECTED) == set(FAULT_NAMES)
+    assert kill["unkilled_faults"] == []
+
+
+@pytest.mark.parametrize("fault", sorted(EXPECTED))
+def test_fault_flips_exactly_its_capabilities(kill: dict[str, Any], fault: str) -> None:
+    observed = next(item for item in kill["faults"] if item["fault"] == fault)
+    missing = sorted(set(EXPECTED[fault]) - set(observed["flipped"]))
+    unrelated = sorted(set(observed["flipped"]) - set(EXPECTED[fault]))
+    assert not missing and not unrelated, {
+        "no longer killed by": missing,
+        "unrelated flips": unrelated,
+    }
