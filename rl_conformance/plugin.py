@@ -7,6 +7,7 @@ so installing the package never changes an unrelated pytest run.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -352,19 +353,29 @@ def admin(request: pytest.FixtureRequest, client: Client, target: Target) -> Adm
 
 @pytest.fixture
 def update_model_path(request: pytest.FixtureRequest, target: Target) -> Any:
-    """A function version -> model_path for weight updates; skips when no path is safe."""
-    paths = weight_paths(target, _run(request.config).settings.update_paths)
+    """A function version -> model_path for weight updates; skips when no path is safe.
+
+    Given checkpoints alternate across the whole session, so each update really changes the
+    weights whatever the previous test applied."""
+    settings = _run(request.config).settings
+    policy = settings.policy_for(target)
+    if not policy.allowed:
+        pytest.skip(f"{policy.describe()}: weight updates not sent")
+    paths = weight_paths(target, settings.update_paths)
     if paths is None:
         pytest.skip(
             "weight updates on this deployment need real checkpoints: give "
             "--update-model-path PATH twice"
         )
-    counter = iter(range(1_000_000))
+    counter = _UPDATE_COUNTERS.setdefault(target.id, itertools.count())
 
     def choose(version: str) -> str | None:
         return paths[next(counter) % len(paths)] if paths else None
 
     return choose
+
+
+_UPDATE_COUNTERS: dict[str, itertools.count[int]] = {}
 
 
 @pytest.fixture

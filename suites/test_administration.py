@@ -65,10 +65,16 @@ def test_advertised_routes_are_called_verbatim(
 
 @capability("admin.success_semantics")
 def test_unadvertised_route_is_a_404(
-    client: Client, target: Target, verdict: Verdict, admin_workers: list[AdminWorker]
+    client: Client,
+    target: Target,
+    verdict: Verdict,
+    admin: AdminClient,
+    admin_workers: list[AdminWorker],
 ) -> None:
     worker = administered(target, admin_workers)[0]
     assert worker.system_url is not None
+    if not admin.policy.permits(worker.instance_id):
+        pytest.skip(f"{admin.policy.describe()}: no request to an unadvertised admin route")
     exchange = client.post(f"{worker.system_url.rstrip('/')}/engine/conformance_no_such_route", {})
     verdict.check(admin_checks.unknown_route(exchange.status, _json(exchange)), exchange)
 
