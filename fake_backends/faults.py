@@ -114,6 +114,10 @@ _CATALOGUE: tuple[Fault, ...] = (
         "(the last id is off by one)",
     ),
     Fault(
+        "weight_version_misreported",
+        "nvext.engine_data.weight_version names weights that were never applied",
+    ),
+    Fault(
         "silent_cancellation",
         "every choice reports finish_reason 'stop' while nvext.detailed_finish_reason says "
         "'cancelled' (Dynamo's mapping of an engine-side abort)",

@@ -62,7 +62,11 @@ class NvextComposer:
         data["finished"] = True
         # The version of the weights that produced these tokens, not the worker's current
         # one: a request held across an update was generated after it.
-        data["weight_version"] = self._run.weight_version
+        data["weight_version"] = (
+            "never-applied-weights"
+            if self._state.fault("weight_version_misreported")
+            else self._run.weight_version
+        )
         positions = self._positions()
         if positions is not None:
             data["prompt_logprobs"] = vllm_prompt_logprobs(positions, float)

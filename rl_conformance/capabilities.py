@@ -334,6 +334,14 @@ CAPABILITIES: tuple[Capability, ...] = (
         },
     ),
     _cap(
+        "refresh.inflight_terminal",
+        "Streams in flight across a refresh end in exactly one terminal state",
+        _REFRESH,
+        "Treat a streaming request as a state machine: accepted, streaming, terminal success, "
+        "canceled, or failed.",
+        ADMIN,
+    ),
+    _cap(
         "refresh.lifecycle",
         "The refresh lifecycle keeps the fleet gated until verified",
         _REFRESH,

@@ -22,6 +22,7 @@ class TargetPool:
     launchers: dict[str, Launcher]
     started: dict[str, Target] = field(default_factory=dict)
     failures: dict[str, str] = field(default_factory=dict)
+    retired: dict[str, Target] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -46,8 +47,8 @@ class TargetPool:
         """Started targets, plus placeholders for those never started (for the report)."""
         found = []
         for target_id, launcher in self.launchers.items():
-            if target_id in self.started:
-                found.append(self.started[target_id])
+            if target_id in self.started or target_id in self.retired:
+                found.append(self.started.get(target_id) or self.retired[target_id])
             else:
                 note = self.failures.get(target_id, "not started")
                 found.append(
@@ -60,6 +61,17 @@ class TargetPool:
                     )
                 )
         return found
+
+    def release(self, target_id: str) -> None:
+        """Stop one target once its last test ran; it is relaunched if a test needs it again."""
+        with self._lock:
+            launcher = self.launchers.get(target_id)
+            if launcher is None or target_id not in self.started:
+                return
+            try:
+                launcher.stop()
+            finally:
+                self.retired[target_id] = self.started.pop(target_id)
 
     def stop_all(self) -> None:
         for launcher in self.launchers.values():

@@ -411,6 +411,14 @@ def admin_workers(
     return [AdminWorker(instance_id=None, system_url=url, routes=None) for url in urls]
 
 
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """Stop a deployment as soon as its last test ran: a run over many targets (the kill
+    matrix starts one fake per fault) then holds one deployment at a time, not all of them."""
+    current = _target_of(item)
+    if current and (nextitem is None or _target_of(nextitem) != current):
+        _run(item.config).pool.release(current)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     outcome = yield

@@ -4,6 +4,8 @@ generation uses the new weights, KV state is invalidated, and the fleet reopens 
 from __future__ import annotations
 
 import contextlib
+import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,7 +21,7 @@ from hypothesis.stateful import (
 
 from rl_conformance import FeatureAbsent
 from rl_conformance.admin import AdminClient, AdminWorker
-from rl_conformance.checks import control
+from rl_conformance.checks import aggregate_stream, control, streaming
 from rl_conformance.client import Client
 from rl_conformance.refresh import (
     AdminFamily,
@@ -394,3 +396,94 @@ def test_refresh_lifecycle_state_machine(
         database=None,
     )
     machine().runTest()
+
+
+IN_FLIGHT_MODES = {"vllm": ("keep", "wait", "abort"), "sglang": ("in_place", "abort")}
+
+
+@capability("refresh.inflight_terminal")
+@pytest.mark.parametrize("mode_index", [0, 1, 2])
+def test_streams_in_flight_across_a_refresh_end_in_one_terminal_state(
+    client: Client,
+    target: Target,
+    verdict: Verdict,
+    admin: AdminClient,
+    admin_workers: list[AdminWorker],
+    update_model_path: Any,
+    mode_index: int,
+) -> None:
+    """A stream open while its worker is paused (each mode) and updated ends exactly once: it
+    completes, or is aborted, or resumes; never hangs, never ends twice. Where the deployment
+    names the weights, they are the old or the new version, nothing else."""
+    worker, family = one_worker(target, admin_workers)
+    modes = IN_FLIGHT_MODES.get(family.name, ())
+    if mode_index >= len(modes):
+        pytest.skip(f"{family.name} has {len(modes)} pause modes")
+    mode = modes[mode_index]
+    old_version = new_version()
+    with paused(verdict, admin, worker, family):
+        succeed(
+            verdict,
+            admin,
+            worker,
+            family,
+            family.update,
+            family.update_body(old_version, update_model_path(old_version)),
+        )
+    body: dict[str, Any] = {
+        "model": target.model,
+        "prompt": PROMPT,
+        "max_tokens": 40,
+        "temperature": 0,
+        "ignore_eos": True,
+        "stream": True,
+        "nvext": {
+            "extra_fields": ["completion_token_ids", "engine_data", "detailed_finish_reason"]
+        },
+    }
+    headers = {"x-fake-token-delay-ms": "15"}
+    if worker.instance_id is not None:
+        body["nvext"]["backend_instance_id"] = worker.instance_id
+        headers["x-dynamo-worker-instance-id"] = str(worker.instance_id)
+    result: dict[str, Any] = {}
+    stream = threading.Thread(
+        target=lambda: result.update(
+            exchange=client.stream(
+                "POST",
+                target.url("/v1/completions"),
+                json_body=body,
+                headers=headers,
+                deadline_s=20,
+            )
+        )
+    )
+    stream.start()
+    time.sleep(0.1)
+    version = new_version()
+    try:
+        succeed(verdict, admin, worker, family, family.pause, {**family.pause_body, "mode": mode})
+        succeed(
+            verdict,
+            admin,
+            worker,
+            family,
+            family.update,
+            family.update_body(version, update_model_path(version)),
+        )
+    finally:
+        with contextlib.suppress(Exception):
+            admin.call(worker, family.resume, {})
+    stream.join(timeout=25)
+    exchange = result.get("exchange")
+    assert exchange is not None, "the in-flight stream never returned"
+    payloads = verdict.events(exchange)
+    verdict.check(streaming.single_terminal(payloads), exchange)
+    verdict.check(
+        streaming.terminal_success(
+            exchange.state.value if exchange.state else "none", exchange.state_reason
+        ),
+        exchange,
+    )
+    merged = aggregate_stream(payloads)
+    reported = (merged.get("nvext") or {}).get("engine_data", {}).get("weight_version")
+    verdict.check(control.version_is_one_of(reported, [old_version, version]), exchange)

@@ -127,6 +127,22 @@ def post_update_generation(
 
 
 @check(
+    "refresh.inflight_weights_named",
+    title="a stream that crossed a refresh names the old or the new weights, nothing else",
+    spec="Transfer and apply one target policy.",
+    section=REFRESH,
+)
+def version_is_one_of(reported: Any, versions: Sequence[Any]) -> Findings:
+    if reported is not None and reported not in versions:
+        yield Violation(
+            "the stream names weights that were never applied",
+            "engine_data.weight_version",
+            list(versions),
+            reported,
+        )
+
+
+@check(
     "refresh.kv_invalidation",
     title="flushing the cache invalidates cached prefixes",
     spec="Invalidate stale KV state.",

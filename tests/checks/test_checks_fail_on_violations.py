@@ -303,6 +303,10 @@ CASES: dict[str, Case] = {
         lambda: control.post_update_generation([1, 2], [3, 4], "v2", "v2"),
         lambda: control.post_update_generation([1, 2], [1, 2], "v2", "v2"),
     ),
+    "refresh.inflight_weights_named": (
+        lambda: control.version_is_one_of("v1", ["v1", "v2"]),
+        lambda: control.version_is_one_of("v0", ["v1", "v2"]),
+    ),
     "refresh.kv_invalidation": (
         lambda: control.kv_invalidation(16, 0),
         lambda: control.kv_invalidation(16, 16),

@@ -57,6 +57,7 @@ EXPECTED: dict[str, tuple[str, str, str]] = {  # (vllm, sglang, trtllm)
     "refresh.post_update_generation": ADMIN,
     "refresh.kv_invalidation": ADMIN,
     "refresh.lifecycle": ADMIN,
+    "refresh.inflight_terminal": ADMIN,
     "namespace.scope": RL_ONLY,
     "cancel.propagation": ALL,
     "retry.attempt_identity": ALL,

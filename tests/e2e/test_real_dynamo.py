@@ -53,6 +53,7 @@ MOCKER_EXPECTED: dict[str, tuple[str, str]] = {
     "refresh.post_update_generation": (F, "no worker advertises administration"),
     "refresh.kv_invalidation": (F, "no worker advertises administration"),
     "refresh.lifecycle": (F, "no worker advertises administration"),
+    "refresh.inflight_terminal": (F, "no worker advertises administration"),
     "namespace.scope": (S, "the real listener cannot be re-scoped at run time"),
     "cancel.propagation": (S, "no request ledger on the real frontend"),
     "retry.attempt_identity": (P, ""),

@@ -643,3 +643,13 @@ def test_silent_cancellation(client: httpx.Client, vllm: FakeDeployment) -> None
     assert clean["nvext"]["detailed_finish_reason"] == "length"
     assert body["choices"][0]["finish_reason"] == clean["choices"][0]["finish_reason"]
     assert body["nvext"]["detailed_finish_reason"] == "cancelled"
+
+
+@shows("weight_version_misreported")
+def test_weight_version_misreported(client: httpx.Client, vllm: FakeDeployment) -> None:
+    fields = {"extra_fields": ["completion_token_ids", "engine_data"]}
+    clean = completions(client, vllm, prompt=PROMPT, max_tokens=2, nvext=fields).json()
+    with faulted(vllm, "weight_version_misreported"):
+        body = completions(client, vllm, prompt=PROMPT, max_tokens=2, nvext=fields).json()
+    assert body["nvext"]["engine_data"]["weight_version"] == "never-applied-weights"
+    assert clean["nvext"]["engine_data"]["weight_version"] != "never-applied-weights"
