@@ -1,0 +1,69 @@
+"""Turning flags into launchers: clear errors for contradictory flags, the right launcher kinds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rl_conformance.errors import ConfigurationError
+from rl_conformance.launchers import ExternalLauncher, FakeLauncher
+from rl_conformance.launchers.docker import DockerLauncher
+from rl_conformance.launchers.dynamo import DynamoLauncher
+from rl_conformance.plan import plan_targets
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def plan(**options: object) -> list[object]:
+    defaults: dict[str, object] = dict(
+        fakes=None, frontend=None, rl_url=None, backend=None, model=None, faults=[], workers=2
+    )
+    defaults.update(options)
+    return list(plan_targets(**defaults).launchers.values())  # type: ignore[arg-type]
+
+
+def test_default_is_the_three_fakes() -> None:
+    launchers = plan()
+    assert [type(launcher) for launcher in launchers] == [FakeLauncher] * 3
+    assert [launcher.target_id for launcher in launchers] == [
+        "fake-vllm",
+        "fake-sglang",
+        "fake-trtllm",
+    ]
+
+
+def test_external_deployment_replaces_the_fakes() -> None:
+    launchers = plan(frontend="http://127.0.0.1:1", backend="sglang")
+    assert len(launchers) == 1 and isinstance(launchers[0], ExternalLauncher)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"frontend": "http://127.0.0.1:1"}, "--frontend needs --backend"),
+        ({"rl_url": "http://127.0.0.1:2"}, "give --frontend URL too"),
+        ({"frontend": "ftp://x", "backend": "vllm"}, r"expected an http\(s\) URL"),
+        (
+            {"frontend": "http://127.0.0.1:1", "backend": "tgi"},
+            "expected one of vllm, sglang, trtllm",
+        ),
+        ({"engine_faults": ["x"]}, "--engine-fault needs --launch dynamo-fake-vllm"),
+        ({"launch": "docker"}, "--launch docker needs --docker-config"),
+        ({"launch": "kubernetes"}, "--launch: expected one of"),
+    ],
+)
+def test_contradictory_flags_are_rejected_with_the_fix(
+    options: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ConfigurationError, match=message):
+        plan(**options)
+
+
+def test_launch_kinds_give_their_launchers() -> None:
+    [mocker] = plan(launch="dynamo-mocker")
+    assert isinstance(mocker, DynamoLauncher) and mocker.target_id == "dynamo-mocker"
+    [engine] = plan(launch="dynamo-fake-vllm", engine_faults=["usage_lies"])
+    assert isinstance(engine, DynamoLauncher) and engine.engine_faults == ("usage_lies",)
+    [docker] = plan(launch="docker", docker_config=str(ROOT / "deploy/docker/vllm-agg.json"))
+    assert isinstance(docker, DockerLauncher)
