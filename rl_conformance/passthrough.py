@@ -147,7 +147,8 @@ def classify(
     return verdicts
 
 
-def run_suite(fault: str, report_dir: Path, python: Path | None) -> dict[str, Any]:
+def run_suite(fault: str, report_dir: Path, python: Path | None) -> dict[str, Any] | None:
+    """The whole suite against the real frontend with this engine fault; None if no matrix."""
     command = [
         sys.executable,
         "-m",
@@ -164,14 +165,15 @@ def run_suite(fault: str, report_dir: Path, python: Path | None) -> dict[str, An
         "3",
         "--report-dir",
         str(report_dir),
-        "--",
-        "--rl-no-shrink",
-        "--tb=no",
     ]
     if python is not None:
-        command[6:6] = ["--dynamo-python", str(python)]
+        command += ["--dynamo-python", str(python)]
+    command += ["--", "--rl-no-shrink", "--tb=no"]
     subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
-    return json.loads((report_dir / "matrix.json").read_text())
+    try:
+        return json.loads((report_dir / "matrix.json").read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def caught_by(matrix: dict[str, Any]) -> list[str]:
@@ -206,7 +208,9 @@ def build_report(report_dir: Path, python: Path | None, faults: list[str]) -> di
         admin_only = ENGINE_FAULTS[fault].surfaces == frozenset({"admin"})
         passed_through = any(v == "passed through" for v in frontend.values())
         matrix = run_suite(fault, report_dir / "runs" / fault, python)
-        caught = caught_by(matrix)
+        caught = caught_by(matrix) if matrix is not None else []
+        if matrix is None:
+            frontend = {"suite": "error: the suite run wrote no matrix"}
         rows.append(
             {
                 "fault": fault,
@@ -214,7 +218,7 @@ def build_report(report_dir: Path, python: Path | None, faults: list[str]) -> di
                 "frontend": "not visible to the frontend (admin route)" if admin_only else frontend,
                 "passed_through": passed_through,
                 "caught_by": caught,
-                "hole": (passed_through or admin_only) and not caught,
+                "hole": matrix is None or ((passed_through or admin_only) and not caught),
             }
         )
     return {

@@ -353,23 +353,21 @@ def admin(request: pytest.FixtureRequest, client: Client, target: Target) -> Adm
 
 @pytest.fixture
 def update_model_path(request: pytest.FixtureRequest, target: Target) -> Any:
-    """A function version -> model_path for weight updates; skips when no path is safe.
-
-    Given checkpoints alternate across the whole session, so each update really changes the
-    weights whatever the previous test applied."""
+    """A function version -> model_path for weight updates. It refuses when called, not at
+    setup, so a test first reports what it can observe without mutating (an absent feature)."""
     settings = _run(request.config).settings
     policy = settings.policy_for(target)
-    if not policy.allowed:
-        pytest.skip(f"{policy.describe()}: weight updates not sent")
     paths = weight_paths(target, settings.update_paths)
-    if paths is None:
-        pytest.skip(
-            "weight updates on this deployment need real checkpoints: give "
-            "--update-model-path PATH twice"
-        )
     counter = _UPDATE_COUNTERS.setdefault(target.id, itertools.count())
 
     def choose(version: str) -> str | None:
+        if not policy.allowed:
+            raise MutationRefused(f"{policy.describe()}: weight updates not sent")
+        if paths is None:
+            pytest.skip(
+                "weight updates on this deployment need real checkpoints: give "
+                "--update-model-path PATH twice"
+            )
         return paths[next(counter) % len(paths)] if paths else None
 
     return choose
