@@ -8,10 +8,11 @@ import pytest
 
 from rl_conformance import FeatureAbsent
 from rl_conformance.admin import AdminClient, AdminWorker
+from rl_conformance.admin_steps import apply_update, one_worker
 from rl_conformance.checks import admin as admin_checks
 from rl_conformance.checks import discovery
 from rl_conformance.client import Client
-from rl_conformance.refresh import VLLM, family_for, new_version
+from rl_conformance.refresh import VLLM
 from rl_conformance.target import Target
 from rl_conformance.verdict import Verdict
 
@@ -91,26 +92,8 @@ def test_update_succeeds_by_status_and_body(
 ) -> None:
     """Pause, apply a named version, resume: each reply must say success in its body."""
     worker = administered(target, admin_workers)[0]
-    family = family_for(target, worker)
-    if family is None:
-        raise FeatureAbsent(f"{worker.label} speaks no known administration family")
-    version = new_version()
-    steps = [
-        (family.pause, family.pause_body),
-        (family.update, family.update_body(version, update_model_path(version))),
-        (family.resume, {}),
-    ]
-    try:
-        for route, body in steps:
-            exchange = admin.call(worker, route, body)
-            verdict.check(
-                admin_checks.success_semantics(
-                    family.name, exchange.status, _json(exchange), route
-                ),
-                exchange,
-            )
-    finally:
-        _resume(admin, worker, family.resume)
+    _, family = one_worker(target, [worker])
+    apply_update(verdict, admin, worker, family, update_model_path)
 
 
 def _json(exchange: object) -> object:
@@ -118,10 +101,3 @@ def _json(exchange: object) -> object:
         return exchange.json()  # type: ignore[attr-defined]
     except ValueError:
         return None
-
-
-def _resume(admin: AdminClient, worker: AdminWorker, route: str) -> None:
-    try:
-        admin.call(worker, route, {})
-    except Exception:
-        return

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -21,6 +20,7 @@ from hypothesis.stateful import (
 
 from rl_conformance import FeatureAbsent
 from rl_conformance.admin import AdminClient, AdminWorker
+from rl_conformance.admin_steps import apply_update, one_worker, paused, succeed
 from rl_conformance.checks import aggregate_stream, control, streaming
 from rl_conformance.client import Client
 from rl_conformance.refresh import (
@@ -61,53 +61,6 @@ PROMPT = [
     1999,
 ]
 HELD_S = 0.6
-
-
-def one_worker(target: Target, workers: list[AdminWorker]) -> tuple[AdminWorker, AdminFamily]:
-    if target.backend == "trtllm" or not workers:
-        raise FeatureAbsent("the deployment exposes no worker administration (no system_url)")
-    worker = workers[0]
-    family = family_for(target, worker)
-    if family is None:
-        raise FeatureAbsent(f"{worker.label} speaks no known administration family")
-    return worker, family
-
-
-def succeed(
-    verdict: Verdict,
-    admin: AdminClient,
-    worker: AdminWorker,
-    family: AdminFamily,
-    route: str,
-    body: Any = None,
-) -> Any:
-    from rl_conformance.checks import admin as admin_checks
-
-    exchange = admin.call(worker, route, body)
-    try:
-        parsed = exchange.json()
-    except ValueError:
-        parsed = None
-    verdict.check(
-        admin_checks.success_semantics(family.name, exchange.status, parsed, route), exchange
-    )
-    return parsed
-
-
-@contextlib.contextmanager
-def paused(
-    verdict: Verdict, admin: AdminClient, worker: AdminWorker, family: AdminFamily
-) -> Iterator[None]:
-    """Pause (checked), run the body, and always resume: a failing step never leaves a worker
-    paused for the tests after it."""
-    try:
-        succeed(verdict, admin, worker, family, family.pause, family.pause_body)
-        yield
-    except BaseException:
-        with contextlib.suppress(Exception):
-            admin.call(worker, family.resume, {})
-        raise
-    succeed(verdict, admin, worker, family, family.resume, {})
 
 
 def generate_ids(
@@ -151,16 +104,7 @@ def test_every_worker_reports_the_applied_version(
     update_model_path: Any,
 ) -> None:
     worker, family = one_worker(target, admin_workers)
-    version = new_version()
-    with paused(verdict, admin, worker, family):
-        succeed(
-            verdict,
-            admin,
-            worker,
-            family,
-            family.update,
-            family.update_body(version, update_model_path(version)),
-        )
+    version = apply_update(verdict, admin, worker, family, update_model_path)
     if family.version:
         body = succeed(verdict, admin, worker, family, family.version, {})
         reported = {worker.label: (body or {}).get("version")}
@@ -181,16 +125,7 @@ def test_post_update_generation_uses_the_new_weights(
 ) -> None:
     worker, family = one_worker(target, admin_workers)
     before, _ = generate_ids(verdict, client, target, worker)
-    version = new_version()
-    with paused(verdict, admin, worker, family):
-        succeed(
-            verdict,
-            admin,
-            worker,
-            family,
-            family.update,
-            family.update_body(version, update_model_path(version)),
-        )
+    version = apply_update(verdict, admin, worker, family, update_model_path)
     after, seen = generate_ids(verdict, client, target, worker)
     verdict.check(control.post_update_generation(before, after, seen, version))
 
@@ -420,16 +355,7 @@ def test_streams_in_flight_across_a_refresh_end_in_one_terminal_state(
     if mode_index >= len(modes):
         pytest.skip(f"{family.name} has {len(modes)} pause modes")
     mode = modes[mode_index]
-    old_version = new_version()
-    with paused(verdict, admin, worker, family):
-        succeed(
-            verdict,
-            admin,
-            worker,
-            family,
-            family.update,
-            family.update_body(old_version, update_model_path(old_version)),
-        )
+    old_version = apply_update(verdict, admin, worker, family, update_model_path)
     body: dict[str, Any] = {
         "model": target.model,
         "prompt": PROMPT,
