@@ -24,7 +24,7 @@ from . import suite_support
 from .admin import AdminClient, AdminWorker, MutationPolicy, MutationRefused, RouteNotAdvertised
 from .checks import REGISTRY
 from .client import Client
-from .errors import ConfigurationError
+from .errors import ConfigurationError, LaunchError
 from .killmatrix import build_kill_matrix, render_kill_matrix
 from .matrix import Evidence, RunInfo, TestOutcome, TestRecord, build_matrix, now
 from .plan import TargetPool, plan_targets
@@ -352,6 +352,22 @@ def admin(request: pytest.FixtureRequest, client: Client, target: Target) -> Adm
 
 
 @pytest.fixture
+def rescope_listener(request: pytest.FixtureRequest, client: Client, target: Target) -> Any:
+    """A function env -> None that restarts the target's RL listener under that environment, or
+    None when the target cannot (only our fakes and launched real Dynamo stacks can)."""
+    launcher = _run(request.config).pool.launchers.get(target.id)
+    if target.control_url:
+
+        def over_control_port(env: dict[str, str]) -> None:
+            exchange = client.post(f"{target.control_url}/listener_env", {"env": env})
+            if exchange.status != 200:
+                raise LaunchError(f"the listener cannot be re-scoped: {exchange.describe()}")
+
+        return over_control_port
+    return getattr(launcher, "rescope", None)
+
+
+@pytest.fixture
 def update_model_path(request: pytest.FixtureRequest, target: Target) -> Any:
     """A function version -> model_path for weight updates. It refuses when called, not at
     setup, so a test first reports what it can observe without mutating (an absent feature)."""
@@ -409,9 +425,12 @@ def admin_workers(
     return [AdminWorker(instance_id=None, system_url=url, routes=None) for url in urls]
 
 
-def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
-    """Stop a deployment as soon as its last test ran: a run over many targets (the kill
-    matrix starts one fake per fault) then holds one deployment at a time, not all of them."""
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """Stop a deployment as soon as its last test ran (after that test's own finalizers): a run
+    over many targets (the kill matrix starts one fake per fault) then holds one deployment at a
+    time, not all of them."""
+    yield
     current = _target_of(item)
     if current and (nextitem is None or _target_of(nextitem) != current):
         _run(item.config).pool.release(current)

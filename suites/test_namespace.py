@@ -4,6 +4,9 @@ Needs a target whose RL listener can be re-scoped at run time (our fakes' contro
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
@@ -26,10 +29,23 @@ VARIABLES = {
 environments = st.fixed_dictionaries({}, optional=VARIABLES)
 
 
-def rescope(client: Client, target: Target, env: dict[str, str]) -> None:
-    exchange = client.post(f"{target.control_url}/listener_env", {"env": env})
-    if exchange.status != 200:
-        raise FeatureAbsent(f"the listener cannot be re-scoped: {exchange.describe()}")
+@pytest.fixture
+def scoped(
+    rescope_listener: Any, client: Client, target: Target, verdict: Verdict
+) -> Iterator[tuple[Any, list[str]]]:
+    """Every worker namespace (read under the global scope), then the listener back to its own
+    environment when the test ends."""
+    if not target.rl_url or rescope_listener is None:
+        pytest.skip("this target's RL listener cannot be restarted with a chosen environment")
+    rescope_listener({"DYN_NAMESPACE_PREFIX": "dynamo"})
+    try:
+        everything = verdict.json(client.get(target.rl("/v1/rl/workers")))
+        namespaces = [str(w.get("namespace")) for w in discovery.workers_of(everything)]
+        if not namespaces:
+            raise FeatureAbsent("GET /v1/rl/workers lists no RL workers in any namespace")
+        yield rescope_listener, namespaces
+    finally:
+        rescope_listener({})
 
 
 @capability("namespace.scope")
@@ -37,19 +53,15 @@ def rescope(client: Client, target: Target, env: dict[str, str]) -> None:
 @given(env=environments)
 @example(env={"DYN_NAMESPACE_PREFIX": "", "DYN_NAMESPACE": "ns"})
 @example(env={"DYN_NAMESPACE_PREFIX": "dyn"})
+@example(env={"DYN_NAMESPACE": ""})
 def test_listener_scope_follows_its_environment(
-    client: Client, target: Target, verdict: Verdict, env: dict[str, str]
+    client: Client,
+    target: Target,
+    verdict: Verdict,
+    scoped: tuple[Any, list[str]],
+    env: dict[str, str],
 ) -> None:
-    if not target.rl_url or not target.control_url:
-        pytest.skip("this target's RL listener cannot be restarted with a chosen environment")
-    rescope(client, target, {"DYN_NAMESPACE_PREFIX": "dynamo"})
-    try:
-        everything = verdict.json(client.get(target.rl("/v1/rl/workers")))
-        namespaces = [str(w.get("namespace")) for w in discovery.workers_of(everything)]
-        if not namespaces:
-            raise FeatureAbsent("GET /v1/rl/workers lists no RL workers in any namespace")
-        rescope(client, target, env)
-        exchange = client.get(target.rl("/v1/rl/workers"))
-        verdict.check(control.namespace_scope(env, namespaces, verdict.json(exchange)), exchange)
-    finally:
-        rescope(client, target, {})
+    rescope, namespaces = scoped
+    rescope(env)
+    exchange = client.get(target.rl("/v1/rl/workers"))
+    verdict.check(control.namespace_scope(env, namespaces, verdict.json(exchange)), exchange)

@@ -92,6 +92,8 @@ class DynamoLauncher:
     keep_logs_in: Path | None = None
     processes: list[ManagedProcess] = field(default_factory=list)
     workdir: Path | None = None
+    _frontend: ManagedProcess | None = None
+    _urls: tuple[str, str] = ("", "")
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
@@ -173,6 +175,8 @@ class DynamoLauncher:
         frontend_url = f"http://127.0.0.1:{ports['http']}"
         rl_url = f"http://127.0.0.1:{ports['rl']}"
         self._wait_ready(frontend_url, rl_url)
+        self._frontend = frontend
+        self._urls = (frontend_url, rl_url)
         return Target(
             id=self.target_id,
             backend=self.backend,
@@ -270,6 +274,39 @@ class DynamoLauncher:
         process = ManagedProcess(name, command, env, self.workdir / f"{name}.log", cwd=self.workdir)
         self.processes.append(process)
         return process
+
+    def rescope(self, env: dict[str, str]) -> None:
+        """Restart the frontend with these namespace variables in its own environment (the RL
+        listener reads its scope from nothing else), and wait until it answers again."""
+        if self._frontend is None:
+            raise LaunchError(f"{self.target_id} is not running")
+        old = self._frontend
+        old.stop()
+        base = {
+            key: value
+            for key, value in old.env.items()
+            if key not in ("DYN_NAMESPACE", "DYN_NAMESPACE_PREFIX", "DYN_NAMESPACE_WORKER_SUFFIX")
+        }
+        fresh = ManagedProcess(old.name, old.command, {**base, **env}, old.log_path, cwd=old.cwd)
+        self.processes[self.processes.index(old)] = fresh
+        self._frontend = fresh
+        fresh.start()
+        rl_url = self._urls[1]
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        with httpx.Client(timeout=2.0, trust_env=False) as http:
+            while time.monotonic() < deadline:
+                if fresh.exited() is not None:
+                    raise LaunchError(f"frontend exited after a re-scope: {fresh.log_tail()}")
+                try:
+                    # Only the listener: model discovery follows its own scope rules, and an
+                    # environment may legitimately hide the model from /v1/models.
+                    if http.get(rl_url + "/v1/rl/workers").status_code == 200:
+                        time.sleep(1.0)  # let the listener's first discovery settle
+                        return
+                except (httpx.HTTPError, ValueError, AttributeError):
+                    pass
+                time.sleep(0.1)
+        raise LaunchError(f"frontend not ready within {READY_TIMEOUT_S:g} s after a re-scope")
 
     def _wait_ready(self, frontend_url: str, rl_url: str) -> None:
         deadline = time.monotonic() + READY_TIMEOUT_S

@@ -54,7 +54,7 @@ MOCKER_EXPECTED: dict[str, tuple[str, str]] = {
     "refresh.kv_invalidation": (F, "no worker advertises administration"),
     "refresh.lifecycle": (F, "no worker advertises administration"),
     "refresh.inflight_terminal": (F, "no worker advertises administration"),
-    "namespace.scope": (S, "the real listener cannot be re-scoped at run time"),
+    "namespace.scope": (F, "the mocker registers no RL endpoint"),
     "cancel.propagation": (S, "no request ledger on the real frontend"),
     "retry.attempt_identity": (P, ""),
     "telemetry.bounded_labels": (P, ""),
@@ -127,7 +127,6 @@ def test_mocker_cells_are_real_evidenced_behaviour(
 
 
 FAKE_ENGINE_SKIPPED = {
-    "namespace.scope": "the real listener cannot be re-scoped at run time",
     "cancel.propagation": "no request ledger on the real frontend",
 }
 
