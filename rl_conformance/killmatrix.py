@@ -42,7 +42,8 @@ def build_kill_matrix(matrix: dict[str, Any], checks: Iterable[str]) -> dict[str
             continue
         backend, fault = parsed
         baseline = f"fake-{backend}"
-        flipped, failed_checks = [], set()
+        flipped: list[str] = []
+        failed_checks: set[str] = set()
         for row in rows:
             cell = row["cells"][target["id"]]
             before = row["cells"].get(baseline, {}).get("outcome")

@@ -281,7 +281,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     run = _run(config)
     wanted = set(run.capability_ids)
-    keep, drop = [], []
+    keep: list[pytest.Item] = []
+    drop: list[pytest.Item] = []
     for item in items:
         marked = capabilities_of(item)
         if marked:
@@ -439,6 +440,7 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     outcome = yield
+    assert outcome is not None
     report: pytest.TestReport = outcome.get_result()
     marked = capabilities_of(item)
     if not marked or not _run(item.config).active:

@@ -36,7 +36,7 @@ def property_test(test: F) -> F:
         derandomize=False,
         suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
     )(test)
-    return seed(_RUN["seed"])(configured)  # type: ignore[no-any-return]
+    return seed(_RUN["seed"])(configured)
 
 
 def completion(

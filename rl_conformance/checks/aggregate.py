@@ -72,7 +72,7 @@ def _merge_choice(target: dict[str, Any], choice: dict[str, Any]) -> None:
 
 def chunk_choices(payloads: list[Any]) -> list[tuple[int, Any]]:
     """(event position, choice object) for every choice of every chunk, in arrival order."""
-    found = []
+    found: list[tuple[int, Any]] = []
     for position, payload in enumerate(payloads):
         choices = get_path(payload, "choices")
         if choices is MISSING or not isinstance(choices, list):

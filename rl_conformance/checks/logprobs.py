@@ -52,8 +52,9 @@ def positions(choice: Any) -> list[Position] | None:
     values = logprobs.get("token_logprobs")
     if not isinstance(values, list):
         return None
-    tokens = logprobs.get("tokens") if isinstance(logprobs.get("tokens"), list) else []
-    tops = logprobs.get("top_logprobs") if isinstance(logprobs.get("top_logprobs"), list) else []
+    raw_tokens, raw_tops = logprobs.get("tokens"), logprobs.get("top_logprobs")
+    tokens: list[Any] = raw_tokens if isinstance(raw_tokens, list) else []
+    tops: list[Any] = raw_tops if isinstance(raw_tops, list) else []
     found = []
     for index, value in enumerate(values):
         token = tokens[index] if index < len(tokens) else MISSING

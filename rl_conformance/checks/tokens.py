@@ -92,8 +92,8 @@ def choice_count(body: Any, expected: int) -> Findings:
     if count != expected:
         yield Violation("wrong number of choices", "choices", expected, describe(count))
         return
-    indices = sorted(choice.get("index") for choice in choices if isinstance(choice, dict))
-    if indices != list(range(expected)):
+    indices = sorted(str(choice.get("index")) for choice in choices if isinstance(choice, dict))
+    if indices != sorted(str(index) for index in range(expected)):
         yield Violation(
             "choice indices are not 0..n-1", "choices[*].index", list(range(expected)), indices
         )

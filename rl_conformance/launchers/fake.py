@@ -122,6 +122,6 @@ def _read_ready_line(process: subprocess.Popen[bytes], timeout_s: float, log_pat
     with open(log_path, "rb") as log:
         stderr = log.read()[-2000:]
     raise LaunchError(
-        f"{' '.join(map(str, process.args))} gave no ready line within {timeout_s:g} s "
+        f"{process.args!s} gave no ready line within {timeout_s:g} s "
         f"(exit code {process.returncode}); stderr tail: {stderr.decode(errors='replace')}"
     )
