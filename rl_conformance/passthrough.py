@@ -20,12 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .capabilities import CAPABILITIES
 from .client import Client
 from .launchers.dynamo import DynamoLauncher
 from .stream_state import sglang_terminals
 from .target import Target
 from .wire import Exchange
 
+ENGINE_INDEPENDENT = frozenset({"namespace.scope"})
 PROMPT = [640, 1024, 777, 1800, 512, 333, 901, 445]
 VOLATILE = {
     "id",
@@ -170,7 +172,10 @@ def run_suite(fault: str, report_dir: Path, python: Path | None) -> dict[str, An
         command += ["--dynamo-python", str(python)]
     # The listener's namespace scope does not depend on the engine; re-scoping restarts the
     # frontend about ten times, which would dominate every fault's run.
-    command += ["--", "--rl-no-shrink", "--tb=no", "-k", "not test_listener_scope"]
+    for capability in CAPABILITIES:
+        if capability.id not in ENGINE_INDEPENDENT:
+            command += ["--capability", capability.id]
+    command += ["--", "--rl-no-shrink", "--tb=no"]
     subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
     try:
         return json.loads((report_dir / "matrix.json").read_text())
