@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import MISSING, get_path
-
 DONE = "[DONE]"
 
 
@@ -68,14 +66,3 @@ def _merge_choice(target: dict[str, Any], choice: dict[str, Any]) -> None:
             merged.setdefault(key, []).extend(value)
         elif key not in merged:
             merged[key] = value
-
-
-def chunk_choices(payloads: list[Any]) -> list[tuple[int, Any]]:
-    """(event position, choice object) for every choice of every chunk, in arrival order."""
-    found: list[tuple[int, Any]] = []
-    for position, payload in enumerate(payloads):
-        choices = get_path(payload, "choices")
-        if choices is MISSING or not isinstance(choices, list):
-            continue
-        found.extend((position, choice) for choice in choices)
-    return found

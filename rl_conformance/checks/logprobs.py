@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .base import MISSING, Findings, Violation, check, describe, get_path, is_int
+from .base import MISSING, Findings, Violation, check, describe, get_path
 
 SECTION = "Preserve Token Authority"
 ABS_TOLERANCE = 1e-4
@@ -375,7 +375,3 @@ def sglang_alignment(final: Any, prompt_ids: Sequence[int] | None = None) -> Fin
             list(prompt_ids),
             ids,
         )
-
-
-def is_token_id(value: Any) -> bool:
-    return is_int(value) and value >= 0
