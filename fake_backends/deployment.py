@@ -187,6 +187,8 @@ class Assembly:
 
     def _admin_routes(self) -> AdminRoutes:
         """A fresh route table for one worker of this deployment's backend and family."""
+        if not self.state.personality.admin_routes:
+            return AdminRoutes()
         if self.backend == "sglang":
             return sglang_routes(self.options.engine_routes)
         if self.options.admin_family == "sidecar":

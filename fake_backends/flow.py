@@ -122,6 +122,7 @@ class LiveRequest:
         earlier = self._still_running_namesake()
         worker = self.pinned if self.pinned is not None else await self.state.router.acquire()
         self.worker = worker
+        worker.counters.started()
         self.state.requests.assign(self.record, worker.instance_id)
         self.gen = Generation(self.attempt_id, self.response_id)
         await worker.runtime.admit(self.gen)
@@ -179,6 +180,10 @@ class LiveRequest:
         self.ended = True
         state = self.state
         state.requests.close(self.record, outcome)
+        if self.worker is not None:
+            self.worker.counters.ended(cancelled=outcome == "cancelled")
+        if outcome == "cancelled":
+            state.metrics.client_cancelled(model=self.model_label, endpoint=self.endpoint)
         if self.worker is not None and self.gen is not None:
             self.worker.runtime.release(self.gen)
             if outcome == "completed" and generated:

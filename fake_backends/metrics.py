@@ -39,6 +39,11 @@ _HELP = {
         "counter",
         "Number of tokens generated, by worker",
     ),
+    "dynamo_frontend_model_cancellation_total": (
+        "counter",
+        "Total number of requests cancelled by the client",
+    ),
+    "dynamo_frontend_disconnected_clients": ("gauge", "Number of disconnected clients"),
 }
 
 
@@ -107,6 +112,16 @@ class Metrics:
                 duration_s,
             )
 
+    def client_cancelled(self, *, model: str, endpoint: str) -> None:
+        """A client went away before its request ended (names as in the real 1.6.1 text)."""
+        with self._lock:
+            self._add(
+                "dynamo_frontend_model_cancellation_total",
+                (("endpoint", endpoint), ("model", model)),
+            )
+            key = ("dynamo_frontend_disconnected_clients", ())
+            self._gauges[key] = self._gauges.get(key, 0.0) + 1
+
     def tokens_generated(self, *, model: str, worker_id: int, tokens: int) -> None:
         if tokens <= 0:
             return
@@ -143,4 +158,63 @@ class Metrics:
                 )
                 lines.append(f"{name}_sum{_render_labels(labels)} {slot[-2]!r}")
                 lines.append(f"{name}_count{_render_labels(labels)} {_number(slot[-1])}")
+        return "\n".join(lines) + "\n"
+
+
+_WORKER_HELP = {
+    "dynamo_component_requests_total": (
+        "counter",
+        "Total number of requests processed by work handler",
+    ),
+    "dynamo_component_cancellation_total": (
+        "counter",
+        "Total number of requests cancelled by work handler",
+    ),
+    "dynamo_component_inflight_requests": (
+        "gauge",
+        "Number of requests currently being processed by work handler",
+    ),
+}
+
+
+class WorkerCounters:
+    """What a worker's system server publishes about its ``generate`` endpoint, under the
+    names and labels the real 1.6.1 runtime uses (``worker_id`` is the instance id in hex).
+
+    A request counts when the frontend hands it to the worker; it is in flight until its
+    generation ends; it counts as cancelled only when the client's cancellation reached the
+    worker (an engine-side abort is not a cancellation of the request plane).
+    """
+
+    def __init__(self, instance_id: int, namespace: str) -> None:
+        self._labels: Labels = (
+            ("dynamo_component", "backend"),
+            ("dynamo_endpoint", "generate"),
+            ("dynamo_namespace", namespace),
+            ("worker_id", f"{instance_id:x}"),
+        )
+        self._lock = threading.Lock()
+        self._values = dict.fromkeys(_WORKER_HELP, 0)
+
+    def started(self) -> None:
+        with self._lock:
+            self._values["dynamo_component_requests_total"] += 1
+            self._values["dynamo_component_inflight_requests"] += 1
+
+    def ended(self, *, cancelled: bool) -> None:
+        with self._lock:
+            self._values["dynamo_component_inflight_requests"] -= 1
+            if cancelled:
+                self._values["dynamo_component_cancellation_total"] += 1
+
+    def render(self) -> str:
+        with self._lock:
+            values = dict(self._values)
+        lines: list[str] = []
+        for name, (kind, text) in _WORKER_HELP.items():
+            lines += [
+                f"# HELP {name} {text}",
+                f"# TYPE {name} {kind}",
+                f"{name}{_render_labels(self._labels)} {_number(values[name])}",
+            ]
         return "\n".join(lines) + "\n"

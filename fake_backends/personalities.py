@@ -8,7 +8,9 @@ RL integration reference's compatibility tables:
   listed by /v1/rl/workers; prefix-cache hits reported in usage;
 * SGLang: the native streaming ``POST /generate`` route; a system server per worker with
   SGLang's own administration routes, but no RL registration; cache hits reported;
-* TensorRT-LLM: no native route, no prompt logprobs, no system server, no RL registration.
+* TensorRT-LLM: no native route, no prompt logprobs, no RL registration; its workers' system
+  servers answer health and metrics but serve no ``/engine`` route (no shared RL
+  administration contract is documented).
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ class Personality:
     native_generate: bool  # frontend serves SGLang POST /generate
     prompt_logprobs: bool  # the engine can return prompt logprobs
     rl_workers: bool  # workers register with /v1/rl/workers
-    system_servers: bool = False  # each worker runs a system server with /engine routes
+    system_servers: bool = True  # each worker runs a system server (health, metrics, /engine)
+    admin_routes: bool = True  # the system server serves the backend's /engine routes
     reports_cached_tokens: bool = False  # usage carries prompt_tokens_details.cached_tokens
 
 
@@ -49,7 +52,11 @@ PERSONALITIES: Mapping[str, Personality] = MappingProxyType(
             reports_cached_tokens=True,
         ),
         "trtllm": Personality(
-            "trtllm", native_generate=False, prompt_logprobs=False, rl_workers=False
+            "trtllm",
+            native_generate=False,
+            prompt_logprobs=False,
+            rl_workers=False,
+            admin_routes=False,
         ),
     }
 )

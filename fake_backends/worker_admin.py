@@ -1,4 +1,4 @@
-"""A worker's system server: ``/health``, ``/live`` and ``/engine/<route>``.
+"""A worker's system server: ``/health``, ``/live``, ``/metrics`` and ``/engine/<route>``.
 
 The dispatch contract follows the facts sheet §5.1-5.2 and observed 1.6.1 §6.17: any
 method; empty body means ``{}``; invalid JSON is a 400 ``{"error":"Invalid JSON"}``;
@@ -118,6 +118,9 @@ def build_worker_admin_app(
     async def health(request: Request) -> Response:
         return _text_json(_health_body(worker, endpoints), 200)
 
+    async def metrics(request: Request) -> Response:
+        return Response(worker.counters.render(), 200, headers={"content-type": TEXT_PLAIN})
+
     async def not_found(request: Request, exc: Exception) -> Response:
         return Response("Route not found", 404, headers={"content-type": TEXT_PLAIN})
 
@@ -132,6 +135,7 @@ def build_worker_admin_app(
         routes=[
             Route("/health", health, methods=["GET"]),
             Route("/live", health, methods=["GET"]),
+            Route("/metrics", metrics, methods=["GET"]),
             Route("/engine/{route:path}", engine, methods=ALL_METHODS),
         ],
         exception_handlers={404: not_found},

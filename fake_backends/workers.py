@@ -19,6 +19,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from fake_backends.metrics import WorkerCounters
 from fake_backends.toy_model import ToyModel
 from fake_backends.worker_runtime import POLL_SECONDS, WorkerRuntime
 
@@ -54,7 +55,11 @@ class EngineWorker:
     namespace: str = NAMESPACE
     advertised_routes: tuple[str, ...] = ()  # what the worker tells RL discovery
     runtime: WorkerRuntime = field(default_factory=WorkerRuntime, repr=False)
+    counters: WorkerCounters = field(init=False, repr=False)
     _models: dict[str, ToyModel] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        self.counters = WorkerCounters(self.instance_id, self.namespace)
 
     def model(self) -> ToyModel:
         """The toy model for the current weights (cached per weights tag)."""

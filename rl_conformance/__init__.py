@@ -17,7 +17,15 @@ from .errors import (
 from .launchers import ExternalLauncher, FakeLauncher
 from .stream_state import StreamMachine, StreamState
 from .target import Target
-from .verdict import ConformanceFailure, FeatureAbsent, NotAdvertised, Verdict
+from .verdict import (
+    ConformanceFailure,
+    FeatureAbsent,
+    Inconclusive,
+    MissingInput,
+    NotAdvertised,
+    Unobservable,
+    Verdict,
+)
 from .wire import Exchange
 
 __all__ = [
@@ -35,13 +43,16 @@ __all__ = [
     "ExternalLauncher",
     "FakeLauncher",
     "FeatureAbsent",
+    "Inconclusive",
     "LaunchError",
+    "MissingInput",
     "NotAdvertised",
     "StreamMachine",
     "StreamState",
     "Support",
     "Target",
     "TransportError",
+    "Unobservable",
     "Verdict",
     "Violation",
     "__version__",

@@ -74,6 +74,8 @@ class AdminWorker:
 
     @property
     def label(self) -> str:
+        if self.instance_id is None:
+            return f"worker at {self.system_url}"
         return f"worker {self.instance_id}"
 
 

@@ -1,28 +1,72 @@
-"""Administrative steps as the suites take them: one worker, each call checked by status AND
-body, pauses that always end in a resume. Shared by the administration and refresh suites."""
+"""Administrative steps as the suites take them: which workers to act on, each call checked by
+status AND body, pauses that always end in a resume. Shared by the administration and refresh
+suites."""
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from .admin import AdminClient, AdminWorker
+from .capabilities import RL_WORKERS, Backend, Support
 from .checks import admin as admin_checks
 from .refresh import AdminFamily, family_for, new_version
 from .target import Target
-from .verdict import FeatureAbsent, Verdict
+from .verdict import FeatureAbsent, MissingInput, Verdict
 
 
-def one_worker(target: Target, workers: list[AdminWorker]) -> tuple[AdminWorker, AdminFamily]:
-    """The first administrable worker and the administration family it speaks."""
-    if target.backend == "trtllm" or not workers:
-        raise FeatureAbsent("the deployment exposes no worker administration (no system_url)")
-    worker = workers[0]
-    family = family_for(target, worker)
+@dataclass(frozen=True)
+class Selection:
+    """The workers a test acts on, and the worker its generations are pinned to.
+
+    When the first administrable worker's identity is known, the test acts on it alone and pins
+    every generation to it. When it is not (a worker given by URL whose system server names no
+    instance id), the test acts on every given worker of the same family at once and leaves
+    generations unpinned: whichever worker serves them is one the test acted on.
+    """
+
+    workers: tuple[AdminWorker, ...]
+    family: AdminFamily
+
+    @property
+    def pinned(self) -> AdminWorker | None:
+        first = self.workers[0]
+        return first if len(self.workers) == 1 and first.instance_id is not None else None
+
+    @property
+    def label(self) -> str:
+        return ", ".join(worker.label for worker in self.workers)
+
+
+def administered(target: Target, workers: list[AdminWorker]) -> list[AdminWorker]:
+    """The workers with a system URL, or why there are none: a registering backend (vLLM) that
+    lists none lacks a documented feature; for the others the user has not given their URLs."""
+    found = [worker for worker in workers if worker.system_url]
+    if found:
+        return found
+    if RL_WORKERS[Backend(target.backend)] is Support.SUPPORTED:
+        if not target.rl_url:
+            raise MissingInput("no RL listener URL to discover workers from (give --rl-url)")
+        raise FeatureAbsent("GET /v1/rl/workers lists no worker with a system_url")
+    raise MissingInput(
+        f"{target.backend} workers are not listed by /v1/rl/workers: give each worker's "
+        "system URL with --worker-url"
+    )
+
+
+def select(target: Target, workers: list[AdminWorker]) -> Selection:
+    """See `Selection`."""
+    candidates = administered(target, workers)
+    first = candidates[0]
+    family = family_for(target, first)
     if family is None:
-        raise FeatureAbsent(f"{worker.label} speaks no known administration family")
-    return worker, family
+        raise FeatureAbsent(f"{first.label} speaks no known administration family")
+    if first.instance_id is not None:
+        return Selection((first,), family)
+    same = tuple(worker for worker in candidates if family_for(target, worker) is family)
+    return Selection(same, family)
 
 
 def succeed(
@@ -47,41 +91,45 @@ def succeed(
 
 @contextlib.contextmanager
 def paused(
-    verdict: Verdict,
-    admin: AdminClient,
-    worker: AdminWorker,
-    family: AdminFamily,
-    mode: str | None = None,
+    verdict: Verdict, admin: AdminClient, selection: Selection, mode: str | None = None
 ) -> Iterator[None]:
-    """Pause (checked), run the body, and always resume: a failing step never leaves a worker
-    paused for the tests after it."""
+    """Pause every selected worker (checked), run the body, and always resume them all: a
+    failing step never leaves a worker paused for the tests after it."""
+    family = selection.family
     body = family.pause_body if mode is None else {**family.pause_body, "mode": mode}
     try:
-        succeed(verdict, admin, worker, family, family.pause, body)
+        for worker in selection.workers:
+            succeed(verdict, admin, worker, family, family.pause, body)
         yield
     except BaseException:
-        with contextlib.suppress(Exception):
-            admin.call(worker, family.resume, {})
+        for worker in selection.workers:
+            with contextlib.suppress(Exception):
+                admin.call(worker, family.resume, {})
         raise
-    succeed(verdict, admin, worker, family, family.resume, {})
+    for worker in selection.workers:
+        succeed(verdict, admin, worker, family, family.resume, {})
+
+
+def update_all(
+    verdict: Verdict,
+    admin: AdminClient,
+    selection: Selection,
+    model_path: Callable[[str], str | None],
+) -> str:
+    """Apply one new named weight version to every selected worker (already paused)."""
+    version = new_version()
+    body = selection.family.update_body(version, model_path(version))
+    for worker in selection.workers:
+        succeed(verdict, admin, worker, selection.family, selection.family.update, body)
+    return version
 
 
 def apply_update(
     verdict: Verdict,
     admin: AdminClient,
-    worker: AdminWorker,
-    family: AdminFamily,
+    selection: Selection,
     model_path: Callable[[str], str | None],
 ) -> str:
     """Pause, apply a new named weight version, resume; returns the version."""
-    version = new_version()
-    with paused(verdict, admin, worker, family):
-        succeed(
-            verdict,
-            admin,
-            worker,
-            family,
-            family.update,
-            family.update_body(version, model_path(version)),
-        )
-    return version
+    with paused(verdict, admin, selection):
+        return update_all(verdict, admin, selection, model_path)

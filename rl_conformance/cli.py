@@ -109,7 +109,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="URL",
-        help="system URL of a worker that discovery does not list (SGLang)",
+        help="system URL of a worker that discovery does not list (SGLang, TensorRT-LLM; "
+        "repeatable): its administration and its metrics",
     )
     run.add_argument(
         "--update-model-path",
@@ -196,9 +197,9 @@ def pytest_arguments(args: argparse.Namespace, ini_path: Path) -> list[str]:
             argv += ["--rl-url", args.rl_url]
         if args.model:
             argv += ["--rl-model", args.model]
-    elif args.rl_url or args.backend or args.model:
+    elif args.rl_url or args.backend or args.model or args.worker_url:
         raise ConfigurationError(
-            "--rl-url, --backend and --model describe an external deployment: "
+            "--rl-url, --backend, --model and --worker-url describe an external deployment: "
             "give --frontend URL too"
         )
     if args.launch:

@@ -112,6 +112,7 @@ def plan_targets(
     backend: str | None,
     model: str | None,
     faults: list[str],
+    worker_urls: list[str] | None = None,
     workers: int,
     launch: str | None = None,
     docker_config: str | None = None,
@@ -127,12 +128,17 @@ def plan_targets(
         if not backend:
             raise ConfigurationError("--frontend needs --backend {vllm|sglang|trtllm}")
         launcher: Launcher = ExternalLauncher(
-            backend=backend, frontend_url=frontend, rl_url=rl_url, model=model
+            backend=backend,
+            frontend_url=frontend,
+            rl_url=rl_url,
+            model=model,
+            worker_urls=tuple(worker_urls or ()),
         )
         launchers[launcher.target_id] = launcher
-    elif rl_url or backend:
+    elif rl_url or backend or worker_urls:
         raise ConfigurationError(
-            "--rl-url and --backend describe an external deployment: give --frontend URL too"
+            "--rl-url, --backend and --worker-url describe an external deployment: "
+            "give --frontend URL too"
         )
     if engine_faults and launch != "dynamo-fake-vllm":
         raise ConfigurationError("--engine-fault needs --launch dynamo-fake-vllm")

@@ -24,15 +24,23 @@ from . import suite_support
 from .admin import AdminClient, AdminWorker, MutationPolicy, MutationRefused, RouteNotAdvertised
 from .checks import REGISTRY
 from .client import Client
-from .errors import ConfigurationError, LaunchError
+from .errors import ConfigurationError
+from .fleet import resolve_workers
 from .killmatrix import build_kill_matrix, render_kill_matrix
 from .matrix import Evidence, RunInfo, TestOutcome, TestRecord, build_matrix, now
 from .plan import TargetPool, plan_targets
 from .refresh import weight_paths
 from .reports import write_reports
 from .reports.markdown import render_markdown
-from .target import Target
-from .verdict import ConformanceFailure, FeatureAbsent, NotAdvertised, Verdict
+from .target import CHANNELS, Probe, Target
+from .verdict import (
+    ConformanceFailure,
+    FeatureAbsent,
+    Inconclusive,
+    NotAdvertised,
+    Unobservable,
+    Verdict,
+)
 
 STATE_KEY = pytest.StashKey["ConformanceRun"]()
 
@@ -45,7 +53,6 @@ class Settings:
     report_dir: Path
     policy: MutationPolicy = field(default_factory=MutationPolicy)
     read_only: bool = False
-    worker_urls: tuple[str, ...] = ()
     update_paths: tuple[str, ...] = ()
 
     def policy_for(self, target: Target) -> MutationPolicy:
@@ -200,7 +207,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="append",
         default=[],
         metavar="URL",
-        help="system URL of a worker that discovery does not list (SGLang)",
+        help="system URL of a worker that discovery does not list (SGLang, TensorRT-LLM); "
+        "repeatable; needs --rl-frontend",
     )
     group.addoption(
         "--rl-report-dir",
@@ -213,6 +221,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "capability(id): the conformance capability a test certifies"
+    )
+    config.addinivalue_line(
+        "markers", "needs(*channels): fake-only channels the test reaches through the probe"
     )
     config.addinivalue_line(
         "markers",
@@ -235,6 +246,7 @@ def pytest_configure(config: pytest.Config) -> None:
             rl_url=option.rl_url,
             backend=option.rl_backend,
             model=option.rl_model,
+            worker_urls=option.rl_worker_url,
             faults=option.rl_fault,
             workers=option.rl_workers,
             launch=option.rl_launch,
@@ -255,7 +267,6 @@ def pytest_configure(config: pytest.Config) -> None:
         report_dir=Path(option.rl_report_dir),
         policy=policy,
         read_only=option.rl_read_only,
-        worker_urls=tuple(option.rl_worker_url),
         update_paths=tuple(option.rl_update_model_path),
     )
     ids = selected or [capability.id for capability in capability_registry.CAPABILITIES]
@@ -353,19 +364,20 @@ def admin(request: pytest.FixtureRequest, client: Client, target: Target) -> Adm
 
 
 @pytest.fixture
-def rescope_listener(request: pytest.FixtureRequest, client: Client, target: Target) -> Any:
-    """A function env -> None that restarts the target's RL listener under that environment, or
-    None when the target cannot (only our fakes and launched real Dynamo stacks can)."""
-    launcher = _run(request.config).pool.launchers.get(target.id)
-    if target.control_url:
-
-        def over_control_port(env: dict[str, str]) -> None:
-            exchange = client.post(f"{target.control_url}/listener_env", {"env": env})
-            if exchange.status != 200:
-                raise LaunchError(f"the listener cannot be re-scoped: {exchange.describe()}")
-
-        return over_control_port
-    return getattr(launcher, "rescope", None)
+def probe(request: pytest.FixtureRequest, target: Target) -> Probe:
+    """The target's fake-only channels, for tests that declare them with `needs(...)`: a test
+    cannot lean on a launcher's private knowledge without saying so, and on a target that lacks
+    a declared channel it is skipped with the channel named."""
+    marker = request.node.get_closest_marker("needs")
+    needed = set(marker.args) if marker else set()
+    if not needed:
+        raise pytest.UsageError(
+            f"{request.node.nodeid} uses the probe without declaring @pytest.mark.needs(...)"
+        )
+    missing = sorted(needed - target.offers)
+    if missing or target.probe is None:
+        raise Unobservable("; ".join(f"needs {name}: {CHANNELS[name]}" for name in missing))
+    return target.probe
 
 
 @pytest.fixture
@@ -394,36 +406,10 @@ _UPDATE_COUNTERS: dict[str, itertools.count[int]] = {}
 
 
 @pytest.fixture
-def admin_workers(
-    request: pytest.FixtureRequest, client: Client, target: Target
-) -> list[AdminWorker]:
-    """Workers to administer: discovery's when it lists any, else the deployment's own list
-    (SGLang workers are not registered with /v1/rl/workers), else --rl-worker-url."""
-    if target.rl_url:
-        listing = client.get(target.rl("/v1/rl/workers"))
-        try:
-            workers = listing.json().get("workers", []) if listing.status == 200 else []
-        except (ValueError, AttributeError):
-            workers = []
-        found = [
-            AdminWorker.from_discovery(worker)
-            for worker in workers
-            if isinstance(worker, dict) and "error" not in worker
-        ]
-        if found:
-            return found
-    if target.workers:
-        return [
-            AdminWorker(
-                instance_id=worker.get("instance_id"),
-                system_url=worker.get("system_url"),
-                routes=None,
-            )
-            for worker in target.workers
-            if worker.get("system_url")
-        ]
-    urls = _run(request.config).settings.worker_urls
-    return [AdminWorker(instance_id=None, system_url=url, routes=None) for url in urls]
+def admin_workers(client: Client, target: Target) -> list[AdminWorker]:
+    """Workers to observe and administer: discovery's, plus the worker URLs given for workers
+    discovery does not list (see `fleet.resolve_workers`)."""
+    return resolve_workers(client, target)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -481,14 +467,14 @@ def _record(
         return record
     excinfo = call.excinfo
     error = _find(excinfo.value if excinfo else None)
-    if report.skipped and not isinstance(error, FeatureAbsent | NotAdvertised):
+    if report.skipped and not isinstance(error, FeatureAbsent | NotAdvertised | Inconclusive):
         record.outcome = TestOutcome.SKIPPED
         record.reason = _skip_reason(report)
     elif isinstance(error, FeatureAbsent):
         record.outcome, record.reason = TestOutcome.ABSENT, str(error)
     elif isinstance(error, NotAdvertised | RouteNotAdvertised):
         record.outcome, record.reason = TestOutcome.NOT_ADVERTISED, str(error)
-    elif isinstance(error, MutationRefused):
+    elif isinstance(error, MutationRefused | Inconclusive):
         record.outcome, record.reason = TestOutcome.SKIPPED, str(error)
     elif isinstance(error, ConformanceFailure) and call.when == "call":
         record.outcome = TestOutcome.FAILED
@@ -528,7 +514,8 @@ def _find(error: BaseException | None) -> BaseException | None:
                 | FeatureAbsent
                 | NotAdvertised
                 | RouteNotAdvertised
-                | MutationRefused,
+                | MutationRefused
+                | Inconclusive,
             ):
                 return found
         return _find(error.exceptions[0]) if error.exceptions else error

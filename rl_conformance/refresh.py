@@ -91,13 +91,14 @@ def new_version() -> str:
 def pinned_generation(
     client: Client,
     target: Target,
-    worker: AdminWorker,
+    worker: AdminWorker | None,
     prompt: list[int],
     *,
     deadline_s: float | None = None,
     max_tokens: int = 8,
 ) -> Exchange:
-    """A greedy completion routed to one worker (nvext.backend_instance_id, and the header)."""
+    """A greedy completion routed to one worker (nvext.backend_instance_id, and the header);
+    unpinned when the worker, or its identity, is unknown."""
     body: dict[str, Any] = {
         "model": target.model,
         "prompt": prompt,
@@ -107,7 +108,7 @@ def pinned_generation(
         "nvext": {"extra_fields": ["completion_token_ids", "engine_data"]},
     }
     headers = {}
-    if worker.instance_id is not None:
+    if worker is not None and worker.instance_id is not None:
         body["nvext"]["backend_instance_id"] = worker.instance_id
         headers["x-dynamo-worker-instance-id"] = str(worker.instance_id)
     return client.request(

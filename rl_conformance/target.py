@@ -1,18 +1,43 @@
 """What the suite knows about one deployment under test, and the interface of the launchers
-that produce one (see `rl_conformance.launchers`)."""
+that produce one (see `rl_conformance.launchers`).
+
+A target holds only what a user of a real deployment could tell the suite (URLs, backend, model,
+the system URLs of workers that discovery does not list) plus, for deployments we launched
+ourselves, a `Probe`: the one declared door to channels no real deployment offers. Suites reach a
+probe through the `needs` marker, never by URL, so a verdict cannot silently depend on it.
+"""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .capabilities import Backend
 from .errors import ConfigurationError
 
+LISTENER_RESTART = "listener_restart"
+CHANNELS: Mapping[str, str] = {
+    LISTENER_RESTART: "restarting the RL listener under a chosen environment, which only a "
+    "deployment the suite launched offers (our fakes, --launch dynamo-*)",
+}
+"""Channels a probe may offer, and what a cell says when a target lacks one."""
+
+
+class Probe(Protocol):
+    """Fake-only channels of a launched deployment."""
+
+    offers: frozenset[str]
+
+    def rescope_listener(self, env: Mapping[str, str]) -> None:
+        """Restart (or re-read) the RL listener with these namespace variables only."""
+
 
 @dataclass
 class Target:
-    """One deployment. `model` may be None until resolved from `/v1/models`."""
+    """One deployment. `model` may be None until resolved from `/v1/models`. `worker_urls` are
+    system URLs of workers that discovery does not list (`--worker-url`; SGLang and TensorRT-LLM
+    workers do not register with /v1/rl/workers)."""
 
     id: str
     backend: str
@@ -22,8 +47,12 @@ class Target:
     model: str | None = None
     versions: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
-    workers: list[dict[str, Any]] = field(default_factory=list)
-    control_url: str | None = None
+    worker_urls: tuple[str, ...] = ()
+    probe: Probe | None = None
+
+    @property
+    def offers(self) -> frozenset[str]:
+        return self.probe.offers if self.probe is not None else frozenset()
 
     def url(self, path: str) -> str:
         return self.frontend_url.rstrip("/") + path
@@ -34,10 +63,17 @@ class Target:
         return self.rl_url.rstrip("/") + path
 
     def describe(self) -> dict[str, Any]:
-        data = asdict(self)
-        data.pop("workers")
-        data.pop("control_url")
-        return data
+        return {
+            "id": self.id,
+            "backend": self.backend,
+            "kind": self.kind,
+            "frontend_url": self.frontend_url,
+            "rl_url": self.rl_url,
+            "model": self.model,
+            "versions": dict(self.versions),
+            "notes": list(self.notes),
+            "worker_urls": list(self.worker_urls),
+        }
 
 
 class Launcher(Protocol):
@@ -56,3 +92,9 @@ def check_backend(value: str) -> str:
         raise ConfigurationError(
             f"--backend: expected one of {', '.join(b.value for b in Backend)}, observed {value!r}"
         ) from None
+
+
+def check_url(flag: str, url: str) -> str:
+    if not url.startswith(("http://", "https://")):
+        raise ConfigurationError(f"{flag}: expected an http(s) URL, observed {url!r}")
+    return url

@@ -2,9 +2,11 @@
 
 A test hands every `CheckResult` to its `Verdict`; the first failed result raises
 `ConformanceFailure`, which carries the evidence (violations, the exchange and its curl reproducer)
-to the matrix. Two more exceptions say a test could not apply: `FeatureAbsent` (the deployment does
-not offer the feature; the matrix decides from the documented support whether that is a failure)
-and `NotAdvertised` (discovery does not advertise what the test needs).
+to the matrix. More exceptions say a test could not apply: `FeatureAbsent` (the deployment does
+not offer the feature; the matrix decides from the documented support whether that is a failure),
+`NotAdvertised` (discovery does not advertise what the test needs), and `Inconclusive` (the test
+cannot judge: an input the user did not give, `MissingInput`, or a channel the deployment does not
+expose, `Unobservable`), which is `skipped` with the flag or the channel named, never a failure.
 """
 
 from __future__ import annotations
@@ -32,6 +34,19 @@ class FeatureAbsent(Exception):
 
 class NotAdvertised(Exception):
     """Discovery does not advertise the route or worker the test needs."""
+
+
+class Inconclusive(Exception):
+    """The test cannot judge this deployment; the message says what would let it."""
+
+
+class MissingInput(Inconclusive):
+    """The user did not give an input the test needs (the message names the flag)."""
+
+
+class Unobservable(Inconclusive):
+    """The deployment does not expose the channel the observation needs (the message names it).
+    Absent evidence is not evidence of an absent feature."""
 
 
 class Verdict:

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from rl_conformance import FeatureAbsent
+from rl_conformance import FeatureAbsent, MissingInput
 from rl_conformance.admin import AdminClient, AdminWorker
-from rl_conformance.admin_steps import apply_update, one_worker
+from rl_conformance.admin_steps import administered, apply_update, select
 from rl_conformance.checks import admin as admin_checks
 from rl_conformance.checks import discovery
 from rl_conformance.client import Client
@@ -19,18 +19,12 @@ from rl_conformance.verdict import Verdict
 capability = pytest.mark.capability
 
 
-def administered(target: Target, workers: list[AdminWorker]) -> list[AdminWorker]:
-    if target.backend == "trtllm" or not workers:
-        raise FeatureAbsent("the deployment exposes no worker administration (no system_url)")
-    return workers
-
-
 @capability("admin.route_negotiation")
 def test_workers_advertise_what_the_update_path_needs(
     client: Client, target: Target, verdict: Verdict
 ) -> None:
     if not target.rl_url:
-        pytest.skip("no RL listener URL for this target (give --rl-url)")
+        raise MissingInput("no RL listener URL for this target (give --rl-url)")
     exchange = client.get(target.rl("/v1/rl/workers"))
     body = verdict.json(exchange)
     verdict.check(discovery.protocol_version(body), exchange)
@@ -72,7 +66,7 @@ def test_unadvertised_route_is_a_404(
     admin: AdminClient,
     admin_workers: list[AdminWorker],
 ) -> None:
-    worker = administered(target, admin_workers)[0]
+    worker = select(target, admin_workers).workers[0]
     assert worker.system_url is not None
     if not admin.policy.permits(worker.instance_id):
         pytest.skip(f"{admin.policy.describe()}: no request to an unadvertised admin route")
@@ -91,9 +85,7 @@ def test_update_succeeds_by_status_and_body(
     update_model_path: Any,
 ) -> None:
     """Pause, apply a named version, resume: each reply must say success in its body."""
-    worker = administered(target, admin_workers)[0]
-    _, family = one_worker(target, [worker])
-    apply_update(verdict, admin, worker, family, update_model_path)
+    apply_update(verdict, admin, select(target, admin_workers), update_model_path)
 
 
 def _json(exchange: object) -> object:

@@ -1,110 +1,150 @@
-"""Cancellation reaches the engine; retries keep attempt identity; late duplicates are visible.
+"""Cancellation reaches the engine; retries keep attempt identity; late completions are visible.
 
-The deployment-side evidence comes from a request ledger (our fakes' control port)."""
+The deployment-side evidence is what any Dynamo deployment publishes: each worker's system
+server counts the requests, cancellations and in-flight work of its generate endpoint on
+`/metrics`. Workers come from discovery or from `--worker-url`; without either, or when no
+worker publishes those counters, the tests say so and judge nothing."""
 
 from __future__ import annotations
 
 import time
 import uuid
-from typing import Any
+from collections.abc import Callable
 
 import pytest
 
+from rl_conformance import MissingInput, Unobservable
+from rl_conformance.admin import AdminWorker
 from rl_conformance.checks import control
 from rl_conformance.client import Client
+from rl_conformance.fleet import GenerateCounters, generate_counters
+from rl_conformance.stream_state import StreamState
 from rl_conformance.target import Target
 from rl_conformance.verdict import Verdict
 
 capability = pytest.mark.capability
 PROMPT = [512, 733, 1024, 1999, 300]
+# Long enough that a client who leaves after the first event leaves a generation still running,
+# on our fakes and on the real Dynamo with a fast toy engine; short of every context window.
+LONG_GENERATION = 2000
+SETTLE_S = 5.0
 
 
-def ledger_entries(client: Client, target: Target, attempt: str) -> list[dict[str, Any]]:
-    exchange = client.get(f"{target.control_url}/ledger")
-    requests = exchange.json().get("requests", []) if exchange.status == 200 else []
-    return [entry for entry in requests if entry.get("attempt_id") == attempt]
-
-
-def require_ledger(target: Target) -> None:
-    if not target.control_url:
-        pytest.skip(
-            "no request ledger on this target: cancellation and late completions cannot "
-            "be observed from outside"
+def counters(client: Client, workers: list[AdminWorker]) -> GenerateCounters:
+    """The workers' generate counters now, or why they cannot be read."""
+    if not any(worker.system_url for worker in workers):
+        raise MissingInput(
+            "worker metrics: no worker system URL is known (discovery lists none: give each "
+            "worker's system URL with --worker-url)"
         )
+    found = generate_counters(client, workers)
+    if found is None:
+        raise Unobservable(
+            "worker metrics: no worker system server publishes "
+            "dynamo_component_{requests_total,cancellation_total,inflight_requests} for its "
+            "generate endpoint"
+        )
+    return found
 
 
-def wait_for(predicate: Any, timeout_s: float = 3.0) -> Any:
-    deadline = time.monotonic() + timeout_s
-    value = predicate()
-    while not value and time.monotonic() < deadline:
+def settle(
+    client: Client,
+    workers: list[AdminWorker],
+    done: Callable[[GenerateCounters], bool],
+    timeout_s: float = SETTLE_S,
+) -> tuple[GenerateCounters, float]:
+    """Poll the counters until `done` holds or the time is up; returns them and the wait."""
+    started = time.monotonic()
+    while True:
+        now = generate_counters(client, workers)
+        waited = time.monotonic() - started
+        if now is not None and (done(now) or waited >= timeout_s):
+            return now, waited
+        if waited >= timeout_s:
+            raise Unobservable("worker metrics stopped answering while the test waited")
         time.sleep(0.05)
-        value = predicate()
-    return value
+
+
+def long_completion(target: Target, *, stream: bool) -> dict[str, object]:
+    return {
+        "model": target.model,
+        "prompt": PROMPT,
+        "max_tokens": LONG_GENERATION,
+        "temperature": 0,
+        "ignore_eos": True,
+        "stream": stream,
+    }
 
 
 @capability("cancel.propagation")
 def test_closing_a_stream_aborts_the_generation(
-    client: Client, target: Target, verdict: Verdict
+    client: Client, target: Target, verdict: Verdict, admin_workers: list[AdminWorker]
 ) -> None:
-    require_ledger(target)
+    before = counters(client, admin_workers)
     attempt = f"conformance-{uuid.uuid4().hex}"
-    body = {
-        "model": target.model,
-        "prompt": PROMPT,
-        "max_tokens": 64,
-        "temperature": 0,
-        "ignore_eos": True,
-        "stream": True,
-    }
     exchange = client.stream(
         "POST",
         target.url("/v1/completions"),
-        json_body=body,
-        headers={"x-request-id": attempt, "x-fake-delay-ms": "0"},
+        json_body=long_completion(target, stream=True),
+        headers={"x-request-id": attempt},
         cancel_after_events=1,
     )
     verdict.status(exchange)
-
-    def settled() -> list[dict[str, Any]]:
-        entries = ledger_entries(client, target, attempt)
-        return [e for e in entries if e.get("outcome") not in (None, "running")]
-
-    entries = wait_for(settled) or ledger_entries(client, target, attempt)
-    outcome = entries[0].get("outcome") if entries else "no ledger entry"
-    verdict.check(control.cancellation_propagated(outcome, attempt), exchange)
+    if exchange.state is not StreamState.CANCELED:
+        raise Unobservable(
+            f"the stream ended ({exchange.state_reason}) before the client could leave it, "
+            f"even at max_tokens {LONG_GENERATION}"
+        )
+    after, waited = settle(
+        client,
+        admin_workers,
+        lambda now: (
+            now.inflight <= before.inflight and now.cancellations >= before.cancellations + 1
+        ),
+    )
+    verdict.check(
+        control.cancellation_propagated(
+            after.cancellations - before.cancellations,
+            max(0.0, after.inflight - before.inflight),
+            waited,
+        ),
+        exchange,
+    )
 
 
 @capability("retry.attempt_identity")
 def test_retry_after_timeout_keeps_attempts_distinguishable(
-    client: Client, target: Target, verdict: Verdict
+    client: Client, target: Target, verdict: Verdict, admin_workers: list[AdminWorker]
 ) -> None:
+    """An attempt abandoned at the client's deadline, then retried under the same attempt id:
+    the retry is answered as itself, and the abandoned attempt does not also run to completion
+    unseen (the worker counters show it cancelled, or the test says they cannot)."""
+    try:
+        before: GenerateCounters | None = counters(client, admin_workers)
+    except (MissingInput, Unobservable):
+        before = None
     attempt = f"conformance-{uuid.uuid4().hex}"
-    body = {"model": target.model, "prompt": PROMPT, "max_tokens": 4, "temperature": 0}
     headers = {"x-request-id": attempt}
     slow = client.request(
         "POST",
         target.url("/v1/completions"),
-        json_body=body,
+        json_body=long_completion(target, stream=False),
         headers={**headers, "x-fake-delay-ms": "800"},
         deadline_s=0.3,
     )
+    body = {"model": target.model, "prompt": PROMPT, "max_tokens": 4, "temperature": 0}
     retry = client.request("POST", target.url("/v1/completions"), json_body=body, headers=headers)
     parsed = verdict.json(retry)
-    ids = [parsed.get("id")]
-    if target.control_url:
-
-        def settled() -> list[dict[str, Any]]:
-            entries = ledger_entries(client, target, attempt)
-            done = [entry for entry in entries if entry.get("outcome") not in (None, "running")]
-            return done if len(entries) >= 2 and len(done) == len(entries) else []
-
-        entries = wait_for(settled, 3.0) or ledger_entries(client, target, attempt)
-        completed = [entry for entry in entries if entry.get("outcome") == "completed"]
-        ids += [
-            entry["response_id"]
-            for entry in completed
-            if entry.get("response_id") and entry["response_id"] != parsed.get("id")
-        ]
-        verdict.check(control.late_completion_detected(len(completed)), retry)
-    verdict.check(control.attempt_identity(attempt, retry.headers.get("x-request-id"), ids), retry)
-    assert slow.status is None or slow.status == 200
+    verdict.check(
+        control.attempt_identity(attempt, retry.headers.get("x-request-id"), [parsed.get("id")]),
+        retry,
+    )
+    if before is None or slow.status is not None:
+        return
+    after, _ = settle(
+        client,
+        admin_workers,
+        lambda now: now.inflight <= before.inflight and now.requests >= before.requests + 2,
+    )
+    completed = (after.requests - before.requests) - (after.cancellations - before.cancellations)
+    verdict.check(control.late_completion_detected(int(completed)), retry)

@@ -3,7 +3,6 @@ generation uses the new weights, KV state is invalidated, and the fleet reopens 
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from typing import Any
@@ -18,9 +17,16 @@ from hypothesis.stateful import (
     rule,
 )
 
-from rl_conformance import FeatureAbsent
+from rl_conformance import FeatureAbsent, Unobservable
 from rl_conformance.admin import AdminClient, AdminWorker
-from rl_conformance.admin_steps import apply_update, one_worker, paused, succeed
+from rl_conformance.admin_steps import (
+    Selection,
+    apply_update,
+    paused,
+    select,
+    succeed,
+    update_all,
+)
 from rl_conformance.checks import aggregate_stream, control, streaming
 from rl_conformance.client import Client
 from rl_conformance.refresh import (
@@ -64,7 +70,7 @@ HELD_S = 0.6
 
 
 def generate_ids(
-    verdict: Verdict, client: Client, target: Target, worker: AdminWorker
+    verdict: Verdict, client: Client, target: Target, worker: AdminWorker | None
 ) -> tuple[list[int], Any]:
     exchange = pinned_generation(client, target, worker, PROMPT)
     verdict.json(exchange)
@@ -82,16 +88,38 @@ def test_pause_holds_new_generation_until_resume(
     admin: AdminClient,
     admin_workers: list[AdminWorker],
 ) -> None:
-    worker, family = one_worker(target, admin_workers)
-    with paused(verdict, admin, worker, family):
-        held = pinned_generation(client, target, worker, PROMPT, deadline_s=HELD_S)
-    after = pinned_generation(client, target, worker, PROMPT)
+    chosen = select(target, admin_workers)
+    with paused(verdict, admin, chosen):
+        held = pinned_generation(client, target, chosen.pinned, PROMPT, deadline_s=HELD_S)
+    after = pinned_generation(client, target, chosen.pinned, PROMPT)
     verdict.check(
         control.pause_gates(
             completed_while_paused=held.status == 200, completed_after_resume=after.status == 200
         ),
         held,
     )
+
+
+def reported_versions(
+    verdict: Verdict, admin: AdminClient, client: Client, target: Target, chosen: Selection
+) -> dict[str, Any]:
+    """The weight version each selected worker reports: from the family's version route, else
+    from what a generation served by it names; neither is an unobservable channel."""
+    family = chosen.family
+    if family.version:
+        return {
+            worker.label: (succeed(verdict, admin, worker, family, family.version, {}) or {}).get(
+                "version"
+            )
+            for worker in chosen.workers
+        }
+    _, seen = generate_ids(verdict, client, target, chosen.pinned)
+    if seen is None:
+        raise Unobservable(
+            f"the weight version of {chosen.label}: the {family.name} family has no version "
+            "route and responses carry no nvext.engine_data.weight_version"
+        )
+    return {chosen.label: seen}
 
 
 @capability("refresh.version_verified")
@@ -103,14 +131,9 @@ def test_every_worker_reports_the_applied_version(
     admin_workers: list[AdminWorker],
     update_model_path: Any,
 ) -> None:
-    worker, family = one_worker(target, admin_workers)
-    version = apply_update(verdict, admin, worker, family, update_model_path)
-    if family.version:
-        body = succeed(verdict, admin, worker, family, family.version, {})
-        reported = {worker.label: (body or {}).get("version")}
-    else:
-        _, seen = generate_ids(verdict, client, target, worker)
-        reported = {worker.label: seen}
+    chosen = select(target, admin_workers)
+    version = apply_update(verdict, admin, chosen, update_model_path)
+    reported = reported_versions(verdict, admin, client, target, chosen)
     verdict.check(control.version_verified(version, reported))
 
 
@@ -123,10 +146,10 @@ def test_post_update_generation_uses_the_new_weights(
     admin_workers: list[AdminWorker],
     update_model_path: Any,
 ) -> None:
-    worker, family = one_worker(target, admin_workers)
-    before, _ = generate_ids(verdict, client, target, worker)
-    version = apply_update(verdict, admin, worker, family, update_model_path)
-    after, seen = generate_ids(verdict, client, target, worker)
+    chosen = select(target, admin_workers)
+    before, _ = generate_ids(verdict, client, target, chosen.pinned)
+    version = apply_update(verdict, admin, chosen, update_model_path)
+    after, seen = generate_ids(verdict, client, target, chosen.pinned)
     verdict.check(control.post_update_generation(before, after, seen, version))
 
 
@@ -135,7 +158,9 @@ def cached_tokens(verdict: Verdict, client: Client, target: Target, worker: Admi
     body = verdict.json(exchange)
     cached = ((body.get("usage") or {}).get("prompt_tokens_details") or {}).get("cached_tokens")
     if not isinstance(cached, int):
-        raise FeatureAbsent("usage.prompt_tokens_details.cached_tokens is not reported")
+        raise Unobservable(
+            "prefix-cache reuse: responses carry no usage.prompt_tokens_details.cached_tokens"
+        )
     return cached
 
 
@@ -146,21 +171,29 @@ def test_flush_invalidates_cached_prefixes(
     verdict: Verdict,
     admin: AdminClient,
     admin_workers: list[AdminWorker],
+    update_model_path: Any,
 ) -> None:
-    worker, family = one_worker(target, admin_workers)
+    """Cached prefixes of one worker are not reused after its cache is invalidated: by the
+    family's flush route, or (SGLang, whose cache reset is a request-plane endpoint) by the
+    weight update itself, which flushes by default (`flush_cache` in SGLang's update requests)."""
+    chosen = select(target, admin_workers)
+    worker = chosen.pinned
+    if worker is None:
+        raise Unobservable(
+            f"one worker's prefix cache: generations cannot be pinned to {chosen.label} "
+            "(its system server's /metrics names no worker_id)"
+        )
     cached_tokens(verdict, client, target, worker)
     before = cached_tokens(verdict, client, target, worker)
-    if family.flush:
-        succeed(verdict, admin, worker, family, family.flush, {})
-    elif target.control_url and worker.instance_id is not None:
-        exchange = client.post(
-            f"{target.control_url}/workers/{worker.instance_id}/clear_kv_blocks", {}
+    if before <= 0:
+        raise Unobservable(
+            "prefix-cache reuse: a repeated prompt reported cached_tokens 0 (prefix caching "
+            "off?), so its invalidation cannot be observed"
         )
-        verdict.status(exchange)
+    if chosen.family.flush:
+        succeed(verdict, admin, worker, chosen.family, chosen.family.flush, {})
     else:
-        raise FeatureAbsent(
-            "clear_kv_blocks is a request-plane operation this target does not expose over HTTP"
-        )
+        apply_update(verdict, admin, chosen, update_model_path)
     after = cached_tokens(verdict, client, target, worker)
     verdict.check(control.kv_invalidation(before, after))
 
@@ -312,7 +345,7 @@ def test_refresh_lifecycle_state_machine(
     admin_workers: list[AdminWorker],
     update_model_path: Any,
 ) -> None:
-    _, family = one_worker(target, admin_workers)
+    family = select(target, admin_workers).family
     workers = [w for w in admin_workers if family_for(target, w) is family]
     RefreshLifecycle.context = {
         "client": client,
@@ -350,12 +383,13 @@ def test_streams_in_flight_across_a_refresh_end_in_one_terminal_state(
     """A stream open while its worker is paused (each mode) and updated ends exactly once: it
     completes, or is aborted, or resumes; never hangs, never ends twice. Where the deployment
     names the weights, they are the old or the new version, nothing else."""
-    worker, family = one_worker(target, admin_workers)
+    chosen = select(target, admin_workers)
+    family = chosen.family
     modes = IN_FLIGHT_MODES.get(family.name, ())
     if mode_index >= len(modes):
         pytest.skip(f"{family.name} has {len(modes)} pause modes")
     mode = modes[mode_index]
-    old_version = apply_update(verdict, admin, worker, family, update_model_path)
+    old_version = apply_update(verdict, admin, chosen, update_model_path)
     body: dict[str, Any] = {
         "model": target.model,
         "prompt": PROMPT,
@@ -368,9 +402,9 @@ def test_streams_in_flight_across_a_refresh_end_in_one_terminal_state(
         },
     }
     headers = {"x-fake-token-delay-ms": "15"}
-    if worker.instance_id is not None:
-        body["nvext"]["backend_instance_id"] = worker.instance_id
-        headers["x-dynamo-worker-instance-id"] = str(worker.instance_id)
+    if chosen.pinned is not None:
+        body["nvext"]["backend_instance_id"] = chosen.pinned.instance_id
+        headers["x-dynamo-worker-instance-id"] = str(chosen.pinned.instance_id)
     result: dict[str, Any] = {}
     stream = threading.Thread(
         target=lambda: result.update(
@@ -385,21 +419,11 @@ def test_streams_in_flight_across_a_refresh_end_in_one_terminal_state(
     )
     stream.start()
     time.sleep(0.1)
-    version = new_version()
     try:
-        succeed(verdict, admin, worker, family, family.pause, {**family.pause_body, "mode": mode})
-        succeed(
-            verdict,
-            admin,
-            worker,
-            family,
-            family.update,
-            family.update_body(version, update_model_path(version)),
-        )
+        with paused(verdict, admin, chosen, mode):
+            version = update_all(verdict, admin, chosen, update_model_path)
     finally:
-        with contextlib.suppress(Exception):
-            admin.call(worker, family.resume, {})
-    stream.join(timeout=25)
+        stream.join(timeout=25)
     exchange = result.get("exchange")
     assert exchange is not None, "the in-flight stream never returned"
     payloads = verdict.events(exchange)

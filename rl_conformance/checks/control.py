@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from .. import prometheus
 from ..namespace_scope import resolve_scope
 from .base import Findings, Level, Violation, check, get_path
 
@@ -149,16 +149,12 @@ def version_is_one_of(reported: Any, versions: Sequence[Any]) -> Findings:
     section=REFRESH,
 )
 def kv_invalidation(cached_before_flush: int, cached_after_flush: int) -> Findings:
-    if cached_before_flush <= 0:
-        yield Violation(
-            "a repeated prompt reused no cached prefix, so invalidation cannot be observed",
-            "usage.prompt_tokens_details.cached_tokens",
-            "> 0",
-            cached_before_flush,
-        )
+    """`cached_before_flush` > 0 is the suite's precondition: without reuse there is nothing
+    to invalidate, and the observation is inconclusive rather than a violation."""
     if cached_after_flush != 0:
         yield Violation(
-            "cached prefix still reused after flush_cache",
+            f"cached prefix still reused after the cache was invalidated "
+            f"({cached_before_flush} tokens cached before)",
             "usage.prompt_tokens_details.cached_tokens",
             0,
             cached_after_flush,
@@ -167,17 +163,27 @@ def kv_invalidation(cached_before_flush: int, cached_after_flush: int) -> Findin
 
 @check(
     "cancel.propagated",
-    title="a client that closes a stream causes an abort the deployment records",
+    title="a client that leaves a stream ends its generation at the worker",
     spec="Dynamo propagates supported cancellations.",
     section=STREAMS,
 )
-def cancellation_propagated(outcome: Any, attempt: str) -> Findings:
-    if outcome != "cancelled":
+def cancellation_propagated(cancelled: float, still_in_flight: float, waited_s: float) -> Findings:
+    """`cancelled`: cancellations the workers counted since the client left; `still_in_flight`:
+    generations the workers still ran `waited_s` seconds later, beyond those running before."""
+    if cancelled < 1:
         yield Violation(
-            f"attempt {attempt}: the deployment did not record the cancellation",
-            "ledger.outcome",
-            "cancelled",
-            outcome,
+            "the client left the stream, but no worker counted a cancellation: the generation "
+            "ran on (dynamo_component_cancellation_total unchanged)",
+            "dynamo_component_cancellation_total{dynamo_endpoint=generate}",
+            ">= 1 more",
+            cancelled,
+        )
+    if still_in_flight > 0:
+        yield Violation(
+            f"the abandoned generation was still in flight {waited_s:.1f} s after the client left",
+            "dynamo_component_inflight_requests{dynamo_endpoint=generate}",
+            0,
+            still_in_flight,
         )
 
 
@@ -214,30 +220,21 @@ def attempt_identity(sent_id: str, echoed: Any, response_ids: Sequence[Any]) -> 
     spec="A timed-out request may have completed after the client stopped waiting.",
     section=STREAMS,
 )
-def late_completion_detected(completed_entries: int) -> Findings:
-    if completed_entries > 1:
+def late_completion_detected(completed_generations: int) -> Findings:
+    """`completed_generations`: generations of one attempt id (the abandoned attempt and its
+    retry) that ran to completion at the workers."""
+    if completed_generations > 1:
         yield Violation(
-            "the deployment delivered the same attempt twice",
-            "ledger",
+            "the attempt abandoned at the client's deadline also ran to completion: a late "
+            "duplicate nobody cancelled",
+            "dynamo_component_requests_total - dynamo_component_cancellation_total",
             "at most one completed generation per attempt id",
-            completed_entries,
+            completed_generations,
         )
 
 
-_SERIES = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})?\s+\S+")
-_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
-
-
 def parse_series(text: str) -> set[tuple[str, tuple[tuple[str, str], ...]]]:
-    series = set()
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        match = _SERIES.match(line)
-        if match:
-            labels = tuple(sorted(_LABEL.findall(match.group(3) or "")))
-            series.add((match.group(1), labels))
-    return series
+    return prometheus.series(prometheus.parse(text))
 
 
 @check(

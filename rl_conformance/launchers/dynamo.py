@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,7 +32,7 @@ import httpx
 import fake_backends
 
 from ..errors import ConfigurationError, LaunchError
-from ..target import Target
+from ..target import LISTENER_RESTART, Target
 from .processes import ManagedProcess, free_port
 
 ENGINES = ("mocker", "fake-vllm")
@@ -94,6 +95,8 @@ class DynamoLauncher:
     workdir: Path | None = None
     _frontend: ManagedProcess | None = None
     _urls: tuple[str, str] = ("", "")
+    worker_urls: tuple[str, ...] = ()
+    offers: frozenset[str] = frozenset({LISTENER_RESTART})
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
@@ -184,6 +187,8 @@ class DynamoLauncher:
             frontend_url=frontend_url,
             rl_url=rl_url,
             model=MODEL_NAME,
+            worker_urls=self.worker_urls,
+            probe=self,
             versions={"ai-dynamo": version, "engine": self.engine},
             notes=[process.describe() for process in self.processes]
             + [f"logs: {self.keep_logs_in / self.target_id if self.keep_logs_in else self.workdir}"]
@@ -222,6 +227,10 @@ class DynamoLauncher:
 
     def _engines(self, python: Path, model_dir: Path, env: dict[str, str]) -> list[ManagedProcess]:
         if self.engine == "mocker":
+            # The mocker registers no RL endpoint: its system server (health, metrics) is known
+            # to the suite the way a user knows it, as a --worker-url.
+            port = _system_port()
+            self.worker_urls = (f"http://127.0.0.1:{port}",)
             return [
                 self._process(
                     "mocker",
@@ -243,7 +252,7 @@ class DynamoLauncher:
                         "--event-plane",
                         "zmq",
                     ],
-                    env,
+                    dict(env, DYN_SYSTEM_PORT=str(port)),
                 )
             ]
         source_root = str(Path(fake_backends.__file__).resolve().parents[1])
@@ -275,7 +284,7 @@ class DynamoLauncher:
         self.processes.append(process)
         return process
 
-    def rescope(self, env: dict[str, str]) -> None:
+    def rescope_listener(self, env: Mapping[str, str]) -> None:
         """Restart the frontend with these namespace variables in its own environment (the RL
         listener reads its scope from nothing else), and wait until it answers again."""
         if self._frontend is None:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import ConfigurationError
-from ..target import Target, check_backend
+from ..target import Target, check_backend, check_url
 
 
 @dataclass
@@ -16,13 +15,16 @@ class ExternalLauncher:
     frontend_url: str
     rl_url: str | None = None
     model: str | None = None
+    worker_urls: tuple[str, ...] = ()
     target_id: str = ""
 
     def __post_init__(self) -> None:
         self.backend = check_backend(self.backend)
-        for name, url in (("--frontend", self.frontend_url), ("--rl-url", self.rl_url)):
-            if url is not None and not url.startswith(("http://", "https://")):
-                raise ConfigurationError(f"{name}: expected an http(s) URL, observed {url!r}")
+        check_url("--frontend", self.frontend_url)
+        if self.rl_url is not None:
+            check_url("--rl-url", self.rl_url)
+        for url in self.worker_urls:
+            check_url("--worker-url", url)
         self.target_id = self.target_id or f"external-{self.backend}"
 
     def start(self) -> Target:
@@ -33,6 +35,7 @@ class ExternalLauncher:
             frontend_url=self.frontend_url,
             rl_url=self.rl_url,
             model=self.model,
+            worker_urls=tuple(self.worker_urls),
         )
 
     def stop(self) -> None:

@@ -10,12 +10,42 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
+import httpx
+
 from ..errors import LaunchError
-from ..target import Target, check_backend
+from ..target import LISTENER_RESTART, Target, check_backend
 
 READY_TIMEOUT_S = 30.0
+CONTROL_TIMEOUT_S = 10.0
+# Backends whose workers discovery does not list: their users give each worker's system URL
+# with --worker-url, so the launcher hands the suite exactly that, and nothing more.
+UNREGISTERED = ("sglang", "trtllm")
+
+
+@dataclass(frozen=True)
+class ControlPortProbe:
+    """The fake's loopback control port, as the one probe a launched fake offers."""
+
+    control_url: str
+    offers: frozenset[str] = frozenset({LISTENER_RESTART})
+
+    def rescope_listener(self, env: Mapping[str, str]) -> None:
+        try:
+            reply = httpx.post(
+                f"{self.control_url}/listener_env",
+                json={"env": dict(env)},
+                timeout=CONTROL_TIMEOUT_S,
+                trust_env=False,
+            )
+        except httpx.HTTPError as exc:
+            raise LaunchError(f"the fake's control port did not answer: {exc}") from exc
+        if reply.status_code != 200:
+            raise LaunchError(
+                f"the listener cannot be re-scoped: HTTP {reply.status_code} {reply.text[:200]}"
+            )
 
 
 @dataclass
@@ -64,6 +94,11 @@ class FakeLauncher:
         line = _read_ready_line(self._process, READY_TIMEOUT_S, self.log_path)
         try:
             ready = json.loads(line)
+            worker_urls = (
+                tuple(w["system_url"] for w in ready.get("workers", []) if w.get("system_url"))
+                if self.backend in UNREGISTERED
+                else ()
+            )
             target = Target(
                 id=self.target_id,
                 backend=self.backend,
@@ -71,8 +106,8 @@ class FakeLauncher:
                 frontend_url=ready["frontend"],
                 rl_url=ready.get("rl"),
                 model=ready.get("model"),
-                workers=list(ready.get("workers", [])),
-                control_url=ready.get("control"),
+                worker_urls=worker_urls,
+                probe=ControlPortProbe(ready["control"]),
                 versions={"fake_backends": "in-tree"},
                 notes=[f"faults: {', '.join(self.faults)}"] if self.faults else [],
             )

@@ -65,9 +65,37 @@ def test_other_backends_list_no_workers(
             "namespace": "dynamo",
             "workers": [],
         }
-    # SGLang workers have system servers (handed out by the deployment), TRT-LLM none.
+    # Both have system servers (handed out by the deployment); TRT-LLM's serve no /engine route.
     assert all(w["system_url"].startswith("http://127.0.0.1:") for w in sglang.workers)
-    assert all("system_url" not in w for w in trtllm.workers)
+    for worker in trtllm.workers:
+        assert client.get(f"{worker['system_url']}/health").status_code == 200
+        assert client.post(f"{worker['system_url']}/engine/pause_generation").status_code == 404
+
+
+def test_worker_metrics_name_the_worker_and_count_its_generations(
+    client: httpx.Client, trtllm: FakeDeployment
+) -> None:
+    """The series and labels of the real 1.6.1 worker system server (fixtures/dynamo-1.6.1/
+    toy-worker/worker_metrics_after_cancel.json): worker_id is the instance id in hex."""
+    worker = trtllm.workers[0]
+    text = client.get(f"{worker['system_url']}/metrics").text
+    labels = (
+        'dynamo_component="backend",dynamo_endpoint="generate",dynamo_namespace="dynamo",'
+        f'worker_id="{worker["instance_id"]:x}"'
+    )
+    assert f"dynamo_component_requests_total{{{labels}}}" in text
+
+    def value(name: str) -> float:
+        lines = client.get(f"{worker['system_url']}/metrics").text.splitlines()
+        (line,) = [line for line in lines if line.startswith(f"{name}{{{labels}}} ")]
+        return float(line.rsplit(" ", 1)[1])
+
+    requests = value("dynamo_component_requests_total")
+    body = {"model": "toy", "prompt": [500, 600], "max_tokens": 2}
+    pinned = {"x-dynamo-worker-instance-id": str(worker["instance_id"])}
+    assert client.post(f"{trtllm.frontend_url}/v1/completions", json=body, headers=pinned).is_success
+    assert value("dynamo_component_requests_total") == requests + 1
+    assert value("dynamo_component_inflight_requests") == 0
 
 
 def test_listener_serves_nothing_else(client: httpx.Client, vllm: FakeDeployment) -> None:
