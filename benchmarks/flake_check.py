@@ -18,13 +18,29 @@ from pathlib import Path
 def outcomes(seed: int) -> tuple[dict[tuple[str, str], str], float]:
     with tempfile.TemporaryDirectory(prefix="rl-flake-") as scratch:
         started = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "rl_conformance", "run", "-q", "--seed", str(seed),
-                        "--report-dir", scratch], stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, check=False)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "rl_conformance",
+                "run",
+                "-q",
+                "--seed",
+                str(seed),
+                "--report-dir",
+                scratch,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            check=False,
+        )
         elapsed = time.perf_counter() - started
         matrix = json.loads((Path(scratch) / "matrix.json").read_text())
-    cells = {(row["id"], target): cell["outcome"] for row in matrix["capabilities"]
-             for target, cell in row["cells"].items()}
+    cells = {
+        (row["id"], target): cell["outcome"]
+        for row in matrix["capabilities"]
+        for target, cell in row["cells"].items()
+    }
     return cells, elapsed
 
 

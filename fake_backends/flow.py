@@ -166,6 +166,7 @@ class LiveRequest:
         delay = self.delay_s if self.gen.tokens == 0 else self.token_delay_s
         if not await self.worker.runtime.next_token(self.gen, delay):
             return False
+        self.worker.counters.token_sent()
         self.state.requests.count_token(self.record)
         return True
 

@@ -46,8 +46,12 @@ def _chat_alternative(token_id: int, logprob: float) -> dict[str, Any]:
 
 
 def chat_logprob_content(view: ChoiceView, positions: Iterable[int]) -> list[dict[str, Any]]:
-    """``choices[i].logprobs.content`` entries (one per reported selected logprob)."""
+    """``choices[i].logprobs.content`` entries (one per reported selected logprob). At
+    ``top_logprobs: 0`` the alternatives are ``[]``, as OpenAI defines and the real 1.6.1
+    frontend answers (fixtures/dynamo-1.6.1/toy-worker/chat_top_logprobs_0.json), although
+    the engine lists the sampled token there."""
     out: list[dict[str, Any]] = []
+    shown = view.requested_top != 0
     for i in positions:
         for value in view.selected_at(i):
             step = view.result.steps[i]
@@ -59,7 +63,7 @@ def chat_logprob_content(view: ChoiceView, positions: Iterable[int]) -> list[dic
                     "token_id": step.token_id,
                     "bytes": list(raw) if raw else None,
                     "top_logprobs": [
-                        _chat_alternative(a.token_id, a.logprob) for a in view.tops[i]
+                        _chat_alternative(a.token_id, a.logprob) for a in view.tops[i] if shown
                     ],
                 }
             )

@@ -28,6 +28,7 @@ class ChoiceView:
     sampled_always_listed: bool  # the frontend adds the sampled token to completions top lists
     finish_reason: str | None  # OpenAI finish reason as reported
     detailed_finish_reason: str  # nvext.detailed_finish_reason
+    requested_top: int | None = None  # alternatives asked for (completions logprobs, chat k)
 
     @property
     def index(self) -> int:
@@ -101,6 +102,7 @@ def choice_view(state: DeploymentState, result: ChoiceResult, logprobs: int | No
         sampled_always_listed=not missing,
         finish_reason=openai_finish_reason(state, result),
         detailed_finish_reason=detailed_finish_reason(result),
+        requested_top=logprobs,
     )
 
 

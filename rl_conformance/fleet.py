@@ -64,17 +64,34 @@ def scrape(client: Client, system_url: str) -> list[prometheus.Sample] | None:
 
 @dataclass(frozen=True)
 class GenerateCounters:
-    """The generate endpoint's counters summed over the workers that publish them."""
+    """The generate endpoint's counters, summed over the workers that publish them.
+
+    `response_bytes` is what the workers sent back over the request plane: it grows with every
+    token generated, so it tells whether a generation stopped when its client left, which the
+    cancellation counter alone does not (the real 1.6.1 mocker stops a cancelled generation at
+    once but counts the cancellation only some of the time).
+    """
 
     requests: float
-    cancellations: float
     inflight: float
+    response_bytes: float
+    cancellations: float
     workers: int
+
+    def since(self, earlier: GenerateCounters) -> GenerateCounters:
+        return GenerateCounters(
+            self.requests - earlier.requests,
+            self.inflight - earlier.inflight,
+            self.response_bytes - earlier.response_bytes,
+            self.cancellations - earlier.cancellations,
+            self.workers,
+        )
 
 
 def generate_counters(client: Client, workers: Sequence[AdminWorker]) -> GenerateCounters | None:
-    """None when no worker's system server publishes the generate endpoint's counters."""
-    requests = cancellations = inflight = 0.0
+    """None when no worker's system server publishes the generate endpoint's requests,
+    in-flight and response-bytes series."""
+    totals = [0.0, 0.0, 0.0, 0.0]
     publishing = 0
     for worker in workers:
         if not worker.system_url:
@@ -86,19 +103,18 @@ def generate_counters(client: Client, workers: Sequence[AdminWorker]) -> Generat
             prometheus.total(samples, name, dynamo_endpoint=prometheus.GENERATE_ENDPOINT)
             for name in (
                 prometheus.WORKER_REQUESTS,
-                prometheus.WORKER_CANCELLATIONS,
                 prometheus.WORKER_INFLIGHT,
+                prometheus.WORKER_RESPONSE_BYTES,
+                prometheus.WORKER_CANCELLATIONS,
             )
         ]
-        if any(value is None for value in values):
+        if any(value is None for value in values[:3]):
             continue
         publishing += 1
-        requests += values[0] or 0.0
-        cancellations += values[1] or 0.0
-        inflight += values[2] or 0.0
+        totals = [total + (value or 0.0) for total, value in zip(totals, values, strict=True)]
     if not publishing:
         return None
-    return GenerateCounters(requests, cancellations, inflight, publishing)
+    return GenerateCounters(*totals, workers=publishing)
 
 
 def _normal(url: str | None) -> str:

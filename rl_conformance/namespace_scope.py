@@ -1,19 +1,30 @@
 """Reference oracle for the RL listener's namespace scope ("Scope Discovery by Namespace").
 
-The listener reads three variables from its own environment; the first that applies wins:
+The listener reads its scope from its own environment; the first rule that applies wins:
 DYN_NAMESPACE_PREFIX (non-empty: this namespace and its worker generations; `dynamo` means every
 namespace), DYN_NAMESPACE_WORKER_SUFFIX (non-empty: exactly `{DYN_NAMESPACE}-{suffix}`),
 DYN_NAMESPACE (exactly this namespace; `dynamo` only when unset, an empty value is the empty
 namespace).
+
+Two rules the spec does not write down come from the real 1.6.1 listener, measured by the
+differential test in tests/dynamo (fixtures/KNOWN_DIFFERENCES.md):
+- a prefix `p` matches `p` and `p-...` only, whatever `p` ends with: `ns-` matches `ns-` and
+  `ns--x`, not `ns-abc` (the fact sheets said a trailing hyphen matches everything under it);
+- with DYN_NAMESPACE_PREFIX_STRICT set to 1, true, yes or on (any case), a prefix scope keeps
+  only the operator's worker generations: `p`, `p-legacy` and `p-` followed by exactly eight
+  lowercase hex digits. The global `dynamo` prefix and the exact scopes ignore it.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
 GLOBAL_NAMESPACE = "dynamo"
+STRICT_VALUES = frozenset({"1", "true", "yes", "on"})
+_GENERATION = re.compile(r"(?:legacy|[0-9a-f]{8})")
 
 
 class ScopeKind(StrEnum):
@@ -26,15 +37,18 @@ class ScopeKind(StrEnum):
 class Scope:
     kind: ScopeKind
     value: str
+    strict: bool = False
 
     def matches(self, namespace: str) -> bool:
         if self.kind is ScopeKind.GLOBAL:
             return True
-        if self.kind is ScopeKind.EXACT:
+        if self.kind is ScopeKind.EXACT or namespace == self.value:
             return namespace == self.value
-        if self.value.endswith("-"):
-            return namespace.startswith(self.value)
-        return namespace == self.value or namespace.startswith(self.value + "-")
+        if not namespace.startswith(self.value + "-"):
+            return False
+        return (
+            not self.strict or _GENERATION.fullmatch(namespace[len(self.value) + 1 :]) is not None
+        )
 
     @property
     def label(self) -> str:
@@ -47,7 +61,8 @@ def resolve_scope(env: Mapping[str, str]) -> Scope:
     if prefix:
         if prefix == GLOBAL_NAMESPACE:
             return Scope(ScopeKind.GLOBAL, GLOBAL_NAMESPACE)
-        return Scope(ScopeKind.PREFIX, prefix)
+        strict = env.get("DYN_NAMESPACE_PREFIX_STRICT", "").lower() in STRICT_VALUES
+        return Scope(ScopeKind.PREFIX, prefix, strict)
     base = env.get("DYN_NAMESPACE", GLOBAL_NAMESPACE)  # an empty value is a namespace too
     suffix = env.get("DYN_NAMESPACE_WORKER_SUFFIX", "")
     if suffix:

@@ -25,6 +25,7 @@ _LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 WORKER_REQUESTS = "dynamo_component_requests_total"
 WORKER_CANCELLATIONS = "dynamo_component_cancellation_total"
 WORKER_INFLIGHT = "dynamo_component_inflight_requests"
+WORKER_RESPONSE_BYTES = "dynamo_component_response_bytes_total"
 GENERATE_ENDPOINT = "generate"
 
 

@@ -1,15 +1,18 @@
 """Cancellation reaches the engine; retries keep attempt identity; late completions are visible.
 
 The deployment-side evidence is what any Dynamo deployment publishes: each worker's system
-server counts the requests, cancellations and in-flight work of its generate endpoint on
-`/metrics`. Workers come from discovery or from `--worker-url`; without either, or when no
-worker publishes those counters, the tests say so and judge nothing."""
+server counts the requests, in-flight work and response bytes of its generate endpoint on
+`/metrics`. Response bytes grow with every token a worker generates, so comparing what a
+cancelled request cost with what one generated token costs tells whether the generation stopped
+when its client left. Workers come from discovery or from `--worker-url`; without either, or
+when no worker publishes those series, the tests say so and judge nothing."""
 
 from __future__ import annotations
 
 import time
 import uuid
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -21,55 +24,92 @@ from rl_conformance.fleet import GenerateCounters, generate_counters
 from rl_conformance.stream_state import StreamState
 from rl_conformance.target import Target
 from rl_conformance.verdict import Verdict
+from rl_conformance.wire import Exchange
 
 capability = pytest.mark.capability
 PROMPT = [512, 733, 1024, 1999, 300]
-# Long enough that a client who leaves after the first event leaves a generation still running,
-# on our fakes and on the real Dynamo with a fast toy engine; short of every context window.
+# Long enough that a client who leaves after the first event leaves most of the generation
+# undone, on our fakes and on the real Dynamo (toy engine, mocker at speedup 100); short of
+# every context window.
 LONG_GENERATION = 2000
+REFERENCE_TOKENS = 16
 SETTLE_S = 5.0
 
 
-def counters(client: Client, workers: list[AdminWorker]) -> GenerateCounters:
-    """The workers' generate counters now, or why they cannot be read."""
-    if not any(worker.system_url for worker in workers):
-        raise MissingInput(
-            "worker metrics: no worker system URL is known (discovery lists none: give each "
-            "worker's system URL with --worker-url)"
+class Observer:
+    """The workers whose metrics can be read, and the worker generations are pinned to (the
+    first whose identity is known), so that what they count is this test's request."""
+
+    def __init__(self, client: Client, workers: list[AdminWorker]) -> None:
+        self.client = client
+        self.workers = [worker for worker in workers if worker.system_url]
+        if not self.workers:
+            raise MissingInput(
+                "worker metrics: no worker system URL is known (discovery lists none: give "
+                "each worker's system URL with --worker-url)"
+            )
+        self.pinned = next((w for w in self.workers if w.instance_id is not None), None)
+        if self.pinned is not None:
+            self.workers = [self.pinned]
+
+    def now(self) -> GenerateCounters:
+        found = generate_counters(self.client, self.workers)
+        if found is None:
+            raise Unobservable(
+                "worker metrics: no worker system server publishes dynamo_component_"
+                "{requests_total,inflight_requests,response_bytes_total} for its generate "
+                "endpoint"
+            )
+        return found
+
+    def settle(
+        self, since: GenerateCounters, done: Callable[[GenerateCounters], bool]
+    ) -> tuple[GenerateCounters, float]:
+        """Poll until `done(counters since then)` holds or SETTLE_S passed; returns the
+        change and the wait."""
+        started = time.monotonic()
+        while True:
+            change = self.now().since(since)
+            waited = time.monotonic() - started
+            if done(change) or waited >= SETTLE_S:
+                return change, waited
+            time.sleep(0.05)
+
+    def served(self, change: GenerateCounters, requests: int) -> None:
+        if change.requests < requests:
+            raise Unobservable(
+                f"worker metrics: {requests} request(s) sent, {change.requests:g} counted by the "
+                "workers whose metrics are known (served by a worker not given with "
+                "--worker-url?)"
+            )
+
+    def headers(self) -> dict[str, str]:
+        if self.pinned is None:
+            return {}
+        return {"x-dynamo-worker-instance-id": str(self.pinned.instance_id)}
+
+    def bytes_per_token(self, target: Target) -> float:
+        """What one generated token costs in response bytes, from a short generation."""
+        before = self.now()
+        exchange = self.client.post(
+            target.url("/v1/completions"),
+            completion(target, REFERENCE_TOKENS),
+            headers=self.headers(),
         )
-    found = generate_counters(client, workers)
-    if found is None:
-        raise Unobservable(
-            "worker metrics: no worker system server publishes "
-            "dynamo_component_{requests_total,cancellation_total,inflight_requests} for its "
-            "generate endpoint"
-        )
-    return found
+        if exchange.status != 200:
+            raise Unobservable(f"the reference generation failed: {exchange.describe()}")
+        change, _ = self.settle(before, lambda change: change.inflight <= 0)
+        self.served(change, 1)
+        if change.response_bytes <= 0:
+            raise Unobservable("worker metrics: response bytes do not grow with generation")
+        return change.response_bytes / REFERENCE_TOKENS
 
 
-def settle(
-    client: Client,
-    workers: list[AdminWorker],
-    done: Callable[[GenerateCounters], bool],
-    timeout_s: float = SETTLE_S,
-) -> tuple[GenerateCounters, float]:
-    """Poll the counters until `done` holds or the time is up; returns them and the wait."""
-    started = time.monotonic()
-    while True:
-        now = generate_counters(client, workers)
-        waited = time.monotonic() - started
-        if now is not None and (done(now) or waited >= timeout_s):
-            return now, waited
-        if waited >= timeout_s:
-            raise Unobservable("worker metrics stopped answering while the test waited")
-        time.sleep(0.05)
-
-
-def long_completion(target: Target, *, stream: bool) -> dict[str, object]:
+def completion(target: Target, max_tokens: int, *, stream: bool = False) -> dict[str, Any]:
     return {
         "model": target.model,
         "prompt": PROMPT,
-        "max_tokens": LONG_GENERATION,
+        "max_tokens": max_tokens,
         "temperature": 0,
         "ignore_eos": True,
         "stream": stream,
@@ -80,13 +120,14 @@ def long_completion(target: Target, *, stream: bool) -> dict[str, object]:
 def test_closing_a_stream_aborts_the_generation(
     client: Client, target: Target, verdict: Verdict, admin_workers: list[AdminWorker]
 ) -> None:
-    before = counters(client, admin_workers)
-    attempt = f"conformance-{uuid.uuid4().hex}"
+    observer = Observer(client, admin_workers)
+    per_token = observer.bytes_per_token(target)
+    before = observer.now()
     exchange = client.stream(
         "POST",
         target.url("/v1/completions"),
-        json_body=long_completion(target, stream=True),
-        headers={"x-request-id": attempt},
+        json_body=completion(target, LONG_GENERATION, stream=True),
+        headers=observer.headers(),
         cancel_after_events=1,
     )
     verdict.status(exchange)
@@ -95,17 +136,12 @@ def test_closing_a_stream_aborts_the_generation(
             f"the stream ended ({exchange.state_reason}) before the client could leave it, "
             f"even at max_tokens {LONG_GENERATION}"
         )
-    after, waited = settle(
-        client,
-        admin_workers,
-        lambda now: (
-            now.inflight <= before.inflight and now.cancellations >= before.cancellations + 1
-        ),
-    )
+    change, waited = observer.settle(before, lambda change: change.inflight <= 0)
+    observer.served(change, 1)
     verdict.check(
         control.cancellation_propagated(
-            after.cancellations - before.cancellations,
-            max(0.0, after.inflight - before.inflight),
+            change.response_bytes / (per_token * LONG_GENERATION),
+            max(0.0, change.inflight),
             waited,
         ),
         exchange,
@@ -118,33 +154,45 @@ def test_retry_after_timeout_keeps_attempts_distinguishable(
 ) -> None:
     """An attempt abandoned at the client's deadline, then retried under the same attempt id:
     the retry is answered as itself, and the abandoned attempt does not also run to completion
-    unseen (the worker counters show it cancelled, or the test says they cannot)."""
+    unseen (judged from the workers' metrics where they are known)."""
+    observer: Observer | None = None
     try:
-        before: GenerateCounters | None = counters(client, admin_workers)
+        observer = Observer(client, admin_workers)
+        per_token = observer.bytes_per_token(target)
+        before = observer.now()
     except (MissingInput, Unobservable):
-        before = None
+        observer = None
     attempt = f"conformance-{uuid.uuid4().hex}"
-    headers = {"x-request-id": attempt}
+    headers = {"x-request-id": attempt, **(observer.headers() if observer else {})}
     slow = client.request(
         "POST",
         target.url("/v1/completions"),
-        json_body=long_completion(target, stream=False),
+        json_body=completion(target, LONG_GENERATION),
         headers={**headers, "x-fake-delay-ms": "800"},
         deadline_s=0.3,
     )
-    body = {"model": target.model, "prompt": PROMPT, "max_tokens": 4, "temperature": 0}
-    retry = client.request("POST", target.url("/v1/completions"), json_body=body, headers=headers)
+    retry = client.request(
+        "POST",
+        target.url("/v1/completions"),
+        json_body=completion(target, 4),
+        headers=headers,
+    )
     parsed = verdict.json(retry)
     verdict.check(
         control.attempt_identity(attempt, retry.headers.get("x-request-id"), [parsed.get("id")]),
         retry,
     )
-    if before is None or slow.status is not None:
+    if observer is None or _answered(slow):
         return
-    after, _ = settle(
-        client,
-        admin_workers,
-        lambda now: now.inflight <= before.inflight and now.requests >= before.requests + 2,
+    change, _ = observer.settle(
+        before, lambda change: change.inflight <= 0 and change.requests >= 2
     )
-    completed = (after.requests - before.requests) - (after.cancellations - before.cancellations)
-    verdict.check(control.late_completion_detected(int(completed)), retry)
+    observer.served(change, 2)
+    abandoned = (change.response_bytes - 4 * per_token) / (per_token * LONG_GENERATION)
+    completed = 1 + int(abandoned >= control.RAN_ON_FRACTION)
+    verdict.check(control.late_completion_detected(completed), retry)
+
+
+def _answered(exchange: Exchange) -> bool:
+    """The request finished within its deadline: there was no late completion to observe."""
+    return exchange.status is not None

@@ -22,9 +22,12 @@ capability = pytest.mark.capability
 pytestmark = [pytest.mark.mutating, pytest.mark.needs(LISTENER_RESTART)]
 
 VARIABLES = {
-    "DYN_NAMESPACE_PREFIX": st.sampled_from(["", "dynamo", "dyn", "ns", "dynamo-abc123"]),
+    "DYN_NAMESPACE_PREFIX": st.sampled_from(
+        ["", "dynamo", "dyn", "ns", "dynamo-", "dynamo-abc123"]
+    ),
     "DYN_NAMESPACE_WORKER_SUFFIX": st.sampled_from(["", "abc123"]),
     "DYN_NAMESPACE": st.sampled_from(["", "dynamo", "ns", "other"]),
+    "DYN_NAMESPACE_PREFIX_STRICT": st.sampled_from(["", "1", "false"]),
 }
 environments = st.fixed_dictionaries({}, optional=VARIABLES)
 

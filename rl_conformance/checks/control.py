@@ -161,22 +161,29 @@ def kv_invalidation(cached_before_flush: int, cached_after_flush: int) -> Findin
         )
 
 
+RAN_ON_FRACTION = 0.5
+"""A cancelled generation that still produced this share of its max_tokens ran on."""
+
+
 @check(
     "cancel.propagated",
     title="a client that leaves a stream ends its generation at the worker",
     spec="Dynamo propagates supported cancellations.",
     section=STREAMS,
 )
-def cancellation_propagated(cancelled: float, still_in_flight: float, waited_s: float) -> Findings:
-    """`cancelled`: cancellations the workers counted since the client left; `still_in_flight`:
-    generations the workers still ran `waited_s` seconds later, beyond those running before."""
-    if cancelled < 1:
+def cancellation_propagated(
+    generated_fraction: float, still_in_flight: float, waited_s: float
+) -> Findings:
+    """`generated_fraction`: the share of max_tokens the workers generated for the request the
+    client left after its first event; `still_in_flight`: generations the workers still ran
+    `waited_s` seconds later, beyond those running before."""
+    if generated_fraction >= RAN_ON_FRACTION:
         yield Violation(
-            "the client left the stream, but no worker counted a cancellation: the generation "
-            "ran on (dynamo_component_cancellation_total unchanged)",
-            "dynamo_component_cancellation_total{dynamo_endpoint=generate}",
-            ">= 1 more",
-            cancelled,
+            f"the client left after the first event, yet the worker generated "
+            f"{generated_fraction:.0%} of max_tokens: the cancellation did not stop it",
+            "dynamo_component_response_bytes_total{dynamo_endpoint=generate}",
+            f"< {RAN_ON_FRACTION:.0%} of a full generation",
+            round(generated_fraction, 3),
         )
     if still_in_flight > 0:
         yield Violation(

@@ -286,16 +286,13 @@ class DynamoLauncher:
 
     def rescope_listener(self, env: Mapping[str, str]) -> None:
         """Restart the frontend with these namespace variables in its own environment (the RL
-        listener reads its scope from nothing else), and wait until it answers again."""
+        listener reads its scope from nothing else), and wait until it answers again. Every
+        DYN_NAMESPACE* variable of the previous scope is dropped, the undocumented ones too."""
         if self._frontend is None:
             raise LaunchError(f"{self.target_id} is not running")
         old = self._frontend
         old.stop()
-        base = {
-            key: value
-            for key, value in old.env.items()
-            if key not in ("DYN_NAMESPACE", "DYN_NAMESPACE_PREFIX", "DYN_NAMESPACE_WORKER_SUFFIX")
-        }
+        base = {key: value for key, value in old.env.items() if not key.startswith("DYN_NAMESPACE")}
         fresh = ManagedProcess(old.name, old.command, {**base, **env}, old.log_path, cwd=old.cwd)
         self.processes[self.processes.index(old)] = fresh
         self._frontend = fresh

@@ -312,8 +312,8 @@ CASES: dict[str, Case] = {
         lambda: control.kv_invalidation(16, 16),
     ),
     "cancel.propagated": (
-        lambda: control.cancellation_propagated(1, 0, 0.1),
-        lambda: control.cancellation_propagated(0, 0, 2.0),
+        lambda: control.cancellation_propagated(0.01, 0, 0.1),
+        lambda: control.cancellation_propagated(1.0, 0, 2.0),
     ),
     "retry.attempt_identity": (
         lambda: control.attempt_identity("a", "a", ["cmpl-1", "cmpl-2"]),

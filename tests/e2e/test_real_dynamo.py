@@ -55,7 +55,7 @@ MOCKER_EXPECTED: dict[str, tuple[str, str]] = {
     "refresh.lifecycle": (F, "no worker advertises administration"),
     "refresh.inflight_terminal": (F, "no worker advertises administration"),
     "namespace.scope": (F, "the mocker registers no RL endpoint"),
-    "cancel.propagation": (S, "no request ledger on the real frontend"),
+    "cancel.propagation": (P, "judged from the mocker's system-server metrics"),
     "retry.attempt_identity": (P, ""),
     "telemetry.bounded_labels": (P, ""),
     "errors.validation": (P, ""),
@@ -126,11 +126,6 @@ def test_mocker_cells_are_real_evidenced_behaviour(
         assert cell["reason"] and (cell["evidence"] or "absent" in cell["reason"]), cell
 
 
-FAKE_ENGINE_SKIPPED = {
-    "cancel.propagation": "no request ledger on the real frontend",
-}
-
-
 @pytest.fixture(scope="module")
 def fake_engine_matrix(
     dynamo_python: Path, tmp_path_factory: pytest.TempPathFactory
@@ -155,8 +150,7 @@ def test_real_frontend_with_our_engine_passes_everything_it_can_observe(
         row["id"]: row["cells"]["dynamo-fake-vllm"] for row in fake_engine_matrix["capabilities"]
     }
     for capability_id, cell in cells.items():
-        expected = S if capability_id in FAKE_ENGINE_SKIPPED else P
-        assert cell["outcome"] == expected, (capability_id, cell["reason"], cell["evidence"][:2])
+        assert cell["outcome"] == P, (capability_id, cell["reason"], cell["evidence"][:2])
     assert fake_engine_matrix["exit_status"] == 0
     assert leftover_processes() == []
 

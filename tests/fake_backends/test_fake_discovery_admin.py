@@ -93,7 +93,9 @@ def test_worker_metrics_name_the_worker_and_count_its_generations(
     requests = value("dynamo_component_requests_total")
     body = {"model": "toy", "prompt": [500, 600], "max_tokens": 2}
     pinned = {"x-dynamo-worker-instance-id": str(worker["instance_id"])}
-    assert client.post(f"{trtllm.frontend_url}/v1/completions", json=body, headers=pinned).is_success
+    assert client.post(
+        f"{trtllm.frontend_url}/v1/completions", json=body, headers=pinned
+    ).is_success
     assert value("dynamo_component_requests_total") == requests + 1
     assert value("dynamo_component_inflight_requests") == 0
 

@@ -36,9 +36,23 @@ def test_prefix_matching_is_boundary_aware() -> None:
     scope = NamespaceScope("prefix", "ns")
     assert [scope.matches(ns) for ns in NAMESPACES] == [True, True, False, False, False]
     assert scope.matches("ns2", ignore_boundary=True)
-    assert NamespaceScope("prefix", "ns-").matches("ns-x") and not NamespaceScope(
-        "prefix", "ns-"
-    ).matches("ns")
+    # The real 1.6.1 listener: a trailing hyphen is part of the prefix, not a wildcard.
+    trailing = NamespaceScope("prefix", "ns-")
+    assert trailing.matches("ns-") and trailing.matches("ns--x")
+    assert not trailing.matches("ns-x") and not trailing.matches("ns")
+
+
+def test_strict_prefix_keeps_only_operator_worker_generations() -> None:
+    """As the real 1.6.1 listener does with DYN_NAMESPACE_PREFIX_STRICT (measured)."""
+    env = {"DYN_NAMESPACE_PREFIX": "ns", "DYN_NAMESPACE_PREFIX_STRICT": "TRUE"}
+    scope = resolve_scope(env)
+    kept = ["ns", "ns-legacy", "ns-0123abcd"]
+    dropped = ["ns-abc123", "ns-ABCDEF12", "ns-0123abcde", "ns-0123abcd-x", "ns-legacy-x"]
+    assert all(scope.matches(ns) for ns in kept)
+    assert not any(scope.matches(ns) for ns in dropped)
+    for off in ("0", "false", "", "2"):
+        loose = resolve_scope({**env, "DYN_NAMESPACE_PREFIX_STRICT": off})
+        assert all(loose.matches(ns) for ns in kept + dropped)
 
 
 @pytest.fixture(scope="module")
