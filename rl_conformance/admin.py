@@ -42,6 +42,13 @@ class MutationPolicy:
             return False
         return self.workers is None or instance_id in self.workers
 
+    def refusal(self, what: str) -> MutationRefused:
+        """Why `what` is not sent, naming the flags that would allow it."""
+        return MutationRefused(
+            f"{self.describe()}: {what} not sent "
+            "(use --allow-mutations with --worker ID or --all-workers)"
+        )
+
     def describe(self) -> str:
         if not self.allowed:
             return "read-only run"
@@ -109,10 +116,7 @@ class AdminClient:
     ) -> Exchange:
         self.require(worker, [route])
         if route not in READ_ONLY_ROUTES and not self.policy.permits(worker.instance_id):
-            raise MutationRefused(
-                f"{self.policy.describe()}: {route} on {worker.label} not sent "
-                "(use --allow-mutations with --worker ID or --all-workers)"
-            )
+            raise self.policy.refusal(f"{route} on {worker.label}")
         self.calls.append((worker, route))
         return self.client.request(
             "POST",

@@ -69,7 +69,7 @@ def test_unadvertised_route_is_a_404(
     worker = select(target, admin_workers).workers[0]
     assert worker.system_url is not None
     if not admin.policy.permits(worker.instance_id):
-        pytest.skip(f"{admin.policy.describe()}: no request to an unadvertised admin route")
+        raise admin.policy.refusal(f"a request to an unadvertised route of {worker.label}")
     exchange = client.post(f"{worker.system_url.rstrip('/')}/engine/conformance_no_such_route", {})
     verdict.check(admin_checks.unknown_route(exchange.status, _json(exchange)), exchange)
 

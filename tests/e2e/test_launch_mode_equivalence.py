@@ -1,0 +1,125 @@
+"""A faithful fake reached the way our users reach their deployments, by URL with nothing but the
+documented flags, gets the verdicts it gets when the suite launches it: no `fail`, no `error`,
+and every capability the launched run passes passes by URL too (namespace.scope aside: it needs
+a listener restart, which only a launched deployment offers).
+
+Read-only by URL, every mutating capability is `skipped` with the flag to give named."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fake_backends.deployment import FakeDeployment
+
+pytestmark = pytest.mark.slow
+
+BACKENDS = ("vllm", "sglang", "trtllm")
+NEEDS_A_LAUNCHER = {"namespace.scope"}
+CHECKPOINTS = ("--update-model-path", "/checkpoints/a", "--update-model-path", "/checkpoints/b")
+
+
+def run(directory: Path, *arguments: str) -> dict[str, Any]:
+    command = [sys.executable, "-m", "rl_conformance", "run", "-q", "--report-dir", str(directory)]
+    done = subprocess.run([*command, *arguments], capture_output=True, text=True, timeout=600)
+    assert (directory / "matrix.json").exists(), done.stdout[-3000:] + done.stderr[-3000:]
+    matrix: dict[str, Any] = json.loads((directory / "matrix.json").read_text())
+    matrix["returncode"] = done.returncode
+    return matrix
+
+
+def cells(matrix: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    (target,) = matrix["targets"]
+    return {row["id"]: row["cells"][target["id"]] for row in matrix["capabilities"]}
+
+
+@pytest.fixture(scope="module")
+def launched(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, dict[str, Any]]]:
+    matrix = run(tmp_path_factory.mktemp("launched"))
+    return {
+        target["backend"]: {row["id"]: row["cells"][target["id"]] for row in matrix["capabilities"]}
+        for target in matrix["targets"]
+    }
+
+
+@pytest.fixture(params=BACKENDS)
+def deployment(request: pytest.FixtureRequest) -> Iterator[FakeDeployment]:
+    with FakeDeployment(request.param) as fleet:
+        yield fleet
+
+
+def by_url(fleet: FakeDeployment, *, workers: bool) -> list[str]:
+    """The documented flags for a deployment reached by URL; worker URLs for the backends whose
+    workers discovery does not list."""
+    flags = [
+        "--frontend",
+        fleet.frontend_url,
+        "--rl-url",
+        fleet.rl_url,
+        "--backend",
+        fleet.assembly.backend,
+    ]
+    if workers and fleet.assembly.backend != "vllm":
+        for worker in fleet.workers:
+            flags += ["--worker-url", worker["system_url"]]
+    return flags
+
+
+def test_a_mutating_run_by_url_passes_what_the_launched_run_passes(
+    deployment: FakeDeployment,
+    launched: dict[str, dict[str, dict[str, Any]]],
+    tmp_path: Path,
+) -> None:
+    matrix = run(
+        tmp_path,
+        *by_url(deployment, workers=True),
+        "--allow-mutations",
+        "--all-workers",
+        *CHECKPOINTS,
+    )
+    observed = cells(matrix)
+    bad = {
+        cap: cell["reason"]
+        for cap, cell in observed.items()
+        if cell["outcome"] in ("fail", "error")
+    }
+    assert not bad
+    lost = {
+        cap: (observed[cap]["outcome"], observed[cap]["reason"])
+        for cap, cell in launched[deployment.assembly.backend].items()
+        if cell["outcome"] == "pass"
+        and observed[cap]["outcome"] != "pass"
+        and cap not in NEEDS_A_LAUNCHER
+    }
+    assert not lost
+    assert matrix["returncode"] == 0
+
+
+def test_a_read_only_run_by_url_skips_what_it_may_not_do_and_says_why(
+    deployment: FakeDeployment, tmp_path: Path
+) -> None:
+    matrix = run(tmp_path, *by_url(deployment, workers=False))
+    observed = cells(matrix)
+    bad = {
+        cap: cell["reason"]
+        for cap, cell in observed.items()
+        if cell["outcome"] in ("fail", "error")
+    }
+    assert not bad
+    assert matrix["returncode"] == 0
+    skipped = {
+        cap: cell["reason"] for cap, cell in observed.items() if cell["outcome"] == "skipped"
+    }
+    assert skipped["namespace.scope"].startswith("needs listener_restart")
+    flags = ("--allow-mutations", "--worker-url", "--rl-url")
+    assert all(
+        any(flag in reason for flag in flags)
+        for cap, reason in skipped.items()
+        if cap != "namespace.scope"
+    ), skipped
