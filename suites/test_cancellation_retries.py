@@ -2,10 +2,11 @@
 
 The deployment-side evidence is what any Dynamo deployment publishes: each worker's system
 server counts the requests, in-flight work and response bytes of its generate endpoint on
-`/metrics`. Response bytes grow with every token a worker generates, so comparing what a
-cancelled request cost with what one generated token costs tells whether the generation stopped
-when its client left. Workers come from discovery or from `--worker-url`; without either, or
-when no worker publishes those series, the tests say so and judge nothing."""
+`/metrics`. Response bytes grow with every token a worker generates: read right after the client
+leaves and again once the worker is idle, and divided by what one token costs (from a short
+reference generation), they tell how much of what the request had left the worker generated
+anyway. Workers come from discovery or from `--worker-url`; without either, or when no worker
+publishes those series, the tests say so and judge nothing."""
 
 from __future__ import annotations
 
@@ -34,6 +35,8 @@ PROMPT = [512, 733, 1024, 1999, 300]
 LONG_GENERATION = 2000
 REFERENCE_TOKENS = 16
 SETTLE_S = 5.0
+# Fewer tokens than this left when the client left: too little to tell stopping from finishing.
+JUDGEABLE_REMAINDER = 100
 
 
 class Observer:
@@ -88,6 +91,30 @@ class Observer:
             return {}
         return {"x-dynamo-worker-instance-id": str(self.pinned.instance_id)}
 
+    def continued(
+        self,
+        before: GenerateCounters,
+        left: GenerateCounters,
+        per_token: float,
+        *,
+        extra_tokens: int = 0,
+    ) -> tuple[float, GenerateCounters, float]:
+        """After a client left a `LONG_GENERATION` request (counters `left`, read right then):
+        the share of its remaining tokens the workers generated anyway, the change since
+        `before` once they are idle, and the wait. `extra_tokens`: tokens of other requests
+        sent after the client left."""
+        change, waited = self.settle(before, lambda change: change.inflight <= 0)
+        done_when_left = left.since(before).response_bytes / per_token
+        remaining = LONG_GENERATION - done_when_left
+        if remaining < JUDGEABLE_REMAINDER:
+            raise Unobservable(
+                f"the worker had generated {done_when_left:.0f} of {LONG_GENERATION} tokens "
+                "before the client's departure reached its metrics: too little left to tell "
+                "stopping from finishing"
+            )
+        after_left = (change.response_bytes - left.since(before).response_bytes) / per_token
+        return max(0.0, after_left - extra_tokens) / remaining, change, waited
+
     def bytes_per_token(self, target: Target) -> float:
         """What one generated token costs in response bytes, from a short generation."""
         before = self.now()
@@ -136,15 +163,11 @@ def test_closing_a_stream_aborts_the_generation(
             f"the stream ended ({exchange.state_reason}) before the client could leave it, "
             f"even at max_tokens {LONG_GENERATION}"
         )
-    change, waited = observer.settle(before, lambda change: change.inflight <= 0)
+    left = observer.now()
+    continued, change, waited = observer.continued(before, left, per_token)
     observer.served(change, 1)
     verdict.check(
-        control.cancellation_propagated(
-            change.response_bytes / (per_token * LONG_GENERATION),
-            max(0.0, change.inflight),
-            waited,
-        ),
-        exchange,
+        control.cancellation_propagated(continued, max(0.0, change.inflight), waited), exchange
     )
 
 
@@ -171,6 +194,7 @@ def test_retry_after_timeout_keeps_attempts_distinguishable(
         headers={**headers, "x-fake-delay-ms": "800"},
         deadline_s=0.3,
     )
+    left = observer.now() if observer is not None else None
     retry = client.request(
         "POST",
         target.url("/v1/completions"),
@@ -182,14 +206,14 @@ def test_retry_after_timeout_keeps_attempts_distinguishable(
         control.attempt_identity(attempt, retry.headers.get("x-request-id"), [parsed.get("id")]),
         retry,
     )
-    if observer is None or _answered(slow):
+    if observer is None or left is None or _answered(slow):
         return
-    change, _ = observer.settle(
-        before, lambda change: change.inflight <= 0 and change.requests >= 2
-    )
-    observer.served(change, 2)
-    abandoned = (change.response_bytes - 4 * per_token) / (per_token * LONG_GENERATION)
-    completed = 1 + int(abandoned >= control.RAN_ON_FRACTION)
+    try:
+        continued, change, _ = observer.continued(before, left, per_token, extra_tokens=4)
+        observer.served(change, 2)
+    except Unobservable:
+        return  # the identity was judged; whether the abandoned attempt ran on cannot be
+    completed = 1 + int(continued >= control.RAN_ON_FRACTION)
     verdict.check(control.late_completion_detected(completed), retry)
 
 

@@ -162,7 +162,8 @@ def kv_invalidation(cached_before_flush: int, cached_after_flush: int) -> Findin
 
 
 RAN_ON_FRACTION = 0.5
-"""A cancelled generation that still produced this share of its max_tokens ran on."""
+"""A generation that, after its client left, still produced this share of the tokens it had
+left to generate was not stopped by the cancellation."""
 
 
 @check(
@@ -172,18 +173,18 @@ RAN_ON_FRACTION = 0.5
     section=STREAMS,
 )
 def cancellation_propagated(
-    generated_fraction: float, still_in_flight: float, waited_s: float
+    continued_fraction: float, still_in_flight: float, waited_s: float
 ) -> Findings:
-    """`generated_fraction`: the share of max_tokens the workers generated for the request the
-    client left after its first event; `still_in_flight`: generations the workers still ran
+    """`continued_fraction`: the share of its remaining tokens the workers generated for the
+    request after its client left; `still_in_flight`: generations the workers still ran
     `waited_s` seconds later, beyond those running before."""
-    if generated_fraction >= RAN_ON_FRACTION:
+    if continued_fraction >= RAN_ON_FRACTION:
         yield Violation(
-            f"the client left after the first event, yet the worker generated "
-            f"{generated_fraction:.0%} of max_tokens: the cancellation did not stop it",
+            f"after the client left, the worker still generated {continued_fraction:.0%} of the "
+            "tokens the request had left: the cancellation did not stop it",
             "dynamo_component_response_bytes_total{dynamo_endpoint=generate}",
-            f"< {RAN_ON_FRACTION:.0%} of a full generation",
-            round(generated_fraction, 3),
+            f"< {RAN_ON_FRACTION:.0%} of the remaining tokens",
+            round(continued_fraction, 3),
         )
     if still_in_flight > 0:
         yield Violation(

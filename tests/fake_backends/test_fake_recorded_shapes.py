@@ -28,7 +28,15 @@ SKIPPED = {
     "completions_eos_extra_fields_all": "EOS position depends on the engine (stop_reason key)",
     "completions_stream_eos_extra_fields_all": "EOS position depends on the engine",
 }
-EXCLUDED_PREFIXES = ("flow_", "worker_gone_", "no_model_", "vllm_inference_v1_generate", "metrics")
+EXCLUDED_PREFIXES = (
+    "flow_",
+    "worker_gone_",
+    "no_model_",
+    "vllm_inference_v1_generate",
+    "metrics",
+    "worker_metrics",  # text cut to a few series; tests/harness/test_prometheus reads them
+    "frontend_metrics",
+)
 LOOSE_KEYS = {"engine_data"}  # engine-owned, forwarded verbatim by the frontend
 # The recording engine sent no prompt_tokens_details (observed §6.11); the fake's vLLM and
 # SGLang workers report cache hits like the mocker does (test_usage_details_match_mocker).
