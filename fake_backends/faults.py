@@ -107,6 +107,10 @@ _CATALOGUE: tuple[Fault, ...] = (
         "non-streaming chat completions answer 200 application/json with the body cut in half",
     ),
     Fault("request_id_not_echoed", "the client's x-request-id is never echoed on responses"),
+    Fault(
+        "stream_answered_unary",
+        "stream: true is ignored on the OpenAI routes: one non-streamed JSON body answers",
+    ),
     Fault("input_tokens_negative", "/v1/responses/input_tokens answers input_tokens -1"),
     Fault(
         "engine_data_ids_differ",

@@ -248,7 +248,7 @@ def build_frontend_app(state: DeploymentState) -> Starlette:
             return run_request(state, parsed, worker, received, response_id, cached)
 
         ignore = ignores_disconnects(state)
-        if parsed.stream:
+        if parsed.stream and not state.fault("stream_answered_unary"):
             frames = _streamed(
                 live, compute, lambda r: r.total_tokens, lambda r: stream(state, r, live)
             )

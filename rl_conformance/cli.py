@@ -127,7 +127,26 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--deadline", type=float, default=30.0, help="per-request deadline in seconds (default 30)"
     )
+    run.add_argument(
+        "--run-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="stop the whole run after this many seconds; the matrix is still written, "
+        "marked incomplete (default: no limit)",
+    )
+    run.add_argument(
+        "--shrink",
+        action="store_true",
+        help="minimise each failing generated example (many more requests; off by default: "
+        "every failure already carries the exchange that failed and its curl reproducer)",
+    )
     run.add_argument("-q", "--quiet", action="store_true", help="print only the matrix")
+    run.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="also print pytest's report of every failed test (the matrix always has the evidence)",
+    )
     run.add_argument("pytest_args", nargs="*", help="extra arguments for pytest (after --)")
 
     validate = commands.add_parser("validate", help="validate a captured body or SSE transcript")
@@ -190,7 +209,19 @@ def pytest_arguments(args: argparse.Namespace, ini_path: Path) -> list[str]:
         "--rl-deadline",
         str(args.deadline),
     ]
-    argv += ["-q", "--no-header", "-rN"] if args.quiet else ["-q", "-rfE"]
+    if args.verbose:
+        argv += ["-rfE", "--tb=short"]
+    else:
+        argv += ["-q", "-rN", "--tb=no", *(["--no-header"] if args.quiet else [])]
+    if not args.shrink:
+        argv.append("--rl-no-shrink")
+    if args.run_timeout is not None:
+        if args.run_timeout <= 0:
+            raise ConfigurationError(
+                "--run-timeout: expected a positive number of seconds, "
+                f"observed {args.run_timeout:g}"
+            )
+        argv += ["--rl-run-timeout", str(args.run_timeout)]
     if args.frontend:
         argv += ["--rl-frontend", args.frontend, "--rl-backend", args.backend or ""]
         if args.rl_url:
@@ -240,7 +271,11 @@ def command_run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="rl-conformance-") as scratch:
         ini = Path(scratch) / "pytest.ini"
         ini.write_text("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
-        code = pytest.main(pytest_arguments(args, ini))
+        try:
+            code = pytest.main(pytest_arguments(args, ini))
+        except Exception as exc:  # a harness bug: say so in one line; the matrix is written
+            print(f"rl-conformance: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+            code = pytest.ExitCode.TESTS_FAILED
     matrix_path = Path(args.report_dir) / "matrix.json"
     if code in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR):
         return EXIT_USAGE
@@ -251,6 +286,12 @@ def command_run(args: argparse.Namespace) -> int:
         )
         return EXIT_FAILED
     matrix = json.loads(matrix_path.read_text())
+    if not matrix["complete"]:
+        print(
+            f"rl-conformance: incomplete run ({matrix.get('incomplete_reason', 'interrupted')}); "
+            f"cells not reached are errors in {matrix_path}",
+            file=sys.stderr,
+        )
     return EXIT_OK if matrix["exit_status"] == 0 else EXIT_FAILED
 
 

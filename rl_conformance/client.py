@@ -2,8 +2,11 @@
 
 Every request has a deadline covering connect, headers and the whole body; a server that stalls,
 drips bytes or streams forever is cut off at the deadline and the exchange is returned with
-`error` set, never raised past the caller and never left hanging. Bodies are capped in size.
-Streams are parsed incrementally and driven through `StreamMachine`.
+`error` set, never raised past the caller and never left hanging. Bodies are capped in size
+(a declared Content-Length over the cap is refused before reading), streams in bytes and in
+events; each cut names the limit it hit. Streams are parsed incrementally and driven through
+`StreamMachine`. A `CircuitBreaker` counts transport failures per plane: once a plane stopped
+answering, requests to it raise `PlaneUnavailable` at once instead of waiting out a deadline.
 
 The core is asynchronous (so a deadline is a real cancellation); `Client` is a synchronous facade
 that runs it on a private event-loop thread, which is what pytest suites and hypothesis want.
@@ -22,6 +25,7 @@ from typing import Any, TypeVar
 
 import httpx
 
+from .breaker import CircuitBreaker
 from .sse import SSEDecodeError, SSEParser
 from .stream_state import (
     DONE,
@@ -36,6 +40,7 @@ T = TypeVar("T")
 
 DEFAULT_DEADLINE_S = 30.0
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
+DEFAULT_MAX_STREAM_EVENTS = 100_000
 # The most recent exchanges stay inspectable; evidence keeps its own references.
 LOG_LENGTH = 64
 
@@ -48,10 +53,14 @@ class AsyncClient:
         *,
         deadline_s: float = DEFAULT_DEADLINE_S,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        max_stream_events: int = DEFAULT_MAX_STREAM_EVENTS,
         transport: httpx.AsyncBaseTransport | None = None,
+        breaker: CircuitBreaker | None = None,
     ) -> None:
         self.deadline_s = deadline_s
         self.max_body_bytes = max_body_bytes
+        self.max_stream_events = max_stream_events
+        self.breaker = breaker if breaker is not None else CircuitBreaker()
         self._http = httpx.AsyncClient(
             transport=transport,
             follow_redirects=False,
@@ -73,6 +82,7 @@ class AsyncClient:
         headers: dict[str, str] | None = None,
         deadline_s: float | None = None,
     ) -> Exchange:
+        self.breaker.check(url)
         exchange, request = self._prepare(method, url, json_body, content, headers)
         started = time.monotonic()
         try:
@@ -91,6 +101,7 @@ class AsyncClient:
         except httpx.HTTPError as exc:
             exchange.error = _transport_message(exc)
         exchange.elapsed_s = time.monotonic() - started
+        self._account(exchange, deadline_s)
         return exchange
 
     async def stream(
@@ -109,6 +120,7 @@ class AsyncClient:
         `cancel_after_events` closes the connection after that many data events, as a client
         that gives up on a rollout would; the exchange then ends `canceled`.
         """
+        self.breaker.check(url)
         exchange, request = self._prepare(method, url, json_body, None, headers)
         machine = StreamMachine(detector=detector)
         parser = SSEParser()
@@ -139,7 +151,12 @@ class AsyncClient:
         exchange.elapsed_s = time.monotonic() - started
         exchange.state = machine.state
         exchange.state_reason = machine.reason
+        self._account(exchange, deadline_s)
         return exchange
+
+    def _account(self, exchange: Exchange, deadline_s: float | None) -> None:
+        """Tell the breaker; a deadline the caller shortened on purpose is not the plane's."""
+        self.breaker.record(exchange, counts=deadline_s is None or deadline_s >= self.deadline_s)
 
     async def _pump(
         self,
@@ -155,18 +172,28 @@ class AsyncClient:
             if len(body) + len(chunk) > self.max_body_bytes:
                 exchange.body_truncated = True
                 exchange.body = bytes(body)
-                machine.on_transport_error(
-                    f"stream exceeded the {self.max_body_bytes} byte limit; connection closed"
+                exchange.error = (
+                    f"stream exceeded the {self.max_body_bytes}-byte limit; connection closed"
                 )
+                machine.on_transport_error(exchange.error)
                 return
             body += chunk
             try:
                 events = parser.feed(chunk)
             except SSEDecodeError as exc:
                 exchange.body = bytes(body)
+                exchange.error = f"undecodable stream: {exc}"
                 machine.on_unparseable(str(exc))
                 return
             for event in events:
+                if len(exchange.events) >= self.max_stream_events:
+                    exchange.body = bytes(body)
+                    exchange.error = (
+                        f"stream exceeded the {self.max_stream_events}-event limit; "
+                        "connection closed"
+                    )
+                    machine.on_transport_error(exchange.error)
+                    return
                 exchange.events.append(event)
                 self._feed_machine(machine, event.data, len(exchange.events) - 1)
                 data_events += 1
@@ -222,13 +249,21 @@ class AsyncClient:
         exchange.headers = {name.lower(): value for name, value in response.headers.items()}
 
     async def _read_body(self, exchange: Exchange, response: httpx.Response) -> None:
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.max_body_bytes:
+            exchange.body_truncated = True
+            exchange.error = (
+                f"response body of {declared} bytes exceeds the {self.max_body_bytes}-byte "
+                "limit; not read"
+            )
+            return
         body = bytearray()
         async for chunk in response.aiter_raw():
             body += chunk
             if len(body) > self.max_body_bytes:
                 exchange.body = bytes(body[: self.max_body_bytes])
                 exchange.body_truncated = True
-                exchange.error = f"response body exceeded the {self.max_body_bytes} byte limit"
+                exchange.error = f"response body exceeded the {self.max_body_bytes}-byte limit"
                 return
         exchange.body = bytes(body)
 
@@ -241,23 +276,39 @@ class Client:
         *,
         deadline_s: float = DEFAULT_DEADLINE_S,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        max_stream_events: int = DEFAULT_MAX_STREAM_EVENTS,
         transport: httpx.AsyncBaseTransport | None = None,
+        breaker: CircuitBreaker | None = None,
     ) -> None:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="rl-conformance-client", daemon=True
         )
         self._thread.start()
-        self._core: AsyncClient = self._run(self._make_core(deadline_s, max_body_bytes, transport))
+        self._core: AsyncClient = self._run(
+            self._make_core(deadline_s, max_body_bytes, max_stream_events, transport, breaker)
+        )
         self.deadline_s = deadline_s
 
     @staticmethod
     async def _make_core(
-        deadline_s: float, max_body_bytes: int, transport: httpx.AsyncBaseTransport | None
+        deadline_s: float,
+        max_body_bytes: int,
+        max_stream_events: int,
+        transport: httpx.AsyncBaseTransport | None,
+        breaker: CircuitBreaker | None,
     ) -> AsyncClient:
         return AsyncClient(
-            deadline_s=deadline_s, max_body_bytes=max_body_bytes, transport=transport
+            deadline_s=deadline_s,
+            max_body_bytes=max_body_bytes,
+            max_stream_events=max_stream_events,
+            transport=transport,
+            breaker=breaker,
         )
+
+    @property
+    def breaker(self) -> CircuitBreaker:
+        return self._core.breaker
 
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
         future: Future[T] = asyncio.run_coroutine_threadsafe(coro, self._loop)

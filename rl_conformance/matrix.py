@@ -193,6 +193,7 @@ class RunInfo:
     finished_at: datetime
     complete: bool
     seed: int | None
+    incomplete_reason: str | None = None
 
 
 def build_matrix(
@@ -212,7 +213,7 @@ def build_matrix(
         for target in targets:
             cell = build_cell(capability, target, grouped.get((capability.id, target.id), []))
             if not run.complete and not grouped.get((capability.id, target.id)):
-                cell.reason = "not reached: the run was interrupted"
+                cell.reason = f"not reached: {run.incomplete_reason or 'the run was interrupted'}"
             cells[target.id] = cell.to_json()
             summary[cell.outcome.value] += 1
         rows.append(
@@ -234,6 +235,7 @@ def build_matrix(
         "schema_version": SCHEMA_VERSION,
         "suite": {"name": SUITE_NAME, "version": __version__},
         "complete": run.complete,
+        **({"incomplete_reason": run.incomplete_reason} if run.incomplete_reason else {}),
         "started_at": _iso(run.started_at),
         "finished_at": _iso(run.finished_at),
         "duration_s": round((run.finished_at - run.started_at).total_seconds(), 3),

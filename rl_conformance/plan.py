@@ -6,12 +6,14 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .breaker import origin
 from .client import Client
-from .errors import ConfigurationError, LaunchError
+from .errors import ConfigurationError, LaunchError, TransportError
 from .launchers import ExternalLauncher, FakeLauncher
 from .target import Launcher, Target
 
 DEFAULT_FAKES = ("vllm", "sglang", "trtllm")
+PREFLIGHT_DEADLINE_S = 5.0
 
 
 @dataclass
@@ -36,6 +38,7 @@ class TargetPool:
             if target_id not in self.started:
                 try:
                     target = self.launchers[target_id].start()
+                    preflight(target, client)
                     resolve_model(target, client)
                 except (LaunchError, ConfigurationError) as exc:
                     self.failures[target_id] = f"{target_id}: {exc}"
@@ -62,12 +65,20 @@ class TargetPool:
                 )
         return found
 
-    def release(self, target_id: str) -> None:
-        """Stop one target once its last test ran; it is relaunched if a test needs it again."""
+    def release(self, target_id: str, client: Client | None = None) -> None:
+        """Stop one target once its last test ran; it is relaunched if a test needs it again.
+        The planes the breaker opened go into the target's notes, then the breaker forgets
+        them: the next target may reuse the ports."""
         with self._lock:
             launcher = self.launchers.get(target_id)
             if launcher is None or target_id not in self.started:
                 return
+            target = self.started[target_id]
+            if client is not None:
+                for why in client.breaker.opened().values():
+                    if f"plane down: {why}" not in target.notes:
+                        target.notes.append(f"plane down: {why}")
+                client.breaker.clear()
             try:
                 launcher.stop()
             finally:
@@ -81,11 +92,35 @@ class TargetPool:
                 continue
 
 
+def preflight(target: Target, client: Client) -> None:
+    """Ask each plane once, with a short deadline, before any test: a plane that does not answer
+    (no complete response, a reset, an oversized body) is opened in the client's breaker, so its
+    tests report `error` at once while the other planes are tested."""
+    deadline = min(PREFLIGHT_DEADLINE_S, client.deadline_s)
+    probes = [("frontend", target.url("/v1/models"))]
+    if target.rl_url:
+        probes.append(("RL listener", target.rl("/v1/rl/workers")))
+    probes += [("worker system server", f"{url.rstrip('/')}/health") for url in target.worker_urls]
+    for plane, url in probes:
+        try:
+            exchange = client.get(url, deadline_s=deadline)
+        except TransportError:
+            continue  # already known to be down
+        if exchange.error is not None:
+            reason = f"preflight GET {url} ({plane}): {exchange.error}"
+            client.breaker.trip(url, reason)
+            target.notes.append(f"plane down: {origin(url)} is unavailable: {reason}")
+
+
 def resolve_model(target: Target, client: Client) -> None:
-    """Fill `target.model` from `/v1/models` when not given: the one model listed, or an error."""
+    """Fill `target.model` from `/v1/models` when not given: the one model listed, or an error.
+    A frontend that is down leaves it unset: its tests report the plane, not the model."""
     if target.model:
         return
-    exchange = client.get(target.url("/v1/models"), deadline_s=10)
+    try:
+        exchange = client.get(target.url("/v1/models"), deadline_s=10)
+    except TransportError:
+        return
     if exchange.status != 200:
         raise LaunchError(
             f"GET {target.url('/v1/models')} answered "

@@ -93,6 +93,8 @@ class ConformanceRun:
     active: bool = False
     started_at: Any = None
     client: Client | None = None
+    timer: threading.Timer | None = None
+    incomplete_reason: str | None = None
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -211,6 +213,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "repeatable; needs --rl-frontend",
     )
     group.addoption(
+        "--rl-run-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="stop the whole run after this many seconds; the matrix is written, incomplete",
+    )
+    group.addoption(
         "--rl-report-dir",
         default="conformance-report",
         metavar="DIR",
@@ -317,10 +326,31 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         run.active = True
         run.started_at = now()
         _install_sigterm()
+        timeout = config.option.rl_run_timeout
+        if timeout is not None:
+            run.timer = _start_run_timer(run, timeout)
 
 
 def _target_of(item: pytest.Item) -> str:
     return str(getattr(getattr(item, "callspec", None), "params", {}).get("target", ""))
+
+
+def _start_run_timer(run: ConformanceRun, seconds: float) -> threading.Timer | None:
+    """SIGINT to the main thread after `seconds`: whatever it waits on (a request, a launch)
+    is interrupted as by Ctrl-C, and the matrix is still written, marked incomplete."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    main = threading.main_thread().ident
+    assert main is not None
+
+    def expire() -> None:
+        run.incomplete_reason = f"--run-timeout: the run was stopped after {seconds:g} s"
+        signal.pthread_kill(main, signal.SIGINT)
+
+    timer = threading.Timer(seconds, expire)
+    timer.daemon = True
+    timer.start()
+    return timer
 
 
 def _install_sigterm() -> None:
@@ -420,7 +450,8 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     yield
     current = _target_of(item)
     if current and (nextitem is None or _target_of(nextitem) != current):
-        _run(item.config).pool.release(current)
+        run = _run(item.config)
+        run.pool.release(current, run.client)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -529,17 +560,24 @@ def _skip_reason(report: pytest.TestReport) -> str:
     return str(longrepr)
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """After the runner tore down every fixture (even on an interrupt): fixtures that restore
+    a deployment's state must find it still running."""
     run = _run(session.config)
     if not run.active:
         return
+    if run.timer is not None:
+        run.timer.cancel()
     try:
         complete = exitstatus != pytest.ExitCode.INTERRUPTED and not session.shouldstop
+        reason = None if complete else run.incomplete_reason or "the run was interrupted"
         info = RunInfo(
             started_at=run.started_at or now(),
             finished_at=now(),
             complete=complete,
             seed=run.settings.seed,
+            incomplete_reason=reason,
         )
         selected = [capability_registry.get(capability_id) for capability_id in run.capability_ids]
         matrix = build_matrix(selected, run.pool.planned_targets(), run.records, info)
@@ -580,6 +618,22 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         if line.startswith("## Cells that did not pass"):
             break
         terminalreporter.write_line(line)
+    failing = [
+        (row["id"], target, cell)
+        for row in matrix["capabilities"]
+        for target, cell in row["cells"].items()
+        if cell["outcome"] in ("fail", "error")
+    ]
+    for capability_id, target, cell in failing[:FAILURES_SHOWN]:
+        reason = " ".join(cell["reason"].split())
+        terminalreporter.write_line(
+            f"{cell['outcome'].upper()} {capability_id} on {target}: {reason[:240]}"
+        )
+    if len(failing) > FAILURES_SHOWN:
+        terminalreporter.write_line(f"... and {len(failing) - FAILURES_SHOWN} more in matrix.md")
     terminalreporter.write_line(
         f"reports written to {os.path.abspath(_run(config).settings.report_dir)}"
     )
+
+
+FAILURES_SHOWN = 20

@@ -87,9 +87,14 @@ class Verdict:
         return body
 
     def events(self, exchange: Exchange, *, schema: str | None = None) -> list[Any]:
-        """Require a 200 event stream whose every data event is JSON (or [DONE]); schema-check
+        """Require a 200 event stream (text/event-stream) whose every data event is JSON (or
+        [DONE]); schema-check
         each JSON event; return the parsed payloads. Does not require terminal success."""
         self.status(exchange, 200)
+        self.check(
+            http.event_stream(exchange.content_type, len(exchange.events), exchange.body_preview()),
+            exchange,
+        )
         try:
             payloads = exchange.payloads()
             error = None

@@ -5,6 +5,7 @@ deployments the suite launched offer (declared with `needs`)."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 
 import pytest
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 from rl_conformance import FeatureAbsent, MissingInput
 from rl_conformance.checks import control, discovery
 from rl_conformance.client import Client
+from rl_conformance.errors import LaunchError
 from rl_conformance.suite_support import property_test
 from rl_conformance.target import LISTENER_RESTART, Probe, Target
 from rl_conformance.verdict import Verdict
@@ -48,7 +50,8 @@ def namespaces(
             raise FeatureAbsent("GET /v1/rl/workers lists no RL workers in any namespace")
         yield found
     finally:
-        probe.rescope_listener({})
+        with contextlib.suppress(LaunchError):  # a deployment already stopped needs no restore
+            probe.rescope_listener({})
 
 
 @capability("namespace.scope")

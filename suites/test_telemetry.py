@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from rl_conformance import FeatureAbsent
+from rl_conformance import Unobservable, prometheus
 from rl_conformance.checks import control
 from rl_conformance.client import Client
 from rl_conformance.target import Target
@@ -20,7 +20,12 @@ REQUESTS = 12
 def test_metrics_have_bounded_labels(client: Client, target: Target, verdict: Verdict) -> None:
     before = client.get(target.url("/metrics"))
     if before.status != 200:
-        raise FeatureAbsent(f"GET /metrics answered {before.status or before.error}")
+        raise Unobservable(f"the frontend's metrics: GET /metrics answered {before.describe()}")
+    if not prometheus.parse(before.body.decode(errors="replace")):
+        raise Unobservable(
+            "the frontend's metrics: GET /metrics holds no Prometheus series: "
+            f"{before.body_preview()}"
+        )
     request_ids = []
     for _ in range(REQUESTS):
         request_id = f"conformance-{uuid.uuid4().hex}"

@@ -44,3 +44,26 @@ def json_body(parse_error: str | None, raw_preview: str, what: str = "response b
 def status_in(observed: int | None, allowed: set[int], what: str = "") -> Findings:
     if observed not in allowed:
         yield Violation(f"unexpected status for {what}", "status", sorted(allowed), observed)
+
+
+@check(
+    "http.event_stream",
+    title="a streaming request is answered with an event stream that carries events",
+    spec="Treat a streaming request as a state machine: accepted, streaming, terminal success, "
+    "canceled, or failed.",
+    section="Handle Streaming and Retries",
+)
+def event_stream(content_type: str, events: int, body: str = "") -> Findings:
+    """Without it, every per-event check of a stream holds vacuously on an answer with no
+    events."""
+    if "text/event-stream" not in content_type.lower():
+        yield Violation(
+            f"a stream was asked for, but the answer is {content_type or 'untyped'}: {body}",
+            "content-type",
+            "text/event-stream",
+            content_type,
+        )
+    elif events == 0:
+        yield Violation(
+            f"the event stream carried no complete data event: {body}", "events", ">= 1", 0
+        )

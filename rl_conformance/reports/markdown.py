@@ -25,7 +25,8 @@ def render_markdown(matrix: dict[str, Any]) -> str:
     targets = [target["id"] for target in matrix["targets"]]
     lines = [f"# Conformance matrix ({matrix['suite']['name']} {matrix['suite']['version']})", ""]
     if not matrix["complete"]:
-        lines += ["**Incomplete run: interrupted before every test ran.**", ""]
+        why = matrix.get("incomplete_reason") or "interrupted before every test ran"
+        lines += [f"**Incomplete run: {why}.**", ""]
     summary = ", ".join(f"{count} {name}" for name, count in matrix["summary"].items() if count)
     lines += [
         f"Started {matrix['started_at']}, {matrix['duration_s']} s, seed {matrix['seed']}. "

@@ -333,6 +333,10 @@ CASES: dict[str, Case] = {
     ),
     "http.status": (lambda: http.status(200, 200), lambda: http.status(None, 200, "reset")),
     "http.status_in": (lambda: http.status_in(405, {405}), lambda: http.status_in(200, {404, 405})),
+    "http.event_stream": (
+        lambda: http.event_stream("text/event-stream; charset=utf-8", 3),
+        lambda: http.event_stream("application/json", 0, '{"choices": []}'),
+    ),
     "http.json_body": (
         lambda: http.json_body(None, "{}"),
         lambda: http.json_body("Expecting value", "<html>"),

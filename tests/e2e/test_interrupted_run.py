@@ -67,3 +67,35 @@ def test_interrupted_run_writes_an_incomplete_matrix(tmp_path: Path, signum: int
         if Path(f"/proc/{pid}").exists()
         and "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
     ]
+
+
+def test_run_timeout_stops_the_run_and_says_so(tmp_path: Path) -> None:
+    """--run-timeout bounds the whole run: the matrix is written, incomplete, with the reason,
+    and the cells not reached say it."""
+    started = time.monotonic()
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rl_conformance",
+            "run",
+            "-q",
+            "--report-dir",
+            str(tmp_path),
+            "--examples",
+            "30",
+            "--run-timeout",
+            "4",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert time.monotonic() - started < 4 + 20
+    assert run.returncode == 1
+    assert "--run-timeout" in run.stderr and "Traceback" not in run.stdout + run.stderr
+    matrix = json.loads((tmp_path / "matrix.json").read_text())
+    assert matrix["complete"] is False
+    assert matrix["incomplete_reason"] == "--run-timeout: the run was stopped after 4 s"
+    reasons = [cell["reason"] for row in matrix["capabilities"] for cell in row["cells"].values()]
+    assert any(reason.startswith("not reached: --run-timeout") for reason in reasons)

@@ -8,10 +8,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from fake_backends.hostile import hostile_server
+from rl_conformance.breaker import CircuitBreaker, PlaneUnavailable
 from rl_conformance.client import Client
 from rl_conformance.stream_state import StreamState
-
-from .hostile_server import hostile_server
 
 DEADLINE = 1.0
 
@@ -24,7 +24,9 @@ def base() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[Client]:
-    with Client(deadline_s=DEADLINE, max_body_bytes=1024 * 1024) as made:
+    # Every hostile path shares one origin: the breaker would open after three of them.
+    never = CircuitBreaker(threshold=0)
+    with Client(deadline_s=DEADLINE, max_body_bytes=1024 * 1024, breaker=never) as made:
         yield made
 
 
@@ -66,11 +68,54 @@ def test_invalid_json_body_is_reported_with_a_preview(client: Client, base: str)
         exchange.json()
 
 
-def test_oversized_body_is_cut_at_the_limit(client: Client, base: str) -> None:
+def test_a_declared_oversized_body_is_refused_unread(client: Client, base: str) -> None:
+    started = time.monotonic()
     exchange = client.get(base + "/huge")
+    assert time.monotonic() - started < 1
+    assert exchange.body_truncated and exchange.body == b""
+    assert "52428800 bytes exceeds the 1048576-byte limit" in (exchange.error or "")
+
+
+def test_an_undeclared_oversized_body_is_cut_at_the_limit(client: Client, base: str) -> None:
+    exchange = client.get(base + "/huge-chunked")
     assert exchange.body_truncated
     assert len(exchange.body) <= 1024 * 1024
-    assert "byte limit" in (exchange.error or "")
+    assert "exceeded the 1048576-byte limit" in (exchange.error or "")
+
+
+def test_a_stream_of_too_many_events_is_cut_at_the_event_limit(base: str) -> None:
+    never = CircuitBreaker(threshold=0)
+    with Client(deadline_s=5, max_stream_events=50, breaker=never) as http:
+        exchange = http.stream("POST", base + "/endless", json_body={})
+    assert exchange.state is StreamState.FAILED
+    assert len(exchange.events) == 50
+    assert "exceeded the 50-event limit" in (exchange.error or "")
+
+
+def test_three_transport_failures_open_the_plane_and_later_requests_fail_at_once(
+    base: str,
+) -> None:
+    with Client(deadline_s=0.5) as http:
+        for _ in range(3):
+            assert http.get(base + "/stall").error
+        started = time.monotonic()
+        with pytest.raises(PlaneUnavailable, match=r"3 consecutive transport failures; first: GET"):
+            http.get(base + "/invalid-json")
+        assert time.monotonic() - started < 0.1
+        assert http.get("http://127.0.0.1:9/other-plane").status is None  # other planes go on
+
+
+def test_shortened_deadlines_and_answers_do_not_open_the_plane(base: str) -> None:
+    with Client(deadline_s=0.5) as http:
+        for _ in range(4):
+            assert http.get(base + "/stall", deadline_s=0.2).error  # the caller expected it
+        for _ in range(2):
+            assert http.get(base + "/stall").error
+        assert http.get(base + "/invalid-json").status == 200  # an answer resets the count
+        for _ in range(2):
+            assert http.get(base + "/stall").error
+        assert http.get(base + "/invalid-json").status == 200
+        assert http.breaker.opened() == {}
 
 
 def test_redirects_are_never_followed(client: Client, base: str) -> None:

@@ -1,4 +1,7 @@
-"""A deliberately broken HTTP server on loopback: each path is one way a peer can misbehave."""
+"""A deployment that breaks HTTP itself: a raw-socket server on loopback where each path (or,
+with a mode, every path) is one way a peer can misbehave below the contract: hang, stall after
+the headers, drip one byte a second, reset, stream forever, send 50 MB, undecodable bytes, HTML,
+a cross-host redirect. The harness must end a run against any of them in bounded time."""
 
 from __future__ import annotations
 
@@ -27,15 +30,23 @@ def json_response(
 
 def behave(path: str, conn: socket.socket, stop: threading.Event) -> None:
     if path == "/stall":
-        stop.wait(30)
+        stop.wait(600)
     elif path == "/headers-then-stall":
         conn.sendall(SSE_HEAD)
-        stop.wait(30)
+        stop.wait(600)
     elif path == "/drip":
         conn.sendall(SSE_HEAD)
         while not stop.is_set():
             conn.sendall(chunk(b":"))
             time.sleep(0.2)
+    elif path == "/drip-1bps":
+        conn.sendall(SSE_HEAD)
+        while not stop.wait(1.0):
+            conn.sendall(chunk(b":"))
+    elif path == "/html":
+        conn.sendall(
+            json_response(b"<html><body>a login page</body></html>", "200 OK", "text/html")
+        )
     elif path == "/endless":
         conn.sendall(SSE_HEAD)
         event = chunk(b'data: {"choices":[{"index":0,"text":"x","finish_reason":null}]}\n\n')
@@ -56,6 +67,16 @@ def behave(path: str, conn: socket.socket, stop: threading.Event) -> None:
             if stop.is_set():
                 break
             conn.sendall(block)
+    elif path == "/huge-chunked":
+        conn.sendall(
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+            b"transfer-encoding: chunked\r\n\r\n"
+        )
+        block = chunk(b" " * 65536)
+        for _ in range(800):
+            if stop.is_set():
+                break
+            conn.sendall(block)
     elif path == "/invalid-utf8-sse":
         conn.sendall(SSE_HEAD + chunk(b"data: \xff\xfe\n\n") + b"0\r\n\r\n")
     elif path == "/redirect":
@@ -70,8 +91,27 @@ def behave(path: str, conn: socket.socket, stop: threading.Event) -> None:
         conn.sendall(json_response(b"data: [DONE]\n\n", content_type="text/plain"))
 
 
+MODES = (
+    "stall",
+    "headers-then-stall",
+    "drip-1bps",
+    "truncated-sse",
+    "invalid-json",
+    "huge",
+    "invalid-utf8-sse",
+    "html",
+    "reset",
+    "html-500",
+    "redirect",
+    "endless",
+)
+"""Ways a whole deployment can be dead, wedged or hostile: `hostile_server(mode)` answers every
+request of every path that way."""
+
+
 @contextmanager
-def hostile_server() -> Iterator[str]:
+def hostile_server(mode: str | None = None) -> Iterator[str]:
+    """Each path one misbehaviour; with `mode`, every path misbehaves that way."""
     listener = socket.socket()
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", 0))
@@ -88,7 +128,7 @@ def hostile_server() -> Iterator[str]:
                 if not piece:
                     return
                 data += piece
-            path = data.split(b" ", 2)[1].decode()
+            path = f"/{mode}" if mode else data.split(b" ", 2)[1].decode()
             try:
                 behave(path, conn, stop)
             except OSError:
