@@ -28,8 +28,22 @@ def json_response(
     ).encode() + body
 
 
-def behave(path: str, conn: socket.socket, stop: threading.Event) -> None:
-    if path == "/stall":
+WEDGED_ANSWERS = {
+    "/v1/models": b'{"object":"list","data":[{"id":"toy","object":"model","created":0,'
+    b'"owned_by":"nvidia"}]}',
+    "/v1/rl/workers": b'{"protocol_version":1,"namespace":"dynamo","workers":[]}',
+}
+
+
+def behave(path: str, conn: socket.socket, stop: threading.Event, request_path: str = "") -> None:
+    if path == "/wedged":
+        # Alive but stuck: model and worker listings answer, every generation hangs.
+        answer = WEDGED_ANSWERS.get(request_path.split("?", 1)[0])
+        if answer is None:
+            stop.wait(600)
+        else:
+            conn.sendall(json_response(answer))
+    elif path == "/stall":
         stop.wait(600)
     elif path == "/headers-then-stall":
         conn.sendall(SSE_HEAD)
@@ -92,6 +106,7 @@ def behave(path: str, conn: socket.socket, stop: threading.Event) -> None:
 
 
 MODES = (
+    "wedged",
     "stall",
     "headers-then-stall",
     "drip-1bps",
@@ -128,9 +143,9 @@ def hostile_server(mode: str | None = None) -> Iterator[str]:
                 if not piece:
                     return
                 data += piece
-            path = f"/{mode}" if mode else data.split(b" ", 2)[1].decode()
+            requested = data.split(b" ", 2)[1].decode()
             try:
-                behave(path, conn, stop)
+                behave(f"/{mode}" if mode else requested, conn, stop, requested)
             except OSError:
                 return
 

@@ -2,9 +2,11 @@
 per test.
 
 A plane is one origin (scheme, host, port) of one deployment: its frontend, its RL listener, one
-worker's system server. After `threshold` consecutive transport failures on an origin (no
-complete answer within the deadline, a reset, a body or stream over its limit, undecodable bytes)
-the breaker opens for that origin: every later request to it raises `PlaneUnavailable` at once,
+worker's system server. After `threshold` consecutive transport failures of one route of an
+origin (no complete answer within the deadline, a reset, a body or stream over its limit,
+undecodable bytes) the breaker opens for the whole origin. Consecutive per route, so that a
+frontend whose listings answer while every generation hangs is still recognised as wedged. Once
+open, every later request to it raises `PlaneUnavailable` at once,
 naming the reason and the first failing exchange, and the test reports `error`. Other origins,
 so other planes and other targets, go on. A preflight probe can open it before any test runs.
 
@@ -15,13 +17,13 @@ failure of the plane; only requests given the run's full deadline count.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from .errors import TransportError
 from .wire import Exchange
 
-DEFAULT_THRESHOLD = 3
+DEFAULT_THRESHOLD = 2
 
 
 class PlaneUnavailable(TransportError):
@@ -30,8 +32,8 @@ class PlaneUnavailable(TransportError):
 
 @dataclass
 class _Plane:
-    failures: int = 0
-    first: str = ""
+    failures: dict[str, int] = field(default_factory=dict)  # consecutive, by route
+    first: dict[str, str] = field(default_factory=dict)
     opened: str | None = None
 
 
@@ -57,23 +59,26 @@ class CircuitBreaker:
             raise PlaneUnavailable(reason)
 
     def record(self, exchange: Exchange, *, counts: bool = True) -> None:
-        """Count a transport failure of the exchange's plane, or reset its count on an answer.
+        """Count a transport failure of the exchange's route, or reset its count on an answer.
         `counts=False`: the caller expected the failure (a deadline it shortened itself)."""
         key = origin(exchange.request.url)
+        route = f"{exchange.request.method} {urlsplit(exchange.request.url).path}"
         with self._lock:
             plane = self._planes.setdefault(key, _Plane())
             if exchange.error is None:
-                plane.failures, plane.first = 0, ""
+                plane.failures.pop(route, None)
+                plane.first.pop(route, None)
                 return
             if not counts or plane.opened is not None:
                 return
-            plane.failures += 1
-            if plane.failures == 1:
-                plane.first = f"{exchange.describe()}; reproduce: {exchange.curl()}"
-            if self.threshold and plane.failures >= self.threshold:
+            failures = plane.failures[route] = plane.failures.get(route, 0) + 1
+            first = plane.first.setdefault(
+                route, f"{exchange.describe()}; reproduce: {exchange.curl()}"
+            )
+            if self.threshold and failures >= self.threshold:
                 plane.opened = (
-                    f"{key} stopped answering: {plane.failures} consecutive transport "
-                    f"failures; first: {plane.first}"
+                    f"{key} stopped answering: {failures} consecutive transport failures of "
+                    f"{route}; first: {first}"
                 )
 
     def trip(self, url: str, reason: str) -> None:

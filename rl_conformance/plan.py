@@ -40,6 +40,7 @@ class TargetPool:
                     target = self.launchers[target_id].start()
                     preflight(target, client)
                     resolve_model(target, client)
+                    preflight_generation(target, client)
                 except (LaunchError, ConfigurationError) as exc:
                     self.failures[target_id] = f"{target_id}: {exc}"
                     raise LaunchError(self.failures[target_id]) from exc
@@ -110,6 +111,24 @@ def preflight(target: Target, client: Client) -> None:
             reason = f"preflight GET {url} ({plane}): {exchange.error}"
             client.breaker.trip(url, reason)
             target.notes.append(f"plane down: {origin(url)} is unavailable: {reason}")
+
+
+def preflight_generation(target: Target, client: Client) -> None:
+    """One single-token completion with the run's full deadline: a frontend that lists models
+    but cannot generate (a wedged engine) is opened in the breaker before dozens of tests each
+    wait a deadline for it. Slowness within the deadline is not a failure."""
+    if not target.model:
+        return
+    url = target.url("/v1/completions")
+    body = {"model": target.model, "prompt": [512, 733], "max_tokens": 1, "temperature": 0}
+    try:
+        exchange = client.post(url, body)
+    except TransportError:
+        return
+    if exchange.error is not None:
+        reason = f"preflight POST {url} (one token): {exchange.error}"
+        client.breaker.trip(url, reason)
+        target.notes.append(f"plane down: {origin(url)} is unavailable: {reason}")
 
 
 def resolve_model(target: Target, client: Client) -> None:
