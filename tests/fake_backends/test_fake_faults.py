@@ -421,6 +421,17 @@ def test_request_id_not_echoed(client: httpx.Client, any_backend: FakeDeployment
     assert "not-echoed" in {r.attempt_id for r in any_backend.request_ledger}  # still used
 
 
+@shows("stream_answered_unary")
+def test_stream_answered_unary(client: httpx.Client, any_backend: FakeDeployment) -> None:
+    body = {"model": "toy", "prompt": PROMPT, "max_tokens": 2, "stream": True}
+    url = f"{any_backend.frontend_url}/v1/completions"
+    assert client.post(url, json=body).headers["content-type"].startswith("text/event-stream")
+    with faulted(any_backend, "stream_answered_unary"):
+        reply = client.post(url, json=body)
+    assert reply.headers["content-type"].startswith("application/json")
+    assert reply.json()["choices"][0]["finish_reason"] == "length"
+
+
 @shows("input_tokens_negative")
 def test_input_tokens_negative(client: httpx.Client, any_backend: FakeDeployment) -> None:
     url = f"{any_backend.frontend_url}/v1/responses/input_tokens"
