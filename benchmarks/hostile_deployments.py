@@ -1,5 +1,5 @@
 """Wall time of `rl-conformance run` against deployments that are dead, wedged or hostile (one
-`fake_backends.hostile` mode each, serving both the frontend and the RL listener), at the
+`fake_backends.deployment.hostile` mode each, serving both the frontend and the RL listener), at the
 default 30 s deadline, against the bound a nightly job can live with: 2 x deadline + 30 s.
 
 Prints figures; asserts nothing. Usage: python benchmarks/hostile_deployments.py
@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from fake_backends.hostile import MODES, hostile_server
+from fake_backends.deployment.hostile import MODES, hostile_server
 
 
 def one_run(mode: str, deadline: float) -> tuple[float, int, dict[str, int], bool]:

@@ -5,7 +5,7 @@ frontend, its RL discovery listener and worker system servers, driving a determi
 toy model, in three personalities (vLLM, SGLang, TensorRT-LLM).  It honours the contract
 by default and breaks it in named ways on request (see ``FAULTS``).
 
-The public names are imported lazily (PEP 562): ``python -m fake_backends.dynamo_worker``
+The public names are imported lazily (PEP 562): ``python -m fake_backends.dynamo.worker``
 runs inside the Dynamo virtual environment, which has no starlette/uvicorn/httpx, and must
 be able to import the pure modules (tokenizer, toy model, generation) without the servers.
 """
@@ -16,15 +16,15 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from fake_backends.deployment import FakeDeployment
-    from fake_backends.faults import FAULT_NAMES, FAULTS, Fault, UnknownFaultError
-    from fake_backends.personalities import BACKENDS
-    from fake_backends.ready_line import (
+    from fake_backends.deployment.assembly import FakeDeployment
+    from fake_backends.deployment.ready_line import (
         READY_FIELDS,
         parse_ready_line,
         read_ready_line,
         ready_line,
     )
+    from fake_backends.faults.deployment import FAULT_NAMES, FAULTS, Fault, UnknownFaultError
+    from fake_backends.runtime.personalities import BACKENDS
 
 __all__ = [
     "BACKENDS",
@@ -40,16 +40,16 @@ __all__ = [
 ]
 
 _HOMES = {
-    "FakeDeployment": "fake_backends.deployment",
-    "FAULTS": "fake_backends.faults",
-    "FAULT_NAMES": "fake_backends.faults",
-    "Fault": "fake_backends.faults",
-    "UnknownFaultError": "fake_backends.faults",
-    "BACKENDS": "fake_backends.personalities",
-    "READY_FIELDS": "fake_backends.ready_line",
-    "parse_ready_line": "fake_backends.ready_line",
-    "read_ready_line": "fake_backends.ready_line",
-    "ready_line": "fake_backends.ready_line",
+    "FakeDeployment": "fake_backends.deployment.assembly",
+    "FAULTS": "fake_backends.faults.deployment",
+    "FAULT_NAMES": "fake_backends.faults.deployment",
+    "Fault": "fake_backends.faults.deployment",
+    "UnknownFaultError": "fake_backends.faults.deployment",
+    "BACKENDS": "fake_backends.runtime.personalities",
+    "READY_FIELDS": "fake_backends.deployment.ready_line",
+    "parse_ready_line": "fake_backends.deployment.ready_line",
+    "read_ready_line": "fake_backends.deployment.ready_line",
+    "ready_line": "fake_backends.deployment.ready_line",
 }
 
 

@@ -16,10 +16,10 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from fake_backends.deployment import Assembly, DeploymentOptions
-from fake_backends.faults import FAULT_NAMES, catalogue_lines
-from fake_backends.personalities import ADMIN_FAMILIES, BACKENDS
-from fake_backends.ready_line import ready_line
+from fake_backends.deployment.assembly import Assembly, DeploymentOptions
+from fake_backends.deployment.ready_line import ready_line
+from fake_backends.faults.deployment import FAULT_NAMES, catalogue_lines
+from fake_backends.runtime.personalities import ADMIN_FAMILIES, BACKENDS
 
 log = logging.getLogger("fake_backends")
 

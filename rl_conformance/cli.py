@@ -398,7 +398,7 @@ def command_kill_matrix(args: argparse.Namespace) -> int:
 
 
 def command_passthrough(args: argparse.Namespace) -> int:
-    from fake_backends.engine_faults import ENGINE_FAULT_NAMES
+    from fake_backends.faults.engine import ENGINE_FAULT_NAMES
 
     from . import passthrough
 

@@ -193,7 +193,7 @@ def caught_by(matrix: dict[str, Any]) -> list[str]:
 
 
 def build_report(report_dir: Path, python: Path | None, faults: list[str]) -> dict[str, Any]:
-    from fake_backends.engine_faults import ENGINE_FAULTS
+    from fake_backends.faults.engine import ENGINE_FAULTS
 
     started = time.monotonic()
     report_dir.mkdir(parents=True, exist_ok=True)

@@ -5,7 +5,7 @@ Engines:
 - `mocker`: Dynamo's own `python -m dynamo.mocker` (simulated vLLM scheduling; random token ids,
   no logprobs, no RL routes).
 - `fake-vllm`: our toy model served as a real Dynamo backend worker through Dynamo's Python
-  runtime (`python -m fake_backends.dynamo_worker`), with vLLM-style RL routes registered by
+  runtime (`python -m fake_backends.dynamo.worker`), with vLLM-style RL routes registered by
   `dynamo.common.rl`, so the real frontend, nvext assembly and RL listener are under test.
 
 Every listener binds 127.0.0.1. The event plane runs in broker mode because 1.6.1's direct mode
@@ -261,7 +261,7 @@ class DynamoLauncher:
             command = [
                 str(python),
                 "-m",
-                "fake_backends.dynamo_worker",
+                "fake_backends.dynamo.worker",
                 "--model-dir",
                 str(model_dir),
                 "--model-name",
@@ -379,7 +379,7 @@ def _build_model_dir(directory: Path) -> None:
     """The model directory both engines load: tokenizer, config and chat template of the toy
     vocabulary, written by fake_backends so the real frontend decodes ids as the toy does."""
     done = subprocess.run(
-        [sys.executable, "-m", "fake_backends.model_dir", str(directory)],
+        [sys.executable, "-m", "fake_backends.model.directory", str(directory)],
         capture_output=True,
         text=True,
         check=False,

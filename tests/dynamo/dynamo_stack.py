@@ -3,7 +3,7 @@
 Why this folder exists: the fake frontend in ``fake_backends`` is our reading of Dynamo; these
 tests run the REAL frontend, router, nvext assembly and RL listener, started from
 ``.venv-dynamo`` exactly as ``rl_conformance.launchers.dynamo.DynamoLauncher`` starts them,
-in front of either our toy worker (``fake_backends.dynamo_worker``) or Dynamo's own mocker.
+in front of either our toy worker (``fake_backends.dynamo.worker``) or Dynamo's own mocker.
 
 Stacks are expensive (~1 s each), so each module shares one (``stack_fixture``), and every
 stack asserts on teardown that none of its processes (or their process groups) survive.
@@ -33,7 +33,7 @@ from typing import Any
 import httpx
 import pytest
 
-from fake_backends.dynamo_worker import LOG_REQUESTS_ENV
+from fake_backends.dynamo.worker import LOG_REQUESTS_ENV
 from rl_conformance.launchers.dynamo import DynamoLauncher
 from rl_conformance.launchers.processes import ManagedProcess
 from rl_conformance.target import Target

@@ -1,5 +1,5 @@
 """A real Dynamo 1.6.1 frontend in front of one process that registers the RL endpoint in many
-namespaces (``fake_backends.dynamo_namespace_zoo``): the real RL listener, asked about a whole
+namespaces (``fake_backends.dynamo.namespace_zoo``): the real RL listener, asked about a whole
 fleet of namespaces, restarted under any environment by ``DynamoLauncher.rescope_listener``."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ class NamespaceZooLauncher(DynamoLauncher):
 
     def _engines(self, python: Path, model_dir: Path, env: dict[str, str]) -> list[ManagedProcess]:
         source_root = str(Path(__file__).resolve().parents[2])
-        command = [str(python), "-m", "fake_backends.dynamo_namespace_zoo"]
+        command = [str(python), "-m", "fake_backends.dynamo.namespace_zoo"]
         for namespace in self.namespaces:
             command += ["--namespace", namespace]
         zoo_env = dict(env, PYTHONPATH=source_root, DYN_SYSTEM_PORT=str(_system_port()))

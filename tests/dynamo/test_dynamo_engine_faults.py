@@ -17,11 +17,11 @@ import httpx
 import pytest
 from dynamo_stack import Stack, running_stack
 
-from fake_backends.dynamo_engine import SCRIPT_PREFIX
-from fake_backends.engine_faults import ADMIN, ENGINE_FAULT_NAMES, ENGINE_FAULTS
-from fake_backends.generation import SamplingParams, generate_choice
-from fake_backends.tokenizer import EOS_ID, byte_level_ids
-from fake_backends.toy_model import ToyModel
+from fake_backends.dynamo.engine import SCRIPT_PREFIX
+from fake_backends.faults.engine import ADMIN, ENGINE_FAULT_NAMES, ENGINE_FAULTS
+from fake_backends.model.decoding import SamplingParams, generate_choice
+from fake_backends.model.tokenizer import EOS_ID, byte_level_ids
+from fake_backends.model.toy_model import ToyModel
 
 PROMPT = [316, 276, 330, 275]
 ALL_FIELDS = [

@@ -1,4 +1,4 @@
-"""``fake_backends.dynamo_engine`` on its own (no Dynamo needed): generation, pause modes and
+"""``fake_backends.dynamo.engine`` on its own (no Dynamo needed): generation, pause modes and
 admin replies, so the engine's semantics are pinned even where ``.venv-dynamo`` is missing.
 
 The engine is driven exactly as Dynamo drives it: ``generate(request, context)`` with a
@@ -13,17 +13,17 @@ from typing import Any, TypeVar
 
 import pytest
 
-from fake_backends.dynamo_engine import SCRIPT_PREFIX, ToyEngine, parse_request
-from fake_backends.engine_faults import (
+from fake_backends.dynamo.engine import SCRIPT_PREFIX, ToyEngine, parse_request
+from fake_backends.faults.engine import (
     ADMIN,
     ENGINE_FAULT_NAMES,
     ENGINE_FAULTS,
     EngineFaults,
     UnknownEngineFaultError,
 )
-from fake_backends.generation import SamplingParams, generate_choice, score_prompt
-from fake_backends.tokenizer import EOS_ID
-from fake_backends.toy_model import ToyModel
+from fake_backends.model.decoding import SamplingParams, generate_choice, score_prompt
+from fake_backends.model.tokenizer import EOS_ID
+from fake_backends.model.toy_model import ToyModel
 
 T = TypeVar("T")
 PROMPT = [316, 276, 330, 275]
@@ -328,8 +328,8 @@ def test_admin_faults() -> None:
 
 def test_weight_tags_match_the_fake_deployment() -> None:
     """The same update must give the same tokens on the real-Dynamo worker and the fake."""
-    from fake_backends import weight_updates
-    from fake_backends.dynamo_engine import path_weights, payload_weights
+    from fake_backends.dynamo.engine import path_weights, payload_weights
+    from fake_backends.runtime import weights as weight_updates
 
     assert path_weights("/ckpt/a") == weight_updates.path_weights("/ckpt/a")
     payload = {"names": ["w"], "shapes": [[2, 2]]}

@@ -1,8 +1,8 @@
 """The model directory and the worker's command line, plus the real mocker on that directory.
 
-* ``python -m fake_backends.model_dir`` runs with our environment (no ``tokenizers``);
+* ``python -m fake_backends.model.directory`` runs with our environment (no ``tokenizers``);
 * the HF ``tokenizers`` library of ``.venv-dynamo`` (the same Rust code the frontend uses)
-  decodes and encodes exactly like ``fake_backends.tokenizer`` on random ids and texts;
+  decodes and encodes exactly like ``fake_backends.model.tokenizer`` on random ids and texts;
 * the worker's CLI (fault listing, exit 2 on an unknown fault) and its import isolation:
   inside the Dynamo environment it imports no starlette/uvicorn/httpx;
 * Dynamo's own mocker serves the directory behind the real frontend, and the frontend's
@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from dynamo_stack import Stack, stack_fixture
 
-from fake_backends.engine_faults import ENGINE_FAULT_NAMES, catalogue_lines
-from fake_backends.tokenizer import EOS_ID, VOCAB_SIZE, decode, encode, render_chat
+from fake_backends.faults.engine import ENGINE_FAULT_NAMES, catalogue_lines
+from fake_backends.model.tokenizer import EOS_ID, VOCAB_SIZE, decode, encode, render_chat
 
 ROOT = Path(__file__).resolve().parents[2]
 mocker = stack_fixture("mocker")
@@ -29,7 +29,7 @@ FUZZ = r"""
 import json, random, sys
 sys.path.insert(0, sys.argv[2])
 from tokenizers import Tokenizer
-from fake_backends import tokenizer as T
+from fake_backends.model import tokenizer as T
 tok = Tokenizer.from_file(sys.argv[1])
 rng = random.Random(0)
 bad = []
@@ -54,7 +54,7 @@ print(json.dumps(bad[:5]))
 def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     directory = tmp_path_factory.mktemp("toy-model")
     done = subprocess.run(
-        [sys.executable, "-m", "fake_backends.model_dir", str(directory)],
+        [sys.executable, "-m", "fake_backends.model.directory", str(directory)],
         capture_output=True,
         text=True,
         check=False,
@@ -99,7 +99,7 @@ def test_hf_tokenizers_agree_with_ours(dynamo_python: Path, model_dir: Path) -> 
 
 def _worker(python: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [python, "-m", "fake_backends.dynamo_worker", *args],
+        [python, "-m", "fake_backends.dynamo.worker", *args],
         capture_output=True,
         text=True,
         check=False,
@@ -125,7 +125,7 @@ def test_worker_refuses_unknown_engine_fault(model_dir: Path) -> None:
 
 def test_worker_imports_no_web_stack_in_the_dynamo_environment(dynamo_python: Path) -> None:
     probe = (
-        "import sys; import fake_backends.dynamo_worker, fake_backends.model_dir; "
+        "import sys; import fake_backends.dynamo.worker, fake_backends.model.directory; "
         "print(sorted({m.split('.')[0] for m in sys.modules} & "
         "{'starlette', 'uvicorn', 'httpx', 'dynamo', 'fake_backends'}))"
     )
@@ -144,8 +144,8 @@ def test_worker_imports_no_web_stack_in_the_dynamo_environment(dynamo_python: Pa
 
 def test_fake_backends_package_imports_lazily() -> None:
     probe = (
-        "import sys, fake_backends; before = 'fake_backends.deployment' in sys.modules; "
-        "fake_backends.FakeDeployment; after = 'fake_backends.deployment' in sys.modules; "
+        "import sys, fake_backends; before = 'fake_backends.deployment.assembly' in sys.modules; "
+        "fake_backends.FakeDeployment; after = 'fake_backends.deployment.assembly' in sys.modules; "
         "print(before, after, set(fake_backends.__all__) <= set(dir(fake_backends)))"
     )
     done = subprocess.run(

@@ -20,8 +20,8 @@ import httpx
 import pytest
 from dynamo_stack import Stack, running_stack, stack_fixture
 
-from fake_backends.generation import SamplingParams, generate_choice
-from fake_backends.toy_model import ToyModel
+from fake_backends.model.decoding import SamplingParams, generate_choice
+from fake_backends.model.toy_model import ToyModel
 
 stack = stack_fixture("fake-vllm")
 

@@ -3,11 +3,11 @@
 What is proven here, against one shared stack (broker + real frontend + our worker, started
 like ``DynamoLauncher('fake-vllm')``):
 
-* the real frontend detokenizes ids exactly as ``fake_backends.tokenizer.decode`` does (also
+* the real frontend detokenizes ids exactly as ``fake_backends.model.tokenizer.decode`` does (also
   broken UTF-8 and specials, streaming and not), and renders chat prompts exactly as
   ``render_chat`` does;
 * what the frontend reports (ids, logprobs, top logprobs, prompt logprobs, usage) is what
-  ``fake_backends.generation`` computes for the same request: the real stack and our fake
+  ``fake_backends.model.decoding`` computes for the same request: the real stack and our fake
   deployment agree on the numbers;
 * n=2, streaming, the SGLang-native ``/generate`` and the vLLM-native ``/inference/v1/generate``;
 * ``/v1/rl/workers`` lists the worker with its model, routes and system URL.
@@ -21,10 +21,10 @@ from typing import Any
 import pytest
 from dynamo_stack import Stack, stack_fixture
 
-from fake_backends.dynamo_engine import SCRIPT_PREFIX
-from fake_backends.generation import SamplingParams, generate_choice, score_prompt
-from fake_backends.tokenizer import EOS_ID, FIRST_BYTE_ID, decode, display_text, render_chat
-from fake_backends.toy_model import ToyModel
+from fake_backends.dynamo.engine import SCRIPT_PREFIX
+from fake_backends.model.decoding import SamplingParams, generate_choice, score_prompt
+from fake_backends.model.tokenizer import EOS_ID, FIRST_BYTE_ID, decode, display_text, render_chat
+from fake_backends.model.toy_model import ToyModel
 
 stack = stack_fixture("fake-vllm")
 
@@ -131,7 +131,7 @@ def test_chat_prompt_is_rendered_like_render_chat(stack: Stack) -> None:
 
 
 def test_text_prompt_is_encoded_like_encode(stack: Stack) -> None:
-    from fake_backends.tokenizer import encode
+    from fake_backends.model.tokenizer import encode
 
     text = "hello world, this is a tokenizer check... ok?\n\nyes -- é!"
     body = stack.completion(prompt=text, max_tokens=1, nvext={"extra_fields": ["prompt_token_ids"]})

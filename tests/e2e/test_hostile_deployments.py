@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from fake_backends.hostile import MODES, hostile_server
+from fake_backends.deployment.hostile import MODES, hostile_server
 
 pytestmark = pytest.mark.slow
 DEADLINE_S = 3.0

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from fake_backends.deployment import FakeDeployment
+from fake_backends.deployment.assembly import FakeDeployment
 
 pytestmark = pytest.mark.slow
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fake_backends.engine_faults import ENGINE_FAULT_NAMES
+from fake_backends.faults.engine import ENGINE_FAULT_NAMES
 
 pytestmark = pytest.mark.slow
 

@@ -18,8 +18,8 @@ for entry in (str(_HERE.parents[1]), str(_HERE)):
     if entry not in sys.path:
         sys.path.insert(0, entry)
 
-from fake_backends.deployment import FakeDeployment  # noqa: E402
-from fake_backends.pytest_fixtures import make_fake_deployment_fixture  # noqa: E402
+from fake_backends.deployment.assembly import FakeDeployment  # noqa: E402
+from fake_backends.deployment.pytest_fixtures import make_fake_deployment_fixture  # noqa: E402
 
 vllm = make_fake_deployment_fixture("vllm", "vllm", scope="session")
 sglang = make_fake_deployment_fixture("sglang", "sglang", scope="session")

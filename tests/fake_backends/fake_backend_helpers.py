@@ -9,8 +9,8 @@ from typing import Any, TypeVar
 
 import httpx
 
-from fake_backends.deployment import FakeDeployment
-from fake_backends.faults import FAULT_NAMES
+from fake_backends.deployment.assembly import FakeDeployment
+from fake_backends.faults.deployment import FAULT_NAMES
 
 DONE = "[DONE]"
 F = TypeVar("F", bound=Callable[..., Any])

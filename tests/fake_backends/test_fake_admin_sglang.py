@@ -12,8 +12,8 @@ import httpx
 import pytest
 from fake_backend_helpers import PROMPT, admin, parse_sse, rl_workers, stream_chunks
 
-from fake_backends.deployment import FakeDeployment
-from fake_backends.sglang_engine_routes import EngineRouteDescriptor, parse_engine_routes
+from fake_backends.admin.sglang_routes import EngineRouteDescriptor, parse_engine_routes
+from fake_backends.deployment.assembly import FakeDeployment
 
 PIN = "x-dynamo-worker-instance-id"
 

@@ -16,8 +16,8 @@ import httpx
 import pytest
 from fake_backend_helpers import DONE, PROMPT, admin, rl_workers, stream_chunks
 
-from fake_backends.deployment import FakeDeployment
-from fake_backends.request_ledger import RequestRecord
+from fake_backends.deployment.assembly import FakeDeployment
+from fake_backends.runtime.request_ledger import RequestRecord
 
 FLOWS = Path(__file__).resolve().parents[2] / "fixtures" / "dynamo-1.6.1" / "toy-worker"
 LONG_PROMPT = list(range(300, 340))  # 40 tokens: two full 16-token blocks

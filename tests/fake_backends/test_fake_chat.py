@@ -5,8 +5,8 @@ from __future__ import annotations
 import httpx
 from fake_backend_helpers import DONE, PROMPT, chat, parse_sse, stream_chunks
 
-from fake_backends.deployment import FakeDeployment
-from fake_backends.tokenizer import render_chat
+from fake_backends.deployment.assembly import FakeDeployment
+from fake_backends.model.tokenizer import render_chat
 
 
 def test_non_stream_shape(client: httpx.Client, any_backend: FakeDeployment) -> None:

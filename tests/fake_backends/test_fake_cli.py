@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from fake_backends import READY_FIELDS, read_ready_line
-from fake_backends.faults import FAULT_NAMES
+from fake_backends.faults.deployment import FAULT_NAMES
 
 REPO = Path(__file__).resolve().parents[2]
 

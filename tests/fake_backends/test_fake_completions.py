@@ -7,8 +7,8 @@ from typing import Any
 import httpx
 from fake_backend_helpers import ALL_SELECTORS, DONE, PROMPT, completions, parse_sse, stream_chunks
 
-from fake_backends.deployment import FakeDeployment
-from fake_backends.tokenizer import EOS_ID, encode
+from fake_backends.deployment.assembly import FakeDeployment
+from fake_backends.model.tokenizer import EOS_ID, encode
 
 
 def _counts(usage: dict[str, Any]) -> tuple[int, int, int]:

@@ -15,7 +15,7 @@ import httpx
 import pytest
 from fake_backend_helpers import PROMPT, admin, faulted, rl_workers, shows
 
-from fake_backends.deployment import FakeDeployment
+from fake_backends.deployment.assembly import FakeDeployment
 
 LONG_PROMPT = list(range(300, 340))
 

@@ -6,7 +6,7 @@ import httpx
 import pytest
 
 from fake_backends import FAULTS, FakeDeployment
-from fake_backends.pytest_fixtures import fake_deployment, make_fake_deployment_fixture
+from fake_backends.deployment.pytest_fixtures import fake_deployment, make_fake_deployment_fixture
 
 __all__ = ["fake_deployment"]  # imported so that pytest sees the fixture in this module
 

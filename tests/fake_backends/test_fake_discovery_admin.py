@@ -7,7 +7,7 @@ import json
 import httpx
 from fake_backend_helpers import rl_workers
 
-from fake_backends.deployment import FakeDeployment
+from fake_backends.deployment.assembly import FakeDeployment
 
 VLLM_ROUTES = [
     "abort_request",

@@ -6,7 +6,7 @@ import httpx
 import pytest
 from fake_backend_helpers import PROMPT
 
-from fake_backends.deployment import FakeDeployment
+from fake_backends.deployment.assembly import FakeDeployment
 
 DESERIALIZE = "Failed to deserialize the JSON body into the target type: "
 MESSAGES = [{"role": "user", "content": "x"}]

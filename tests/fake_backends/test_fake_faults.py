@@ -30,8 +30,8 @@ from fake_backend_helpers import (
 )
 
 from fake_backends import FAULT_NAMES
-from fake_backends.deployment import FakeDeployment
-from fake_backends.tokenizer import BOS_ID, byte_level_ids
+from fake_backends.deployment.assembly import FakeDeployment
+from fake_backends.model.tokenizer import BOS_ID, byte_level_ids
 
 IDS = {"extra_fields": ["completion_token_ids"]}
 

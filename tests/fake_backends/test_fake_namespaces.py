@@ -8,8 +8,8 @@ import httpx
 import pytest
 from fake_backend_helpers import rl_workers
 
-from fake_backends.deployment import FakeDeployment
-from fake_backends.namespaces import NamespaceScope, resolve_scope
+from fake_backends.deployment.assembly import FakeDeployment
+from fake_backends.discovery.namespaces import NamespaceScope, resolve_scope
 
 NAMESPACES = ["ns", "ns-abc123", "ns2", "dynamo", ""]
 

@@ -17,7 +17,7 @@ import httpx
 import pytest
 from fake_backend_helpers import parse_sse
 
-from fake_backends.deployment import FakeDeployment
+from fake_backends.deployment.assembly import FakeDeployment
 
 RECORDINGS = Path(__file__).resolve().parents[2] / "fixtures" / "dynamo-1.6.1" / "toy-worker"
 

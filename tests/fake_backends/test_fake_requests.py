@@ -11,8 +11,8 @@ import httpx
 import pytest
 from fake_backend_helpers import PROMPT, completions, parse_sse, stream_chunks
 
-from fake_backends.deployment import FakeDeployment
-from fake_backends.request_ledger import RequestRecord
+from fake_backends.deployment.assembly import FakeDeployment
+from fake_backends.runtime.request_ledger import RequestRecord
 
 LONG = {"max_tokens": 400, "ignore_eos": True}
 

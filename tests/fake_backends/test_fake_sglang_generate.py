@@ -6,7 +6,7 @@ import httpx
 import pytest
 from fake_backend_helpers import DONE, PROMPT, completions, generate, parse_sse, stream_chunks
 
-from fake_backends.deployment import FakeDeployment
+from fake_backends.deployment.assembly import FakeDeployment
 
 
 def test_cumulative_events(client: httpx.Client, sglang: FakeDeployment) -> None:

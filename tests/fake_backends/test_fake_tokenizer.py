@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fake_backends import tokenizer as tok
+from fake_backends.model import tokenizer as tok
 
 
 def test_vocabulary_layout() -> None:

@@ -7,9 +7,9 @@ import math
 
 import pytest
 
-from fake_backends.generation import SamplingParams, generate_choice, score_prompt
-from fake_backends.tokenizer import EOS_ID, VOCAB_SIZE, decode, encode
-from fake_backends.toy_model import ToyModel
+from fake_backends.model.decoding import SamplingParams, generate_choice, score_prompt
+from fake_backends.model.tokenizer import EOS_ID, VOCAB_SIZE, decode, encode
+from fake_backends.model.toy_model import ToyModel
 
 PROMPT = [300, 4000, 12345]
 

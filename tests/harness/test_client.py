@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from fake_backends.hostile import hostile_server
+from fake_backends.deployment.hostile import hostile_server
 from rl_conformance.breaker import CircuitBreaker, PlaneUnavailable
 from rl_conformance.client import Client
 from rl_conformance.stream_state import StreamState

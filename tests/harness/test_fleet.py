@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from fake_backends.deployment import FakeDeployment
+from fake_backends.deployment.assembly import FakeDeployment
 from rl_conformance.client import Client
 from rl_conformance.fleet import generate_counters, resolve_workers
 from rl_conformance.target import Target

@@ -1,0 +1,1 @@
+"""Worker system servers: `/health`, `/metrics` and each backend's `/engine/<route>` family."""

@@ -1,0 +1,402 @@
+"""One fake Dynamo deployment: frontend, RL listener, control port, worker system servers.
+
+``Assembly`` binds every socket and builds every app (shared by the CLI and the
+in-process API); ``FakeDeployment`` runs an assembly in a background thread with its own
+event loop, for tests that want a live deployment inside the test process.
+
+``DeploymentOptions`` validates everything that can be wrong with the configuration
+(backend, worker namespaces, admin family, SGLang engine routes) before any socket is
+bound, so the CLI can exit 2 with the reason and the in-process API raises ValueError.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+from fake_backends.admin.sglang import resolve_engine_routes, sglang_routes
+from fake_backends.admin.sglang_routes import ENV_VAR as ENGINE_ROUTES_ENV
+from fake_backends.admin.sglang_routes import EngineRouteDescriptor, parse_engine_routes
+from fake_backends.admin.system_server import AdminRoutes, build_worker_admin_app
+from fake_backends.admin.vllm import python_routes, sidecar_routes
+from fake_backends.deployment.control_port import build_control_app
+from fake_backends.deployment.serving import (
+    Listener,
+    ServerGroup,
+    advertised_host,
+    bind_socket,
+    socket_url,
+)
+from fake_backends.discovery.listener import build_rl_app
+from fake_backends.faults.deployment import ActiveFaults
+from fake_backends.frontend.app import build_frontend_app
+from fake_backends.runtime.admin_ledger import AdminRecord
+from fake_backends.runtime.personalities import ADMIN_FAMILIES, get_personality
+from fake_backends.runtime.request_ledger import RequestRecord
+from fake_backends.runtime.scheduler import WorkerRuntime
+from fake_backends.runtime.state import DeploymentState
+from fake_backends.runtime.workers import (
+    GENERATE_ENDPOINT,
+    NAMESPACE,
+    RL_ENDPOINT,
+    EngineWorker,
+    instance_id_for,
+)
+
+CONTROL_HOST = "127.0.0.1"
+START_TIMEOUT_SECONDS = 15.0
+
+
+@dataclass(frozen=True)
+class DeploymentOptions:
+    """A validated deployment configuration (everything but the sockets)."""
+
+    workers: int = 2
+    model: str = "toy"
+    worker_namespaces: tuple[str, ...] = ()
+    admin_family: str = "python"
+    engine_routes: tuple[EngineRouteDescriptor, ...] = ()
+
+    @classmethod
+    def build(
+        cls,
+        backend: str,
+        *,
+        workers: int = 2,
+        model: str = "toy",
+        worker_namespaces: Sequence[str] = (),
+        admin_family: str = "python",
+        engine_routes: Sequence[str] | str | None = None,
+    ) -> DeploymentOptions:
+        """Validate; ``engine_routes`` None means the ``DYN_SGLANG_ENGINE_ROUTES`` variable."""
+        personality = get_personality(backend)
+        if workers < 0:
+            raise ValueError("workers must be >= 0")
+        namespaces = tuple(worker_namespaces)
+        if len(namespaces) > workers:
+            raise ValueError(f"{len(namespaces)} worker namespaces given for {workers} worker(s)")
+        if admin_family not in ADMIN_FAMILIES:
+            raise ValueError(
+                f"unknown admin family {admin_family!r}; choose one of: {', '.join(ADMIN_FAMILIES)}"
+            )
+        if admin_family != "python" and personality.name != "vllm":
+            raise ValueError("--admin-family selects a vLLM route family; it needs backend vllm")
+        if engine_routes is not None and personality.name != "sglang":
+            if engine_routes:
+                raise ValueError(
+                    "--engine-route allowlists SGLang methods; it needs backend sglang"
+                )
+            engine_routes = ()
+        descriptors: list[EngineRouteDescriptor] = []
+        if personality.name == "sglang":
+            raw = os.environ.get(ENGINE_ROUTES_ENV) if engine_routes is None else engine_routes
+            descriptors = parse_engine_routes(raw)
+            resolve_engine_routes(descriptors)  # unknown or colliding methods fail now
+        return cls(workers, model, namespaces, admin_family, tuple(descriptors))
+
+    def namespace_of(self, index: int) -> str:
+        return self.worker_namespaces[index] if index < len(self.worker_namespaces) else NAMESPACE
+
+
+class Assembly:
+    """Bound sockets + apps + shared state of one deployment (nothing is served yet)."""
+
+    def __init__(
+        self,
+        backend: str,
+        *,
+        workers: int = 2,
+        model: str = "toy",
+        faults: Iterable[str] = (),
+        host: str = "127.0.0.1",
+        port: int = 0,
+        rl_port: int = 0,
+        control_port: int = 0,
+        worker_namespaces: Sequence[str] = (),
+        admin_family: str = "python",
+        engine_routes: Sequence[str] | str | None = None,
+        listener_env: Mapping[str, str] | None = None,
+    ) -> None:
+        options = DeploymentOptions.build(
+            backend,
+            workers=workers,
+            model=model,
+            worker_namespaces=worker_namespaces,
+            admin_family=admin_family,
+            engine_routes=engine_routes,
+        )
+        personality = get_personality(backend)
+        active = ActiveFaults(faults)
+        listeners: list[Listener] = []
+        try:
+            frontend_sock = bind_socket(host, port)
+            listeners.append(Listener("frontend", _placeholder_app, frontend_sock))
+            rl_sock = bind_socket(host, rl_port)
+            listeners.append(Listener("rl", _placeholder_app, rl_sock))
+            control_sock = bind_socket(CONTROL_HOST, control_port)
+            listeners.append(Listener("control", _placeholder_app, control_sock))
+            engine_workers: list[EngineWorker] = []
+            now = time.monotonic()
+            shown = advertised_host(host)
+            frontend_port = frontend_sock.getsockname()[1]
+            for index in range(options.workers):
+                worker = EngineWorker(
+                    index,
+                    instance_id_for(index),
+                    model,
+                    started_at=now,
+                    namespace=options.namespace_of(index),
+                    runtime=WorkerRuntime(active),
+                )
+                worker.transport_address = f"{shown}:{frontend_port}"
+                if personality.system_servers:
+                    sock = bind_socket(host, 0)
+                    worker.system_url = socket_url(sock, host)
+                    worker.transport_address = f"{shown}:{sock.getsockname()[1]}"
+                    listeners.append(Listener(f"system-{index}", _placeholder_app, sock))
+                engine_workers.append(worker)
+        except BaseException:
+            ServerGroup(listeners).close_sockets()
+            raise
+        self.backend = personality.name
+        self.options = options
+        self.state = DeploymentState(
+            personality,
+            model,
+            engine_workers,
+            faults=active,
+            admin_family=options.admin_family,
+            listener_env_override=None if listener_env is None else dict(listener_env),
+        )
+        self.frontend_url = socket_url(frontend_sock, host)
+        self.rl_url = socket_url(rl_sock, host)
+        self.control_url = socket_url(control_sock, CONTROL_HOST)
+        listeners[0].app = build_frontend_app(self.state)
+        listeners[1].app = build_rl_app(self.state)
+        listeners[2].app = build_control_app(self.state)
+        for listener, worker in zip(listeners[3:], engine_workers, strict=False):
+            routes = self._admin_routes()
+            if personality.rl_workers:
+                worker.advertised_routes = routes.advertised()
+                endpoints: tuple[str, ...] = (RL_ENDPOINT, GENERATE_ENDPOINT)
+            else:
+                endpoints = (GENERATE_ENDPOINT,)
+            listener.app = build_worker_admin_app(worker, self.state.ledger, routes, endpoints)
+        self.group = ServerGroup(listeners)
+
+    def _admin_routes(self) -> AdminRoutes:
+        """A fresh route table for one worker of this deployment's backend and family."""
+        if not self.state.personality.admin_routes:
+            return AdminRoutes()
+        if self.backend == "sglang":
+            return sglang_routes(self.options.engine_routes)
+        if self.options.admin_family == "sidecar":
+            return sidecar_routes()
+        return python_routes()
+
+    def workers_info(self) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for worker in self.state.workers:
+            info: dict[str, Any] = {"instance_id": worker.instance_id}
+            if worker.system_url is not None:
+                info["system_url"] = worker.system_url
+            info["namespace"] = worker.namespace
+            out.append(info)
+        return out
+
+    def ready_info(self) -> dict[str, Any]:
+        """The fields of the ready line."""
+        return {
+            "backend": self.backend,
+            "frontend": self.frontend_url,
+            "rl": self.rl_url,
+            "control": self.control_url,
+            "model": self.state.model_name,
+            "workers": self.workers_info(),
+            "faults": list(self.state.faults.names),
+            "pid": os.getpid(),
+        }
+
+
+async def _placeholder_app(scope: Any, receive: Any, send: Any) -> None:  # pragma: no cover
+    raise RuntimeError("listener app was not built")
+
+
+class FakeDeployment:
+    """A fake Dynamo deployment served from a background thread.
+
+    Use as a context manager: the servers listen on entry (ports are ephemeral unless
+    given) and are closed on exit.
+    """
+
+    def __init__(
+        self,
+        backend: str = "vllm",
+        *,
+        workers: int = 2,
+        model: str = "toy",
+        faults: Iterable[str] = (),
+        host: str = "127.0.0.1",
+        port: int = 0,
+        rl_port: int = 0,
+        control_port: int = 0,
+        worker_namespaces: Sequence[str] = (),
+        admin_family: str = "python",
+        engine_routes: Sequence[str] | str | None = None,
+        listener_env: Mapping[str, str] | None = None,
+    ) -> None:
+        """See ``Assembly``.  ``listener_env`` None: the RL listener reads ``os.environ``.
+
+        ``engine_routes`` (SGLang): descriptors, or None for ``DYN_SGLANG_ENGINE_ROUTES``.
+        Configuration errors raise ValueError here, before any socket is bound.
+        """
+        DeploymentOptions.build(
+            backend,
+            workers=workers,
+            model=model,
+            worker_namespaces=worker_namespaces,
+            admin_family=admin_family,
+            engine_routes=engine_routes,
+        )
+        ActiveFaults(faults)  # validate now, before any socket is bound
+        self._options: dict[str, Any] = {
+            "workers": workers,
+            "model": model,
+            "faults": tuple(faults),
+            "host": host,
+            "port": port,
+            "rl_port": rl_port,
+            "control_port": control_port,
+            "worker_namespaces": tuple(worker_namespaces),
+            "admin_family": admin_family,
+            "engine_routes": engine_routes,
+            "listener_env": None if listener_env is None else dict(listener_env),
+        }
+        self.backend = backend
+        self._assembly: Assembly | None = None
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def start(self) -> FakeDeployment:
+        if self._thread is not None:
+            raise RuntimeError("deployment already started")
+        self._assembly = Assembly(self.backend, **self._options)
+        self._thread = threading.Thread(
+            target=self._thread_main, name=f"fake-{self.backend}", daemon=True
+        )
+        self._thread.start()
+        if not self._ready.wait(START_TIMEOUT_SECONDS):
+            self.stop()
+            raise RuntimeError("fake deployment did not start in time")
+        if self._error is not None:
+            self.stop()
+            raise RuntimeError("fake deployment failed to start") from self._error
+        return self
+
+    def stop(self) -> None:
+        loop, stop, thread = self._loop, self._stop, self._thread
+        if loop is not None and stop is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                loop.call_soon_threadsafe(stop.set)
+        if thread is not None:
+            thread.join(timeout=10)
+        if self._assembly is not None:
+            self._assembly.group.close_sockets()
+        self._thread = None
+
+    def __enter__(self) -> FakeDeployment:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def _thread_main(self) -> None:
+        try:
+            asyncio.run(self._serve())
+        except BaseException as exc:  # reported to start(); nothing else can see it
+            self._error = exc
+        finally:
+            self._ready.set()
+
+    async def _serve(self) -> None:
+        assert self._assembly is not None
+        self._loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        await self._assembly.group.serve(self._stop, on_ready=self._ready.set)
+
+    # -- what a test needs ----------------------------------------------------------
+
+    @property
+    def assembly(self) -> Assembly:
+        if self._assembly is None:
+            raise RuntimeError("deployment not started")
+        return self._assembly
+
+    @property
+    def state(self) -> DeploymentState:
+        return self.assembly.state
+
+    @property
+    def frontend_url(self) -> str:
+        return self.assembly.frontend_url
+
+    @property
+    def rl_url(self) -> str:
+        return self.assembly.rl_url
+
+    @property
+    def control_url(self) -> str:
+        return self.assembly.control_url
+
+    @property
+    def model(self) -> str:
+        return str(self._options["model"])
+
+    @property
+    def workers(self) -> list[dict[str, Any]]:
+        return self.assembly.workers_info()
+
+    @property
+    def faults(self) -> tuple[str, ...]:
+        return self.assembly.state.faults.names
+
+    def set_faults(self, names: Iterable[str]) -> tuple[str, ...]:
+        """Replace the active faults (validated as a whole); returns the active list."""
+        return self.assembly.state.faults.set(names)
+
+    @property
+    def admin_ledger(self) -> list[AdminRecord]:
+        """Every /engine request to any worker, oldest first."""
+        return self.assembly.state.ledger.entries()
+
+    @property
+    def request_ledger(self) -> list[RequestRecord]:
+        """Every generation attempt (snapshots), oldest first."""
+        return self.assembly.state.requests.entries()
+
+    def clear_request_ledger(self) -> None:
+        self.assembly.state.requests.clear()
+
+    def set_listener_env(self, env: Mapping[str, str] | None) -> None:
+        """Change the RL listener's environment at run time (None: ``os.environ``)."""
+        self.assembly.state.set_listener_env(env)
+
+    def ready_info(self) -> dict[str, Any]:
+        return self.assembly.ready_info()

@@ -1,0 +1,144 @@
+"""The loopback-only control port: what a test needs to steer and observe a deployment.
+
+* ``GET /faults`` lists the active faults (and the catalogue); ``POST /faults
+  {"faults": [...]}`` replaces the active set and answers the new list;
+* ``GET /ledger`` -> ``{"requests": [...]}`` (the request ledger), ``DELETE /ledger``
+  clears it;
+* ``GET /admin_ledger`` -> ``{"requests": [...]}`` (every ``/engine`` call, oldest first),
+  ``DELETE /admin_ledger`` clears it;
+* ``GET /listener_env`` -> ``{"env": {...} | null}``; ``POST /listener_env
+  {"env": {...} | null}`` replaces the environment the RL listener scopes discovery from
+  (null: the process environment again), without a restart;
+* ``POST /workers/{instance_id}/clear_kv_blocks``: the worker request-plane operation
+  SGLang has instead of an ``/engine`` route (``{"status": "ok"}``, or an error while the
+  worker has requests).
+
+Requests from anything but a loopback address are refused, so the port cannot be used to
+sabotage a deployment from the network even if it is bound more widely by mistake.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from fake_backends.admin.sglang import clear_kv_blocks
+from fake_backends.encoding.replies import json_response
+from fake_backends.faults.deployment import FAULT_NAMES, UnknownFaultError
+from fake_backends.runtime.admin_ledger import AdminRecord
+from fake_backends.runtime.state import DeploymentState
+
+LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def _is_loopback(request: Request) -> bool:
+    client = request.client
+    return client is not None and (client.host in LOOPBACK or client.host.startswith("127."))
+
+
+def _loopback_only(handler: Handler) -> Handler:
+    async def wrapped(request: Request) -> Response:
+        if not _is_loopback(request):
+            return json_response({"error": "the control port only answers loopback clients"}, 403)
+        return await handler(request)
+
+    return wrapped
+
+
+async def _json_body(request: Request) -> Any:
+    """The parsed body; raises ValueError with a message for the client."""
+    try:
+        return json.loads(await request.body())
+    except ValueError as exc:
+        raise ValueError(f"invalid JSON: {exc}") from None
+
+
+def admin_record_json(record: AdminRecord) -> dict[str, Any]:
+    return {
+        "instance_id": record.instance_id,
+        "method": record.method,
+        "path": record.path,
+        "body": record.body,
+        "status": record.status,
+        "reply": record.reply,
+        "received_at": record.received_at,
+    }
+
+
+def build_control_app(state: DeploymentState) -> Starlette:
+    async def faults(request: Request) -> Response:
+        if request.method == "GET":
+            return json_response(
+                {"faults": list(state.faults.names), "available": list(FAULT_NAMES)}
+            )
+        try:
+            body = await _json_body(request)
+        except ValueError as exc:
+            return json_response({"error": str(exc)}, 400)
+        names = body.get("faults") if isinstance(body, dict) else None
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            return json_response({"error": 'expected {"faults": [names...]}'}, 400)
+        try:
+            active = state.faults.set(names)
+        except UnknownFaultError as exc:
+            return json_response(
+                {"error": str(exc), "unknown": list(exc.unknown), "valid": list(FAULT_NAMES)}, 400
+            )
+        return json_response({"faults": list(active)})
+
+    async def ledger(request: Request) -> Response:
+        if request.method == "DELETE":
+            state.requests.clear()
+        return json_response({"requests": [r.to_json() for r in state.requests.entries()]})
+
+    async def admin_ledger(request: Request) -> Response:
+        if request.method == "DELETE":
+            state.ledger.clear()
+        return json_response({"requests": [admin_record_json(r) for r in state.ledger.entries()]})
+
+    async def listener_env(request: Request) -> Response:
+        if request.method == "POST":
+            try:
+                body = await _json_body(request)
+            except ValueError as exc:
+                return json_response({"error": str(exc)}, 400)
+            env = body.get("env", ...) if isinstance(body, dict) else ...
+            if env is not None and not (
+                isinstance(env, dict)
+                and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())
+            ):
+                return json_response(
+                    {"error": 'expected {"env": {"NAME": "value", ...}} or {"env": null}'}, 400
+                )
+            state.set_listener_env(env)
+        override = state.listener_env_override
+        return json_response({"env": None if override is None else dict(override)})
+
+    async def worker_clear_kv_blocks(request: Request) -> Response:
+        raw = request.path_params["instance_id"]
+        worker = state.router.find(int(raw)) if raw.isdigit() else None
+        if worker is None:
+            return json_response({"status": "error", "message": f"no worker {raw}"}, 404)
+        return json_response(await clear_kv_blocks(worker))
+
+    return Starlette(
+        routes=[
+            Route("/faults", _loopback_only(faults), methods=["GET", "POST"]),
+            Route("/ledger", _loopback_only(ledger), methods=["GET", "DELETE"]),
+            Route("/admin_ledger", _loopback_only(admin_ledger), methods=["GET", "DELETE"]),
+            Route("/listener_env", _loopback_only(listener_env), methods=["GET", "POST"]),
+            Route(
+                "/workers/{instance_id}/clear_kv_blocks",
+                _loopback_only(worker_clear_kv_blocks),
+                methods=["POST"],
+            ),
+        ]
+    )

@@ -1,0 +1,1 @@
+"""The RL discovery listener (`GET /v1/rl/workers`) and its namespace scope."""

@@ -1,0 +1,130 @@
+"""The frontend's RL discovery listener: ``GET /v1/rl/workers`` on its own port.
+
+Shapes follow the facts sheet §1 exactly: protocol version 1; workers sorted by
+(namespace, component, endpoint, instance_id); optional fields absent (never null);
+``routes`` sorted and unique, verbatim as the worker advertises them (``control/pause``
+for the native sidecar).  The listener serves nothing else: other methods on the path
+are 405 with an empty body, every other path is 404 with an empty body (axum's defaults,
+no fallback installed).
+
+Which workers are listed depends on the listener's *own* environment, read at every
+request (``namespaces``): the top-level ``namespace`` is the scope, each worker carries
+its own namespace and a ``request_plane_url`` built from it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from fake_backends.discovery.namespaces import resolve_scope
+from fake_backends.encoding.replies import json_response
+from fake_backends.runtime.state import DeploymentState
+from fake_backends.runtime.workers import (
+    COMPONENT,
+    GENERATE_ENDPOINT,
+    RL_ENDPOINT,
+    EngineWorker,
+    instance_id_for,
+)
+
+PROTOCOL_VERSION = 1
+WORKERS_PATH = "/v1/rl/workers"
+ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]
+PROBE_ERROR = "worker routes request failed"
+RENAMED_PREFIX = "engine/"
+REQUIRED_ROUTE = "update_weights_from_disk"
+
+
+def _describe(worker: EngineWorker, instance_id: int, routes: tuple[str, ...]) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "namespace": worker.namespace,
+        "component": COMPONENT,
+        "endpoint": RL_ENDPOINT,
+        "instance_id": instance_id,
+        "transport": worker.transport(RL_ENDPOINT, instance_id),
+        "request_plane_url": worker.endpoint_url(RL_ENDPOINT),
+    }
+    if worker.system_url:
+        entry["system_url"] = worker.system_url
+    entry["model"] = worker.model_name
+    entry["routes"] = sorted(set(routes))
+    entry["world_size"] = 1
+    return entry
+
+
+def _break_worker_zero(state: DeploymentState, worker: EngineWorker, entry: dict[str, Any]) -> None:
+    if state.fault("request_plane_url_mismatch"):
+        entry["request_plane_url"] = worker.endpoint_url(GENERATE_ENDPOINT)
+    if state.fault("probe_error_with_routes"):
+        entry["error"] = PROBE_ERROR
+    if state.fault("system_url_absent"):
+        entry.pop("system_url", None)
+    if state.fault("optional_field_null"):
+        entry["system_url"] = None
+    if state.fault("required_route_missing"):
+        entry["routes"] = [r for r in entry["routes"] if r != REQUIRED_ROUTE]
+    if state.fault("routes_renamed"):
+        entry["routes"] = sorted(RENAMED_PREFIX + r for r in entry["routes"])
+    if state.fault("worker_without_routes"):
+        del entry["routes"]
+
+
+def _break_route_lists(state: DeploymentState, entries: list[dict[str, Any]]) -> None:
+    for entry in entries:
+        if "routes" not in entry:
+            continue
+        if state.fault("routes_unsorted"):
+            entry["routes"] = sorted(entry["routes"], reverse=True)
+        if state.fault("routes_duplicated") and entry["routes"]:
+            entry["routes"] = sorted(
+                [*entry["routes"], entry["routes"][0]], reverse=state.fault("routes_unsorted")
+            )
+
+
+def list_workers(state: DeploymentState) -> dict[str, Any]:
+    """The response body of one read of ``/v1/rl/workers``."""
+    read = next(state.rl_reads)
+    scope = resolve_scope(
+        state.listener_env(), empty_prefix_global=state.fault("empty_prefix_global")
+    )
+    loose = state.fault("namespace_prefix_matches_ns2")
+    workers = state.workers if state.personality.rl_workers else []
+    unstable = state.fault("worker_identity_unstable")
+    entries: list[dict[str, Any]] = []
+    by_index: dict[int, dict[str, Any]] = {}
+    for worker in workers:
+        if not scope.matches(worker.namespace, ignore_boundary=loose):
+            continue
+        instance_id = instance_id_for(worker.index, read + 1) if unstable else worker.instance_id
+        entry = _describe(worker, instance_id, worker.advertised_routes)
+        if worker.index == 0:
+            _break_worker_zero(state, worker, entry)
+        by_index[worker.index] = entry
+        entries.append(entry)
+    if state.fault("duplicate_instance_ids") and 0 in by_index and 1 in by_index:
+        by_index[1]["instance_id"] = by_index[0]["instance_id"]
+    _break_route_lists(state, entries)
+    entries.sort(key=lambda e: (e["namespace"], e["component"], e["endpoint"], e["instance_id"]))
+    if state.fault("instance_id_rounded"):
+        for entry in entries:
+            entry["instance_id"] = float(entry["instance_id"])
+    version = 2 if state.fault("protocol_version_2") else PROTOCOL_VERSION
+    return {"protocol_version": version, "namespace": scope.reported, "workers": entries}
+
+
+def build_rl_app(state: DeploymentState) -> Starlette:
+    async def dispatch(request: Request) -> Response:
+        if request.url.path != WORKERS_PATH:
+            return Response(status_code=404)
+        if request.method == "HEAD":
+            return Response(status_code=200, media_type="application/json")
+        if request.method != "GET":
+            return Response(status_code=405, headers={"allow": "GET,HEAD"})
+        return json_response(list_workers(state))
+
+    return Starlette(routes=[Route("/{path:path}", dispatch, methods=ALL_METHODS)])

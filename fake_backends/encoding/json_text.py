@@ -1,0 +1,40 @@
+"""JSON text and float rendering, the way the real frontend writes them.
+
+Why not ``json.dumps`` defaults or Starlette's ``JSONResponse``: the fake must be able
+to emit a bare ``NaN`` token (a fault), big integers exactly (instance ids above 2**53),
+and the compact separators Dynamo's serde output uses.  Dynamo also re-encodes logprobs
+as 32-bit floats and prints them in two ways (observed 1.6.1, §6.1): the shortest
+decimal of the f32, or the f32 widened to f64.  Both renderings are provided here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+from typing import Any
+
+
+def dumps(obj: Any) -> str:
+    """Compact JSON; NaN/Infinity are written as bare tokens, non-ASCII as UTF-8."""
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=True)
+
+
+def f32_widened(value: float) -> float:
+    """The value rounded to f32 and printed as an f64 (``-1.120674967765808``)."""
+    if not math.isfinite(value):
+        return value
+    result: float = struct.unpack("<f", struct.pack("<f", value))[0]
+    return result
+
+
+def f32_shortest(value: float) -> float:
+    """The value rounded to f32 and printed with the fewest digits (``-1.120675``)."""
+    if not math.isfinite(value):
+        return value
+    target = f32_widened(value)
+    for digits in range(1, 10):
+        candidate = float(f"{target:.{digits}g}")
+        if f32_widened(candidate) == target:
+            return candidate
+    return target  # pragma: no cover - 9 significant digits always round-trip an f32

@@ -1,0 +1,1 @@
+"""The fake Dynamo frontend: OpenAI-compatible and SGLang-native routes over the toy model."""

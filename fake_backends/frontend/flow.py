@@ -1,0 +1,301 @@
+"""One generation request as a state machine: accepted, admitted, streaming, ended.
+
+Why: the RL contract treats a request as a state machine whose terminal state the trainer
+must verify (accepted, streaming, terminal success, cancelled, failed), and the control
+plane acts on requests *while* they run.  A ``LiveRequest`` ties the HTTP request to its
+worker's runtime and to the request ledger:
+
+* ``start`` opens the ledger entry, picks a worker (waiting while none is routable),
+  waits for admission (held while the worker is paused), then computes the generation
+  with the weights the worker has at that moment;
+* ``step`` releases one token, after the ``x-fake-delay-ms`` delay for the first one and
+  ``x-fake-token-delay-ms`` between later ones (streams default to 1 ms, so they take
+  real time); it always yields to the event loop, so admin calls and disconnects act
+  between tokens; it returns False when the worker aborted the request;
+* ``end`` closes the ledger entry with the outcome, feeds the prefix cache and metrics.
+
+Disconnects: ``LiveStreamResponse`` and ``unless_disconnected`` watch the connection and
+cancel the request's work when the client goes away, which ends it as ``cancelled`` at
+once and stops generation.  The ``cancellation_not_propagated`` fault (and
+``late_response_delivered_twice``, which needs the abandoned attempt to keep running)
+ignore disconnects: generation runs to the end into a closed connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+from collections.abc import AsyncGenerator, Callable, Coroutine, Iterator, Sequence
+from typing import Any, TypeVar
+
+from starlette.requests import Request
+from starlette.responses import StreamingResponse
+from starlette.types import Receive, Scope, Send
+
+from fake_backends.encoding.sse_frames import SSE_HEADERS
+from fake_backends.runtime.request_ledger import Outcome
+from fake_backends.runtime.scheduler import POLL_SECONDS, Generation
+from fake_backends.runtime.state import DeploymentState
+from fake_backends.runtime.workers import EngineWorker
+
+T = TypeVar("T")
+
+DELAY_HEADER = "x-fake-delay-ms"
+TOKEN_DELAY_HEADER = "x-fake-token-delay-ms"
+REQUEST_ID_HEADER = "x-request-id"
+MAX_DELAY_MS = 600_000
+# Streamed tokens leave at most one per millisecond, like a (fast) real engine: a client
+# that reads one event and closes must be noticed while the stream still has tokens to
+# go, not after a toy model that never yields has finished them all.
+STREAM_TOKEN_INTERVAL_S = 0.001
+
+_STATUS = {"completed": "success", "aborted": "success", "cancelled": "cancelled"}
+
+
+def header_delay_s(request: Request, name: str) -> float:
+    """A non-negative millisecond header as seconds (absent or unparsable: 0)."""
+    raw = request.headers.get(name)
+    if raw is None:
+        return 0.0
+    try:
+        value = float(raw)
+    except ValueError:
+        return 0.0
+    return min(max(value, 0.0), MAX_DELAY_MS) / 1000.0
+
+
+def ignores_disconnects(state: DeploymentState) -> bool:
+    return state.fault("cancellation_not_propagated") or state.fault(
+        "late_response_delivered_twice"
+    )
+
+
+class LiveRequest:
+    """A generation request from acceptance to its outcome (see the module docstring)."""
+
+    def __init__(
+        self,
+        state: DeploymentState,
+        request: Request,
+        *,
+        endpoint: str,
+        model_label: str,
+        response_id: str,
+        prompt_ids: Sequence[int],
+        pinned: EngineWorker | None,
+        stream: bool = False,
+    ) -> None:
+        self.state = state
+        self.route = request.url.path
+        self.endpoint = endpoint
+        self.model_label = model_label
+        self.response_id = response_id
+        self.prompt_ids = tuple(prompt_ids)
+        self.pinned = pinned
+        given = request.headers.get(REQUEST_ID_HEADER)
+        self.attempt_id = given if given else str(uuid.uuid4())
+        self.client_named = bool(given)
+        self.delay_s = header_delay_s(request, DELAY_HEADER)
+        if request.headers.get(TOKEN_DELAY_HEADER) is not None:
+            self.token_delay_s = header_delay_s(request, TOKEN_DELAY_HEADER)
+        else:
+            self.token_delay_s = STREAM_TOKEN_INTERVAL_S if stream else 0.0
+        self.started = time.perf_counter()
+        self.record = state.requests.open(self.attempt_id, self.route, response_id)
+        self.worker: EngineWorker | None = None
+        self.gen: Generation | None = None
+        self.result: Any = None
+        self.ended = False
+        self._replaying = False
+        self._admitted = False
+        state.running.setdefault(self.attempt_id, []).append(self)
+        state.metrics.gauge_add("dynamo_frontend_active_requests", {"model": model_label}, 1)
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    async def start(
+        self, compute: Callable[[EngineWorker, int], T], tokens: Callable[[T], int]
+    ) -> T:
+        """Route, wait for admission, compute; returns what the response is rendered from."""
+        earlier = self._still_running_namesake()
+        worker = self.pinned if self.pinned is not None else await self.state.router.acquire()
+        self.worker = worker
+        worker.counters.started()
+        self.state.requests.assign(self.record, worker.instance_id)
+        self.gen = Generation(self.attempt_id, self.response_id)
+        await worker.runtime.admit(self.gen)
+        self._admitted = True
+        self.state.metrics.gauge_add(
+            "dynamo_frontend_inflight_requests", {"model": self.model_label}, 1
+        )
+        cached = worker.runtime.cache.cached_tokens(self.prompt_ids)
+        worker.runtime.cache.insert(self.prompt_ids)
+        own = compute(worker, cached)
+        self.result = own
+        if earlier is None:
+            return own
+        # late_response_delivered_twice: generate in full, then answer with the earlier
+        # attempt's (late) result instead of our own.
+        outcome: Outcome = "completed"
+        for _ in range(tokens(own)):
+            if not await self.step():
+                outcome = "aborted"
+                break
+        self.end(outcome)
+        while not earlier.ended:
+            await asyncio.sleep(POLL_SECONDS)
+        self._replaying = True
+        result: T = earlier.result
+        return result
+
+    def _still_running_namesake(self) -> LiveRequest | None:
+        if not (self.client_named and self.state.fault("late_response_delivered_twice")):
+            return None
+        for other in self.state.running.get(self.attempt_id, []):
+            if other is not self and not other.ended and other.route == self.route:
+                return other
+        return None
+
+    async def step(self) -> bool:
+        """Release one token; False when the worker aborted the request."""
+        if self._replaying:
+            return True
+        assert self.worker is not None and self.gen is not None
+        delay = self.delay_s if self.gen.tokens == 0 else self.token_delay_s
+        if not await self.worker.runtime.next_token(self.gen, delay):
+            return False
+        self.worker.counters.token_sent()
+        self.state.requests.count_token(self.record)
+        return True
+
+    def abandon(self) -> None:
+        """The client is gone: end as cancelled unless the attempt already ended."""
+        self.end("cancelled")
+
+    def end(self, outcome: Outcome, generated: Sequence[int] = ()) -> None:
+        """Close the attempt once (later calls are ignored)."""
+        if self.ended:
+            return
+        self.ended = True
+        state = self.state
+        state.requests.close(self.record, outcome)
+        if self.worker is not None:
+            self.worker.counters.ended(cancelled=outcome == "cancelled")
+        if outcome == "cancelled":
+            state.metrics.client_cancelled(model=self.model_label, endpoint=self.endpoint)
+        if self.worker is not None and self.gen is not None:
+            self.worker.runtime.release(self.gen)
+            if outcome == "completed" and generated:
+                self.worker.runtime.cache.insert((*self.prompt_ids, *generated))
+            state.metrics.tokens_generated(
+                model=self.model_label, worker_id=self.worker.instance_id, tokens=self.gen.tokens
+            )
+        if self._admitted:
+            state.metrics.gauge_add(
+                "dynamo_frontend_inflight_requests", {"model": self.model_label}, -1
+            )
+        state.metrics.gauge_add("dynamo_frontend_active_requests", {"model": self.model_label}, -1)
+        state.metrics.request_finished(
+            model=self.model_label,
+            endpoint=self.endpoint,
+            status=_STATUS.get(outcome, "error"),
+            duration_s=time.perf_counter() - self.started,
+            request_id=self.attempt_id if state.fault("metrics_high_cardinality") else None,
+        )
+        namesakes = state.running.get(self.attempt_id)
+        if namesakes is not None:
+            with contextlib.suppress(ValueError):
+                namesakes.remove(self)
+            if not namesakes:
+                del state.running[self.attempt_id]
+
+    @contextlib.contextmanager
+    def outcome_guard(self) -> Iterator[None]:
+        """End the attempt as cancelled when its work is torn down, failed on a bug."""
+        try:
+            yield
+        except (GeneratorExit, asyncio.CancelledError):
+            self.end("cancelled")
+            raise
+        except Exception:
+            self.end("failed")
+            raise
+
+
+async def _wait_disconnect(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+class LiveStreamResponse(StreamingResponse):
+    """An SSE response that notices a client disconnect at once and stops the stream.
+
+    Starlette's own streaming response may only find out at the next write; generation
+    must stop when the client goes away, not when the next token is ready.
+    """
+
+    def __init__(
+        self,
+        frames: AsyncGenerator[bytes, None],
+        *,
+        ignore_disconnect: bool,
+        on_close: Callable[[], None] | None = None,
+    ) -> None:
+        """``on_close`` runs last, whatever happened (even if ``frames`` never started)."""
+        super().__init__(frames, headers=SSE_HEADERS)
+        self._frames = frames
+        self._ignore_disconnect = ignore_disconnect
+        self._on_close = on_close
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        pump = asyncio.create_task(self.stream_response(send))
+        watch = asyncio.create_task(_wait_disconnect(receive))
+        try:
+            waiting: set[asyncio.Task[None]] = {pump, watch}
+            while True:
+                done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+                if pump in done or not self._ignore_disconnect:
+                    break
+                waiting = {pump}  # disconnected, but the fault says: keep generating
+        finally:
+            watch.cancel()
+            if not pump.done():
+                pump.cancel()
+            await asyncio.gather(watch, pump, return_exceptions=True)
+            await self._frames.aclose()
+            if self._on_close is not None:
+                self._on_close()
+        if not pump.cancelled() and pump.exception() is not None:
+            raise pump.exception()  # type: ignore[misc]
+
+
+async def unless_disconnected(
+    request: Request, work: Coroutine[Any, Any, T], *, ignore: bool
+) -> T | None:
+    """Run ``work``; cancel it and return None if the client disconnects first."""
+    task = asyncio.ensure_future(work)
+    if ignore:
+        return await task
+    watch = asyncio.ensure_future(_wait_disconnect(request.receive))
+    try:
+        done, _ = await asyncio.wait({task, watch}, return_when=asyncio.FIRST_COMPLETED)
+        if task in done:
+            return task.result()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        return None
+    finally:
+        watch.cancel()
+        if not task.done():
+            task.cancel()
+        await asyncio.gather(watch, task, return_exceptions=True)
+
+
+def round_robin(lengths: Sequence[int]) -> list[int]:
+    """Choice positions in release order: one token of each unfinished choice in turn."""
+    order: list[int] = []
+    for step in range(max(lengths, default=0)):
+        order.extend(i for i, length in enumerate(lengths) if step < length)
+    return order

@@ -1,0 +1,103 @@
+"""Rendering of logprob data into the OpenAI and vLLM wire shapes.
+
+Shapes and float renderings follow the real Dynamo 1.6.1 frontend (observed §4.3, §6.1,
+§6.2): completions ``top_logprobs`` are dicts keyed by token text, to which the frontend
+adds the sampled token under its own decoding (so an EOS position shows both ``"</s>"``
+and ``""``); completions selected logprobs and every chat logprob are shortest-f32, completions
+alternatives are f32 widened to f64.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from fake_backends.encoding.json_text import f32_shortest, f32_widened
+from fake_backends.frontend.views import ChoiceView
+from fake_backends.model.decoding import PromptPosition
+from fake_backends.model.tokenizer import display_text, token_bytes, token_text
+
+
+def _completion_top(view: ChoiceView, position: int) -> dict[str, float]:
+    step = view.result.steps[position]
+    entries: dict[str, float] = {}
+    for alt in view.tops[position]:
+        entries.setdefault(token_text(alt.token_id), f32_widened(alt.logprob))
+    if view.sampled_always_listed:
+        entries.setdefault(display_text(step.token_id), f32_widened(step.logprob))
+    return entries
+
+
+def completion_logprobs(view: ChoiceView, positions: Iterable[int]) -> dict[str, Any]:
+    """``choices[i].logprobs`` of /v1/completions for some positions of a choice."""
+    wanted = list(positions)
+    steps = view.result.steps
+    return {
+        "tokens": [display_text(steps[i].token_id) for i in wanted],
+        "token_logprobs": [f32_shortest(v) for i in wanted for v in view.selected_at(i)],
+        "top_logprobs": [_completion_top(view, i) for i in wanted],
+        "text_offset": [],
+    }
+
+
+def _chat_alternative(token_id: int, logprob: float) -> dict[str, Any]:
+    text = token_text(token_id)
+    return {"token": text, "logprob": f32_shortest(logprob), "bytes": list(text.encode("utf-8"))}
+
+
+def chat_logprob_content(view: ChoiceView, positions: Iterable[int]) -> list[dict[str, Any]]:
+    """``choices[i].logprobs.content`` entries (one per reported selected logprob). At
+    ``top_logprobs: 0`` the alternatives are ``[]``, as OpenAI defines and the real 1.6.1
+    frontend answers (fixtures/dynamo-1.6.1/toy-worker/chat_top_logprobs_0.json), although
+    the engine lists the sampled token there."""
+    out: list[dict[str, Any]] = []
+    shown = view.requested_top != 0
+    for i in positions:
+        for value in view.selected_at(i):
+            step = view.result.steps[i]
+            raw = token_bytes(step.token_id)
+            out.append(
+                {
+                    "token": display_text(step.token_id),
+                    "logprob": f32_shortest(value),
+                    "token_id": step.token_id,
+                    "bytes": list(raw) if raw else None,
+                    "top_logprobs": [
+                        _chat_alternative(a.token_id, a.logprob) for a in view.tops[i] if shown
+                    ],
+                }
+            )
+    return out
+
+
+def vllm_prompt_logprobs(
+    positions: Sequence[PromptPosition | None], number: Callable[[float], float]
+) -> list[dict[str, dict[str, Any]] | None]:
+    """vLLM's shape: per position null or ``{"<id>": {logprob, rank, decoded_token}}``.
+
+    The actual prompt token comes first with its true rank, then the top-k (ranks 1..k).
+    Keys are decimal strings: integer keys make the real frontend fail the request.
+    """
+    out: list[dict[str, dict[str, Any]] | None] = []
+    for position in positions:
+        if position is None:
+            out.append(None)
+            continue
+        entry: dict[str, dict[str, Any]] = {
+            str(position.token_id): {
+                "logprob": number(position.logprob),
+                "rank": position.rank,
+                "decoded_token": token_text(position.token_id),
+            }
+        }
+        for alt in position.top:
+            entry.setdefault(
+                str(alt.token_id),
+                {
+                    "logprob": number(alt.logprob),
+                    "rank": alt.rank,
+                    "decoded_token": token_text(alt.token_id),
+                },
+            )
+        out.append(entry)
+    return out

@@ -1,0 +1,283 @@
+"""Validation of OpenAI-compatible request bodies into one engine-facing request.
+
+Completions and chat differ only in how the prompt is formed and how logprobs are asked
+for; after this module both are a ``GenerationRequest``, so the engine path is shared.
+Failures are 400s in the two message families recorded from 1.6.1: a body that does not
+fit the request type ("Failed to deserialize the JSON body into the target type: ...",
+e.g. a missing ``prompt`` or a negative ``max_tokens``) and semantic checks
+("Validation: ...", e.g. ``max_tokens: 0``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from fake_backends.frontend.error_bodies import FrontendError, shape_error, validation_error
+from fake_backends.frontend.nvext import SINGLE_CHOICE_MESSAGE, NvextRequest, parse_nvext
+from fake_backends.model.decoding import DEFAULT_MAX_TOKENS, SamplingParams
+from fake_backends.model.tokenizer import BOS_ID, VOCAB_SIZE, encode, render_chat
+
+Endpoint = Literal["completions", "chat"]
+
+MAX_N = 128
+MAX_CHAT_TOP_LOGPROBS = 20
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    endpoint: Endpoint
+    model: str | None
+    prompt_ids: tuple[int, ...]
+    n: int
+    params: SamplingParams
+    logprobs: int | None  # k alternatives per generated token; None = no logprobs
+    prompt_logprobs: int | None
+    stream: bool
+    include_usage: bool
+    nvext: NvextRequest
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+_UNSIGNED_MAX = {"u8": 255, "u32": 2**32 - 1}
+
+
+def _opt_int(body: Mapping[str, Any], key: str, kind: str = "u32") -> int | None:
+    """An optional integer of a Rust-side type: ``u8``, ``u32`` or ``i64``."""
+    value = body.get(key)
+    if value is None:
+        return None
+    if not _is_int(value):
+        raise shape_error(f"{key}: invalid type: {type(value).__name__}, expected {kind}")
+    if kind in _UNSIGNED_MAX and not 0 <= value <= _UNSIGNED_MAX[kind]:
+        raise shape_error(f"{key}: invalid value: integer `{value}`, expected {kind}")
+    return int(value)
+
+
+def _opt_bool(body: Mapping[str, Any], key: str) -> bool | None:
+    value = body.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, bool):
+        raise shape_error(f"{key}: invalid type: {type(value).__name__}, expected a boolean")
+    return value
+
+
+def _max_tokens(body: Mapping[str, Any], key: str) -> int | None:
+    value = _opt_int(body, key)
+    if value == 0:
+        raise validation_error("Max tokens must be greater than 0, got 0")
+    return value
+
+
+def _opt_temperature(body: Mapping[str, Any]) -> float | None:
+    value = body.get("temperature")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise shape_error("temperature: invalid type, expected f32")
+    if not 0 <= value <= 2:
+        raise validation_error(f"temperature must be between 0 and 2, got {value}")
+    return float(value)
+
+
+def _token_list(value: Any, what: str) -> list[int]:
+    if not isinstance(value, list) or not all(_is_int(t) for t in value):
+        raise shape_error(f"{what}: invalid type, expected a sequence of u32")
+    for token in value:
+        if not 0 <= token < VOCAB_SIZE:
+            raise validation_error(f"token id {token} in {what} is outside the vocabulary")
+    return list(value)
+
+
+def _stops(body: Mapping[str, Any]) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """``stop`` as strings, plus any token ids given as ``stop`` or ``stop_token_ids``."""
+    raw = body.get("stop")
+    strings: list[str] = []
+    ids: list[int] = []
+    if isinstance(raw, str):
+        strings = [raw]
+    elif isinstance(raw, list) and all(isinstance(s, str) for s in raw):
+        strings = list(raw)
+    elif isinstance(raw, list) and raw and all(_is_int(t) for t in raw):
+        ids = _token_list(raw, "stop")
+    elif raw is not None:
+        raise shape_error("stop: data did not match any variant of untagged enum Stop")
+    extra = body.get("stop_token_ids")
+    if extra is not None:
+        ids += _token_list(extra, "stop_token_ids")
+    return tuple(strings), tuple(ids)
+
+
+def _stream_flags(body: Mapping[str, Any]) -> tuple[bool, bool]:
+    stream = bool(_opt_bool(body, "stream"))
+    options = body.get("stream_options")
+    include_usage = False
+    if options is not None:
+        if not isinstance(options, Mapping):
+            raise shape_error(
+                "stream_options: invalid type, expected struct ChatCompletionStreamOptions"
+            )
+        include_usage = bool(_opt_bool(options, "include_usage"))
+    return stream, include_usage
+
+
+def _model(body: Mapping[str, Any]) -> str | None:
+    model = body.get("model")
+    if model is not None and not isinstance(model, str):
+        raise shape_error("model: invalid type, expected a string")
+    return model
+
+
+def _completion_prompt(body: Mapping[str, Any], *, bos_on_text: bool) -> list[int]:
+    if "prompt" not in body or body["prompt"] is None:
+        raise shape_error("missing field `prompt`")
+    prompt = body["prompt"]
+    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str | list):
+        prompt = prompt[0]  # a batch of one is that one prompt
+    if isinstance(prompt, str):
+        ids = encode(prompt)
+        return [BOS_ID, *ids] if bos_on_text else ids
+    if isinstance(prompt, list) and all(_is_int(t) for t in prompt):
+        return _token_list(prompt, "prompt")
+    if isinstance(prompt, list):
+        raise validation_error("batched prompts are not supported; send one prompt per request")
+    raise shape_error("prompt: data did not match any variant of untagged enum Prompt")
+
+
+def _common(
+    body: Mapping[str, Any], nvext: NvextRequest, max_tokens: int | None, top_k: int | None
+) -> SamplingParams:
+    stops, stop_ids = _stops(body)
+    temperature = 0.0 if nvext.greed_sampling else _opt_temperature(body)
+    return SamplingParams(
+        max_tokens=DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens,
+        temperature=temperature,
+        seed=_opt_int(body, "seed", "i64"),
+        stop=stops,
+        stop_token_ids=stop_ids,
+        ignore_eos=bool(_opt_bool(body, "ignore_eos")),
+        min_tokens=_opt_int(body, "min_tokens") or 0,
+        top_k=top_k,
+    )
+
+
+def _choices(body: Mapping[str, Any]) -> int:
+    n = _opt_int(body, "n", "u8")
+    if n is None:
+        return 1
+    if not 1 <= n <= MAX_N:
+        raise validation_error(f"n must be between 1 and {MAX_N}, got {n}")
+    return n
+
+
+def _check_single_choice(nvext: NvextRequest, n: int) -> None:
+    if nvext.wants("completion_token_ids") and n != 1:
+        raise validation_error(SINGLE_CHOICE_MESSAGE)
+
+
+def _require_object(body: Any) -> Mapping[str, Any]:
+    if not isinstance(body, Mapping):
+        raise shape_error("invalid type: expected a JSON object")
+    return body
+
+
+def parse_completion_request(
+    raw: Any, *, bos_on_text: bool = False, single_choice_ids: bool = True
+) -> GenerationRequest:
+    """``POST /v1/completions``.
+
+    ``echo`` is not implemented, as in Dynamo 1.6.1 (observed §6.4): the prompt never
+    appears in the choices, but the engine is still asked for prompt logprobs (k=1),
+    which surface only through ``nvext.extra_fields: ["prompt_logprobs"]``.
+    ``single_choice_ids=False`` skips the one-choice check on ``completion_token_ids``
+    (the ``validation_accepted`` fault).
+    """
+    body = _require_object(raw)
+    model = _model(body)
+    nvext = parse_nvext(body.get("nvext"))
+    echo = bool(_opt_bool(body, "echo"))
+    if nvext.token_data is not None:
+        prompt = list(nvext.token_data)
+    else:
+        prompt = _completion_prompt(body, bos_on_text=bos_on_text)
+    max_tokens = _max_tokens(body, "max_tokens")
+    logprobs = _opt_int(body, "logprobs", "u8")
+    prompt_logprobs = _opt_int(body, "prompt_logprobs", "u8")
+    if echo and prompt_logprobs is None:
+        prompt_logprobs = 1
+    n = _choices(body)
+    if single_choice_ids:
+        _check_single_choice(nvext, n)
+    stream, include_usage = _stream_flags(body)
+    return GenerationRequest(
+        endpoint="completions",
+        model=model,
+        prompt_ids=tuple(prompt),
+        n=n,
+        params=_common(body, nvext, max_tokens, logprobs),
+        logprobs=logprobs,
+        prompt_logprobs=prompt_logprobs,
+        stream=stream,
+        include_usage=include_usage,
+        nvext=nvext,
+    )
+
+
+def parse_chat_request(raw: Any) -> GenerationRequest:
+    """``POST /v1/chat/completions``; ``nvext.token_data`` bypasses the chat template."""
+    body = _require_object(raw)
+    model = _model(body)
+    nvext = parse_nvext(body.get("nvext"))
+    messages = body.get("messages")
+    if messages is None:
+        raise shape_error("missing field `messages`")
+    if not isinstance(messages, list) or not all(isinstance(m, Mapping) for m in messages):
+        raise shape_error("messages: invalid type, expected a sequence of messages")
+    if not messages:
+        raise validation_error("messages must not be empty")
+    try:
+        rendered = render_chat(messages)
+    except ValueError as exc:
+        raise validation_error(str(exc)) from None
+    prompt = list(nvext.token_data) if nvext.token_data is not None else rendered
+    max_tokens = _max_tokens(body, "max_completion_tokens")
+    if max_tokens is None:
+        max_tokens = _max_tokens(body, "max_tokens")
+    wants_logprobs = _opt_bool(body, "logprobs")
+    top_logprobs = _opt_int(body, "top_logprobs", "u8")
+    if top_logprobs is not None and top_logprobs > MAX_CHAT_TOP_LOGPROBS:
+        raise validation_error(f"top_logprobs must be between 0 and {MAX_CHAT_TOP_LOGPROBS}")
+    logprobs: int | None = None
+    if wants_logprobs:
+        # Observed 1.6.1 §6.6: logprobs without top_logprobs asks the engine for 1.
+        logprobs = 1 if top_logprobs is None else top_logprobs
+    elif top_logprobs:
+        logprobs = top_logprobs
+    prompt_logprobs = _opt_int(body, "prompt_logprobs", "u8")
+    n = _choices(body)
+    _check_single_choice(nvext, n)
+    stream, include_usage = _stream_flags(body)
+    return GenerationRequest(
+        endpoint="chat",
+        model=model,
+        prompt_ids=tuple(prompt),
+        n=n,
+        params=_common(body, nvext, max_tokens, logprobs),
+        logprobs=logprobs,
+        prompt_logprobs=prompt_logprobs,
+        stream=stream,
+        include_usage=include_usage,
+        nvext=nvext,
+    )
+
+
+def ensure_served_model(request_model: str | None, served: str) -> None:
+    """404 ``Model not found`` for any model but the served one (omitted = served)."""
+    if request_model is not None and request_model != served:
+        raise FrontendError(404, "Model not found")

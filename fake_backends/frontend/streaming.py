@@ -1,0 +1,80 @@
+"""The chunk sequence of an OpenAI-compatible stream, shared by completions and chat.
+
+One generated token per chunk, released through the request's ``LiveRequest`` (so a
+paused worker really stops the stream and an abort really ends it); choices interleave
+round-robin; a choice's last token chunk carries its finish_reason (the engine reports
+the finish with the last token, so the frontend sends both in one chunk, as recorded from
+1.6.1); an optional usage chunk precedes ``[DONE]``.
+
+When the worker aborts the request, each unfinished choice gets one more chunk without
+tokens that carries ``finish_reason: "stop"`` (``nvext.detailed_finish_reason:
+"cancelled"``), and usage counts what was released.  The stream-shape faults (duplicated
+or missing terminal, trailing content, truncation, missing ``[DONE]``) are applied here
+and nowhere else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, Protocol
+
+from fake_backends.encoding.sse_frames import DONE_FRAME, frame
+from fake_backends.frontend.flow import LiveRequest
+from fake_backends.frontend.views import ChoiceView, interleave, truncated_view
+from fake_backends.runtime.state import DeploymentState
+
+
+class StreamDialect(Protocol):
+    """The per-endpoint chunk builders."""
+
+    def token_chunk(self, view: ChoiceView, position: int, *, terminal: bool) -> dict[str, Any]: ...
+
+    def cancel_chunk(self, view: ChoiceView) -> dict[str, Any]: ...
+
+    def trailing_chunk(self, view: ChoiceView) -> dict[str, Any]: ...
+
+    def usage_chunk(self, views: Sequence[ChoiceView]) -> dict[str, Any]: ...
+
+
+TRAILING_TEXT = " after-the-end"
+
+
+async def stream_frames(
+    state: DeploymentState,
+    live: LiveRequest,
+    views: Sequence[ChoiceView],
+    dialect: StreamDialect,
+    *,
+    include_usage: bool,
+) -> AsyncIterator[bytes]:
+    released = {view.index: 0 for view in views}
+    aborted = False
+    for view, position in interleave(views):
+        if not await live.step():
+            aborted = True
+            break
+        released[view.index] += 1
+        if state.fault("stream_truncated"):
+            live.end("completed")
+            yield frame(dialect.token_chunk(view, position, terminal=False))
+            return
+        terminal = position == len(view.result.steps) - 1
+        chunk = dialect.token_chunk(view, position, terminal=terminal)
+        yield frame(chunk)
+        if terminal and state.fault("double_terminal"):
+            yield frame(chunk)
+        if terminal and state.fault("content_after_terminal"):
+            yield frame(dialect.trailing_chunk(view))
+    final = list(views)
+    if aborted:
+        final = [truncated_view(state, v, released[v.index]) for v in views]
+        live.end("aborted")
+        for before, after in zip(views, final, strict=True):
+            if after is not before:
+                yield frame(dialect.cancel_chunk(after))
+    else:
+        live.end("completed", views[0].result.token_ids if views else ())
+    if include_usage:
+        yield frame(dialect.usage_chunk(final))
+    if not state.fault("done_missing"):
+        yield DONE_FRAME

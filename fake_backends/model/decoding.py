@@ -1,0 +1,204 @@
+"""Generation and prompt scoring on top of the toy model.
+
+This is the "engine": it turns a prompt and sampling parameters into the token ids,
+their logprobs, ranked alternatives, and the text each step releases.  Everything the
+frontend reports is derived from these records, so streaming and non-streaming answers
+are views of the same data and cannot drift apart unless a fault says so.
+
+Stop handling follows the real Dynamo frontend (observed 1.6.1, §6.12): a stop string
+cuts the text, but the token that completed it stays in the ids, logprobs and counts;
+EOS and stop-token ids also stay in the ids but add no text.
+"""
+
+from __future__ import annotations
+
+import codecs
+import hashlib
+import random
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from fake_backends.model.tokenizer import EOS_ID, token_bytes
+from fake_backends.model.toy_model import Alternative, ToyModel
+
+# "cancelled": ended early by an abort (pause in abort mode, abort_request); the engine
+# never produces it itself, the control plane truncates a result with it.
+FinishKind = Literal["eos", "stop", "length", "cancelled"]
+
+DEFAULT_MAX_TOKENS = 16
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """What the engine needs to know about one request (per choice)."""
+
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    temperature: float | None = None
+    seed: int | None = None
+    stop: tuple[str, ...] = ()
+    stop_token_ids: tuple[int, ...] = ()
+    ignore_eos: bool = False
+    min_tokens: int = 0
+    top_k: int | None = None  # length of ranked alternatives per step; None = not needed
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature is None or self.temperature == 0
+
+
+@dataclass(frozen=True)
+class Step:
+    """One generated token and what it released."""
+
+    token_id: int
+    logprob: float
+    rank: int
+    top: tuple[Alternative, ...]
+    text_delta: str
+
+
+@dataclass(frozen=True)
+class ChoiceResult:
+    """A finished choice: the authoritative ids plus how and why it ended."""
+
+    index: int
+    steps: tuple[Step, ...]
+    finish: FinishKind
+    stop_reason: int | str | None
+
+    @property
+    def token_ids(self) -> list[int]:
+        return [s.token_id for s in self.steps]
+
+    @property
+    def logprobs(self) -> list[float]:
+        return [s.logprob for s in self.steps]
+
+    @property
+    def text(self) -> str:
+        return "".join(s.text_delta for s in self.steps)
+
+
+@dataclass(frozen=True)
+class PromptPosition:
+    """Scoring of one prompt token given the tokens before it."""
+
+    token_id: int
+    logprob: float
+    rank: int
+    top: tuple[Alternative, ...]
+
+
+def choice_seed(seed: int | None, index: int) -> int:
+    """Seed of choice ``index``: derived from (request seed, index); random without seed."""
+    if seed is None:
+        return secrets.randbits(64)
+    digest = hashlib.blake2b(f"{seed}/{index}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little")
+
+
+def _held_suffix(text: str, stops: Sequence[str]) -> int:
+    """Length of the longest suffix of ``text`` that could still grow into a stop string."""
+    best = 0
+    for stop in stops:
+        for length in range(min(len(stop) - 1, len(text)), best, -1):
+            if text.endswith(stop[:length]):
+                best = length
+                break
+    return best
+
+
+def _first_stop(text: str, start: int, stops: Sequence[str]) -> tuple[int, str] | None:
+    hits = [(pos, stop) for stop in stops if (pos := text.find(stop, start)) >= 0]
+    return min(hits) if hits else None
+
+
+def generate_choice(
+    model: ToyModel, prompt_ids: Sequence[int], params: SamplingParams, index: int
+) -> ChoiceResult:
+    """Run one choice to completion."""
+    context = model.context(prompt_ids)
+    rng = random.Random(choice_seed(params.seed, index))
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    stops = tuple(s for s in params.stop if s)
+    longest_stop = max((len(s) for s in stops), default=0)
+    stop_ids = frozenset(params.stop_token_ids)
+    end_ids = stop_ids if params.ignore_eos else stop_ids | {EOS_ID}
+    visible = ""
+    emitted = 0
+    steps: list[Step] = []
+    finish: FinishKind | None = None
+    stop_reason: int | str | None = None
+    for generated in range(params.max_tokens):
+        dist = model.distribution(context, generated, include_eos=not params.ignore_eos)
+        excluded = end_ids if generated < params.min_tokens else frozenset()
+        if params.greedy:
+            token = dist.argmax(excluded)
+        else:
+            assert params.temperature is not None
+            token = dist.sample(rng, params.temperature, excluded)
+        top = dist.top(params.top_k) if params.top_k is not None else ()
+        context.append(token)
+        count = generated + 1
+        cut_by_stop_string = False
+        if token == EOS_ID and not params.ignore_eos:
+            finish, stop_reason = "eos", EOS_ID
+        elif token in stop_ids:
+            finish, stop_reason = "stop", token
+        else:
+            before = len(visible)
+            visible += decoder.decode(token_bytes(token))
+            if stops and count >= params.min_tokens:
+                hit = _first_stop(visible, max(emitted, before - longest_stop + 1), stops)
+                if hit is not None:
+                    visible = visible[: hit[0]]
+                    finish, stop_reason = "stop", hit[1]
+                    cut_by_stop_string = True
+        if finish is None and count >= params.max_tokens:
+            finish = "length"
+        if finish is not None and not cut_by_stop_string:
+            visible += decoder.decode(b"", final=True)
+        release = (
+            len(visible) if finish is not None else len(visible) - _held_suffix(visible, stops)
+        )
+        release = max(release, emitted)
+        delta = visible[emitted:release]
+        emitted = release
+        steps.append(
+            Step(token, dist.logprob(token), _rank_in(top, token, dist.rank(token)), top, delta)
+        )
+        if finish is not None:
+            break
+    if finish is None:  # max_tokens < 1 never reaches here after validation
+        finish = "length"
+    return ChoiceResult(index, tuple(steps), finish, stop_reason)
+
+
+def _rank_in(top: Sequence[Alternative], token: int, fallback: int) -> int:
+    for alt in top:
+        if alt.token_id == token:
+            return alt.rank
+    return fallback
+
+
+def score_prompt(
+    model: ToyModel, prompt_ids: Sequence[int], k: int, *, include_eos: bool = True
+) -> list[PromptPosition | None]:
+    """Logprob of each prompt token given its predecessors; position 0 is undefined."""
+    out: list[PromptPosition | None] = []
+    context = model.context()
+    for position, token in enumerate(prompt_ids):
+        if position == 0:
+            out.append(None)
+        else:
+            dist = model.distribution(context, 0, include_eos=include_eos)
+            top = dist.top(k)
+            out.append(
+                PromptPosition(
+                    token, dist.logprob(token), _rank_in(top, token, dist.rank(token)), top
+                )
+            )
+        context.append(token)
+    return out

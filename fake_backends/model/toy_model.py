@@ -1,0 +1,186 @@
+"""The deterministic toy language model: a next-token distribution from a hash.
+
+Why a hash model: the conformance suite needs an engine whose every number can be
+recomputed independently (same weights + same context => same distribution), whose
+distribution is a real one (every id has a finite logprob <= 0 and the probabilities sum
+to one), and whose outputs change when the weights change.  No tensors are needed.
+
+At each step the distribution depends only on the weights tag, the full context ids
+(prompt + generated so far) and the number of generated tokens (which drives EOS):
+
+* 8 candidate ids in [263, 32768) and their logits come from ``blake2b(key=weights,
+  data=context)``;
+* EOS joins the candidates (unless ``ignore_eos``) with a logit that rises with the
+  number of generated tokens, so generations end by themselves, but rarely early;
+* ``p(candidate) = 0.99 * softmax(logits)``; every other id gets ``0.01 / (V - |cand|)``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+import struct
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from fake_backends.model.tokenizer import EOS_ID, FIRST_PIECE_ID, PIECE_COUNT, VOCAB_SIZE
+
+CANDIDATES = 8
+CANDIDATE_MASS = 0.99
+MAX_LOGIT = 4.0
+EOS_SLOPE = 0.5
+EOS_ONSET = 8
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """One entry of a ranked list: a token, its logprob and its 1-based rank."""
+
+    token_id: int
+    logprob: float
+    rank: int
+
+
+class Distribution:
+    """A full next-token distribution over the vocabulary, stored sparsely."""
+
+    def __init__(self, candidates: Sequence[tuple[int, float]]) -> None:
+        logits = [logit for _, logit in candidates]
+        top = max(logits)
+        weights = [math.exp(logit - top) for logit in logits]
+        total = sum(weights)
+        ranked = sorted(
+            (
+                (tid, CANDIDATE_MASS * w / total)
+                for (tid, _), w in zip(candidates, weights, strict=True)
+            ),
+            key=lambda item: (-item[1], item[0]),
+        )
+        self._ranked: tuple[tuple[int, float], ...] = tuple(ranked)
+        self._logits = dict(candidates)
+        self._prob = dict(ranked)
+        self.tail_prob = (1.0 - CANDIDATE_MASS) / (VOCAB_SIZE - len(ranked))
+
+    @property
+    def candidates(self) -> tuple[tuple[int, float], ...]:
+        """(id, probability) of the candidates, most likely first (ties: lower id)."""
+        return self._ranked
+
+    def prob(self, token_id: int) -> float:
+        return self._prob.get(token_id, self.tail_prob)
+
+    def logprob(self, token_id: int) -> float:
+        return math.log(self.prob(token_id))
+
+    def rank(self, token_id: int) -> int:
+        """vLLM's rank: 1 + the number of ids that are strictly more likely."""
+        p = self.prob(token_id)
+        higher = sum(1 for _, q in self._ranked if q > p)
+        if token_id not in self._prob and self.tail_prob > p:  # pragma: no cover - impossible
+            higher += VOCAB_SIZE - len(self._ranked)
+        return higher + 1
+
+    def top(self, k: int) -> tuple[Alternative, ...]:
+        """The k most likely ids, most likely first, ranked 1..k.
+
+        Beyond the candidates every id is equally likely; the lowest ids fill the list,
+        so the answer is still deterministic.
+        """
+        out: list[Alternative] = []
+        for tid, p in self._ranked[:k]:
+            out.append(Alternative(tid, math.log(p), len(out) + 1))
+        tail_lp = math.log(self.tail_prob)
+        tid = 0
+        while len(out) < k and tid < VOCAB_SIZE:
+            if tid not in self._prob:
+                out.append(Alternative(tid, tail_lp, len(out) + 1))
+            tid += 1
+        return tuple(out)
+
+    def argmax(self, excluded: frozenset[int] = frozenset()) -> int:
+        for tid, _ in self._ranked:
+            if tid not in excluded:
+                return tid
+        return self._first_tail(excluded)
+
+    def sample(
+        self, rng: random.Random, temperature: float, excluded: frozenset[int] = frozenset()
+    ) -> int:
+        """Seeded sampling: a candidate (temperature-scaled) with 0.99, else a tail id."""
+        allowed = [(tid, self._logits[tid]) for tid, _ in self._ranked if tid not in excluded]
+        if allowed and rng.random() < CANDIDATE_MASS:
+            top = max(logit for _, logit in allowed)
+            weights = [math.exp((logit - top) / temperature) for _, logit in allowed]
+            pick = rng.random() * sum(weights)
+            for (tid, _), w in zip(allowed, weights, strict=True):
+                pick -= w
+                if pick <= 0:
+                    return tid
+            return allowed[-1][0]
+        for _ in range(64):
+            tid = rng.randrange(VOCAB_SIZE)
+            if tid not in self._prob and tid not in excluded:
+                return tid
+        return self._first_tail(excluded)
+
+    def _first_tail(self, excluded: frozenset[int]) -> int:
+        for tid in range(VOCAB_SIZE):
+            if tid not in self._prob and tid not in excluded:
+                return tid
+        raise ValueError("every token is excluded")  # pragma: no cover
+
+
+class Context:
+    """An incrementally hashed token context (prompt + generated so far)."""
+
+    def __init__(self, key: bytes, ids: Iterable[int] = ()) -> None:
+        self._hash = hashlib.blake2b(key=key, digest_size=64)
+        self._length = 0
+        self.extend(ids)
+
+    def __len__(self) -> int:
+        return self._length
+
+    def extend(self, ids: Iterable[int]) -> None:
+        chunk = list(ids)
+        if chunk:
+            self._hash.update(struct.pack(f"<{len(chunk)}I", *chunk))
+            self._length += len(chunk)
+
+    def append(self, token_id: int) -> None:
+        self._hash.update(struct.pack("<I", token_id))
+        self._length += 1
+
+    def digest(self) -> bytes:
+        return self._hash.copy().digest()
+
+
+class ToyModel:
+    """Weights = a tag string; different tags give unrelated distributions."""
+
+    def __init__(self, weights_tag: str = "initial") -> None:
+        self.weights_tag = weights_tag
+        self._key = hashlib.blake2b(
+            f"fake-backends-weights:{weights_tag}".encode(), digest_size=32
+        ).digest()
+
+    def context(self, ids: Iterable[int] = ()) -> Context:
+        return Context(self._key, ids)
+
+    def distribution(self, context: Context, generated: int, *, include_eos: bool) -> Distribution:
+        """The next-token distribution after ``context``, ``generated`` tokens into a reply."""
+        digest = context.digest()
+        chosen: list[tuple[int, float]] = []
+        seen: set[int] = set()
+        for j in range(CANDIDATES):
+            raw = int.from_bytes(digest[4 * j : 4 * j + 4], "little") % PIECE_COUNT
+            while raw + FIRST_PIECE_ID in seen:
+                raw = (raw + 1) % PIECE_COUNT
+            tid = raw + FIRST_PIECE_ID
+            seen.add(tid)
+            scale = int.from_bytes(digest[32 + 2 * j : 34 + 2 * j], "little") / 0xFFFF
+            chosen.append((tid, MAX_LOGIT * scale))
+        if include_eos:
+            chosen.append((EOS_ID, EOS_SLOPE * (generated - EOS_ONSET)))
+        return Distribution(chosen)

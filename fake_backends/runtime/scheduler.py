@@ -1,0 +1,173 @@
+"""What one engine worker is doing right now: admission, pause, abort, drain, prefix cache.
+
+Why a runtime per worker: the administration routes only mean something if they change
+what generation does on *that* worker.  Every generation request passes through its
+worker's runtime twice: once at admission (held while the worker is paused or draining)
+and once before every token (frozen while paused in a keep-like mode, ended when aborted).
+The admin handlers flip the same state, so "pause(keep) freezes in-flight requests and
+holds new ones until resume" is real behaviour, observable from a client.
+
+Pause modes and what they do to requests (vLLM: keep|wait|abort; SGLang: abort|retract|
+in_place):
+
+* ``keep``, ``retract``, ``in_place``: in-flight requests freeze (no more tokens), new
+  ones are held; both continue after resume;
+* ``wait``: in-flight requests finish normally (the pause call returns when they have),
+  new ones are held;
+* ``abort``: in-flight requests end at once (finish "cancelled" -> OpenAI "stop"), new ones
+  are held.
+
+Waiting is done by polling a few milliseconds apart: simple, and correct whichever thread
+flips the state (tests poke workers from their own thread).  The ``pause_not_applied``
+fault makes pauses bookkeeping only: acknowledged and visible to the update routes, but
+nothing is held, frozen or aborted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+
+from fake_backends.faults.deployment import ActiveFaults
+from fake_backends.model.prefix_cache import PrefixCache
+
+POLL_SECONDS = 0.002
+FREEZE_MODES = frozenset({"keep", "retract", "in_place"})
+RESPONSE_ID_PREFIXES = ("cmpl-", "chatcmpl-")
+
+
+@dataclass(eq=False)
+class Generation:
+    """One request assigned to a worker, from admission to its end."""
+
+    attempt_id: str
+    response_id: str
+    admitted: bool = False
+    abort_requested: bool = False
+    tokens: int = 0
+
+    def ids(self) -> tuple[str, ...]:
+        """Every id an ``abort_request`` may name this request by.
+
+        The client's ``x-request-id``, the response id, and the response id without its
+        ``cmpl-``/``chatcmpl-`` prefix (the engine-side request id).
+        """
+        bare = ""
+        for prefix in RESPONSE_ID_PREFIXES:
+            if self.response_id.startswith(prefix):
+                bare = self.response_id[len(prefix) :]
+        return tuple(i for i in (self.attempt_id, self.response_id, bare) if i)
+
+
+class WorkerRuntime:
+    """Scheduling state of one worker; mutated only from the deployment's event loop."""
+
+    def __init__(self, faults: ActiveFaults | None = None) -> None:
+        self.faults = faults if faults is not None else ActiveFaults()
+        self.paused = False
+        self.pause_mode: str | None = None
+        self.routable = True  # SGLang workers leave routing when paused or released
+        self.memory_released = False
+        self.draining = 0  # > 0 while an unpaused update waits for in-flight requests
+        self.cache = PrefixCache()
+        self._generations: set[Generation] = set()
+
+    # -- what generation sees --------------------------------------------------------------
+
+    @property
+    def _pause_effective(self) -> bool:
+        return self.paused and not self.faults.active("pause_not_applied")
+
+    def holds_new(self) -> bool:
+        """New requests wait at admission."""
+        return self._pause_effective or self.draining > 0
+
+    def freezes_in_flight(self) -> bool:
+        return self._pause_effective and self.pause_mode in FREEZE_MODES
+
+    async def admit(self, gen: Generation) -> None:
+        """Register the request and wait until the worker takes new work."""
+        self._generations.add(gen)
+        while self.holds_new():
+            await asyncio.sleep(POLL_SECONDS)
+        gen.admitted = True
+
+    async def next_token(self, gen: Generation, delay_s: float = 0.0) -> bool:
+        """Wait until the next token may be produced; False when the request was aborted."""
+        deadline = time.monotonic() + delay_s
+        await asyncio.sleep(0)  # always let admin calls and disconnects in between tokens
+        while not gen.abort_requested and (remaining := deadline - time.monotonic()) > 0:
+            await asyncio.sleep(min(remaining, 0.01))
+        while self.freezes_in_flight() and not gen.abort_requested:
+            await asyncio.sleep(POLL_SECONDS)
+        if gen.abort_requested:
+            return False
+        gen.tokens += 1
+        return True
+
+    def release(self, gen: Generation) -> None:
+        self._generations.discard(gen)
+
+    # -- what the admin routes see -----------------------------------------------------
+
+    def in_flight(self) -> list[Generation]:
+        return [g for g in self._generations if g.admitted]
+
+    def has_requests(self) -> bool:
+        """Any request assigned to this worker, admitted or held."""
+        return bool(self._generations)
+
+    def abort(self, which: Callable[[Generation], bool] | None = None) -> int:
+        """Ask matching in-flight requests to end now; returns how many were asked."""
+        chosen = [g for g in self.in_flight() if which is None or which(g)]
+        for gen in chosen:
+            gen.abort_requested = True
+        return len(chosen)
+
+    def abort_id(self, request_id: str) -> int:
+        return self.abort(lambda g: request_id in g.ids())
+
+    async def drain(self) -> None:
+        """Wait until no admitted request is left (held ones stay held)."""
+        while self.in_flight():
+            await asyncio.sleep(POLL_SECONDS)
+
+    async def pause(self, mode: str) -> None:
+        """Pause in ``mode``; returns once the mode's promise holds (see module docstring)."""
+        self.paused = True
+        self.pause_mode = mode
+        if self.faults.active("pause_not_applied"):
+            return
+        if mode == "abort":
+            self.abort()
+            await self.drain()
+        elif mode == "wait":
+            await self.drain()
+
+    def resume(self) -> None:
+        self.paused = False
+        self.pause_mode = None
+
+    @contextlib.asynccontextmanager
+    async def quiesced(self) -> AsyncIterator[None]:
+        """Hold new requests and let in-flight ones finish, for the body of the block.
+
+        An SGLang weight update on an unpaused worker takes the model-update lock this
+        way: it waits for running requests, and requests arriving meanwhile wait for it.
+        """
+        self.draining += 1
+        try:
+            await self.drain()
+            yield
+        finally:
+            self.draining -= 1
+
+    def flush(self) -> bool:
+        """Clear the prefix cache; False when the ``kv_not_flushed`` fault kept it."""
+        if self.faults.active("kv_not_flushed"):
+            return False
+        self.cache.clear()
+        return True

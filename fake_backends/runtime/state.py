@@ -1,0 +1,59 @@
+"""The shared state of one fake deployment, handed to every ASGI app it serves."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from fake_backends.faults.deployment import ActiveFaults
+from fake_backends.runtime.admin_ledger import AdminLedger
+from fake_backends.runtime.metrics import Metrics
+from fake_backends.runtime.personalities import Personality
+from fake_backends.runtime.request_ledger import RequestLedger
+from fake_backends.runtime.workers import EngineWorker, Router
+
+if TYPE_CHECKING:
+    from fake_backends.frontend.flow import LiveRequest
+
+
+@dataclass
+class DeploymentState:
+    personality: Personality
+    model_name: str
+    workers: list[EngineWorker]
+    faults: ActiveFaults = field(default_factory=ActiveFaults)
+    ledger: AdminLedger = field(default_factory=AdminLedger)
+    requests: RequestLedger = field(default_factory=RequestLedger)
+    metrics: Metrics = field(default_factory=Metrics)
+    admin_family: str = "python"  # vLLM only: "python" workers or the native "sidecar"
+    created: int = field(default_factory=lambda: int(time.time()))
+    rl_reads: itertools.count[int] = field(default_factory=itertools.count)
+    router: Router = field(init=False)
+    # None: the RL listener reads the process environment, like the real frontend does.
+    listener_env_override: Mapping[str, str] | None = None
+    # Attempts still running, by attempt id (x-request-id), oldest first.
+    running: dict[str, list[LiveRequest]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.router = Router(self.workers)
+
+    def fault(self, name: str) -> bool:
+        return self.faults.active(name)
+
+    def reported_model(self) -> str:
+        """The model name generation responses carry (a fault can make it lie)."""
+        return "other-model" if self.fault("model_identity_mismatch") else self.model_name
+
+    def listener_env(self) -> Mapping[str, str]:
+        """The environment the RL listener decides its namespace scope from, read now."""
+        if self.listener_env_override is not None:
+            return self.listener_env_override
+        return os.environ
+
+    def set_listener_env(self, env: Mapping[str, str] | None) -> None:
+        """Replace the listener's environment (None: back to the process environment)."""
+        self.listener_env_override = None if env is None else dict(env)

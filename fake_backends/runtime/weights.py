@@ -1,0 +1,55 @@
+"""How an administration route changes a worker's weights, version and cache.
+
+Shared by every route family (vLLM Python, vLLM sidecar, SGLang) so that the same
+update means the same thing everywhere:
+
+* the new weights are *derived from what the update names* (the model path, or the
+  transfer payload), so two workers updated from the same checkpoint generate the same
+  tokens, and any update changes what generation produces;
+* a declared version is metadata: it changes what ``get_weight_version`` and the
+  responses report, never the tokens;
+* loading weights resets the prefix cache (stale KV state must not survive a refresh).
+
+The control-plane faults that lie about updates are applied here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fake_backends.runtime.workers import EngineWorker
+
+
+def path_weights(model_path: str) -> str:
+    """The weights tag of a checkpoint on disk: the toy model hashes it into its seed."""
+    return f"path:{model_path}"
+
+
+def payload_weights(kind: str, payload: Any) -> str:
+    """The weights tag of a transfer (distributed, tensor, IPC): a digest of what was sent."""
+    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
+    return f"{kind}:{canonical}"
+
+
+def declare_version(worker: EngineWorker, version: Any) -> None:
+    """Declare a version (``weight_version_unchanged``: silently keep the old one)."""
+    if not worker.runtime.faults.active("weight_version_unchanged"):
+        worker.declare_version(version)
+
+
+def load_weights(
+    worker: EngineWorker,
+    tag: str,
+    *,
+    version: Any = None,
+    declare: bool = False,
+    reset_cache: bool = True,
+) -> None:
+    """Swap the weights, declare ``version`` if asked, reset the prefix cache if asked."""
+    if not worker.runtime.faults.active("update_keeps_old_weights"):
+        worker.load_weights(tag)
+    if declare:
+        declare_version(worker, version)
+    if reset_cache:
+        worker.runtime.flush()
