@@ -212,7 +212,7 @@ def build_report(report_dir: Path, python: Path | None, faults: list[str]) -> di
             frontend = classify(clean, probe_all(faulty_target))
         finally:
             launcher.stop()
-        admin_only = ENGINE_FAULTS[fault].surfaces == frozenset({"admin"})
+        admin_only = ENGINE_FAULTS[fault].applies_to == frozenset({"admin"})
         passed_through = any(v == "passed through" for v in frontend.values())
         matrix = run_suite(fault, report_dir / "runs" / fault, python)
         caught = caught_by(matrix) if matrix is not None else []

@@ -253,7 +253,7 @@ def fault_matrix_pool(workers: int) -> TargetPool:
 
     launchers: dict[str, Launcher] = {}
     for name, fault in sorted(FAULTS.items()):
-        backend = "vllm" if "vllm" in fault.backends else sorted(fault.backends)[0]
+        backend = "vllm" if "vllm" in fault.applies_to else sorted(fault.applies_to)[0]
         clean = FakeLauncher(backend=backend, workers=workers)
         launchers.setdefault(clean.target_id, clean)
         faulty = FakeLauncher(

@@ -35,7 +35,7 @@ from fake_backends.deployment.serving import (
     socket_url,
 )
 from fake_backends.discovery.listener import build_rl_app
-from fake_backends.faults.deployment import ActiveFaults
+from fake_backends.faults.deployment import active_faults
 from fake_backends.frontend.app import build_frontend_app
 from fake_backends.runtime.admin_ledger import AdminRecord
 from fake_backends.runtime.personalities import ADMIN_FAMILIES, get_personality
@@ -133,7 +133,7 @@ class Assembly:
             engine_routes=engine_routes,
         )
         personality = get_personality(backend)
-        active = ActiveFaults(faults)
+        active = active_faults(faults)
         listeners: list[Listener] = []
         try:
             frontend_sock = bind_socket(host, port)
@@ -265,7 +265,7 @@ class FakeDeployment:
             admin_family=admin_family,
             engine_routes=engine_routes,
         )
-        ActiveFaults(faults)  # validate now, before any socket is bound
+        active_faults(faults)  # validate now, before any socket is bound
         self._options: dict[str, Any] = {
             "workers": workers,
             "model": model,

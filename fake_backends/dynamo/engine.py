@@ -34,7 +34,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from fake_backends.faults.engine import EngineFaults
+from fake_backends.faults.catalogue import ActiveFaults
+from fake_backends.faults.engine import engine_faults
 from fake_backends.model.decoding import (
     DEFAULT_MAX_TOKENS,
     PromptPosition,
@@ -256,8 +257,8 @@ class _Stopped(Exception):
 class ToyEngine:
     """Generation, pause/resume and weight updates of one toy worker."""
 
-    def __init__(self, faults: EngineFaults | None = None, weights: str = INITIAL_WEIGHTS) -> None:
-        self.faults = faults or EngineFaults()
+    def __init__(self, faults: ActiveFaults | None = None, weights: str = INITIAL_WEIGHTS) -> None:
+        self.faults = faults or engine_faults()
         self.weights = weights
         self.version: Any = UNDECLARED
         self.pause_mode: str | None = None

@@ -38,7 +38,8 @@ from pathlib import Path
 from typing import Any
 
 from fake_backends.dynamo.engine import Json, RequestContext, ToyEngine
-from fake_backends.faults.engine import EngineFaults, UnknownEngineFaultError, catalogue_lines
+from fake_backends.faults.catalogue import ActiveFaults, UnknownFaultError
+from fake_backends.faults.engine import catalogue_lines, engine_faults
 
 log = logging.getLogger("fake_backends.dynamo.worker")
 
@@ -102,7 +103,7 @@ def _request_logger(engine: ToyEngine) -> Any:
     return generate
 
 
-async def serve(args: argparse.Namespace, faults: EngineFaults) -> None:
+async def serve(args: argparse.Namespace, faults: ActiveFaults) -> None:
     """Register the endpoints and serve until SIGTERM/SIGINT."""
     # Only the Dynamo environment has these (mypy runs in ours, hence the ignores).
     from dynamo.common.rl import (  # type: ignore[import-not-found]
@@ -187,8 +188,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\n".join(catalogue_lines()))
         return 0
     try:
-        faults = EngineFaults(args.engine_fault)
-    except UnknownEngineFaultError as exc:
+        faults = engine_faults(args.engine_fault)
+    except UnknownFaultError as exc:
         parser.error(str(exc))  # exits 2
     if args.model_dir is None:
         parser.error("--model-dir is required")

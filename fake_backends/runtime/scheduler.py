@@ -31,7 +31,8 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
-from fake_backends.faults.deployment import ActiveFaults
+from fake_backends.faults.catalogue import ActiveFaults
+from fake_backends.faults.deployment import active_faults
 from fake_backends.model.prefix_cache import PrefixCache
 
 POLL_SECONDS = 0.002
@@ -66,7 +67,7 @@ class WorkerRuntime:
     """Scheduling state of one worker; mutated only from the deployment's event loop."""
 
     def __init__(self, faults: ActiveFaults | None = None) -> None:
-        self.faults = faults if faults is not None else ActiveFaults()
+        self.faults = faults if faults is not None else active_faults()
         self.paused = False
         self.pause_mode: str | None = None
         self.routable = True  # SGLang workers leave routing when paused or released

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from fake_backends.faults.deployment import ActiveFaults
+from fake_backends.faults.deployment import ActiveFaults, active_faults
 from fake_backends.runtime.admin_ledger import AdminLedger
 from fake_backends.runtime.metrics import Metrics
 from fake_backends.runtime.personalities import Personality
@@ -25,7 +25,7 @@ class DeploymentState:
     personality: Personality
     model_name: str
     workers: list[EngineWorker]
-    faults: ActiveFaults = field(default_factory=ActiveFaults)
+    faults: ActiveFaults = field(default_factory=active_faults)
     ledger: AdminLedger = field(default_factory=AdminLedger)
     requests: RequestLedger = field(default_factory=RequestLedger)
     metrics: Metrics = field(default_factory=Metrics)

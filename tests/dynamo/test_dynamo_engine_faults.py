@@ -241,7 +241,7 @@ CASES: dict[str, Callable[[Stack], None]] = {
         completion_ids_retokenized,
     )
 }
-ADMIN_FAULTS = tuple(name for name in ENGINE_FAULT_NAMES if ADMIN in ENGINE_FAULTS[name].surfaces)
+ADMIN_FAULTS = tuple(name for name in ENGINE_FAULT_NAMES if ADMIN in ENGINE_FAULTS[name].applies_to)
 
 
 def test_every_engine_fault_has_a_case() -> None:

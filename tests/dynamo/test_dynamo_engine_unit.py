@@ -14,13 +14,8 @@ from typing import Any, TypeVar
 import pytest
 
 from fake_backends.dynamo.engine import SCRIPT_PREFIX, ToyEngine, parse_request
-from fake_backends.faults.engine import (
-    ADMIN,
-    ENGINE_FAULT_NAMES,
-    ENGINE_FAULTS,
-    EngineFaults,
-    UnknownEngineFaultError,
-)
+from fake_backends.faults.catalogue import UnknownFaultError
+from fake_backends.faults.engine import ADMIN, ENGINE_FAULT_NAMES, ENGINE_FAULTS, engine_faults
 from fake_backends.model.decoding import SamplingParams, generate_choice, score_prompt
 from fake_backends.model.tokenizer import EOS_ID
 from fake_backends.model.toy_model import ToyModel
@@ -290,12 +285,12 @@ def test_pause_wait_lets_started_requests_finish() -> None:
 
 
 def test_unknown_engine_fault_names_are_refused() -> None:
-    with pytest.raises(UnknownEngineFaultError, match="valid engine faults are: "):
-        EngineFaults(["no_such_fault"])
+    with pytest.raises(UnknownFaultError, match="valid engine faults are: "):
+        engine_faults(["no_such_fault"])
 
 
 @pytest.mark.parametrize(
-    "name", [n for n in ENGINE_FAULT_NAMES if ADMIN not in ENGINE_FAULTS[n].surfaces]
+    "name", [n for n in ENGINE_FAULT_NAMES if ADMIN not in ENGINE_FAULTS[n].applies_to]
 )
 def test_every_generation_fault_changes_what_the_engine_yields(name: str) -> None:
     body = request(
@@ -305,15 +300,15 @@ def test_every_generation_fault_changes_what_the_engine_yields(name: str) -> Non
     if name == "eos_as_stop":
         body["token_ids"] = [*SCRIPT_PREFIX, 300, EOS_ID]
     honest = run(collect(ToyEngine(), body))
-    faulty = run(collect(ToyEngine(EngineFaults([name])), body))
-    again = run(collect(ToyEngine(EngineFaults([name])), body))
+    faulty = run(collect(ToyEngine(engine_faults([name])), body))
+    again = run(collect(ToyEngine(engine_faults([name])), body))
     assert faulty != honest and faulty == again  # deviates, deterministically
 
 
 def test_admin_faults() -> None:
     async def scenario() -> None:
         engine = ToyEngine(
-            EngineFaults(
+            engine_faults(
                 ["weight_version_unchanged", "update_keeps_old_weights", "pause_not_applied"]
             )
         )

@@ -1,0 +1,85 @@
+"""The one mechanism behind every fault catalogue: named faults, validation, the active set.
+
+A catalogue is a fixed, ordered set of `Fault`s of one kind ("fault" for the fake deployment's,
+"engine fault" for the toy engine's behind the real Dynamo frontend). `ActiveFaults` is the set
+switched on; asking it about a name outside its catalogue is a programming error and raises, so
+a typo in code cannot silently switch a fault off.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One named way of breaking the contract.
+
+    `applies_to`: the backends (deployment faults) or request surfaces (engine faults) where it
+    can manifest; a no-op elsewhere. `observed`: what the real Dynamo 1.6.1 frontend did with it,
+    where that was measured (engine faults)."""
+
+    name: str
+    description: str
+    applies_to: frozenset[str]
+    observed: str = ""
+
+
+class UnknownFaultError(ValueError):
+    """Names outside the catalogue; the message lists the valid ones."""
+
+    def __init__(self, kind: str, unknown: Iterable[str], valid: Iterable[str]) -> None:
+        self.unknown = tuple(unknown)
+        super().__init__(
+            f"unknown {kind}(s): {', '.join(self.unknown)}; valid {kind}s are: {', '.join(valid)}"
+        )
+
+
+class Catalogue:
+    def __init__(self, kind: str, faults: Iterable[Fault]) -> None:
+        ordered = tuple(faults)
+        self.kind = kind
+        self.by_name: Mapping[str, Fault] = MappingProxyType({f.name: f for f in ordered})
+        self.names: tuple[str, ...] = tuple(f.name for f in ordered)
+        if len(self.by_name) != len(ordered):
+            raise ValueError(f"a {kind} name is used twice")
+
+    def validate(self, names: Iterable[str]) -> tuple[str, ...]:
+        """The names sorted and de-duplicated, or `UnknownFaultError`."""
+        wanted = list(names)
+        unknown = [name for name in wanted if name not in self.by_name]
+        if unknown:
+            raise UnknownFaultError(self.kind, unknown, self.names)
+        return tuple(sorted(set(wanted)))
+
+    def lines(self) -> list[str]:
+        """`NAME<TAB>description` lines, as the `--list-*` options print them."""
+        return [f"{name}\t{self.by_name[name].description}" for name in self.names]
+
+
+class ActiveFaults:
+    """The faults of one catalogue switched on now; safe to replace from another thread."""
+
+    def __init__(self, catalogue: Catalogue, names: Iterable[str] = ()) -> None:
+        self.catalogue = catalogue
+        self._active = frozenset(catalogue.validate(names))
+        self._lock = threading.Lock()
+
+    def active(self, name: str) -> bool:
+        if name not in self.catalogue.by_name:
+            raise KeyError(f"no {self.catalogue.kind} named {name!r} in the catalogue")
+        return name in self._active
+
+    def set(self, names: Iterable[str]) -> tuple[str, ...]:
+        """Replace the active set (validated as a whole: nothing changes on error)."""
+        valid = self.catalogue.validate(names)
+        with self._lock:
+            self._active = frozenset(valid)
+        return valid
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(sorted(self._active))
