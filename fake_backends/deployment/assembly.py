@@ -21,6 +21,11 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
 from fake_backends.admin.sglang import resolve_engine_routes, sglang_routes
 from fake_backends.admin.sglang_routes import ENV_VAR as ENGINE_ROUTES_ENV
 from fake_backends.admin.sglang_routes import EngineRouteDescriptor, parse_engine_routes
@@ -34,7 +39,8 @@ from fake_backends.deployment.serving import (
     bind_socket,
     socket_url,
 )
-from fake_backends.discovery.listener import build_rl_app
+from fake_backends.discovery.listener import ALL_METHODS, WORKERS_PATH, build_rl_app, list_workers
+from fake_backends.encoding.replies import json_response
 from fake_backends.faults.deployment import active_faults
 from fake_backends.frontend.app import build_frontend_app
 from fake_backends.runtime.admin_ledger import AdminRecord
@@ -178,7 +184,7 @@ class Assembly:
         self.frontend_url = socket_url(frontend_sock, host)
         self.rl_url = socket_url(rl_sock, host)
         self.control_url = socket_url(control_sock, CONTROL_HOST)
-        listeners[0].app = build_frontend_app(self.state)
+        listeners[0].app = build_frontend_app(self.state, [_leaked_listener(self.state)])
         listeners[1].app = build_rl_app(self.state)
         listeners[2].app = build_control_app(self.state)
         for listener, worker in zip(listeners[3:], engine_workers, strict=False):
@@ -223,6 +229,20 @@ class Assembly:
             "faults": list(self.state.faults.names),
             "pid": os.getpid(),
         }
+
+
+def _leaked_listener(state: DeploymentState) -> Route:
+    """``/v1/rl/workers`` on the frontend port: 404 like any unknown path (it is the RL
+    listener's), except under the ``rl_listener_on_frontend`` fault, which serves the
+    listener's body there too."""
+
+    async def rl_workers(request: Request) -> Response:
+        leaked = state.personality.rl_workers and state.fault("rl_listener_on_frontend")
+        if leaked and request.method == "GET":
+            return json_response(list_workers(state))
+        raise HTTPException(404)
+
+    return Route(WORKERS_PATH, rl_workers, methods=ALL_METHODS)
 
 
 async def _placeholder_app(scope: Any, receive: Any, send: Any) -> None:  # pragma: no cover

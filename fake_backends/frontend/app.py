@@ -23,7 +23,7 @@ import json
 import math
 import time
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from starlette.applications import Starlette
@@ -34,7 +34,6 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from fake_backends.discovery.listener import ALL_METHODS, WORKERS_PATH, list_workers
 from fake_backends.encoding.replies import cut_json_response, json_response
 from fake_backends.frontend.error_bodies import (
     FrontendError,
@@ -202,8 +201,9 @@ async def _streamed(
                 yield item
 
 
-def build_frontend_app(state: DeploymentState) -> Starlette:
-    """The frontend ASGI app of one deployment."""
+def build_frontend_app(state: DeploymentState, extra_routes: Sequence[Route] = ()) -> Starlette:
+    """The frontend ASGI app of one deployment; `extra_routes` come from the deployment that
+    composes it (the frontend knows nothing of the other apps)."""
     endpoints = (
         [GENERATE_ENDPOINT, RL_ENDPOINT] if state.personality.rl_workers else [GENERATE_ENDPOINT]
     )
@@ -349,16 +349,6 @@ def build_frontend_app(state: DeploymentState) -> Starlette:
         text = state.metrics.render([state.model_name])
         return Response(text, headers={"content-type": METRICS_CONTENT_TYPE})
 
-    async def rl_workers(request: Request) -> Response:
-        """404 like any unknown path: ``/v1/rl/workers`` is the RL listener's, not ours.
-
-        The ``rl_listener_on_frontend`` fault serves the listener's body here too.
-        """
-        leaked = state.personality.rl_workers and state.fault("rl_listener_on_frontend")
-        if leaked and request.method == "GET":
-            return json_response(list_workers(state))
-        raise HTTPException(404)
-
     routes = [
         Route("/v1/completions", _guarded(completions, state, "completions"), methods=["POST"]),
         Route(
@@ -371,7 +361,7 @@ def build_frontend_app(state: DeploymentState) -> Starlette:
         Route("/health", health, methods=["GET"]),
         Route("/live", live_route, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
-        Route(WORKERS_PATH, rl_workers, methods=ALL_METHODS),
+        *extra_routes,
     ]
     if state.personality.native_generate:
         routes.append(

@@ -7,7 +7,7 @@ import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any
 
 from fake_backends.faults.deployment import ActiveFaults, active_faults
 from fake_backends.runtime.admin_ledger import AdminLedger
@@ -15,9 +15,6 @@ from fake_backends.runtime.metrics import Metrics
 from fake_backends.runtime.personalities import Personality
 from fake_backends.runtime.request_ledger import RequestLedger
 from fake_backends.runtime.workers import EngineWorker, Router
-
-if TYPE_CHECKING:
-    from fake_backends.frontend.flow import LiveRequest
 
 
 @dataclass
@@ -35,8 +32,9 @@ class DeploymentState:
     router: Router = field(init=False)
     # None: the RL listener reads the process environment, like the real frontend does.
     listener_env_override: Mapping[str, str] | None = None
-    # Attempts still running, by attempt id (x-request-id), oldest first.
-    running: dict[str, list[LiveRequest]] = field(default_factory=dict)
+    # Attempts still running, by attempt id (x-request-id), oldest first: the frontend's
+    # `flow.LiveRequest`s (typed loosely so that the runtime knows nothing of the frontend).
+    running: dict[str, list[Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.router = Router(self.workers)
