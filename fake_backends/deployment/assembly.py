@@ -194,7 +194,9 @@ class Assembly:
                 endpoints: tuple[str, ...] = (RL_ENDPOINT, GENERATE_ENDPOINT)
             else:
                 endpoints = (GENERATE_ENDPOINT,)
-            listener.app = build_worker_admin_app(worker, self.state.ledger, routes, endpoints)
+            listener.app = build_worker_admin_app(
+                worker, self.state.admin_ledger, routes, endpoints
+            )
         self.group = ServerGroup(listeners)
 
     def _admin_routes(self) -> AdminRoutes:
@@ -404,15 +406,15 @@ class FakeDeployment:
     @property
     def admin_ledger(self) -> list[AdminRecord]:
         """Every /engine request to any worker, oldest first."""
-        return self.assembly.state.ledger.entries()
+        return self.assembly.state.admin_ledger.entries()
 
     @property
     def request_ledger(self) -> list[RequestRecord]:
         """Every generation attempt (snapshots), oldest first."""
-        return self.assembly.state.requests.entries()
+        return self.assembly.state.request_ledger.entries()
 
     def clear_request_ledger(self) -> None:
-        self.assembly.state.requests.clear()
+        self.assembly.state.request_ledger.clear()
 
     def set_listener_env(self, env: Mapping[str, str] | None) -> None:
         """Change the RL listener's environment at run time (None: ``os.environ``)."""

@@ -2,7 +2,8 @@
 
 * ``GET /faults`` lists the active faults (and the catalogue); ``POST /faults
   {"faults": [...]}`` replaces the active set and answers the new list;
-* ``GET /ledger`` -> ``{"requests": [...]}`` (the request ledger), ``DELETE /ledger``
+* ``GET /request_ledger`` -> ``{"requests": [...]}`` (every generation attempt),
+  ``DELETE /request_ledger``
   clears it;
 * ``GET /admin_ledger`` -> ``{"requests": [...]}`` (every ``/engine`` call, oldest first),
   ``DELETE /admin_ledger`` clears it;
@@ -94,15 +95,17 @@ def build_control_app(state: DeploymentState) -> Starlette:
             )
         return json_response({"faults": list(active)})
 
-    async def ledger(request: Request) -> Response:
+    async def request_ledger(request: Request) -> Response:
         if request.method == "DELETE":
-            state.requests.clear()
-        return json_response({"requests": [r.to_json() for r in state.requests.entries()]})
+            state.request_ledger.clear()
+        return json_response({"requests": [r.to_json() for r in state.request_ledger.entries()]})
 
     async def admin_ledger(request: Request) -> Response:
         if request.method == "DELETE":
-            state.ledger.clear()
-        return json_response({"requests": [admin_record_json(r) for r in state.ledger.entries()]})
+            state.admin_ledger.clear()
+        return json_response(
+            {"requests": [admin_record_json(r) for r in state.admin_ledger.entries()]}
+        )
 
     async def listener_env(request: Request) -> Response:
         if request.method == "POST":
@@ -132,7 +135,7 @@ def build_control_app(state: DeploymentState) -> Starlette:
     return Starlette(
         routes=[
             Route("/faults", _loopback_only(faults), methods=["GET", "POST"]),
-            Route("/ledger", _loopback_only(ledger), methods=["GET", "DELETE"]),
+            Route("/request_ledger", _loopback_only(request_ledger), methods=["GET", "DELETE"]),
             Route("/admin_ledger", _loopback_only(admin_ledger), methods=["GET", "DELETE"]),
             Route("/listener_env", _loopback_only(listener_env), methods=["GET", "POST"]),
             Route(

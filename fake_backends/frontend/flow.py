@@ -103,7 +103,7 @@ class LiveRequest:
         else:
             self.token_delay_s = STREAM_TOKEN_INTERVAL_S if stream else 0.0
         self.started = time.perf_counter()
-        self.record = state.requests.open(self.attempt_id, self.route, response_id)
+        self.record = state.request_ledger.open(self.attempt_id, self.route, response_id)
         self.worker: EngineWorker | None = None
         self.gen: Generation | None = None
         self.result: Any = None
@@ -123,7 +123,7 @@ class LiveRequest:
         worker = self.pinned if self.pinned is not None else await self.state.router.acquire()
         self.worker = worker
         worker.counters.started()
-        self.state.requests.assign(self.record, worker.instance_id)
+        self.state.request_ledger.assign(self.record, worker.instance_id)
         self.gen = Generation(self.attempt_id, self.response_id)
         await worker.runtime.admit(self.gen)
         self._admitted = True
@@ -167,7 +167,7 @@ class LiveRequest:
         if not await self.worker.runtime.next_token(self.gen, delay):
             return False
         self.worker.counters.token_sent()
-        self.state.requests.count_token(self.record)
+        self.state.request_ledger.count_token(self.record)
         return True
 
     def abandon(self) -> None:
@@ -180,7 +180,7 @@ class LiveRequest:
             return
         self.ended = True
         state = self.state
-        state.requests.close(self.record, outcome)
+        state.request_ledger.close(self.record, outcome)
         if self.worker is not None:
             self.worker.counters.ended(cancelled=outcome == "cancelled")
         if outcome == "cancelled":

@@ -23,8 +23,8 @@ class DeploymentState:
     model_name: str
     workers: list[EngineWorker]
     faults: ActiveFaults = field(default_factory=active_faults)
-    ledger: AdminLedger = field(default_factory=AdminLedger)
-    requests: RequestLedger = field(default_factory=RequestLedger)
+    admin_ledger: AdminLedger = field(default_factory=AdminLedger)
+    request_ledger: RequestLedger = field(default_factory=RequestLedger)
     metrics: Metrics = field(default_factory=Metrics)
     admin_family: str = "python"  # vLLM only: "python" workers or the native "sidecar"
     created: int = field(default_factory=lambda: int(time.time()))

@@ -150,7 +150,7 @@ def test_control_plane_options() -> None:
             assert "control/pause" in body["workers"][0]["routes"]
             base = body["workers"][0]["system_url"]
             assert client.post(base + "/engine/control/is_paused").json() == {"is_paused": False}
-            assert client.get(info["control"] + "/ledger").json() == {"requests": []}
+            assert client.get(info["control"] + "/request_ledger").json() == {"requests": []}
             assert client.get(info["control"] + "/admin_ledger").json()["requests"][0]["path"] == (
                 "/engine/control/is_paused"
             )

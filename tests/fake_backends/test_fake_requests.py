@@ -50,7 +50,7 @@ def test_ledger_records_attempts(client: httpx.Client, dep: FakeDeployment) -> N
     assert second.attempt_id == "attempt-1" and second.route == "/v1/chat/completions"
     assert second.outcome == "completed" and second.tokens_generated == 2
     assert first.worker_instance_id != second.worker_instance_id  # round-robin
-    served = client.get(f"{dep.control_url}/ledger").json()["requests"]
+    served = client.get(f"{dep.control_url}/request_ledger").json()["requests"]
     assert [r["attempt_id"] for r in served] == [first.attempt_id, "attempt-1"]
     assert set(served[0]) == {
         "attempt_id",
@@ -62,7 +62,7 @@ def test_ledger_records_attempts(client: httpx.Client, dep: FakeDeployment) -> N
         "outcome",
         "tokens_generated",
     }
-    assert client.delete(f"{dep.control_url}/ledger").json() == {"requests": []}
+    assert client.delete(f"{dep.control_url}/request_ledger").json() == {"requests": []}
     assert dep.request_ledger == []
 
 
