@@ -5,7 +5,7 @@ whole deployment, not of one response.  A suite (or its self-tests) can only che
 disconnect really stopped generation, or that a retried attempt did not also deliver a
 late answer, if something records every attempt with its worker, its outcome and how many
 tokens it generated.  The real Dynamo has no such ledger; the fake's control port exposes
-this one (``GET/DELETE {control}/ledger``).
+this one (``GET/DELETE {control}/request_ledger``).
 
 Outcomes: ``completed`` (ran to its own end), ``aborted`` (ended by the worker: pause in
 abort mode, ``abort_request``, an SGLang abort), ``cancelled`` (the client went away and
