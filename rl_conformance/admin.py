@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .client import Client
+from .config import RunConfig
 from .wire import Exchange
 
 READ_ONLY_ROUTES = frozenset({"liveness_probe", "get_weight_version"})
@@ -36,6 +37,14 @@ class MutationPolicy:
     allowed: bool = False
     workers: frozenset[int] | None = None
     """Instance ids that may be mutated; None means every worker (`--all-workers`)."""
+
+    @classmethod
+    def from_config(cls, config: RunConfig) -> MutationPolicy:
+        """`--allow-mutations` with `--worker ID...` or `--all-workers` (validated together in
+        `RunConfig.validate`)."""
+        if not config.allow_mutations:
+            return cls()
+        return cls(allowed=True, workers=None if config.all_workers else frozenset(config.worker))
 
     def permits(self, instance_id: int | None) -> bool:
         if not self.allowed:

@@ -8,7 +8,9 @@ suite cannot fail where it should.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 SEPARATOR = "~"
@@ -100,3 +102,9 @@ def render_kill_matrix(kill: dict[str, Any]) -> str:
         lines += ["", "## Clean fakes failing (must be empty)", ""]
         lines += [f"- {item}" for item in kill["clean_failures"]]
     return "\n".join(lines) + "\n"
+
+
+def write_kill_matrix(kill: dict[str, Any], directory: Path) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "kill-matrix.json").write_text(json.dumps(kill, indent=2) + "\n")
+    (directory / "kill-matrix.md").write_text(render_kill_matrix(kill))

@@ -12,8 +12,6 @@ one is `repaired`. Admin-only faults never reach the frontend (`not visible to t
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,7 +20,9 @@ from typing import Any
 
 from .capabilities import CAPABILITIES
 from .client import Client
+from .config import RunConfig
 from .launchers.dynamo import DynamoLauncher
+from .runner import run
 from .stream_state import sglang_terminals
 from .target import Target
 from .wire import Exchange
@@ -150,37 +150,21 @@ def classify(
 
 
 def run_suite(fault: str, report_dir: Path, python: Path | None) -> dict[str, Any] | None:
-    """The whole suite against the real frontend with this engine fault; None if no matrix."""
-    command = [
-        sys.executable,
-        "-m",
-        "rl_conformance",
-        "run",
-        "-q",
-        "--launch",
-        "dynamo-fake-vllm",
-        "--engine-fault",
-        fault,
-        "--allow-mutations",
-        "--all-workers",
-        "--examples",
-        "3",
-        "--report-dir",
-        str(report_dir),
-    ]
-    if python is not None:
-        command += ["--dynamo-python", str(python)]
-    # The listener's namespace scope does not depend on the engine; re-scoping restarts the
-    # frontend about ten times, which would dominate every fault's run.
-    for capability in CAPABILITIES:
-        if capability.id not in ENGINE_INDEPENDENT:
-            command += ["--capability", capability.id]
-    command += ["--", "--rl-no-shrink", "--tb=no"]
-    subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
-    try:
-        return json.loads((report_dir / "matrix.json").read_text())
-    except (OSError, ValueError):
-        return None
+    """The whole suite against the real frontend with this engine fault; None if no matrix.
+
+    The listener's namespace scope does not depend on the engine; re-scoping restarts the
+    frontend about ten times, which would dominate every fault's run."""
+    config = RunConfig(
+        launch="dynamo-fake-vllm",
+        engine_fault=(fault,),
+        dynamo_python=str(python) if python is not None else None,
+        allow_mutations=True,
+        all_workers=True,
+        examples=3,
+        report_dir=str(report_dir),
+        capability=tuple(c.id for c in CAPABILITIES if c.id not in ENGINE_INDEPENDENT),
+    )
+    return run(config, verbosity="quiet").matrix
 
 
 def caught_by(matrix: dict[str, Any]) -> list[str]:

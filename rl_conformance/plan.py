@@ -8,6 +8,7 @@ from pathlib import Path
 
 from .breaker import origin
 from .client import Client
+from .config import RunConfig
 from .errors import ConfigurationError, LaunchError, TransportError
 from .launchers import ExternalLauncher, FakeLauncher
 from .target import Launcher, Target
@@ -158,89 +159,46 @@ def resolve_model(target: Target, client: Client) -> None:
     target.model = names[0]
 
 
-def plan_targets(
-    *,
-    fakes: list[str] | None,
-    frontend: str | None,
-    rl_url: str | None,
-    backend: str | None,
-    model: str | None,
-    faults: list[str],
-    worker_urls: list[str] | None = None,
-    workers: int,
-    launch: str | None = None,
-    docker_config: str | None = None,
-    engine_faults: list[str] | None = None,
-    dynamo_python: str | None = None,
-    logs_dir: Path | None = None,
-    fault_matrix: bool = False,
-) -> TargetPool:
+def plan_targets(config: RunConfig) -> TargetPool:
     """The launchers of a run: an external deployment, a launched one, and/or our fakes (the
-    default when nothing else is named)."""
+    default when nothing else is named). `config` has been validated."""
+    if config.fault_matrix:
+        return fault_matrix_pool(config.workers)
     launchers: dict[str, Launcher] = {}
-    if frontend:
-        if not backend:
-            raise ConfigurationError("--frontend needs --backend {vllm|sglang|trtllm}")
+    if config.frontend:
+        assert config.backend is not None
         launcher: Launcher = ExternalLauncher(
-            backend=backend,
-            frontend_url=frontend,
-            rl_url=rl_url,
-            model=model,
-            worker_urls=tuple(worker_urls or ()),
+            backend=config.backend,
+            frontend_url=config.frontend,
+            rl_url=config.rl_url,
+            model=config.model,
+            worker_urls=config.worker_url,
         )
         launchers[launcher.target_id] = launcher
-    elif rl_url or backend or worker_urls:
-        raise ConfigurationError(
-            "--rl-url, --backend and --worker-url describe an external deployment: "
-            "give --frontend URL too"
-        )
-    if engine_faults and launch != "dynamo-fake-vllm":
-        raise ConfigurationError("--engine-fault needs --launch dynamo-fake-vllm")
-    if docker_config and launch != "docker":
-        raise ConfigurationError("--docker-config needs --launch docker")
-    if launch:
-        launcher = launched(
-            launch, docker_config, tuple(engine_faults or ()), dynamo_python, logs_dir
-        )
+    if config.launch:
+        launcher = launched(config, config.report_path / "logs")
         launchers[launcher.target_id] = launcher
-    if fault_matrix:
-        return fault_matrix_pool(workers)
-    default = [] if (frontend or launch) else list(DEFAULT_FAKES)
-    for name in fakes if fakes is not None else default:
-        launcher = FakeLauncher(backend=name, workers=workers, faults=tuple(faults))
+    default = () if (config.frontend or config.launch) else DEFAULT_FAKES
+    for name in config.fake or default:
+        launcher = FakeLauncher(backend=name, workers=config.workers, faults=config.fault)
         launchers[launcher.target_id] = launcher
     return TargetPool(launchers)
 
 
-LAUNCH_KINDS = ("dynamo-mocker", "dynamo-fake-vllm", "docker")
-
-
-def launched(
-    kind: str,
-    docker_config: str | None,
-    engine_faults: tuple[str, ...],
-    dynamo_python: str | None,
-    logs_dir: Path | None,
-) -> Launcher:
-    if kind == "docker":
-        if not docker_config:
-            raise ConfigurationError("--launch docker needs --docker-config FILE")
+def launched(config: RunConfig, logs_dir: Path) -> Launcher:
+    if config.launch == "docker":
+        assert config.docker_config is not None
         from .launchers.docker import launcher_from_config
 
-        return launcher_from_config(
-            docker_config, log_dir=logs_dir / "docker" if logs_dir else None
-        )
-    if kind in ("dynamo-mocker", "dynamo-fake-vllm"):
-        from .launchers.dynamo import DynamoLauncher
+        return launcher_from_config(config.docker_config, log_dir=logs_dir / "docker")
+    from .launchers.dynamo import DynamoLauncher
 
-        return DynamoLauncher(
-            engine=kind.removeprefix("dynamo-"),
-            python=Path(dynamo_python) if dynamo_python else None,
-            engine_faults=engine_faults,
-            keep_logs_in=logs_dir,
-        )
-    raise ConfigurationError(
-        f"--launch: expected one of {', '.join(LAUNCH_KINDS)}, observed {kind!r}"
+    assert config.launch is not None
+    return DynamoLauncher(
+        engine=config.launch.removeprefix("dynamo-"),
+        python=Path(config.dynamo_python) if config.dynamo_python else None,
+        engine_faults=config.engine_fault,
+        keep_logs_in=logs_dir,
     )
 
 

@@ -1,42 +1,14 @@
-"""Helpers the suites share: request builders and the run's hypothesis settings."""
+"""Request builders the suites share. The run's hypothesis settings (examples, shrinking, seed)
+are a profile the plugin loads, so the suites need none of their own."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
-
-from hypothesis import HealthCheck, Phase, seed, settings
+from typing import Any
 
 from .client import Client
 from .stream_state import sglang_terminals
 from .target import Target
 from .wire import Exchange
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-_RUN = {"examples": 8, "seed": 0, "shrink": 1}
-
-
-def configure(examples: int, run_seed: int | None, shrink: bool = True) -> None:
-    """Called by the plugin before the suites are imported."""
-    _RUN["examples"] = examples
-    _RUN["seed"] = run_seed or 0
-    _RUN["shrink"] = int(shrink)
-
-
-def property_test(test: F) -> F:
-    """Hypothesis settings for tests that talk to a live deployment: bounded examples, no
-    per-example deadline (the client enforces its own), no example database, the run's seed."""
-    phases = list(Phase) if _RUN["shrink"] else [Phase.explicit, Phase.reuse, Phase.generate]
-    configured = settings(
-        phases=phases,
-        max_examples=_RUN["examples"],
-        deadline=None,
-        database=None,
-        derandomize=False,
-        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-    )(test)
-    return seed(_RUN["seed"])(configured)
 
 
 def completion(

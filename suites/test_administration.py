@@ -21,36 +21,36 @@ capability = pytest.mark.capability
 
 @capability("admin.route_negotiation")
 def test_workers_advertise_what_the_update_path_needs(
-    client: Client, target: Target, verdict: Verdict
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict
 ) -> None:
-    if not target.rl_url:
+    if not rl_target.rl_url:
         raise MissingInput("no RL listener URL for this target (give --rl-url)")
-    exchange = client.get(target.rl("/v1/rl/workers"))
-    body = verdict.json(exchange)
-    verdict.check(discovery.protocol_version(body), exchange)
+    exchange = rl_client.get(rl_target.rl("/v1/rl/workers"))
+    body = rl_verdict.json(exchange)
+    rl_verdict.check(discovery.protocol_version(body), exchange)
     workers = [w for w in discovery.workers_of(body) if "error" not in w]
     if not workers:
         raise FeatureAbsent("GET /v1/rl/workers lists no RL workers")
     for worker in workers:
-        verdict.check(admin_checks.route_negotiation(worker, VLLM.update_path), exchange)
+        rl_verdict.check(admin_checks.route_negotiation(worker, VLLM.update_path), exchange)
 
 
 @capability("admin.route_negotiation")
 def test_advertised_routes_are_called_verbatim(
-    client: Client,
-    target: Target,
-    verdict: Verdict,
-    admin: AdminClient,
-    admin_workers: list[AdminWorker],
+    rl_client: Client,
+    rl_target: Target,
+    rl_verdict: Verdict,
+    rl_admin: AdminClient,
+    rl_admin_workers: list[AdminWorker],
 ) -> None:
     """liveness_probe (read-only) on every worker through `{system_url}/engine/{route}`."""
-    workers = [w for w in administered(target, admin_workers) if w.routes is not None]
+    workers = [w for w in administered(rl_target, rl_admin_workers) if w.routes is not None]
     if not workers:
         raise FeatureAbsent("no worker is advertised by discovery")
     for worker in workers:
-        exchange = admin.call(worker, "liveness_probe")
+        exchange = rl_admin.call(worker, "liveness_probe")
         assert exchange.request.url == f"{worker.system_url.rstrip('/')}/engine/liveness_probe"
-        verdict.check(
+        rl_verdict.check(
             admin_checks.success_semantics(
                 "vllm", exchange.status, _json(exchange), f"liveness_probe on {worker.label}"
             ),
@@ -60,32 +60,34 @@ def test_advertised_routes_are_called_verbatim(
 
 @capability("admin.success_semantics")
 def test_unadvertised_route_is_a_404(
-    client: Client,
-    target: Target,
-    verdict: Verdict,
-    admin: AdminClient,
-    admin_workers: list[AdminWorker],
+    rl_client: Client,
+    rl_target: Target,
+    rl_verdict: Verdict,
+    rl_admin: AdminClient,
+    rl_admin_workers: list[AdminWorker],
 ) -> None:
-    worker = select(target, admin_workers).workers[0]
+    worker = select(rl_target, rl_admin_workers).workers[0]
     assert worker.system_url is not None
-    if not admin.policy.permits(worker.instance_id):
-        raise admin.policy.refusal(f"a request to an unadvertised route of {worker.label}")
-    exchange = client.post(f"{worker.system_url.rstrip('/')}/engine/conformance_no_such_route", {})
-    verdict.check(admin_checks.unknown_route(exchange.status, _json(exchange)), exchange)
+    if not rl_admin.policy.permits(worker.instance_id):
+        raise rl_admin.policy.refusal(f"a request to an unadvertised route of {worker.label}")
+    exchange = rl_client.post(
+        f"{worker.system_url.rstrip('/')}/engine/conformance_no_such_route", {}
+    )
+    rl_verdict.check(admin_checks.unknown_route(exchange.status, _json(exchange)), exchange)
 
 
 @capability("admin.success_semantics")
 @pytest.mark.mutating
 def test_update_succeeds_by_status_and_body(
-    client: Client,
-    target: Target,
-    verdict: Verdict,
-    admin: AdminClient,
-    admin_workers: list[AdminWorker],
-    update_model_path: Any,
+    rl_client: Client,
+    rl_target: Target,
+    rl_verdict: Verdict,
+    rl_admin: AdminClient,
+    rl_admin_workers: list[AdminWorker],
+    rl_update_model_path: Any,
 ) -> None:
     """Pause, apply a named version, resume: each reply must say success in its body."""
-    apply_update(verdict, admin, select(target, admin_workers), update_model_path)
+    apply_update(rl_verdict, rl_admin, select(rl_target, rl_admin_workers), rl_update_model_path)
 
 
 def _json(exchange: object) -> object:

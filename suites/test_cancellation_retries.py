@@ -43,8 +43,8 @@ class Observer:
     """The workers whose metrics can be read, and the worker generations are pinned to (the
     first whose identity is known), so that what they count is this test's request."""
 
-    def __init__(self, client: Client, workers: list[AdminWorker]) -> None:
-        self.client = client
+    def __init__(self, rl_client: Client, workers: list[AdminWorker]) -> None:
+        self.client = rl_client
         self.workers = [worker for worker in workers if worker.system_url]
         if not self.workers:
             raise MissingInput(
@@ -115,12 +115,12 @@ class Observer:
         after_left = (change.response_bytes - left.since(before).response_bytes) / per_token
         return max(0.0, after_left - extra_tokens) / remaining, change, waited
 
-    def bytes_per_token(self, target: Target) -> float:
+    def bytes_per_token(self, rl_target: Target) -> float:
         """What one generated token costs in response bytes, from a short generation."""
         before = self.now()
         exchange = self.client.post(
-            target.url("/v1/completions"),
-            completion(target, REFERENCE_TOKENS),
+            rl_target.url("/v1/completions"),
+            completion(rl_target, REFERENCE_TOKENS),
             headers=self.headers(),
         )
         if exchange.status != 200:
@@ -132,9 +132,9 @@ class Observer:
         return change.response_bytes / REFERENCE_TOKENS
 
 
-def completion(target: Target, max_tokens: int, *, stream: bool = False) -> dict[str, Any]:
+def completion(rl_target: Target, max_tokens: int, *, stream: bool = False) -> dict[str, Any]:
     return {
-        "model": target.model,
+        "model": rl_target.model,
         "prompt": PROMPT,
         "max_tokens": max_tokens,
         "temperature": 0,
@@ -145,19 +145,19 @@ def completion(target: Target, max_tokens: int, *, stream: bool = False) -> dict
 
 @capability("cancel.propagation")
 def test_closing_a_stream_aborts_the_generation(
-    client: Client, target: Target, verdict: Verdict, admin_workers: list[AdminWorker]
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict, rl_admin_workers: list[AdminWorker]
 ) -> None:
-    observer = Observer(client, admin_workers)
-    per_token = observer.bytes_per_token(target)
+    observer = Observer(rl_client, rl_admin_workers)
+    per_token = observer.bytes_per_token(rl_target)
     before = observer.now()
-    exchange = client.stream(
+    exchange = rl_client.stream(
         "POST",
-        target.url("/v1/completions"),
-        json_body=completion(target, LONG_GENERATION, stream=True),
+        rl_target.url("/v1/completions"),
+        json_body=completion(rl_target, LONG_GENERATION, stream=True),
         headers=observer.headers(),
         cancel_after_events=1,
     )
-    verdict.status(exchange)
+    rl_verdict.status(exchange)
     if exchange.state is not StreamState.CANCELED:
         raise Unobservable(
             f"the stream ended ({exchange.state_reason}) before the client could leave it, "
@@ -166,43 +166,43 @@ def test_closing_a_stream_aborts_the_generation(
     left = observer.now()
     continued, change, waited = observer.continued(before, left, per_token)
     observer.served(change, 1)
-    verdict.check(
+    rl_verdict.check(
         control.cancellation_propagated(continued, max(0.0, change.inflight), waited), exchange
     )
 
 
 @capability("retry.attempt_identity")
 def test_retry_after_timeout_keeps_attempts_distinguishable(
-    client: Client, target: Target, verdict: Verdict, admin_workers: list[AdminWorker]
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict, rl_admin_workers: list[AdminWorker]
 ) -> None:
     """An attempt abandoned at the client's deadline, then retried under the same attempt id:
     the retry is answered as itself, and the abandoned attempt does not also run to completion
     unseen (judged from the workers' metrics where they are known)."""
     observer: Observer | None = None
     try:
-        observer = Observer(client, admin_workers)
-        per_token = observer.bytes_per_token(target)
+        observer = Observer(rl_client, rl_admin_workers)
+        per_token = observer.bytes_per_token(rl_target)
         before = observer.now()
     except (MissingInput, Unobservable):
         observer = None
     attempt = f"conformance-{uuid.uuid4().hex}"
     headers = {"x-request-id": attempt, **(observer.headers() if observer else {})}
-    slow = client.request(
+    slow = rl_client.request(
         "POST",
-        target.url("/v1/completions"),
-        json_body=completion(target, LONG_GENERATION),
+        rl_target.url("/v1/completions"),
+        json_body=completion(rl_target, LONG_GENERATION),
         headers={**headers, "x-fake-delay-ms": "800"},
         deadline_s=0.3,
     )
     left = observer.now() if observer is not None else None
-    retry = client.request(
+    retry = rl_client.request(
         "POST",
-        target.url("/v1/completions"),
-        json_body=completion(target, 4),
+        rl_target.url("/v1/completions"),
+        json_body=completion(rl_target, 4),
         headers=headers,
     )
-    parsed = verdict.json(retry)
-    verdict.check(
+    parsed = rl_verdict.json(retry)
+    rl_verdict.check(
         control.attempt_identity(attempt, retry.headers.get("x-request-id"), [parsed.get("id")]),
         retry,
     )
@@ -214,7 +214,7 @@ def test_retry_after_timeout_keeps_attempts_distinguishable(
     except Unobservable:
         return  # the identity was judged; whether the abandoned attempt ran on cannot be
     completed = 1 + int(continued >= control.RAN_ON_FRACTION)
-    verdict.check(control.late_completion_detected(completed), retry)
+    rl_verdict.check(control.late_completion_detected(completed), retry)
 
 
 def _answered(exchange: Exchange) -> bool:

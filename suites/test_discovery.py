@@ -17,13 +17,13 @@ from rl_conformance.wire import Exchange
 capability = pytest.mark.capability
 
 
-def read_workers(client: Client, target: Target, verdict: Verdict) -> tuple[Any, Exchange]:
+def read_workers(rl_client: Client, rl_target: Target, rl_verdict: Verdict) -> tuple[Any, Exchange]:
     """One discovery read; the protocol version is checked before anything reads the workers."""
-    if not target.rl_url:
+    if not rl_target.rl_url:
         pytest.skip("no RL listener URL for this target (give --rl-url)")
-    exchange = client.get(target.rl("/v1/rl/workers"))
-    body = verdict.json(exchange)
-    verdict.check(discovery.protocol_version(body), exchange)
+    exchange = rl_client.get(rl_target.rl("/v1/rl/workers"))
+    body = rl_verdict.json(exchange)
+    rl_verdict.check(discovery.protocol_version(body), exchange)
     return body, exchange
 
 
@@ -36,66 +36,74 @@ def require_workers(body: Any) -> list[dict[str, Any]]:
 
 @capability("discovery.protocol_version")
 def test_protocol_version_is_checked_before_workers(
-    client: Client, target: Target, verdict: Verdict
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict
 ) -> None:
-    read_workers(client, target, verdict)
+    read_workers(rl_client, rl_target, rl_verdict)
 
 
 @capability("discovery.schema")
-def test_discovery_body_matches_schema(client: Client, target: Target, verdict: Verdict) -> None:
-    body, exchange = read_workers(client, target, verdict)
-    verdict.check(discovery.optional_fields(body), exchange)
-    verdict.check(schema_check("discovery-v1", body), exchange)
+def test_discovery_body_matches_schema(
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict
+) -> None:
+    body, exchange = read_workers(rl_client, rl_target, rl_verdict)
+    rl_verdict.check(discovery.optional_fields(body), exchange)
+    rl_verdict.check(schema_check("discovery-v1", body), exchange)
 
 
 @capability("discovery.listener_isolation")
 def test_discovery_lives_on_its_own_read_only_listener(
-    client: Client, target: Target, verdict: Verdict
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict
 ) -> None:
-    if not target.rl_url:
+    if not rl_target.rl_url:
         pytest.skip("no RL listener URL for this target (give --rl-url)")
     probes = [
-        (client.get(target.url("/v1/rl/workers")), {404, 405}),
-        (client.post(target.rl("/v1/rl/workers"), {}), {405}),
-        (client.get(target.rl("/v1/rl/engines")), {404, 405}),
+        (rl_client.get(rl_target.url("/v1/rl/workers")), {404, 405}),
+        (rl_client.post(rl_target.rl("/v1/rl/workers"), {}), {405}),
+        (rl_client.get(rl_target.rl("/v1/rl/engines")), {404, 405}),
     ]
     for exchange, allowed in probes:
-        verdict.check(status_in(exchange.status, allowed, exchange.describe()), exchange)
+        rl_verdict.check(status_in(exchange.status, allowed, exchange.describe()), exchange)
 
 
 @capability("discovery.worker_registration")
-def test_rl_workers_register(client: Client, target: Target, verdict: Verdict) -> None:
-    body, _ = read_workers(client, target, verdict)
+def test_rl_workers_register(rl_client: Client, rl_target: Target, rl_verdict: Verdict) -> None:
+    body, _ = read_workers(rl_client, rl_target, rl_verdict)
     require_workers(body)
 
 
 @capability("discovery.routes")
-def test_routes_are_sorted_unique_strings(client: Client, target: Target, verdict: Verdict) -> None:
-    body, exchange = read_workers(client, target, verdict)
+def test_routes_are_sorted_unique_strings(
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict
+) -> None:
+    body, exchange = read_workers(rl_client, rl_target, rl_verdict)
     require_workers(body)
-    verdict.check(discovery.routes_well_formed(body), exchange)
+    rl_verdict.check(discovery.routes_well_formed(body), exchange)
 
 
 @capability("discovery.endpoint_identity")
-def test_endpoint_identity_is_exact(client: Client, target: Target, verdict: Verdict) -> None:
-    body, exchange = read_workers(client, target, verdict)
+def test_endpoint_identity_is_exact(
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict
+) -> None:
+    body, exchange = read_workers(rl_client, rl_target, rl_verdict)
     require_workers(body)
-    verdict.check(discovery.request_plane_url(body), exchange)
-    verdict.check(discovery.instance_ids(body), exchange)
+    rl_verdict.check(discovery.request_plane_url(body), exchange)
+    rl_verdict.check(discovery.instance_ids(body), exchange)
 
 
 @capability("discovery.identity_not_position")
 def test_workers_are_matched_by_identity_across_reads(
-    client: Client, target: Target, verdict: Verdict
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict
 ) -> None:
-    first, _ = read_workers(client, target, verdict)
+    first, _ = read_workers(rl_client, rl_target, rl_verdict)
     require_workers(first)
-    second, exchange = read_workers(client, target, verdict)
-    verdict.check(discovery.identity_stable(first, second), exchange)
+    second, exchange = read_workers(rl_client, rl_target, rl_verdict)
+    rl_verdict.check(discovery.identity_stable(first, second), exchange)
 
 
 @capability("discovery.error_fails_closed")
-def test_probe_errors_fail_closed(client: Client, target: Target, verdict: Verdict) -> None:
-    body, exchange = read_workers(client, target, verdict)
+def test_probe_errors_fail_closed(
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict
+) -> None:
+    body, exchange = read_workers(rl_client, rl_target, rl_verdict)
     require_workers(body)
-    verdict.check(discovery.error_fails_closed(body), exchange)
+    rl_verdict.check(discovery.error_fails_closed(body), exchange)

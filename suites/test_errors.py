@@ -25,13 +25,18 @@ INVALID = {
 @capability("errors.validation")
 @pytest.mark.parametrize("case", sorted(INVALID))
 def test_invalid_requests_are_rejected_with_flat_errors(
-    client: Client, target: Target, verdict: Verdict, case: str
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict, case: str
 ) -> None:
     overrides, expected = INVALID[case]
-    body: dict[str, Any] = {"model": target.model, "prompt": PROMPT, "max_tokens": 2, **overrides}
-    exchange = client.post(target.url("/v1/completions"), body)
+    body: dict[str, Any] = {
+        "model": rl_target.model,
+        "prompt": PROMPT,
+        "max_tokens": 2,
+        **overrides,
+    }
+    exchange = rl_client.post(rl_target.url("/v1/completions"), body)
     try:
         parsed = exchange.json()
     except ValueError:
         parsed = exchange.body_preview()
-    verdict.check(errors.status_and_body(exchange.status, parsed, expected), exchange)
+    rl_verdict.check(errors.status_and_body(exchange.status, parsed, expected), exchange)

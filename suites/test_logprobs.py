@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from rl_conformance import FeatureAbsent, strategies
 from rl_conformance.checks import aggregate_stream, logprobs, tokens
 from rl_conformance.client import Client
-from rl_conformance.suite_support import chat, completion, property_test
+from rl_conformance.suite_support import chat, completion
 from rl_conformance.target import Target
 from rl_conformance.verdict import Verdict
 
@@ -20,9 +20,9 @@ IDS = ("completion_token_ids", "prompt_token_ids")
 
 
 def generate_with_logprobs(
-    client: Client,
-    target: Target,
-    verdict: Verdict,
+    rl_client: Client,
+    rl_target: Target,
+    rl_verdict: Verdict,
     *,
     route: str,
     prompt: list[int],
@@ -35,8 +35,8 @@ def generate_with_logprobs(
     generated ids and the exchange."""
     if route == "completions":
         exchange = completion(
-            client,
-            target,
+            rl_client,
+            rl_target,
             prompt,
             max_tokens=max_tokens,
             temperature=0,
@@ -48,8 +48,8 @@ def generate_with_logprobs(
         schema = "completion"
     else:
         exchange = chat(
-            client,
-            target,
+            rl_client,
+            rl_target,
             token_data=prompt,
             max_tokens=max_tokens,
             temperature=0,
@@ -60,11 +60,11 @@ def generate_with_logprobs(
         )
         schema = "chat-completion"
     if stream:
-        body = aggregate_stream(verdict.events(exchange, schema=f"{schema}-chunk"))
+        body = aggregate_stream(rl_verdict.events(exchange, schema=f"{schema}-chunk"))
     else:
-        body = verdict.json(exchange, schema=schema)
-    verdict.check(tokens.completion_ids_present(body), exchange)
-    verdict.check(logprobs.present(body), exchange)
+        body = rl_verdict.json(exchange, schema=schema)
+    rl_verdict.check(tokens.completion_ids_present(body), exchange)
+    rl_verdict.check(logprobs.present(body), exchange)
     return body, body["nvext"]["completion_token_ids"], exchange
 
 
@@ -81,42 +81,39 @@ generation = st.fixed_dictionaries(
 
 
 @capability("logprobs.selected_alignment")
-@property_test
 @given(shape=generation)
 def test_selected_logprobs_align_with_generated_ids(
-    client: Client, target: Target, verdict: Verdict, shape: dict[str, Any]
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict, shape: dict[str, Any]
 ) -> None:
-    body, ids, exchange = generate_with_logprobs(client, target, verdict, **shape)
-    verdict.check(logprobs.selected_alignment(body, ids), exchange)
+    body, ids, exchange = generate_with_logprobs(rl_client, rl_target, rl_verdict, **shape)
+    rl_verdict.check(logprobs.selected_alignment(body, ids), exchange)
 
 
 @capability("logprobs.finite_nonpositive")
-@property_test
 @given(shape=generation)
 def test_logprobs_are_finite_and_nonpositive(
-    client: Client, target: Target, verdict: Verdict, shape: dict[str, Any]
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict, shape: dict[str, Any]
 ) -> None:
-    body, _, exchange = generate_with_logprobs(client, target, verdict, **shape)
-    verdict.check(logprobs.finite_nonpositive(body), exchange)
+    body, _, exchange = generate_with_logprobs(rl_client, rl_target, rl_verdict, **shape)
+    rl_verdict.check(logprobs.finite_nonpositive(body), exchange)
 
 
 @capability("logprobs.topk_consistent")
-@property_test
 @given(shape=generation)
 def test_top_logprobs_are_consistent(
-    client: Client, target: Target, verdict: Verdict, shape: dict[str, Any]
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict, shape: dict[str, Any]
 ) -> None:
     """k is what was asked (completions `logprobs: k`, chat `top_logprobs: k`); at k = 0 the APIs
     allow no alternative at all (OpenAI, and the real Dynamo chat path) or the sampled token only
     (vLLM completions semantics, which Dynamo keeps)."""
-    body, _, exchange = generate_with_logprobs(client, target, verdict, **shape)
-    verdict.check(logprobs.topk_consistent(body, shape["k"], greedy=True), exchange)
+    body, _, exchange = generate_with_logprobs(rl_client, rl_target, rl_verdict, **shape)
+    rl_verdict.check(logprobs.topk_consistent(body, shape["k"], greedy=True), exchange)
 
 
-def request_prompt_logprobs(client: Client, target: Target, prompt: list[int], k: int) -> Any:
+def request_prompt_logprobs(rl_client: Client, rl_target: Target, prompt: list[int], k: int) -> Any:
     return completion(
-        client,
-        target,
+        rl_client,
+        rl_target,
         prompt,
         max_tokens=2,
         temperature=0,
@@ -126,9 +123,9 @@ def request_prompt_logprobs(client: Client, target: Target, prompt: list[int], k
 
 
 @pytest.fixture
-def prompt_logprobs_offered(client: Client, target: Target) -> None:
+def prompt_logprobs_offered(rl_client: Client, rl_target: Target) -> None:
     """One probe before the property runs: an absent feature is reported once, not shrunk."""
-    exchange = request_prompt_logprobs(client, target, [640, 1024, 777], 1)
+    exchange = request_prompt_logprobs(rl_client, rl_target, [640, 1024, 777], 1)
     try:
         found = exchange.json().get("nvext", {}).get("prompt_logprobs")
     except (ValueError, AttributeError):
@@ -141,32 +138,33 @@ def prompt_logprobs_offered(client: Client, target: Target) -> None:
 
 
 @capability("logprobs.prompt_alignment")
-@property_test
 @given(prompt=strategies.prompt_ids, k=st.integers(min_value=1, max_value=3))
 def test_prompt_logprobs_keep_position_zero_undefined(
-    client: Client,
-    target: Target,
-    verdict: Verdict,
+    rl_client: Client,
+    rl_target: Target,
+    rl_verdict: Verdict,
     prompt_logprobs_offered: None,
     prompt: list[int],
     k: int,
 ) -> None:
-    exchange = request_prompt_logprobs(client, target, prompt, k)
-    body = verdict.json(exchange, schema="completion")
+    exchange = request_prompt_logprobs(rl_client, rl_target, prompt, k)
+    body = rl_verdict.json(exchange, schema="completion")
     found = body.get("nvext", {}).get("prompt_logprobs")
-    verdict.check(logprobs.prompt_alignment(found, prompt, where="nvext.prompt_logprobs"), exchange)
+    rl_verdict.check(
+        logprobs.prompt_alignment(found, prompt, where="nvext.prompt_logprobs"), exchange
+    )
 
 
 @capability("logprobs.prompt_alignment")
 def test_chat_prompt_logprobs_keep_position_zero_undefined(
-    client: Client, target: Target, verdict: Verdict
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict
 ) -> None:
     prompt = [640, 1024, 777, 1800, 512, 333]
     exchange = chat(
-        client, target, token_data=prompt, max_tokens=2, temperature=0, prompt_logprobs=1
+        rl_client, rl_target, token_data=prompt, max_tokens=2, temperature=0, prompt_logprobs=1
     )
-    body = verdict.json(exchange, schema="chat-completion")
+    body = rl_verdict.json(exchange, schema="chat-completion")
     found = body.get("prompt_logprobs")
     if found is None:
         raise FeatureAbsent("chat with prompt_logprobs returned no top-level prompt_logprobs")
-    verdict.check(logprobs.prompt_alignment(found, prompt), exchange)
+    rl_verdict.check(logprobs.prompt_alignment(found, prompt), exchange)

@@ -16,7 +16,6 @@ from rl_conformance import FeatureAbsent, MissingInput
 from rl_conformance.checks import control, discovery
 from rl_conformance.client import Client
 from rl_conformance.errors import LaunchError
-from rl_conformance.suite_support import property_test
 from rl_conformance.target import LISTENER_RESTART, Probe, Target
 from rl_conformance.verdict import Verdict
 
@@ -36,38 +35,37 @@ environments = st.fixed_dictionaries({}, optional=VARIABLES)
 
 @pytest.fixture
 def namespaces(
-    probe: Probe, client: Client, target: Target, verdict: Verdict
+    rl_probe: Probe, rl_client: Client, rl_target: Target, rl_verdict: Verdict
 ) -> Iterator[list[str]]:
     """Every worker namespace (read under the global scope), then the listener back to its own
     environment when the test ends."""
-    if not target.rl_url:
+    if not rl_target.rl_url:
         raise MissingInput("no RL listener URL for this target (give --rl-url)")
-    probe.rescope_listener({"DYN_NAMESPACE_PREFIX": "dynamo"})
+    rl_probe.rescope_listener({"DYN_NAMESPACE_PREFIX": "dynamo"})
     try:
-        everything = verdict.json(client.get(target.rl("/v1/rl/workers")))
+        everything = rl_verdict.json(rl_client.get(rl_target.rl("/v1/rl/workers")))
         found = [str(w.get("namespace")) for w in discovery.workers_of(everything)]
         if not found:
             raise FeatureAbsent("GET /v1/rl/workers lists no RL workers in any namespace")
         yield found
     finally:
         with contextlib.suppress(LaunchError):  # a deployment already stopped needs no restore
-            probe.rescope_listener({})
+            rl_probe.rescope_listener({})
 
 
 @capability("namespace.scope")
-@property_test
 @given(env=environments)
 @example(env={"DYN_NAMESPACE_PREFIX": "", "DYN_NAMESPACE": "ns"})
 @example(env={"DYN_NAMESPACE_PREFIX": "dyn"})
 @example(env={"DYN_NAMESPACE": ""})
 def test_listener_scope_follows_its_environment(
-    client: Client,
-    target: Target,
-    verdict: Verdict,
-    probe: Probe,
+    rl_client: Client,
+    rl_target: Target,
+    rl_verdict: Verdict,
+    rl_probe: Probe,
     namespaces: list[str],
     env: dict[str, str],
 ) -> None:
-    probe.rescope_listener(env)
-    exchange = client.get(target.rl("/v1/rl/workers"))
-    verdict.check(control.namespace_scope(env, namespaces, verdict.json(exchange)), exchange)
+    rl_probe.rescope_listener(env)
+    exchange = rl_client.get(rl_target.rl("/v1/rl/workers"))
+    rl_verdict.check(control.namespace_scope(env, namespaces, rl_verdict.json(exchange)), exchange)

@@ -24,37 +24,41 @@ def absent_if_not_served(exchange: Exchange, route: str) -> None:
 
 @capability("generate.native_route")
 def test_native_generation_route_streams_to_a_terminal(
-    client: Client, target: Target, verdict: Verdict
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict
 ) -> None:
-    if target.backend == "vllm":
+    if rl_target.backend == "vllm":
         body = {
-            "model": target.model,
+            "model": rl_target.model,
             "token_ids": PROMPT,
             "sampling_params": {"max_tokens": 4, "temperature": 0},
         }
-        exchange = client.post(target.url("/inference/v1/generate"), body)
+        exchange = rl_client.post(rl_target.url("/inference/v1/generate"), body)
         absent_if_not_served(exchange, "POST /inference/v1/generate")
-        verdict.json(exchange)
+        rl_verdict.json(exchange)
         return
-    exchange = sglang_generate(client, target, PROMPT, sampling_params={"max_new_tokens": 4})
+    exchange = sglang_generate(rl_client, rl_target, PROMPT, sampling_params={"max_new_tokens": 4})
     absent_if_not_served(exchange, "POST /generate")
-    verdict.events(exchange, schema="sglang-generate-chunk")
+    rl_verdict.events(exchange, schema="sglang-generate-chunk")
     assert exchange.state is not None
-    verdict.check(streaming.terminal_success(exchange.state.value, exchange.state_reason), exchange)
+    rl_verdict.check(
+        streaming.terminal_success(exchange.state.value, exchange.state_reason), exchange
+    )
 
 
 @capability("generate.sglang_logprob_alignment")
-def test_sglang_logprob_triples_align(client: Client, target: Target, verdict: Verdict) -> None:
+def test_sglang_logprob_triples_align(
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict
+) -> None:
     exchange = sglang_generate(
-        client,
-        target,
+        rl_client,
+        rl_target,
         PROMPT,
         return_logprob=True,
         logprob_start_len=0,
         sampling_params={"max_new_tokens": 5, "temperature": 0},
     )
     absent_if_not_served(exchange, "POST /generate")
-    payloads = verdict.events(exchange, schema="sglang-generate-chunk")
+    payloads = rl_verdict.events(exchange, schema="sglang-generate-chunk")
     finals = [
         payload
         for payload in payloads
@@ -62,4 +66,4 @@ def test_sglang_logprob_triples_align(client: Client, target: Target, verdict: V
     ]
     if not finals:
         raise FeatureAbsent("POST /generate stream carried no finished event")
-    verdict.check(logprobs.sglang_alignment(finals[-1], PROMPT), exchange)
+    rl_verdict.check(logprobs.sglang_alignment(finals[-1], PROMPT), exchange)

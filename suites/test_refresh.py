@@ -38,7 +38,6 @@ from rl_conformance.refresh import (
     pinned_generation,
     reported_version,
 )
-from rl_conformance.suite_support import _RUN
 from rl_conformance.target import Target
 from rl_conformance.verdict import Verdict
 
@@ -70,10 +69,10 @@ HELD_S = 0.6
 
 
 def generate_ids(
-    verdict: Verdict, client: Client, target: Target, worker: AdminWorker | None
+    rl_verdict: Verdict, rl_client: Client, rl_target: Target, worker: AdminWorker | None
 ) -> tuple[list[int], Any]:
-    exchange = pinned_generation(client, target, worker, PROMPT)
-    verdict.json(exchange)
+    exchange = pinned_generation(rl_client, rl_target, worker, PROMPT)
+    rl_verdict.json(exchange)
     ids = completion_ids(exchange)
     if ids is None:
         raise FeatureAbsent("completion_token_ids unavailable on the pinned route")
@@ -82,17 +81,17 @@ def generate_ids(
 
 @capability("refresh.pause_gates")
 def test_pause_holds_new_generation_until_resume(
-    client: Client,
-    target: Target,
-    verdict: Verdict,
-    admin: AdminClient,
-    admin_workers: list[AdminWorker],
+    rl_client: Client,
+    rl_target: Target,
+    rl_verdict: Verdict,
+    rl_admin: AdminClient,
+    rl_admin_workers: list[AdminWorker],
 ) -> None:
-    chosen = select(target, admin_workers)
-    with paused(verdict, admin, chosen):
-        held = pinned_generation(client, target, chosen.pinned, PROMPT, deadline_s=HELD_S)
-    after = pinned_generation(client, target, chosen.pinned, PROMPT)
-    verdict.check(
+    chosen = select(rl_target, rl_admin_workers)
+    with paused(rl_verdict, rl_admin, chosen):
+        held = pinned_generation(rl_client, rl_target, chosen.pinned, PROMPT, deadline_s=HELD_S)
+    after = pinned_generation(rl_client, rl_target, chosen.pinned, PROMPT)
+    rl_verdict.check(
         control.pause_gates(
             completed_while_paused=held.status == 200, completed_after_resume=after.status == 200
         ),
@@ -101,19 +100,23 @@ def test_pause_holds_new_generation_until_resume(
 
 
 def reported_versions(
-    verdict: Verdict, admin: AdminClient, client: Client, target: Target, chosen: Selection
+    rl_verdict: Verdict,
+    rl_admin: AdminClient,
+    rl_client: Client,
+    rl_target: Target,
+    chosen: Selection,
 ) -> dict[str, Any]:
     """The weight version each selected worker reports: from the family's version route, else
     from what a generation served by it names; neither is an unobservable channel."""
     family = chosen.family
     if family.version:
         return {
-            worker.label: (succeed(verdict, admin, worker, family, family.version, {}) or {}).get(
-                "version"
-            )
+            worker.label: (
+                succeed(rl_verdict, rl_admin, worker, family, family.version, {}) or {}
+            ).get("version")
             for worker in chosen.workers
         }
-    _, seen = generate_ids(verdict, client, target, chosen.pinned)
+    _, seen = generate_ids(rl_verdict, rl_client, rl_target, chosen.pinned)
     if seen is None:
         raise Unobservable(
             f"the weight version of {chosen.label}: the {family.name} family has no version "
@@ -124,38 +127,40 @@ def reported_versions(
 
 @capability("refresh.version_verified")
 def test_every_worker_reports_the_applied_version(
-    client: Client,
-    target: Target,
-    verdict: Verdict,
-    admin: AdminClient,
-    admin_workers: list[AdminWorker],
-    update_model_path: Any,
+    rl_client: Client,
+    rl_target: Target,
+    rl_verdict: Verdict,
+    rl_admin: AdminClient,
+    rl_admin_workers: list[AdminWorker],
+    rl_update_model_path: Any,
 ) -> None:
-    chosen = select(target, admin_workers)
-    version = apply_update(verdict, admin, chosen, update_model_path)
-    reported = reported_versions(verdict, admin, client, target, chosen)
-    verdict.check(control.version_verified(version, reported))
+    chosen = select(rl_target, rl_admin_workers)
+    version = apply_update(rl_verdict, rl_admin, chosen, rl_update_model_path)
+    reported = reported_versions(rl_verdict, rl_admin, rl_client, rl_target, chosen)
+    rl_verdict.check(control.version_verified(version, reported))
 
 
 @capability("refresh.post_update_generation")
 def test_post_update_generation_uses_the_new_weights(
-    client: Client,
-    target: Target,
-    verdict: Verdict,
-    admin: AdminClient,
-    admin_workers: list[AdminWorker],
-    update_model_path: Any,
+    rl_client: Client,
+    rl_target: Target,
+    rl_verdict: Verdict,
+    rl_admin: AdminClient,
+    rl_admin_workers: list[AdminWorker],
+    rl_update_model_path: Any,
 ) -> None:
-    chosen = select(target, admin_workers)
-    before, _ = generate_ids(verdict, client, target, chosen.pinned)
-    version = apply_update(verdict, admin, chosen, update_model_path)
-    after, seen = generate_ids(verdict, client, target, chosen.pinned)
-    verdict.check(control.post_update_generation(before, after, seen, version))
+    chosen = select(rl_target, rl_admin_workers)
+    before, _ = generate_ids(rl_verdict, rl_client, rl_target, chosen.pinned)
+    version = apply_update(rl_verdict, rl_admin, chosen, rl_update_model_path)
+    after, seen = generate_ids(rl_verdict, rl_client, rl_target, chosen.pinned)
+    rl_verdict.check(control.post_update_generation(before, after, seen, version))
 
 
-def cached_tokens(verdict: Verdict, client: Client, target: Target, worker: AdminWorker) -> int:
-    exchange = pinned_generation(client, target, worker, PROMPT, max_tokens=2)
-    body = verdict.json(exchange)
+def cached_tokens(
+    rl_verdict: Verdict, rl_client: Client, rl_target: Target, worker: AdminWorker
+) -> int:
+    exchange = pinned_generation(rl_client, rl_target, worker, PROMPT, max_tokens=2)
+    body = rl_verdict.json(exchange)
     cached = ((body.get("usage") or {}).get("prompt_tokens_details") or {}).get("cached_tokens")
     if not isinstance(cached, int):
         raise Unobservable(
@@ -166,36 +171,36 @@ def cached_tokens(verdict: Verdict, client: Client, target: Target, worker: Admi
 
 @capability("refresh.kv_invalidation")
 def test_flush_invalidates_cached_prefixes(
-    client: Client,
-    target: Target,
-    verdict: Verdict,
-    admin: AdminClient,
-    admin_workers: list[AdminWorker],
-    update_model_path: Any,
+    rl_client: Client,
+    rl_target: Target,
+    rl_verdict: Verdict,
+    rl_admin: AdminClient,
+    rl_admin_workers: list[AdminWorker],
+    rl_update_model_path: Any,
 ) -> None:
     """Cached prefixes of one worker are not reused after its cache is invalidated: by the
     family's flush route, or (SGLang, whose cache reset is a request-plane endpoint) by the
     weight update itself, which flushes by default (`flush_cache` in SGLang's update requests)."""
-    chosen = select(target, admin_workers)
+    chosen = select(rl_target, rl_admin_workers)
     worker = chosen.pinned
     if worker is None:
         raise Unobservable(
             f"one worker's prefix cache: generations cannot be pinned to {chosen.label} "
             "(its system server's /metrics names no worker_id)"
         )
-    cached_tokens(verdict, client, target, worker)
-    before = cached_tokens(verdict, client, target, worker)
+    cached_tokens(rl_verdict, rl_client, rl_target, worker)
+    before = cached_tokens(rl_verdict, rl_client, rl_target, worker)
     if before <= 0:
         raise Unobservable(
             "prefix-cache reuse: a repeated prompt reported cached_tokens 0 (prefix caching "
             "off?), so its invalidation cannot be observed"
         )
     if chosen.family.flush:
-        succeed(verdict, admin, worker, chosen.family, chosen.family.flush, {})
+        succeed(rl_verdict, rl_admin, worker, chosen.family, chosen.family.flush, {})
     else:
-        apply_update(verdict, admin, chosen, update_model_path)
-    after = cached_tokens(verdict, client, target, worker)
-    verdict.check(control.kv_invalidation(before, after))
+        apply_update(rl_verdict, rl_admin, chosen, rl_update_model_path)
+    after = cached_tokens(rl_verdict, rl_client, rl_target, worker)
+    rl_verdict.check(control.kv_invalidation(before, after))
 
 
 class RefreshLifecycle(RuleBasedStateMachine):
@@ -338,27 +343,28 @@ class RefreshLifecycle(RuleBasedStateMachine):
 
 @capability("refresh.lifecycle")
 def test_refresh_lifecycle_state_machine(
-    client: Client,
-    target: Target,
-    verdict: Verdict,
-    admin: AdminClient,
-    admin_workers: list[AdminWorker],
-    update_model_path: Any,
+    rl_client: Client,
+    rl_target: Target,
+    rl_verdict: Verdict,
+    rl_admin: AdminClient,
+    rl_admin_workers: list[AdminWorker],
+    rl_update_model_path: Any,
 ) -> None:
-    family = select(target, admin_workers).family
-    workers = [w for w in admin_workers if family_for(target, w) is family]
+    family = select(rl_target, rl_admin_workers).family
+    workers = [w for w in rl_admin_workers if family_for(rl_target, w) is family]
     RefreshLifecycle.context = {
-        "client": client,
-        "target": target,
-        "verdict": verdict,
-        "admin": admin,
+        "client": rl_client,
+        "target": rl_target,
+        "verdict": rl_verdict,
+        "admin": rl_admin,
         "family": family,
         "workers": workers,
-        "update_model_path": update_model_path,
+        "update_model_path": rl_update_model_path,
     }
     machine = RefreshLifecycle.TestCase
     machine.settings = settings(
-        max_examples=max(2, _RUN["examples"] // 2),
+        settings.default,
+        max_examples=max(2, settings.default.max_examples // 2),
         stateful_step_count=8,
         deadline=None,
         database=None,
@@ -372,26 +378,26 @@ IN_FLIGHT_MODES = {"vllm": ("keep", "wait", "abort"), "sglang": ("in_place", "ab
 @capability("refresh.inflight_terminal")
 @pytest.mark.parametrize("mode_index", [0, 1, 2])
 def test_streams_in_flight_across_a_refresh_end_in_one_terminal_state(
-    client: Client,
-    target: Target,
-    verdict: Verdict,
-    admin: AdminClient,
-    admin_workers: list[AdminWorker],
-    update_model_path: Any,
+    rl_client: Client,
+    rl_target: Target,
+    rl_verdict: Verdict,
+    rl_admin: AdminClient,
+    rl_admin_workers: list[AdminWorker],
+    rl_update_model_path: Any,
     mode_index: int,
 ) -> None:
     """A stream open while its worker is paused (each mode) and updated ends exactly once: it
     completes, or is aborted, or resumes; never hangs, never ends twice. Where the deployment
     names the weights, they are the old or the new version, nothing else."""
-    chosen = select(target, admin_workers)
+    chosen = select(rl_target, rl_admin_workers)
     family = chosen.family
     modes = IN_FLIGHT_MODES.get(family.name, ())
     if mode_index >= len(modes):
         pytest.skip(f"{family.name} has {len(modes)} pause modes")
     mode = modes[mode_index]
-    old_version = apply_update(verdict, admin, chosen, update_model_path)
+    old_version = apply_update(rl_verdict, rl_admin, chosen, rl_update_model_path)
     body: dict[str, Any] = {
-        "model": target.model,
+        "model": rl_target.model,
         "prompt": PROMPT,
         "max_tokens": 40,
         "temperature": 0,
@@ -408,9 +414,9 @@ def test_streams_in_flight_across_a_refresh_end_in_one_terminal_state(
     result: dict[str, Any] = {}
     stream = threading.Thread(
         target=lambda: result.update(
-            exchange=client.stream(
+            exchange=rl_client.stream(
                 "POST",
-                target.url("/v1/completions"),
+                rl_target.url("/v1/completions"),
                 json_body=body,
                 headers=headers,
                 deadline_s=20,
@@ -420,15 +426,15 @@ def test_streams_in_flight_across_a_refresh_end_in_one_terminal_state(
     stream.start()
     time.sleep(0.1)
     try:
-        with paused(verdict, admin, chosen, mode):
-            version = update_all(verdict, admin, chosen, update_model_path)
+        with paused(rl_verdict, rl_admin, chosen, mode):
+            version = update_all(rl_verdict, rl_admin, chosen, rl_update_model_path)
     finally:
         stream.join(timeout=25)
     exchange = result.get("exchange")
     assert exchange is not None, "the in-flight stream never returned"
-    payloads = verdict.events(exchange)
-    verdict.check(streaming.single_terminal(payloads), exchange)
-    verdict.check(
+    payloads = rl_verdict.events(exchange)
+    rl_verdict.check(streaming.single_terminal(payloads), exchange)
+    rl_verdict.check(
         streaming.terminal_success(
             exchange.state.value if exchange.state else "none", exchange.state_reason
         ),
@@ -436,4 +442,4 @@ def test_streams_in_flight_across_a_refresh_end_in_one_terminal_state(
     )
     merged = aggregate_stream(payloads)
     reported = (merged.get("nvext") or {}).get("engine_data", {}).get("weight_version")
-    verdict.check(control.version_is_one_of(reported, [old_version, version]), exchange)
+    rl_verdict.check(control.version_is_one_of(reported, [old_version, version]), exchange)

@@ -18,13 +18,13 @@ PROMPT = [512, 733, 1024, 1999, 300]
 SHAPES = ["completions-n1", "completions-n2", "chat-n1", "chat-usage"]
 
 
-def open_stream(client: Client, target: Target, shape: str) -> tuple[Exchange, int, bool]:
+def open_stream(rl_client: Client, rl_target: Target, shape: str) -> tuple[Exchange, int, bool]:
     """A stream of the given shape: the exchange, its number of choices, and whether it is chat."""
     if shape == "completions-n1":
         return (
             completion(
-                client,
-                target,
+                rl_client,
+                rl_target,
                 PROMPT,
                 max_tokens=5,
                 temperature=0,
@@ -37,21 +37,28 @@ def open_stream(client: Client, target: Target, shape: str) -> tuple[Exchange, i
     if shape == "completions-n2":
         return (
             completion(
-                client, target, PROMPT, max_tokens=5, n=2, temperature=0.7, seed=3, stream=True
+                rl_client,
+                rl_target,
+                PROMPT,
+                max_tokens=5,
+                n=2,
+                temperature=0.7,
+                seed=3,
+                stream=True,
             ),
             2,
             False,
         )
     if shape == "chat-n1":
         return (
-            chat(client, target, token_data=PROMPT, max_tokens=5, temperature=0, stream=True),
+            chat(rl_client, rl_target, token_data=PROMPT, max_tokens=5, temperature=0, stream=True),
             1,
             True,
         )
     return (
         chat(
-            client,
-            target,
+            rl_client,
+            rl_target,
             content="stream please",
             max_tokens=5,
             temperature=0,
@@ -64,86 +71,88 @@ def open_stream(client: Client, target: Target, shape: str) -> tuple[Exchange, i
 
 
 def payloads_of(
-    client: Client, target: Target, verdict: Verdict, shape: str
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict, shape: str
 ) -> tuple[list[Any], Exchange, int, bool]:
-    exchange, choices, is_chat = open_stream(client, target, shape)
-    return verdict.events(exchange), exchange, choices, is_chat
+    exchange, choices, is_chat = open_stream(rl_client, rl_target, shape)
+    return rl_verdict.events(exchange), exchange, choices, is_chat
 
 
 @capability("stream.single_terminal")
 @pytest.mark.parametrize("shape", SHAPES)
 def test_each_choice_terminates_exactly_once(
-    client: Client, target: Target, verdict: Verdict, shape: str
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict, shape: str
 ) -> None:
-    payloads, exchange, choices, _ = payloads_of(client, target, verdict, shape)
-    verdict.check(streaming.single_terminal(payloads, choices), exchange)
+    payloads, exchange, choices, _ = payloads_of(rl_client, rl_target, rl_verdict, shape)
+    rl_verdict.check(streaming.single_terminal(payloads, choices), exchange)
 
 
 @capability("stream.nothing_after_terminal")
 @pytest.mark.parametrize("shape", SHAPES)
 def test_nothing_follows_a_terminal_but_usage(
-    client: Client, target: Target, verdict: Verdict, shape: str
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict, shape: str
 ) -> None:
-    payloads, exchange, _, _ = payloads_of(client, target, verdict, shape)
-    verdict.check(streaming.nothing_after_terminal(payloads), exchange)
+    payloads, exchange, _, _ = payloads_of(rl_client, rl_target, rl_verdict, shape)
+    rl_verdict.check(streaming.nothing_after_terminal(payloads), exchange)
 
 
 @capability("stream.done_last")
 @pytest.mark.parametrize("shape", SHAPES)
 def test_stream_ends_with_done(
-    client: Client, target: Target, verdict: Verdict, shape: str
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict, shape: str
 ) -> None:
-    payloads, exchange, _, _ = payloads_of(client, target, verdict, shape)
-    verdict.check(streaming.done_last(payloads), exchange)
+    payloads, exchange, _, _ = payloads_of(rl_client, rl_target, rl_verdict, shape)
+    rl_verdict.check(streaming.done_last(payloads), exchange)
 
 
 @capability("stream.finish_reason")
 @pytest.mark.parametrize("shape", SHAPES)
 def test_streamed_finish_reasons_are_recognised(
-    client: Client, target: Target, verdict: Verdict, shape: str
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict, shape: str
 ) -> None:
-    payloads, exchange, _, is_chat = payloads_of(client, target, verdict, shape)
-    verdict.check(streaming.finish_reason_recognised(payloads, chat=is_chat), exchange)
+    payloads, exchange, _, is_chat = payloads_of(rl_client, rl_target, rl_verdict, shape)
+    rl_verdict.check(streaming.finish_reason_recognised(payloads, chat=is_chat), exchange)
 
 
 @capability("stream.finish_reason")
 @pytest.mark.parametrize("route", ["completions", "chat"])
 def test_unary_choices_carry_a_recognised_finish_reason(
-    client: Client, target: Target, verdict: Verdict, route: str
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict, route: str
 ) -> None:
     if route == "completions":
-        exchange = completion(client, target, PROMPT, max_tokens=4, temperature=0)
+        exchange = completion(rl_client, rl_target, PROMPT, max_tokens=4, temperature=0)
     else:
-        exchange = chat(client, target, token_data=PROMPT, max_tokens=4, temperature=0)
-    body = verdict.json(exchange)
-    verdict.check(streaming.unary_finish_reason(body), exchange)
-    verdict.check(streaming.finish_reason_recognised(body, chat=route == "chat"), exchange)
+        exchange = chat(rl_client, rl_target, token_data=PROMPT, max_tokens=4, temperature=0)
+    body = rl_verdict.json(exchange)
+    rl_verdict.check(streaming.unary_finish_reason(body), exchange)
+    rl_verdict.check(streaming.finish_reason_recognised(body, chat=route == "chat"), exchange)
 
 
 @capability("stream.terminal_success")
 @pytest.mark.parametrize("shape", SHAPES)
 def test_complete_streams_reach_terminal_success(
-    client: Client, target: Target, verdict: Verdict, shape: str
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict, shape: str
 ) -> None:
-    exchange, _, _ = open_stream(client, target, shape)
-    verdict.status(exchange)
+    exchange, _, _ = open_stream(rl_client, rl_target, shape)
+    rl_verdict.status(exchange)
     assert exchange.state is not None
-    verdict.check(streaming.terminal_success(exchange.state.value, exchange.state_reason), exchange)
+    rl_verdict.check(
+        streaming.terminal_success(exchange.state.value, exchange.state_reason), exchange
+    )
 
 
 @capability("stream.finish_reason")
 @pytest.mark.parametrize("stream", [False, True])
 def test_no_rollout_is_silently_cancelled(
-    client: Client, target: Target, verdict: Verdict, stream: bool
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict, stream: bool
 ) -> None:
     exchange = completion(
-        client,
-        target,
+        rl_client,
+        rl_target,
         PROMPT,
         max_tokens=6,
         temperature=0,
         stream=stream,
         extra_fields=("detailed_finish_reason",),
     )
-    found = verdict.events(exchange) if stream else verdict.json(exchange)
-    verdict.check(streaming.no_silent_cancellation(found), exchange)
+    found = rl_verdict.events(exchange) if stream else rl_verdict.json(exchange)
+    rl_verdict.check(streaming.no_silent_cancellation(found), exchange)

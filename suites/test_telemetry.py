@@ -17,8 +17,10 @@ REQUESTS = 12
 
 
 @capability("telemetry.bounded_labels")
-def test_metrics_have_bounded_labels(client: Client, target: Target, verdict: Verdict) -> None:
-    before = client.get(target.url("/metrics"))
+def test_metrics_have_bounded_labels(
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict
+) -> None:
+    before = rl_client.get(rl_target.url("/metrics"))
     if before.status != 200:
         raise Unobservable(f"the frontend's metrics: GET /metrics answered {before.describe()}")
     if not prometheus.parse(before.body.decode(errors="replace")):
@@ -30,15 +32,15 @@ def test_metrics_have_bounded_labels(client: Client, target: Target, verdict: Ve
     for _ in range(REQUESTS):
         request_id = f"conformance-{uuid.uuid4().hex}"
         request_ids.append(request_id)
-        client.request(
+        rl_client.request(
             "POST",
-            target.url("/v1/completions"),
-            json_body={"model": target.model, "prompt": [512, 733], "max_tokens": 1},
+            rl_target.url("/v1/completions"),
+            json_body={"model": rl_target.model, "prompt": [512, 733], "max_tokens": 1},
             headers={"x-request-id": request_id},
         )
-    after = client.get(target.url("/metrics"))
-    verdict.status(after)
-    verdict.check(
+    after = rl_client.get(rl_target.url("/metrics"))
+    rl_verdict.status(after)
+    rl_verdict.check(
         control.bounded_labels(
             before.body.decode(errors="replace"),
             after.body.decode(errors="replace"),

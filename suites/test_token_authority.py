@@ -8,7 +8,7 @@ from hypothesis import given
 from rl_conformance import strategies
 from rl_conformance.checks import aggregate_stream, discovery, tokens
 from rl_conformance.client import Client
-from rl_conformance.suite_support import chat, completion, property_test
+from rl_conformance.suite_support import chat, completion
 from rl_conformance.target import Target
 from rl_conformance.verdict import Verdict
 
@@ -19,119 +19,128 @@ PROMPT = [901, 445, 1203, 377, 1500]
 
 @capability("tokens.token_input")
 def test_token_arrays_are_accepted_on_both_openai_routes(
-    client: Client, target: Target, verdict: Verdict
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict
 ) -> None:
-    exchange = completion(client, target, PROMPT, max_tokens=4, temperature=0)
-    verdict.json(exchange, schema="completion")
-    exchange = chat(client, target, token_data=PROMPT, max_tokens=4, temperature=0)
-    verdict.json(exchange, schema="chat-completion")
+    exchange = completion(rl_client, rl_target, PROMPT, max_tokens=4, temperature=0)
+    rl_verdict.json(exchange, schema="completion")
+    exchange = chat(rl_client, rl_target, token_data=PROMPT, max_tokens=4, temperature=0)
+    rl_verdict.json(exchange, schema="chat-completion")
 
 
 @capability("tokens.prompt_ids_echo")
-@property_test
 @given(prompt=strategies.prompt_ids)
 def test_prompt_token_ids_echo_the_token_array(
-    client: Client, target: Target, verdict: Verdict, prompt: list[int]
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict, prompt: list[int]
 ) -> None:
-    exchange = completion(client, target, prompt, max_tokens=2, temperature=0, extra_fields=IDS)
-    body = verdict.json(exchange, schema="completion")
-    verdict.check(tokens.prompt_ids_echo(body, prompt), exchange)
+    exchange = completion(
+        rl_client, rl_target, prompt, max_tokens=2, temperature=0, extra_fields=IDS
+    )
+    body = rl_verdict.json(exchange, schema="completion")
+    rl_verdict.check(tokens.prompt_ids_echo(body, prompt), exchange)
 
 
 @capability("tokens.prompt_ids_echo")
 def test_prompt_token_ids_echo_chat_token_data(
-    client: Client, target: Target, verdict: Verdict
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict
 ) -> None:
     exchange = chat(
-        client, target, token_data=PROMPT, max_tokens=2, temperature=0, extra_fields=IDS
+        rl_client, rl_target, token_data=PROMPT, max_tokens=2, temperature=0, extra_fields=IDS
     )
-    body = verdict.json(exchange, schema="chat-completion")
-    verdict.check(tokens.prompt_ids_echo(body, PROMPT), exchange)
+    body = rl_verdict.json(exchange, schema="chat-completion")
+    rl_verdict.check(tokens.prompt_ids_echo(body, PROMPT), exchange)
 
 
 @capability("tokens.completion_ids")
-@property_test
 @given(prompt=strategies.prompt_ids, max_tokens=strategies.max_tokens)
 def test_completion_token_ids_are_returned(
-    client: Client, target: Target, verdict: Verdict, prompt: list[int], max_tokens: int
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict, prompt: list[int], max_tokens: int
 ) -> None:
     exchange = completion(
-        client, target, prompt, max_tokens=max_tokens, temperature=0, extra_fields=IDS
+        rl_client, rl_target, prompt, max_tokens=max_tokens, temperature=0, extra_fields=IDS
     )
-    body = verdict.json(exchange, schema="completion")
-    verdict.check(tokens.completion_ids_present(body), exchange)
+    body = rl_verdict.json(exchange, schema="completion")
+    rl_verdict.check(tokens.completion_ids_present(body), exchange)
 
 
 @capability("tokens.completion_ids")
 def test_completion_token_ids_are_returned_on_chat(
-    client: Client, target: Target, verdict: Verdict
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict
 ) -> None:
     exchange = chat(
-        client, target, token_data=PROMPT, max_tokens=4, temperature=0, extra_fields=IDS
+        rl_client, rl_target, token_data=PROMPT, max_tokens=4, temperature=0, extra_fields=IDS
     )
-    body = verdict.json(exchange, schema="chat-completion")
-    verdict.check(tokens.completion_ids_present(body), exchange)
+    body = rl_verdict.json(exchange, schema="chat-completion")
+    rl_verdict.check(tokens.completion_ids_present(body), exchange)
 
 
 @capability("tokens.choice_count")
 @pytest.mark.parametrize("n", [1, 3])
 def test_response_has_the_requested_number_of_choices(
-    client: Client, target: Target, verdict: Verdict, n: int
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict, n: int
 ) -> None:
-    exchange = completion(client, target, PROMPT, max_tokens=3, n=n, temperature=0.8, seed=7)
-    body = verdict.json(exchange, schema="completion")
-    verdict.check(tokens.choice_count(body, n), exchange)
+    exchange = completion(rl_client, rl_target, PROMPT, max_tokens=3, n=n, temperature=0.8, seed=7)
+    body = rl_verdict.json(exchange, schema="completion")
+    rl_verdict.check(tokens.choice_count(body, n), exchange)
 
 
 @capability("tokens.usage_consistent")
-@property_test
 @given(prompt=strategies.prompt_ids, max_tokens=strategies.max_tokens)
 def test_usage_counts_agree_with_token_ids(
-    client: Client, target: Target, verdict: Verdict, prompt: list[int], max_tokens: int
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict, prompt: list[int], max_tokens: int
 ) -> None:
     exchange = completion(
-        client, target, prompt, max_tokens=max_tokens, temperature=0, extra_fields=IDS
+        rl_client, rl_target, prompt, max_tokens=max_tokens, temperature=0, extra_fields=IDS
     )
-    body = verdict.json(exchange, schema="completion")
-    verdict.check(tokens.completion_ids_present(body), exchange)
-    verdict.check(
+    body = rl_verdict.json(exchange, schema="completion")
+    rl_verdict.check(tokens.completion_ids_present(body), exchange)
+    rl_verdict.check(
         tokens.usage_consistent(body, prompt, body["nvext"]["completion_token_ids"]), exchange
     )
 
 
 @capability("tokens.stream_concat")
-@property_test
 @given(prompt=strategies.prompt_ids, max_tokens=strategies.max_tokens)
 def test_streamed_ids_concatenate_to_unary_ids(
-    client: Client, target: Target, verdict: Verdict, prompt: list[int], max_tokens: int
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict, prompt: list[int], max_tokens: int
 ) -> None:
     unary = completion(
-        client, target, prompt, max_tokens=max_tokens, temperature=0, extra_fields=IDS
+        rl_client, rl_target, prompt, max_tokens=max_tokens, temperature=0, extra_fields=IDS
     )
-    body = verdict.json(unary, schema="completion")
-    verdict.check(tokens.completion_ids_present(body), unary)
+    body = rl_verdict.json(unary, schema="completion")
+    rl_verdict.check(tokens.completion_ids_present(body), unary)
     streamed = completion(
-        client, target, prompt, max_tokens=max_tokens, temperature=0, extra_fields=IDS, stream=True
+        rl_client,
+        rl_target,
+        prompt,
+        max_tokens=max_tokens,
+        temperature=0,
+        extra_fields=IDS,
+        stream=True,
     )
-    payloads = verdict.events(streamed, schema="completion-chunk")
-    verdict.check(tokens.stream_concat(payloads, body["nvext"]["completion_token_ids"]), streamed)
+    payloads = rl_verdict.events(streamed, schema="completion-chunk")
+    rl_verdict.check(
+        tokens.stream_concat(payloads, body["nvext"]["completion_token_ids"]), streamed
+    )
 
 
 @capability("tokens.text_token_equivalence")
-@property_test
 @given(text=strategies.prompt_text)
 def test_text_prompt_and_its_token_ids_generate_alike(
-    client: Client, target: Target, verdict: Verdict, text: str
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict, text: str
 ) -> None:
-    from_text = completion(client, target, text, max_tokens=6, temperature=0, extra_fields=IDS)
-    body = verdict.json(from_text, schema="completion")
-    verdict.check(tokens.completion_ids_present(body), from_text)
-    verdict.check(tokens.prompt_ids_present(body), from_text)
+    from_text = completion(
+        rl_client, rl_target, text, max_tokens=6, temperature=0, extra_fields=IDS
+    )
+    body = rl_verdict.json(from_text, schema="completion")
+    rl_verdict.check(tokens.completion_ids_present(body), from_text)
+    rl_verdict.check(tokens.prompt_ids_present(body), from_text)
     effective = body["nvext"]["prompt_token_ids"]
-    from_ids = completion(client, target, effective, max_tokens=6, temperature=0, extra_fields=IDS)
-    other = verdict.json(from_ids, schema="completion")
-    verdict.check(tokens.completion_ids_present(other), from_ids)
-    verdict.check(
+    from_ids = completion(
+        rl_client, rl_target, effective, max_tokens=6, temperature=0, extra_fields=IDS
+    )
+    other = rl_verdict.json(from_ids, schema="completion")
+    rl_verdict.check(tokens.completion_ids_present(other), from_ids)
+    rl_verdict.check(
         tokens.text_token_equivalence(
             body["nvext"]["completion_token_ids"], other["nvext"]["completion_token_ids"]
         ),
@@ -140,42 +149,52 @@ def test_text_prompt_and_its_token_ids_generate_alike(
 
 
 @capability("tokens.model_identity")
-def test_model_identity_agrees_everywhere(client: Client, target: Target, verdict: Verdict) -> None:
-    assert target.model is not None
+def test_model_identity_agrees_everywhere(
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict
+) -> None:
+    assert rl_target.model is not None
     worker_models: list[str] = []
-    if target.rl_url:
-        listing = client.get(target.rl("/v1/rl/workers"))
-        body = verdict.json(listing)
+    if rl_target.rl_url:
+        listing = rl_client.get(rl_target.rl("/v1/rl/workers"))
+        body = rl_verdict.json(listing)
         worker_models = [
             worker["model"]
             for worker in discovery.workers_of(body)
             if isinstance(worker.get("model"), str)
         ]
-    unary = completion(client, target, PROMPT, max_tokens=2, temperature=0)
-    verdict.check(
-        tokens.model_identity(verdict.json(unary).get("model"), target.model, worker_models), unary
+    unary = completion(rl_client, rl_target, PROMPT, max_tokens=2, temperature=0)
+    rl_verdict.check(
+        tokens.model_identity(rl_verdict.json(unary).get("model"), rl_target.model, worker_models),
+        unary,
     )
-    streamed = completion(client, target, PROMPT, max_tokens=2, temperature=0, stream=True)
-    merged = aggregate_stream(verdict.events(streamed))
-    verdict.check(tokens.model_identity(merged.get("model"), target.model), streamed)
+    streamed = completion(rl_client, rl_target, PROMPT, max_tokens=2, temperature=0, stream=True)
+    merged = aggregate_stream(rl_verdict.events(streamed))
+    rl_verdict.check(tokens.model_identity(merged.get("model"), rl_target.model), streamed)
 
 
 @capability("tokens.input_tokens_estimate")
-def test_input_tokens_preflight_estimate(client: Client, target: Target, verdict: Verdict) -> None:
-    exchange = client.post(
-        target.url("/v1/responses/input_tokens"),
-        {"model": target.model, "input": "estimate the size of this prompt"},
+def test_input_tokens_preflight_estimate(
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict
+) -> None:
+    exchange = rl_client.post(
+        rl_target.url("/v1/responses/input_tokens"),
+        {"model": rl_target.model, "input": "estimate the size of this prompt"},
     )
-    verdict.check(tokens.input_tokens_estimate(verdict.json(exchange)), exchange)
+    rl_verdict.check(tokens.input_tokens_estimate(rl_verdict.json(exchange)), exchange)
 
 
 @capability("tokens.completion_ids")
 def test_raw_engine_ids_agree_with_the_named_field(
-    client: Client, target: Target, verdict: Verdict
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict
 ) -> None:
     exchange = completion(
-        client, target, PROMPT, max_tokens=6, temperature=0, extra_fields=(*IDS, "engine_data")
+        rl_client,
+        rl_target,
+        PROMPT,
+        max_tokens=6,
+        temperature=0,
+        extra_fields=(*IDS, "engine_data"),
     )
-    body = verdict.json(exchange, schema="completion")
-    verdict.check(tokens.completion_ids_present(body), exchange)
-    verdict.check(tokens.engine_data_agreement(body), exchange)
+    body = rl_verdict.json(exchange, schema="completion")
+    rl_verdict.check(tokens.completion_ids_present(body), exchange)
+    rl_verdict.check(tokens.engine_data_agreement(body), exchange)

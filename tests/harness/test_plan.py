@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from rl_conformance.config import RunConfig
 from rl_conformance.errors import ConfigurationError
 from rl_conformance.launchers import ExternalLauncher, FakeLauncher
 from rl_conformance.launchers.docker import DockerLauncher
@@ -16,11 +17,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def plan(**options: object) -> list[object]:
-    defaults: dict[str, object] = dict(
-        fakes=None, frontend=None, rl_url=None, backend=None, model=None, faults=[], workers=2
-    )
-    defaults.update(options)
-    return list(plan_targets(**defaults).launchers.values())  # type: ignore[arg-type]
+    config = RunConfig(**options).validate()  # type: ignore[arg-type]
+    return list(plan_targets(config).launchers.values())
 
 
 def test_default_is_the_three_fakes() -> None:
@@ -48,7 +46,7 @@ def test_external_deployment_replaces_the_fakes() -> None:
             {"frontend": "http://127.0.0.1:1", "backend": "tgi"},
             "expected one of vllm, sglang, trtllm",
         ),
-        ({"engine_faults": ["x"]}, "--engine-fault needs --launch dynamo-fake-vllm"),
+        ({"engine_fault": ("x",)}, "--engine-fault needs --launch dynamo-fake-vllm"),
         ({"launch": "docker"}, "--launch docker needs --docker-config"),
         ({"launch": "kubernetes"}, "--launch: expected one of"),
     ],
@@ -63,7 +61,7 @@ def test_contradictory_flags_are_rejected_with_the_fix(
 def test_launch_kinds_give_their_launchers() -> None:
     [mocker] = plan(launch="dynamo-mocker")
     assert isinstance(mocker, DynamoLauncher) and mocker.target_id == "dynamo-mocker"
-    [engine] = plan(launch="dynamo-fake-vllm", engine_faults=["usage_lies"])
+    [engine] = plan(launch="dynamo-fake-vllm", engine_fault=("usage_lies",))
     assert isinstance(engine, DynamoLauncher) and engine.engine_faults == ("usage_lies",)
     [docker] = plan(launch="docker", docker_config=str(ROOT / "deploy/docker/vllm-agg.json"))
     assert isinstance(docker, DockerLauncher)

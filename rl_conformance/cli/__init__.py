@@ -1,0 +1,48 @@
+"""`rl-conformance`: one subcommand per module.
+
+rl-conformance run                                  all three fake deployments
+rl-conformance run --frontend URL --rl-url URL --backend vllm [--model M]
+rl-conformance validate SCHEMA FILE                 a captured JSON body or SSE transcript
+rl-conformance capabilities                         the capability registry
+rl-conformance kill-matrix                          every named fault of our fakes
+rl-conformance passthrough                          engine faults through the real frontend
+rl-conformance install-dynamo                       the real Dynamo, in its own environment
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .. import __version__
+from ..errors import ConfigurationError
+from . import capabilities, install_dynamo, kill_matrix, passthrough, run, validate
+
+EXIT_USAGE = 2
+COMMANDS = (run, validate, capabilities, kill_matrix, passthrough, install_dynamo)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rl-conformance",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    for command in COMMANDS:
+        command.register(commands)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        code: int = args.handler(args)
+        return code
+    except ConfigurationError as exc:
+        print(f"rl-conformance: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("rl-conformance: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,30 @@
+"""`rl-conformance install-dynamo`: the real Dynamo into its own virtual environment."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..dynamo_install import DYNAMO_VERSION, install
+from ..errors import LaunchError
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser(
+        "install-dynamo", help="install the real Dynamo into its own virtual environment"
+    )
+    parser.add_argument("--venv", default=".venv-dynamo", type=Path)
+    parser.add_argument("--version", dest="dynamo_version", default=DYNAMO_VERSION)
+    parser.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    try:
+        python = install(args.venv, args.dynamo_version)
+    except LaunchError as exc:
+        print(f"rl-conformance: {exc}", file=sys.stderr)
+        return 1
+    print(f"use it with: rl-conformance run --launch dynamo-mocker --dynamo-python {python}")
+    return 0

@@ -1,0 +1,48 @@
+"""`rl-conformance run`: the suites against the chosen deployments; the matrix is printed and
+written to `--report-dir`. Exit 0 if and only if no cell is fail or error."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from ..config import RunConfig, add_arguments
+from ..runner import run
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser("run", help="run the conformance suites and write the matrix")
+    add_arguments(parser)
+    parser.add_argument("-q", "--quiet", action="store_true", help="print only the matrix")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="also print pytest's report of every failed test (the matrix always has the evidence)",
+    )
+    parser.add_argument("pytest_args", nargs="*", help="extra arguments for pytest (after --)")
+    parser.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    config = RunConfig.from_options(args).validate()
+    verbosity = "verbose" if args.verbose else "quiet" if args.quiet else "normal"
+    try:
+        result = run(config, verbosity=verbosity, pytest_args=args.pytest_args)
+    except Exception as exc:  # a harness bug: one line, not a traceback
+        print(f"rl-conformance: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    matrix = result.matrix
+    if matrix is None:
+        print(
+            f"rl-conformance: no matrix was written; pytest exit code {result.pytest_exit}",
+            file=sys.stderr,
+        )
+    elif not matrix["complete"]:
+        print(
+            f"rl-conformance: incomplete run ({matrix.get('incomplete_reason', 'interrupted')}); "
+            f"cells not reached are errors in {config.report_path / 'matrix.json'}",
+            file=sys.stderr,
+        )
+    return result.exit_status

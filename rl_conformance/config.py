@@ -1,0 +1,301 @@
+"""One run's configuration: one table of options, one validated `RunConfig`.
+
+The same table feeds the `rl-conformance run` command line and the pytest plugin's options
+(`--rl-*`), so a flag is declared, defaulted and documented once; every rule that ties flags
+together (a worker selection needs `--allow-mutations`, `--frontend` needs `--backend`, ...) is
+checked once, in `RunConfig.validate`, whichever way the run was started.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigurationError
+
+BACKENDS = ("vllm", "sglang", "trtllm")
+LAUNCH_KINDS = ("dynamo-mocker", "dynamo-fake-vllm", "docker")
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option: its `RunConfig` field, its command-line flag, how it parses."""
+
+    name: str
+    flag: str
+    help: str
+    kind: str = "str"  # str | int | float | flag | list | int-list
+    default: Any = None
+    metavar: str | None = None
+    choices: tuple[str, ...] | None = None
+    pytest_flag: str = ""
+
+    @property
+    def pytest(self) -> str:
+        """The pytest option: `--rl-<flag>` unless the flag already is one."""
+        if self.pytest_flag:
+            return self.pytest_flag
+        bare = self.flag.removeprefix("--")
+        return self.flag if bare.startswith("rl-") else f"--rl-{bare}"
+
+    def declare(self, add: Any, flag: str, dest: str) -> None:
+        """Declare this option with an argparse-compatible `add` (argparse or pytest)."""
+        kwargs: dict[str, Any] = {"dest": dest, "help": self.help}
+        if self.kind == "flag":
+            kwargs.update(action="store_true", default=False)
+        elif self.kind in ("list", "int-list"):
+            kwargs.update(action="append", default=[], metavar=self.metavar)
+            if self.kind == "int-list":
+                kwargs["type"] = int
+        else:
+            kwargs.update(default=self.default, metavar=self.metavar)
+            if self.kind in ("int", "float"):
+                kwargs["type"] = int if self.kind == "int" else float
+        if self.choices is not None:
+            kwargs["choices"] = self.choices
+        add(flag, **kwargs)
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("frontend", "--frontend", "frontend URL of an external deployment", metavar="URL"),
+    Option("rl_url", "--rl-url", "RL discovery listener URL", metavar="URL"),
+    Option("backend", "--backend", "backend of the external deployment", choices=BACKENDS),
+    Option("model", "--model", "model to request (default: the one /v1/models lists)"),
+    Option(
+        "worker_url",
+        "--worker-url",
+        "system URL of a worker that discovery does not list (SGLang, TensorRT-LLM; "
+        "repeatable): its administration and its metrics",
+        kind="list",
+        metavar="URL",
+    ),
+    Option(
+        "fake",
+        "--fake",
+        "test one of our fake deployments (repeatable; default: all three when no "
+        "--frontend or --launch is given)",
+        kind="list",
+        metavar="BACKEND",
+    ),
+    Option(
+        "fault",
+        "--fault",
+        "start the fakes with this named fault (repeatable)",
+        kind="list",
+        metavar="NAME",
+    ),
+    Option("workers", "--workers", "RL workers per fake deployment", kind="int", default=2),
+    Option(
+        "capability",
+        "--capability",
+        "run only this capability (repeatable)",
+        kind="list",
+        metavar="ID",
+    ),
+    Option(
+        "launch",
+        "--launch",
+        "start a deployment: the real Dynamo with its mocker or with our fake engine "
+        "(needs `rl-conformance install-dynamo`), or containers",
+        choices=LAUNCH_KINDS,
+    ),
+    Option(
+        "docker_config", "--docker-config", "deployment config for --launch docker", metavar="FILE"
+    ),
+    Option(
+        "engine_fault",
+        "--engine-fault",
+        "engine fault for --launch dynamo-fake-vllm (repeatable)",
+        kind="list",
+        metavar="NAME",
+    ),
+    Option(
+        "dynamo_python",
+        "--dynamo-python",
+        "python of a virtual environment with ai-dynamo",
+        metavar="PATH",
+    ),
+    Option(
+        "allow_mutations",
+        "--allow-mutations",
+        "allow mutating admin calls on the chosen workers (never by default, except on our "
+        "own fakes)",
+        kind="flag",
+    ),
+    Option(
+        "worker",
+        "--worker",
+        "a worker mutating calls may target (repeatable)",
+        kind="int-list",
+        metavar="INSTANCE_ID",
+    ),
+    Option(
+        "all_workers",
+        "--all-workers",
+        "mutating calls may target every advertised worker",
+        kind="flag",
+    ),
+    Option(
+        "read_only",
+        "--read-only",
+        "send no mutating call at all, not even to our fakes",
+        kind="flag",
+    ),
+    Option(
+        "update_model_path",
+        "--update-model-path",
+        "checkpoint for weight-update tests on a real engine (give two; they alternate)",
+        kind="list",
+        metavar="PATH",
+    ),
+    Option(
+        "report_dir",
+        "--report-dir",
+        "where matrix.json, matrix.md, junit.xml and matrix.html go",
+        default="conformance-report",
+        metavar="DIR",
+    ),
+    Option("seed", "--seed", "seed for generated requests", kind="int", default=0),
+    Option(
+        "examples",
+        "--examples",
+        "hypothesis examples per property test (default 8)",
+        kind="int",
+        default=8,
+    ),
+    Option(
+        "deadline",
+        "--deadline",
+        "per-request deadline in seconds (default 30)",
+        kind="float",
+        default=30.0,
+    ),
+    Option(
+        "run_timeout",
+        "--run-timeout",
+        "stop the whole run after this many seconds; the matrix is still written, marked "
+        "incomplete (default: no limit)",
+        kind="float",
+        metavar="SECONDS",
+    ),
+    Option(
+        "shrink",
+        "--shrink",
+        "minimise each failing generated example (many more requests; off by default: every "
+        "failure already carries the exchange that failed and its curl reproducer)",
+        kind="flag",
+    ),
+)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything one run needs to know; build it with `from_options`, check it with
+    `validate`. `fault_matrix` is the kill-matrix mode (one fake per named fault)."""
+
+    frontend: str | None = None
+    rl_url: str | None = None
+    backend: str | None = None
+    model: str | None = None
+    worker_url: tuple[str, ...] = ()
+    fake: tuple[str, ...] = ()
+    fault: tuple[str, ...] = ()
+    workers: int = 2
+    capability: tuple[str, ...] = ()
+    launch: str | None = None
+    docker_config: str | None = None
+    engine_fault: tuple[str, ...] = ()
+    dynamo_python: str | None = None
+    allow_mutations: bool = False
+    worker: tuple[int, ...] = ()
+    all_workers: bool = False
+    read_only: bool = False
+    update_model_path: tuple[str, ...] = ()
+    report_dir: str = "conformance-report"
+    seed: int = 0
+    examples: int = 8
+    deadline: float = 30.0
+    run_timeout: float | None = None
+    shrink: bool = False
+    fault_matrix: bool = False
+
+    @classmethod
+    def from_options(cls, namespace: Any, prefix: str = "") -> RunConfig:
+        """From an argparse namespace (prefix "") or pytest's options (prefix "rl_")."""
+        values: dict[str, Any] = {}
+        for option in OPTIONS:
+            value = getattr(namespace, prefix + option.name, option.default)
+            if option.kind in ("list", "int-list"):
+                value = tuple(value or ())
+            values[option.name] = value
+        return cls(**values)
+
+    @property
+    def report_path(self) -> Path:
+        return Path(self.report_dir)
+
+    def with_(self, **changes: Any) -> RunConfig:
+        return replace(self, **changes)
+
+    def validate(self) -> RunConfig:
+        """Raise `ConfigurationError` naming the flags; return self when consistent."""
+        for flag, values, allowed in (
+            ("--backend", [self.backend] if self.backend else [], BACKENDS),
+            ("--fake", list(self.fake), BACKENDS),
+            ("--launch", [self.launch] if self.launch else [], LAUNCH_KINDS),
+        ):
+            for value in values:
+                if value not in allowed:
+                    raise ConfigurationError(
+                        f"{flag}: expected one of {', '.join(allowed)}, observed {value!r}"
+                    )
+        external = self.rl_url or self.backend or self.model or self.worker_url
+        if self.frontend and not self.backend:
+            raise ConfigurationError("--frontend needs --backend {vllm|sglang|trtllm}")
+        if external and not self.frontend:
+            raise ConfigurationError(
+                "--rl-url, --backend, --model and --worker-url describe an external "
+                "deployment: give --frontend URL too"
+            )
+        if self.engine_fault and self.launch != "dynamo-fake-vllm":
+            raise ConfigurationError("--engine-fault needs --launch dynamo-fake-vllm")
+        if self.docker_config and self.launch != "docker":
+            raise ConfigurationError("--docker-config needs --launch docker")
+        if self.launch == "docker" and not self.docker_config:
+            raise ConfigurationError("--launch docker needs --docker-config FILE")
+        if self.worker and self.all_workers:
+            raise ConfigurationError("--worker and --all-workers exclude each other")
+        if (self.worker or self.all_workers) and not self.allow_mutations:
+            raise ConfigurationError(
+                "--worker/--all-workers choose targets for mutating calls: add --allow-mutations"
+            )
+        if self.allow_mutations and not (self.worker or self.all_workers):
+            raise ConfigurationError(
+                "--allow-mutations needs --worker INSTANCE_ID (repeatable) or --all-workers"
+            )
+        if self.allow_mutations and self.read_only:
+            raise ConfigurationError("--allow-mutations and --read-only exclude each other")
+        for name, value, low in (
+            ("--examples", self.examples, 1),
+            ("--workers", self.workers, 0),
+        ):
+            if value < low:
+                raise ConfigurationError(f"{name}: expected an integer >= {low}, observed {value}")
+        for name, number in (("--deadline", self.deadline), ("--run-timeout", self.run_timeout)):
+            if number is not None and number <= 0:
+                raise ConfigurationError(
+                    f"{name}: expected a positive number of seconds, observed {number:g}"
+                )
+        return self
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    for option in OPTIONS:
+        option.declare(parser.add_argument, option.flag, option.name)
+
+
+def add_pytest_options(group: Any) -> None:
+    for option in OPTIONS:
+        option.declare(group.addoption, option.pytest, "rl_" + option.name)

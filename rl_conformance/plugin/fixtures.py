@@ -1,0 +1,94 @@
+"""The `rl_*` fixtures: what a conformance test (ours, or an adapter's) is given.
+
+- `rl_target`: the deployment under test (parametrized over the run's targets, session scope);
+- `rl_client`: the one HTTP client of the run (deadlines, caps, circuit breaker, wire log);
+- `rl_verdict`: collects the test's check results; the first failure raises with the evidence;
+- `rl_admin`: administrative calls under the run's mutation policy for the target;
+- `rl_admin_workers`: the workers discovery lists plus those given by URL;
+- `rl_update_model_path`: version -> checkpoint for weight updates (refuses when called);
+- `rl_probe`: the target's fake-only channels, for tests marked `needs(...)`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+
+import pytest
+
+from ..admin import AdminClient, AdminWorker
+from ..client import Client
+from ..fleet import resolve_workers
+from ..refresh import weight_paths
+from ..target import CHANNELS, Probe, Target
+from ..verdict import MissingInput, Unobservable, Verdict
+from .state import state_of
+
+
+@pytest.fixture(scope="session")
+def rl_client(request: pytest.FixtureRequest) -> Client:
+    return state_of(request.config).http()
+
+
+@pytest.fixture(scope="session")
+def rl_target(request: pytest.FixtureRequest, rl_client: Client) -> Target:
+    return state_of(request.config).pool.get(request.param, rl_client)
+
+
+@pytest.fixture
+def rl_verdict() -> Verdict:
+    return Verdict()
+
+
+@pytest.fixture
+def rl_admin(request: pytest.FixtureRequest, rl_client: Client, rl_target: Target) -> AdminClient:
+    return AdminClient(rl_client, state_of(request.config).policy_for(rl_target))
+
+
+@pytest.fixture
+def rl_admin_workers(rl_client: Client, rl_target: Target) -> list[AdminWorker]:
+    """Discovery's workers, plus the worker URLs given for workers discovery does not list
+    (see `fleet.resolve_workers`)."""
+    return resolve_workers(rl_client, rl_target)
+
+
+@pytest.fixture
+def rl_probe(request: pytest.FixtureRequest, rl_target: Target) -> Probe:
+    """The target's fake-only channels, for tests that declare them with `needs(...)`: a test
+    cannot lean on a launcher's private knowledge without saying so, and on a target that lacks
+    a declared channel it is skipped with the channel named."""
+    marker = request.node.get_closest_marker("needs")
+    needed = set(marker.args) if marker else set()
+    if not needed:
+        raise pytest.UsageError(
+            f"{request.node.nodeid} uses the probe without declaring @pytest.mark.needs(...)"
+        )
+    missing = sorted(needed - rl_target.offers)
+    if missing or rl_target.probe is None:
+        raise Unobservable("; ".join(f"needs {name}: {CHANNELS[name]}" for name in missing))
+    return rl_target.probe
+
+
+@pytest.fixture
+def rl_update_model_path(
+    request: pytest.FixtureRequest, rl_target: Target
+) -> Callable[[str], str | None]:
+    """A function version -> model_path for weight updates. It refuses when called, not at
+    setup, so a test first reports what it can observe without mutating (an absent feature).
+    Consecutive updates of a target alternate between the given checkpoints."""
+    state = state_of(request.config)
+    policy = state.policy_for(rl_target)
+    paths = weight_paths(rl_target, state.config.update_model_path)
+    counter = state.update_counters.setdefault(rl_target.id, itertools.count())
+
+    def choose(version: str) -> str | None:
+        if not policy.allowed:
+            raise policy.refusal("weight updates")
+        if paths is None:
+            raise MissingInput(
+                "weight updates on this deployment need real checkpoints: give "
+                "--update-model-path PATH twice"
+            )
+        return paths[next(counter) % len(paths)] if paths else None
+
+    return choose

@@ -1,0 +1,106 @@
+"""One test's outcome as a `TestRecord`: passed, failed with the evidence of the violated
+rule, feature absent, not advertised, skipped with the reason, or an error of the harness."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ..admin import MutationRefused, RouteNotAdvertised
+from ..matrix import Evidence, TestOutcome, TestRecord
+from ..verdict import ConformanceFailure, FeatureAbsent, Inconclusive, NotAdvertised, Verdict
+from .collection import target_of
+
+TELLING = (
+    ConformanceFailure,
+    FeatureAbsent,
+    NotAdvertised,
+    RouteNotAdvertised,
+    MutationRefused,
+    Inconclusive,
+)
+
+
+def record_of(
+    item: pytest.Item,
+    call: pytest.CallInfo[None],
+    report: pytest.TestReport,
+    capabilities: tuple[str, ...],
+) -> TestRecord:
+    record = TestRecord(
+        nodeid=item.nodeid,
+        capabilities=capabilities,
+        target_id=target_of(item) or "?",
+        outcome=TestOutcome.PASSED,
+        duration_s=call.duration,
+    )
+    verdict = getattr(item, "funcargs", {}).get("rl_verdict")
+    if isinstance(verdict, Verdict):
+        record.checks = [(result.check_id, result.passed) for result, _ in verdict.results]
+    if report.passed:
+        return record
+    error = most_telling(call.excinfo.value if call.excinfo else None)
+    if isinstance(error, FeatureAbsent):
+        record.outcome, record.reason = TestOutcome.ABSENT, str(error)
+    elif isinstance(error, NotAdvertised | RouteNotAdvertised):
+        record.outcome, record.reason = TestOutcome.NOT_ADVERTISED, str(error)
+    elif isinstance(error, MutationRefused | Inconclusive):
+        record.outcome, record.reason = TestOutcome.SKIPPED, str(error)
+    elif report.skipped:
+        record.outcome, record.reason = TestOutcome.SKIPPED, skip_reason(report)
+    elif isinstance(error, ConformanceFailure) and call.when == "call":
+        record.outcome = TestOutcome.FAILED
+        result = error.result
+        record.reason = result.violations[0].message if result.violations else result.spec.title
+        reproducer = error.exchange.curl() if error.exchange is not None else None
+        record.evidence = [
+            Evidence(
+                result.check_id,
+                violation.message,
+                violation.field,
+                violation.expected,
+                violation.observed,
+                reproducer,
+            )
+            for violation in result.violations
+        ]
+        record.checks.append((result.check_id, False))
+    elif isinstance(error, AssertionError) and call.when == "call":
+        record.outcome = TestOutcome.FAILED
+        record.reason = str(error).splitlines()[0] if str(error) else "assertion failed"
+    else:
+        record.outcome = TestOutcome.ERROR
+        name = type(error).__name__ if error is not None else "error"
+        record.reason = f"{call.when}: {name}: {error}"
+    return record
+
+
+def most_telling(error: BaseException | None) -> BaseException | None:
+    """The most telling exception, looking inside hypothesis' exception groups."""
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            found = most_telling(inner)
+            if isinstance(found, TELLING):
+                return found
+        return most_telling(error.exceptions[0]) if error.exceptions else error
+    return error
+
+
+def skip_reason(report: pytest.TestReport) -> str:
+    longrepr: Any = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2]).removeprefix("Skipped: ")
+    return str(longrepr)
+
+
+def show_as_skipped(item: pytest.Item, report: pytest.TestReport, record: TestRecord) -> None:
+    """A test that could not apply is reported by pytest as skipped, with the reason."""
+    could_not_apply = (TestOutcome.ABSENT, TestOutcome.NOT_ADVERTISED, TestOutcome.SKIPPED)
+    if record.outcome in could_not_apply and not report.skipped:
+        report.outcome = "skipped"
+        report.longrepr = (
+            str(item.path),
+            item.location[1] or 0,
+            f"{record.outcome.value}: {record.reason}",
+        )

@@ -1,0 +1,246 @@
+"""`ConformanceRun`: the pytest plugin object of one run, from configuration to the matrix.
+
+Configure plans the targets (launchers are created, not started), loads the run's hypothesis
+profile (examples, shrinking) and seed, and keeps the run's state on `config.stash`. At the end
+the records become the matrix, written even when the run was interrupted (marked incomplete),
+then every launcher stops what it started.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from .. import capabilities as capability_registry
+from ..admin import MutationPolicy
+from ..checks import REGISTRY
+from ..config import RunConfig
+from ..errors import ConfigurationError
+from ..killmatrix import build_kill_matrix, write_kill_matrix
+from ..matrix import RunInfo, build_matrix, now
+from ..plan import plan_targets
+from ..reports import write_reports
+from ..reports.markdown import render_markdown
+from . import fixtures
+from .collection import capabilities_of, parametrize_targets, select_and_order, target_of
+from .recording import record_of, show_as_skipped
+from .state import STATE, RunState, state_of
+
+PROFILE = "rl-conformance-run"
+FAILURES_SHOWN = 20
+MARKERS = (
+    "capability(id): the conformance capability a test certifies",
+    "needs(*channels): fake-only channels the test reaches through rl_probe",
+    "mutating: changes deployment state; runs after every read-only test of its target so "
+    "that no state leaks into unrelated capabilities",
+)
+
+
+class ConformanceRun:
+    NAME = "rl-conformance-run"
+
+    def __init__(self, config: RunConfig) -> None:
+        self.config = config
+        self.matrix: dict[str, Any] | None = None
+        """The run's matrix once the session finished (also written to the report files)."""
+
+    # -- configuration -------------------------------------------------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_configure(self, config: pytest.Config) -> None:
+        for line in MARKERS:
+            config.addinivalue_line("markers", line)
+        run = self.config
+        unknown = sorted(set(run.capability) - set(capability_registry.BY_ID))
+        if unknown:
+            raise pytest.UsageError(
+                f"--capability: unknown capability id(s) {unknown}; "
+                f"known: {sorted(capability_registry.BY_ID)}"
+            )
+        try:
+            pool = plan_targets(run)
+        except ConfigurationError as exc:
+            raise pytest.UsageError(str(exc)) from exc
+        config.stash[STATE] = RunState(
+            config=run, pool=pool, policy=MutationPolicy.from_config(run)
+        )
+        _load_hypothesis_profile(run)
+        if getattr(config.option, "hypothesis_seed", None) is None:
+            config.option.hypothesis_seed = str(run.seed)
+        config.pluginmanager.register(fixtures, f"{self.NAME}-fixtures")
+
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
+        parametrize_targets(metafunc, state_of(metafunc.config).pool.ids)
+
+    def pytest_collection_modifyitems(
+        self, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        state = state_of(config)
+        wanted = set(self.config.capability or capability_registry.BY_ID)
+        select_and_order(config, items, wanted, state.pool.ids)
+        if any(capabilities_of(item) for item in items):
+            state.active = True
+            state.started_at = now()
+            _install_sigterm()
+            if self.config.run_timeout is not None:
+                state.timer = _start_run_timer(state, self.config.run_timeout)
+
+    # -- while tests run -------------------------------------------------------------------
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_teardown(
+        self, item: pytest.Item, nextitem: pytest.Item | None
+    ) -> Iterator[None]:
+        """Stop a deployment as soon as its last test ran (after that test's own finalizers):
+        a run over many targets (the kill matrix) holds one deployment at a time."""
+        yield
+        current = target_of(item)
+        if current and (nextitem is None or target_of(nextitem) != current):
+            state = state_of(item.config)
+            state.pool.release(current, state.client)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Iterator[None]:
+        outcome = yield
+        report: pytest.TestReport = outcome.get_result()
+        marked = capabilities_of(item)
+        state = state_of(item.config)
+        if not marked or not state.active:
+            return
+        if call.when == "call" or (call.when == "setup" and not report.passed):
+            record = record_of(item, call, report, marked)
+            state.records.append(record)
+            show_as_skipped(item, report, record)
+
+    # -- the end ---------------------------------------------------------------------------
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        """After the runner tore down every fixture (even on an interrupt): fixtures that
+        restore a deployment's state must find it still running."""
+        state = state_of(session.config)
+        if not state.active:
+            return
+        if state.timer is not None:
+            state.timer.cancel()
+        try:
+            complete = exitstatus != pytest.ExitCode.INTERRUPTED and not session.shouldstop
+            info = RunInfo(
+                started_at=state.started_at or now(),
+                finished_at=now(),
+                complete=complete,
+                seed=self.config.seed,
+                incomplete_reason=None
+                if complete
+                else state.incomplete_reason or "the run was interrupted",
+            )
+            selected = [
+                capability_registry.get(capability_id)
+                for capability_id in self.config.capability or capability_registry.BY_ID
+            ]
+            matrix = build_matrix(selected, state.pool.planned_targets(), state.records, info)
+            write_reports(matrix, self.config.report_path)
+            if self.config.fault_matrix:
+                write_kill_matrix(build_kill_matrix(matrix, REGISTRY), self.config.report_path)
+            state.matrix = self.matrix = matrix
+            if matrix["exit_status"] != 0 and session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        finally:
+            _shutdown(state)
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if STATE in config.stash:
+            _shutdown(state_of(config))
+
+    def pytest_terminal_summary(
+        self, terminalreporter: Any, exitstatus: int, config: pytest.Config
+    ) -> None:
+        matrix = state_of(config).matrix
+        if matrix is None:
+            return
+        terminalreporter.section("conformance matrix")
+        for line in render_markdown(matrix).splitlines():
+            if line.startswith("## Cells that did not pass"):
+                break
+            terminalreporter.write_line(line)
+        failing = [
+            (row["id"], target, cell)
+            for row in matrix["capabilities"]
+            for target, cell in row["cells"].items()
+            if cell["outcome"] in ("fail", "error")
+        ]
+        for capability_id, target, cell in failing[:FAILURES_SHOWN]:
+            reason = " ".join(cell["reason"].split())
+            terminalreporter.write_line(
+                f"{cell['outcome'].upper()} {capability_id} on {target}: {reason[:240]}"
+            )
+        if len(failing) > FAILURES_SHOWN:
+            terminalreporter.write_line(
+                f"... and {len(failing) - FAILURES_SHOWN} more in matrix.md"
+            )
+        terminalreporter.write_line(
+            f"reports written to {os.path.abspath(self.config.report_path)}"
+        )
+
+
+def _load_hypothesis_profile(run: RunConfig) -> None:
+    """Examples and shrinking for every property test of the run: read when a test runs, so
+    the suites need no settings of their own. No example database (a deployment is not a
+    function of our code), no per-example deadline (the client enforces its own). Imported
+    here, not at module level: pytest must import hypothesis itself, to rewrite its asserts."""
+    from hypothesis import HealthCheck, Phase, settings
+
+    phases = list(Phase) if run.shrink else [Phase.explicit, Phase.reuse, Phase.generate]
+    settings.register_profile(
+        PROFILE,
+        max_examples=run.examples,
+        phases=phases,
+        deadline=None,
+        database=None,
+        derandomize=False,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
+    settings.load_profile(PROFILE)
+
+
+def _start_run_timer(state: RunState, seconds: float) -> threading.Timer | None:
+    """SIGINT to the main thread after `seconds`: whatever it waits on (a request, a launch)
+    is interrupted as by Ctrl-C, and the matrix is still written, marked incomplete."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    main = threading.main_thread().ident
+    assert main is not None
+
+    def expire() -> None:
+        state.incomplete_reason = f"--run-timeout: the run was stopped after {seconds:g} s"
+        signal.pthread_kill(main, signal.SIGINT)
+
+    timer = threading.Timer(seconds, expire)
+    timer.daemon = True
+    timer.start()
+    return timer
+
+
+def _install_sigterm() -> None:
+    """SIGTERM ends the run like Ctrl-C does, so the report is still written (marked incomplete)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, interrupt)
+
+
+def _shutdown(state: RunState) -> None:
+    state.pool.stop_all()
+    if state.client is not None:
+        state.client.close()
+        state.client = None

@@ -1,0 +1,55 @@
+"""What one run holds while it runs, kept on pytest's `config.stash`: never in module globals,
+so two runs in one process (the kill matrix, the pass-through study) cannot see each other."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import pytest
+
+from ..admin import MutationPolicy
+from ..client import Client
+from ..config import RunConfig
+from ..matrix import TestRecord
+from ..plan import TargetPool
+from ..target import Target
+
+
+@dataclass
+class RunState:
+    config: RunConfig
+    pool: TargetPool
+    policy: MutationPolicy
+    records: list[TestRecord] = field(default_factory=list)
+    client: Client | None = None
+    active: bool = False
+    started_at: datetime | None = None
+    timer: threading.Timer | None = None
+    incomplete_reason: str | None = None
+    matrix: dict[str, Any] | None = None
+    update_counters: dict[str, itertools.count[int]] = field(default_factory=dict)
+
+    def policy_for(self, target: Target) -> MutationPolicy:
+        """Explicit flags win; our own fakes may be mutated unless --read-only; any other
+        deployment is read-only unless the user opted in."""
+        if self.config.read_only:
+            return MutationPolicy()
+        if self.policy.allowed or target.kind != "fake":
+            return self.policy
+        return MutationPolicy(allowed=True)
+
+    def http(self) -> Client:
+        if self.client is None:
+            self.client = Client(deadline_s=self.config.deadline)
+        return self.client
+
+
+STATE: pytest.StashKey[RunState] = pytest.StashKey()
+
+
+def state_of(config: pytest.Config) -> RunState:
+    return config.stash[STATE]
