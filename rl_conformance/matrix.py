@@ -1,9 +1,14 @@
-"""Aggregation of test records into the compatibility matrix (capabilities x targets).
+"""The result model: test records folded into the compatibility matrix (capabilities x targets).
 
-Every cell gets exactly one outcome. The precedence when a capability has several tests on one
-target is error > fail > unsupported > not-advertised > pass > skipped: one failing test fails the
-cell, and a harness problem is never hidden behind a pass. A capability that selected zero tests
-for a target is an `error`, never a pass.
+One outcome vocabulary (`Outcome`) for tests and cells. A test may also end `absent` (the
+deployment lacks the feature); its cell then becomes `fail` where the spec documents the feature
+as supported and `unsupported` otherwise. Every cell gets exactly one outcome; when a capability
+has several tests on one target the precedence is error > fail > unsupported > not-advertised >
+pass > skipped: one failing test fails the cell, a harness problem is never hidden behind a
+pass, and a capability that selected zero tests for a target is an `error`, never a pass.
+
+`Matrix.to_json()` is `matrix.json` (validated by `schemas/matrix.json` in the tests); the report
+writers render that document.
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ class Outcome(StrEnum):
     NOT_ADVERTISED = "not-advertised"
     SKIPPED = "skipped"
     ERROR = "error"
+    ABSENT = "absent"
+    """A test's only: the feature is absent; the cell decides from the documented support."""
 
 
 PRECEDENCE = (
@@ -41,16 +48,14 @@ PRECEDENCE = (
     Outcome.PASS,
     Outcome.SKIPPED,
 )
-
-
-class TestOutcome(StrEnum):
-    __test__ = False
-    PASSED = "passed"
-    FAILED = "failed"
-    ABSENT = "absent"
-    NOT_ADVERTISED = "not-advertised"
-    SKIPPED = "skipped"
-    ERROR = "error"
+CELL_OUTCOMES = (
+    Outcome.PASS,
+    Outcome.FAIL,
+    Outcome.UNSUPPORTED,
+    Outcome.NOT_ADVERTISED,
+    Outcome.SKIPPED,
+    Outcome.ERROR,
+)
 
 
 @dataclass(frozen=True)
@@ -79,7 +84,7 @@ class TestRecord:
     nodeid: str
     capabilities: tuple[str, ...]
     target_id: str
-    outcome: TestOutcome
+    outcome: Outcome
     reason: str = ""
     duration_s: float = 0.0
     checks: list[tuple[str, bool]] = field(default_factory=list)
@@ -112,7 +117,7 @@ class Cell:
 
 def _cell_outcome(record: TestRecord, documented: Support) -> tuple[Outcome, str, bool]:
     """Outcome of one test on a cell, its reason, and whether it contradicts the documentation."""
-    if record.outcome is TestOutcome.ABSENT:
+    if record.outcome is Outcome.ABSENT:
         if documented is Support.SUPPORTED:
             return Outcome.FAIL, f"documented as supported, but absent: {record.reason}", True
         return (
@@ -120,19 +125,9 @@ def _cell_outcome(record: TestRecord, documented: Support) -> tuple[Outcome, str
             f"documented {documented.value}; observed: {record.reason}",
             False,
         )
-    mapping = {
-        TestOutcome.PASSED: Outcome.PASS,
-        TestOutcome.FAILED: Outcome.FAIL,
-        TestOutcome.NOT_ADVERTISED: Outcome.NOT_ADVERTISED,
-        TestOutcome.SKIPPED: Outcome.SKIPPED,
-        TestOutcome.ERROR: Outcome.ERROR,
-    }
-    outcome = mapping[record.outcome]
-    contradicts = outcome is Outcome.PASS and documented is Support.UNSUPPORTED
-    reason = record.reason
-    if contradicts:
-        reason = "documented as unsupported, yet observed working"
-    return outcome, reason, contradicts
+    contradicts = record.outcome is Outcome.PASS and documented is Support.UNSUPPORTED
+    reason = "documented as unsupported, yet observed working" if contradicts else record.reason
+    return record.outcome, reason, contradicts
 
 
 def build_cell(capability: Capability, target: Target, records: Sequence[TestRecord]) -> Cell:
@@ -196,55 +191,94 @@ class RunInfo:
     incomplete_reason: str | None = None
 
 
+@dataclass
+class Row:
+    capability: Capability
+    cells: dict[str, Cell]
+
+    def to_json(self) -> dict[str, Any]:
+        capability = self.capability
+        return {
+            "id": capability.id,
+            "title": capability.title,
+            "level": capability.level.value,
+            "area": capability.area,
+            "spec": {"section": capability.section, "quote": capability.quote},
+            "documented": {
+                backend.value: support.value for backend, support in capability.documented.items()
+            },
+            "cells": {target_id: cell.to_json() for target_id, cell in self.cells.items()},
+        }
+
+
+@dataclass
+class Matrix:
+    run: RunInfo
+    targets: list[Target]
+    rows: list[Row]
+
+    @property
+    def summary(self) -> dict[str, int]:
+        counts: Counter[str] = Counter({outcome.value: 0 for outcome in CELL_OUTCOMES})
+        counts.update(cell.outcome.value for row in self.rows for cell in row.cells.values())
+        return {outcome.value: counts[outcome.value] for outcome in CELL_OUTCOMES}
+
+    @property
+    def exit_status(self) -> int:
+        """0 if and only if the run completed and no cell is fail or error."""
+        summary = self.summary
+        failed = summary[Outcome.FAIL.value] + summary[Outcome.ERROR.value]
+        return 0 if failed == 0 and self.run.complete else 1
+
+    def cell(self, capability_id: str, target_id: str) -> Cell:
+        row = next(row for row in self.rows if row.capability.id == capability_id)
+        return row.cells[target_id]
+
+    def to_json(self) -> dict[str, Any]:
+        run = self.run
+        document: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "suite": {"name": SUITE_NAME, "version": __version__},
+            "complete": run.complete,
+        }
+        if run.incomplete_reason:
+            document["incomplete_reason"] = run.incomplete_reason
+        document.update(
+            {
+                "started_at": _iso(run.started_at),
+                "finished_at": _iso(run.finished_at),
+                "duration_s": round((run.finished_at - run.started_at).total_seconds(), 3),
+                "seed": run.seed,
+                "exit_status": self.exit_status,
+                "summary": self.summary,
+                "targets": [target.describe() for target in self.targets],
+                "capabilities": [row.to_json() for row in self.rows],
+            }
+        )
+        return document
+
+
 def build_matrix(
     capabilities: Iterable[Capability],
     targets: Sequence[Target],
     records: Sequence[TestRecord],
     run: RunInfo,
-) -> dict[str, Any]:
+) -> Matrix:
     grouped: dict[tuple[str, str], list[TestRecord]] = {}
     for record in records:
         for capability_id in record.capabilities:
             grouped.setdefault((capability_id, record.target_id), []).append(record)
     rows = []
-    summary: Counter[str] = Counter({outcome.value: 0 for outcome in Outcome})
     for capability in capabilities:
         cells = {}
         for target in targets:
-            cell = build_cell(capability, target, grouped.get((capability.id, target.id), []))
-            if not run.complete and not grouped.get((capability.id, target.id)):
+            found = grouped.get((capability.id, target.id), [])
+            cell = build_cell(capability, target, found)
+            if not run.complete and not found:
                 cell.reason = f"not reached: {run.incomplete_reason or 'the run was interrupted'}"
-            cells[target.id] = cell.to_json()
-            summary[cell.outcome.value] += 1
-        rows.append(
-            {
-                "id": capability.id,
-                "title": capability.title,
-                "level": capability.level.value,
-                "area": capability.area,
-                "spec": {"section": capability.section, "quote": capability.quote},
-                "documented": {
-                    backend.value: support.value
-                    for backend, support in capability.documented.items()
-                },
-                "cells": cells,
-            }
-        )
-    failed = summary[Outcome.FAIL.value] + summary[Outcome.ERROR.value]
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "suite": {"name": SUITE_NAME, "version": __version__},
-        "complete": run.complete,
-        **({"incomplete_reason": run.incomplete_reason} if run.incomplete_reason else {}),
-        "started_at": _iso(run.started_at),
-        "finished_at": _iso(run.finished_at),
-        "duration_s": round((run.finished_at - run.started_at).total_seconds(), 3),
-        "seed": run.seed,
-        "exit_status": 0 if failed == 0 and run.complete else 1,
-        "summary": dict(summary),
-        "targets": [target.describe() for target in targets],
-        "capabilities": rows,
-    }
+            cells[target.id] = cell
+        rows.append(Row(capability, cells))
+    return Matrix(run, list(targets), rows)
 
 
 def now() -> datetime:

@@ -164,7 +164,8 @@ def run_suite(fault: str, report_dir: Path, python: Path | None) -> dict[str, An
         report_dir=str(report_dir),
         capability=tuple(c.id for c in CAPABILITIES if c.id not in ENGINE_INDEPENDENT),
     )
-    return run(config, verbosity="quiet").matrix
+    matrix = run(config, verbosity="quiet").matrix
+    return matrix.to_json() if matrix is not None else None
 
 
 def caught_by(matrix: dict[str, Any]) -> list[str]:

@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 from .config import RunConfig
+from .matrix import Matrix
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 VERBOSITY = {
@@ -23,7 +23,7 @@ VERBOSITY = {
 
 @dataclass(frozen=True)
 class RunResult:
-    matrix: dict[str, Any] | None
+    matrix: Matrix | None
     """None when no test could run (a configuration pytest refused, an internal error)."""
     pytest_exit: int
 
@@ -32,7 +32,7 @@ class RunResult:
         """0 if and only if the matrix exists and no cell is fail or error."""
         if self.matrix is None:
             return EXIT_USAGE if self.pytest_exit in (3, 4) else EXIT_FAILED
-        return EXIT_OK if self.matrix["exit_status"] == 0 else EXIT_FAILED
+        return EXIT_OK if self.matrix.exit_status == 0 else EXIT_FAILED
 
 
 def suites_dir() -> Path:

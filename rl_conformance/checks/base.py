@@ -12,7 +12,7 @@ import functools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, ParamSpec
+from typing import Any, Generic, ParamSpec
 
 P = ParamSpec("P")
 
@@ -68,28 +68,50 @@ class CheckResult:
         return "\n".join(lines)
 
 
-REGISTRY: dict[str, CheckSpec] = {}
+class Check(Generic[P]):
+    """A registered check: call it with its observations, get a `CheckResult`.
+
+    `family` says how the check is proven able to fail: `rule` checks by a fault of our fakes
+    that breaks exactly their rule (the kill matrix), `schema` checks by the invalid examples
+    of their schema (tests/test_schemas.py)."""
+
+    def __init__(
+        self, spec: CheckSpec, find: Callable[P, Iterable[Violation]], family: str = "rule"
+    ) -> None:
+        self.spec = spec
+        self.family = family
+        self._find = find
+        functools.update_wrapper(self, find)
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> CheckResult:
+        return CheckResult(self.spec, tuple(self._find(*args, **kwargs)))
+
+
+REGISTRY: dict[str, Check[Any]] = {}
 
 Findings = Iterator[Violation]
 
 
+def register(check_: Check[P]) -> Check[P]:
+    if check_.spec.id in REGISTRY:
+        raise ValueError(f"check {check_.spec.id!r} registered twice")
+    REGISTRY[check_.spec.id] = check_
+    return check_
+
+
+def rule_ids() -> list[str]:
+    """The checks the kill matrix must see fail, one fault at least each."""
+    return sorted(check_id for check_id, found in REGISTRY.items() if found.family == "rule")
+
+
 def check(
     check_id: str, *, title: str, level: Level = Level.MUST, spec: str, section: str
-) -> Callable[[Callable[P, Iterable[Violation]]], Callable[P, CheckResult]]:
+) -> Callable[[Callable[P, Iterable[Violation]]], Check[P]]:
     """Register a generator of violations as a named check returning a `CheckResult`."""
-
-    if check_id in REGISTRY:
-        raise ValueError(f"check {check_id!r} registered twice")
     check_spec = CheckSpec(id=check_id, title=title, level=level, spec=spec, section=section)
-    REGISTRY[check_id] = check_spec
 
-    def decorate(func: Callable[P, Iterable[Violation]]) -> Callable[P, CheckResult]:
-        @functools.wraps(func)
-        def run(*args: P.args, **kwargs: P.kwargs) -> CheckResult:
-            return CheckResult(check_spec, tuple(func(*args, **kwargs)))
-
-        run.spec = check_spec  # type: ignore[attr-defined]
-        return run
+    def decorate(func: Callable[P, Iterable[Violation]]) -> Check[P]:
+        return register(Check(check_spec, func))
 
     return decorate
 

@@ -39,9 +39,9 @@ def handle(args: argparse.Namespace) -> int:
             f"rl-conformance: no matrix was written; pytest exit code {result.pytest_exit}",
             file=sys.stderr,
         )
-    elif not matrix["complete"]:
+    elif not matrix.run.complete:
         print(
-            f"rl-conformance: incomplete run ({matrix.get('incomplete_reason', 'interrupted')}); "
+            f"rl-conformance: incomplete run ({matrix.run.incomplete_reason or 'interrupted'}); "
             f"cells not reached are errors in {config.report_path / 'matrix.json'}",
             file=sys.stderr,
         )

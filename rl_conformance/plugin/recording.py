@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from ..admin import MutationRefused, RouteNotAdvertised
-from ..matrix import Evidence, TestOutcome, TestRecord
+from ..matrix import Evidence, Outcome, TestRecord
 from ..verdict import ConformanceFailure, FeatureAbsent, Inconclusive, NotAdvertised, Verdict
 from .collection import target_of
 
@@ -32,7 +32,7 @@ def record_of(
         nodeid=item.nodeid,
         capabilities=capabilities,
         target_id=target_of(item) or "?",
-        outcome=TestOutcome.PASSED,
+        outcome=Outcome.PASS,
         duration_s=call.duration,
     )
     verdict = getattr(item, "funcargs", {}).get("rl_verdict")
@@ -42,15 +42,15 @@ def record_of(
         return record
     error = most_telling(call.excinfo.value if call.excinfo else None)
     if isinstance(error, FeatureAbsent):
-        record.outcome, record.reason = TestOutcome.ABSENT, str(error)
+        record.outcome, record.reason = Outcome.ABSENT, str(error)
     elif isinstance(error, NotAdvertised | RouteNotAdvertised):
-        record.outcome, record.reason = TestOutcome.NOT_ADVERTISED, str(error)
+        record.outcome, record.reason = Outcome.NOT_ADVERTISED, str(error)
     elif isinstance(error, MutationRefused | Inconclusive):
-        record.outcome, record.reason = TestOutcome.SKIPPED, str(error)
+        record.outcome, record.reason = Outcome.SKIPPED, str(error)
     elif report.skipped:
-        record.outcome, record.reason = TestOutcome.SKIPPED, skip_reason(report)
+        record.outcome, record.reason = Outcome.SKIPPED, skip_reason(report)
     elif isinstance(error, ConformanceFailure) and call.when == "call":
-        record.outcome = TestOutcome.FAILED
+        record.outcome = Outcome.FAIL
         result = error.result
         record.reason = result.violations[0].message if result.violations else result.spec.title
         reproducer = error.exchange.curl() if error.exchange is not None else None
@@ -67,10 +67,10 @@ def record_of(
         ]
         record.checks.append((result.check_id, False))
     elif isinstance(error, AssertionError) and call.when == "call":
-        record.outcome = TestOutcome.FAILED
+        record.outcome = Outcome.FAIL
         record.reason = str(error).splitlines()[0] if str(error) else "assertion failed"
     else:
-        record.outcome = TestOutcome.ERROR
+        record.outcome = Outcome.ERROR
         name = type(error).__name__ if error is not None else "error"
         record.reason = f"{call.when}: {name}: {error}"
     return record
@@ -96,7 +96,7 @@ def skip_reason(report: pytest.TestReport) -> str:
 
 def show_as_skipped(item: pytest.Item, report: pytest.TestReport, record: TestRecord) -> None:
     """A test that could not apply is reported by pytest as skipped, with the reason."""
-    could_not_apply = (TestOutcome.ABSENT, TestOutcome.NOT_ADVERTISED, TestOutcome.SKIPPED)
+    could_not_apply = (Outcome.ABSENT, Outcome.NOT_ADVERTISED, Outcome.SKIPPED)
     if record.outcome in could_not_apply and not report.skipped:
         report.outcome = "skipped"
         report.longrepr = (

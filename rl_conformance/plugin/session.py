@@ -18,11 +18,11 @@ import pytest
 
 from .. import capabilities as capability_registry
 from ..admin import MutationPolicy
-from ..checks import REGISTRY
+from ..checks.base import rule_ids
 from ..config import RunConfig
 from ..errors import ConfigurationError
 from ..killmatrix import build_kill_matrix, write_kill_matrix
-from ..matrix import RunInfo, build_matrix, now
+from ..matrix import Matrix, RunInfo, build_matrix, now
 from ..plan import plan_targets
 from ..reports import write_reports
 from ..reports.markdown import render_markdown
@@ -46,7 +46,7 @@ class ConformanceRun:
 
     def __init__(self, config: RunConfig) -> None:
         self.config = config
-        self.matrix: dict[str, Any] | None = None
+        self.matrix: Matrix | None = None
         """The run's matrix once the session finished (also written to the report files)."""
 
     # -- configuration -------------------------------------------------------------------
@@ -146,11 +146,13 @@ class ConformanceRun:
                 for capability_id in self.config.capability or capability_registry.BY_ID
             ]
             matrix = build_matrix(selected, state.pool.planned_targets(), state.records, info)
-            write_reports(matrix, self.config.report_path)
+            document = matrix.to_json()
+            write_reports(document, self.config.report_path)
             if self.config.fault_matrix:
-                write_kill_matrix(build_kill_matrix(matrix, REGISTRY), self.config.report_path)
+                kill = build_kill_matrix(document, rule_ids())
+                write_kill_matrix(kill, self.config.report_path)
             state.matrix = self.matrix = matrix
-            if matrix["exit_status"] != 0 and session.exitstatus == pytest.ExitCode.OK:
+            if matrix.exit_status != 0 and session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
         finally:
             _shutdown(state)
@@ -162,9 +164,10 @@ class ConformanceRun:
     def pytest_terminal_summary(
         self, terminalreporter: Any, exitstatus: int, config: pytest.Config
     ) -> None:
-        matrix = state_of(config).matrix
-        if matrix is None:
+        found = state_of(config).matrix
+        if found is None:
             return
+        matrix = found.to_json()
         terminalreporter.section("conformance matrix")
         for line in render_markdown(matrix).splitlines():
             if line.startswith("## Cells that did not pass"):

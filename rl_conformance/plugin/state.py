@@ -7,14 +7,13 @@ import itertools
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 import pytest
 
 from ..admin import MutationPolicy
 from ..client import Client
 from ..config import RunConfig
-from ..matrix import TestRecord
+from ..matrix import Matrix, TestRecord
 from ..plan import TargetPool
 from ..target import Target
 
@@ -30,7 +29,7 @@ class RunState:
     started_at: datetime | None = None
     timer: threading.Timer | None = None
     incomplete_reason: str | None = None
-    matrix: dict[str, Any] | None = None
+    matrix: Matrix | None = None
     update_counters: dict[str, itertools.count[int]] = field(default_factory=dict)
 
     def policy_for(self, target: Target) -> MutationPolicy:

@@ -17,10 +17,13 @@ from rl_conformance.checks import (
     errors,
     http,
     logprobs,
+    schema_check,
     streaming,
     tokens,
 )
 from rl_conformance.checks.aggregate import aggregate_stream
+from rl_conformance.checks.base import rule_ids
+from rl_conformance.schema_registry import schema_names
 
 from . import bodies
 
@@ -344,8 +347,16 @@ CASES: dict[str, Case] = {
 }
 
 
-def test_every_registered_check_has_a_case() -> None:
-    assert set(REGISTRY) == set(CASES)
+def test_every_registered_rule_has_a_case() -> None:
+    assert set(rule_ids()) == set(CASES)
+
+
+def test_every_schema_is_a_registered_check_that_can_fail() -> None:
+    """Schema checks are proven by their schemas' invalid examples (tests/test_schemas.py);
+    here: each schema is a registered check, called through the registry."""
+    schemas = {check_id for check_id, found in REGISTRY.items() if found.family == "schema"}
+    assert schemas == {f"schema.{name.replace('-', '_')}" for name in schema_names()}
+    assert not schema_check("completion", "not a completion").passed
 
 
 @pytest.mark.parametrize("check_id", sorted(CASES))

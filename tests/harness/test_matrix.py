@@ -12,7 +12,6 @@ from rl_conformance.matrix import (
     Evidence,
     Outcome,
     RunInfo,
-    TestOutcome,
     TestRecord,
     build_cell,
     build_matrix,
@@ -26,7 +25,7 @@ SGLANG = Target(id="fake-sglang", backend="sglang", kind="fake", frontend_url="h
 
 
 def record(
-    outcome: TestOutcome,
+    outcome: Outcome,
     capability: str = "tokens.completion_ids",
     target: Target = VLLM,
     reason: str = "",
@@ -37,22 +36,22 @@ def record(
         target_id=target.id,
         outcome=outcome,
         reason=reason,
-        checks=[("tokens.completion_ids_present", outcome is TestOutcome.PASSED)],
+        checks=[("tokens.completion_ids_present", outcome is Outcome.PASS)],
     )
 
 
 @pytest.mark.parametrize(
     ("outcomes", "expected"),
     [
-        ([TestOutcome.PASSED, TestOutcome.PASSED], Outcome.PASS),
-        ([TestOutcome.PASSED, TestOutcome.FAILED], Outcome.FAIL),
-        ([TestOutcome.FAILED, TestOutcome.ERROR], Outcome.ERROR),
-        ([TestOutcome.PASSED, TestOutcome.SKIPPED], Outcome.PASS),
-        ([TestOutcome.SKIPPED], Outcome.SKIPPED),
-        ([TestOutcome.NOT_ADVERTISED, TestOutcome.PASSED], Outcome.NOT_ADVERTISED),
+        ([Outcome.PASS, Outcome.PASS], Outcome.PASS),
+        ([Outcome.PASS, Outcome.FAIL], Outcome.FAIL),
+        ([Outcome.FAIL, Outcome.ERROR], Outcome.ERROR),
+        ([Outcome.PASS, Outcome.SKIPPED], Outcome.PASS),
+        ([Outcome.SKIPPED], Outcome.SKIPPED),
+        ([Outcome.NOT_ADVERTISED, Outcome.PASS], Outcome.NOT_ADVERTISED),
     ],
 )
-def test_cell_precedence(outcomes: list[TestOutcome], expected: Outcome) -> None:
+def test_cell_precedence(outcomes: list[Outcome], expected: Outcome) -> None:
     cell = build_cell(BY_ID["tokens.completion_ids"], VLLM, [record(o) for o in outcomes])
     assert cell.outcome is expected
 
@@ -65,7 +64,7 @@ def test_zero_selected_tests_is_an_error_never_a_pass() -> None:
 
 def test_absent_feature_fails_where_documented_supported() -> None:
     capability = BY_ID["discovery.worker_registration"]
-    absent = record(TestOutcome.ABSENT, capability.id, reason="lists no RL workers")
+    absent = record(Outcome.ABSENT, capability.id, reason="lists no RL workers")
     cell = build_cell(capability, VLLM, [absent])
     assert cell.outcome is Outcome.FAIL
     assert cell.contradicts_documentation
@@ -73,7 +72,7 @@ def test_absent_feature_fails_where_documented_supported() -> None:
 
 def test_absent_feature_is_unsupported_where_documented_unsupported() -> None:
     capability = BY_ID["discovery.worker_registration"]
-    absent = record(TestOutcome.ABSENT, capability.id, SGLANG, reason="lists no RL workers")
+    absent = record(Outcome.ABSENT, capability.id, SGLANG, reason="lists no RL workers")
     cell = build_cell(capability, SGLANG, [absent])
     assert cell.outcome is Outcome.UNSUPPORTED
     assert not cell.contradicts_documentation
@@ -81,24 +80,24 @@ def test_absent_feature_is_unsupported_where_documented_unsupported() -> None:
 
 def test_working_feature_documented_unsupported_is_flagged() -> None:
     capability = BY_ID["discovery.worker_registration"]
-    cell = build_cell(capability, SGLANG, [record(TestOutcome.PASSED, capability.id, SGLANG)])
+    cell = build_cell(capability, SGLANG, [record(Outcome.PASS, capability.id, SGLANG)])
     assert cell.outcome is Outcome.PASS
     assert cell.contradicts_documentation
 
 
 def matrix_with(records: list[TestRecord], complete: bool = True) -> dict:
     info = RunInfo(started_at=now(), finished_at=now(), complete=complete, seed=3)
-    return build_matrix(CAPABILITIES, [VLLM, SGLANG], records, info)
+    return build_matrix(CAPABILITIES, [VLLM, SGLANG], records, info).to_json()
 
 
 def test_matrix_conforms_to_its_schema_and_counts_cells() -> None:
-    failing = record(TestOutcome.FAILED)
+    failing = record(Outcome.FAIL)
     failing.evidence = [
         Evidence(
             "tokens.completion_ids_present", "absent", "nvext", "ids", float("nan"), "curl ..."
         )
     ]
-    matrix = matrix_with([record(TestOutcome.PASSED), failing])
+    matrix = matrix_with([record(Outcome.PASS), failing])
     result = schema_check("matrix", matrix)
     assert result.passed, result.explain()
     assert sum(matrix["summary"].values()) == len(CAPABILITIES) * 2
@@ -115,7 +114,7 @@ def test_incomplete_run_is_marked_and_fails() -> None:
 
 
 def test_all_report_formats_are_written(tmp_path: Path) -> None:
-    matrix = matrix_with([record(TestOutcome.PASSED), record(TestOutcome.FAILED)])
+    matrix = matrix_with([record(Outcome.PASS), record(Outcome.FAIL)])
     written = write_reports(matrix, tmp_path)
     assert sorted(path.name for path in written) == [
         "junit.xml",
