@@ -48,6 +48,7 @@ TARGETS: dict[str, str] = {
     "admin-reply.route_not_found": "admin-reply.json#/$defs/route_not_found",
     "admin-reply.invalid_json": "admin-reply.json#/$defs/invalid_json",
     "matrix": "matrix.json",
+    "docker-deployment": "docker-deployment.json",
 }
 
 #: The request nvext keys of Dynamo 1.6.1 (dynamo-contract-facts §3.1, serde field table).
@@ -209,10 +210,12 @@ def test_every_admin_example_is_an_admin_reply(path: Path) -> None:
     [p for p in example_files() if isinstance(json.loads(p.read_text()), dict)],
     ids=lambda p: f"{p.parent.name}/{p.stem}",
 )
-def test_unknown_top_level_keys_are_allowed_except_in_the_nvext_request(path: Path) -> None:
+def test_unknown_top_level_keys_are_allowed_except_where_a_typo_must_fail(path: Path) -> None:
+    """Wire shapes tolerate keys a future version adds; the nvext request (Dynamo rejects
+    unknown keys) and our own docker deployment file (a typo must not be ignored) do not."""
     instance = {**json.loads(path.read_text()), "x_added_in_a_future_version": {"a": [1]}}
     valid = validator(path.parent.name).is_valid(instance)
-    assert valid is (path.parent.name != "nvext.request")
+    assert valid is (path.parent.name not in ("nvext.request", "docker-deployment"))
 
 
 def test_instance_id_above_2_pow_53_validates() -> None:
@@ -548,6 +551,18 @@ BAD_CASES: list[Bad] = [
         "skipped", "enum"),
     Bad("test-outcome-unsupported", "matrix", "two-targets", (*CELL, "tests", 0, "outcome"),
         "unsupported", "enum"),
+    Bad("docker-backend-unknown", "docker-deployment", "vllm-agg", ("backend",), "tensorrt",
+        "enum"),
+    Bad("docker-containers-empty", "docker-deployment", "vllm-agg", ("containers",), [],
+        "minItems"),
+    Bad("docker-unknown-key", "docker-deployment", "vllm-agg", ("containers", 0, "gpu"), 1,
+        "additionalProperties", at=("containers", 0)),
+    Bad("docker-port-out-of-range", "docker-deployment", "vllm-agg", ("frontend", "port"), 70000,
+        "maximum"),
+    Bad("docker-environment-number", "docker-deployment", "vllm-agg",
+        ("containers", 2, "environment", "DYN_RL_PORT"), 8001, "type"),
+    Bad("docker-frontend-missing", "docker-deployment", "vllm-agg", ("frontend",),
+        keyword="required", at=()),
     Bad("evidence-without-reproducer", "matrix", "two-targets",
         ("capabilities", 0, "cells", "real-sglang", "evidence", 0, "reproducer"),
         keyword="required", at=("capabilities", 0, "cells", "real-sglang", "evidence", 0)),

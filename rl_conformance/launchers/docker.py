@@ -13,8 +13,6 @@ here: published ports bind 127.0.0.1 by default, which suits a runner on the GPU
 
 from __future__ import annotations
 
-import ipaddress
-import json
 import logging
 import os
 import re
@@ -22,7 +20,7 @@ import secrets
 import shlex
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +31,16 @@ from docker.errors import DockerException, ImageNotFound, NotFound
 from docker.models.containers import Container
 from docker.types import DeviceRequest
 
-from ..capabilities import Backend
-from ..errors import ConfigurationError, LaunchError
+from ..errors import LaunchError
 from ..target import Target
+from .docker_config import (
+    ContainerSpec,
+    DockerDeployment,
+    Endpoint,
+    NetworkSpec,
+    PortSpec,
+    Readiness,
+)
 
 __all__ = [
     "JOB_LABEL",
@@ -47,6 +52,7 @@ __all__ = [
     "NetworkSpec",
     "PortSpec",
     "Readiness",
+    "device_requests",
     "launcher_from_config",
 ]
 
@@ -63,463 +69,6 @@ EXPECTATIONS = ("model-listed", "http-200")
 _SPECIAL_NETWORKS = ("host", "bridge", "none", "default")
 _DOCKER_NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.-]*")
 _ABSENT = object()
-
-
-# -- the configuration ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class PortSpec:
-    """One published TCP port; `host_port` None lets the engine choose a free one, which keeps
-    parallel runs on one GPU host from colliding."""
-
-    container_port: int
-    host_port: int | None = None
-
-
-@dataclass(frozen=True)
-class ContainerSpec:
-    """One container of the deployment. `name` is a suffix: the engine name is
-    `<deployment>-<run id>-<name>`, and `name` is the container's alias on the deployment's
-    network, so commands can address `http://etcd:2379` whatever the run id. An environment
-    value of None passes the variable on from the launcher's own environment (for secrets such
-    as HF_TOKEN, which then never sit in the config file)."""
-
-    name: str
-    image: str
-    command: tuple[str, ...] | None = None
-    environment: dict[str, str | None] = field(default_factory=dict)
-    ports: tuple[PortSpec, ...] = ()
-    gpus: str | int | tuple[str, ...] | None = None
-    network: str | None = None
-    volumes: tuple[str, ...] = ()
-    shm_size: str | None = None
-
-    def environment_for_engine(self) -> dict[str, str]:
-        resolved = {}
-        for key, value in self.environment.items():
-            if value is None:
-                value = os.environ.get(key)
-            if value is not None:
-                resolved[key] = value
-        return resolved
-
-    def device_requests(self) -> list[DeviceRequest]:
-        """`docker run --gpus` as the engine API spells it."""
-        if self.gpus is None:
-            return []
-        if self.gpus == "all":
-            return [DeviceRequest(count=-1, capabilities=[["gpu"]])]
-        if isinstance(self.gpus, int):
-            return [DeviceRequest(count=self.gpus, capabilities=[["gpu"]])]
-        return [DeviceRequest(device_ids=list(self.gpus), capabilities=[["gpu"]])]
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """A service of the deployment: which container serves it, on which container port."""
-
-    container: str
-    port: int
-
-
-@dataclass(frozen=True)
-class NetworkSpec:
-    """`create`: a dedicated bridge network for this run, removed by `stop()`; otherwise `name`
-    is an existing network that the containers join and that is never removed."""
-
-    create: bool
-    name: str | None = None
-
-
-@dataclass(frozen=True)
-class Readiness:
-    """When the deployment counts as up: `path` on the frontend answers 200 (and, with
-    `expect="model-listed"`, lists the model, or any model when none is configured), and the RL
-    listener lists at least `rl_workers` workers with routes and no error."""
-
-    path: str = "/v1/models"
-    expect: str = "model-listed"
-    rl_workers: int = 0
-    deadline_s: float = 900.0
-    interval_s: float = 2.0
-
-
-@dataclass(frozen=True)
-class DockerDeployment:
-    """A whole deployment, as read from its JSON file (see `from_file`)."""
-
-    backend: str
-    containers: tuple[ContainerSpec, ...]
-    frontend: Endpoint
-    rl: Endpoint | None = None
-    name: str = ""
-    model: str | None = None
-    pull: bool = False
-    host_ip: str = "127.0.0.1"
-    url_host: str | None = None
-    network: NetworkSpec | None = None
-    readiness: Readiness = field(default_factory=Readiness)
-    stop_timeout_s: float = 10.0
-    source: str = "<config>"
-
-    @classmethod
-    def from_file(cls, path: str | Path) -> DockerDeployment:
-        """Read and validate a deployment file; every error names the file, the field, the
-        expected and the observed value."""
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ConfigurationError(
-                f"--docker-config: cannot read {path}: {exc.strerror or exc}"
-            ) from exc
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ConfigurationError(
-                f"{path}: expected a JSON document, observed invalid JSON at line {exc.lineno}"
-                f" column {exc.colno}: {exc.msg}"
-            ) from exc
-        return cls.from_dict(data, source=str(path))
-
-    @classmethod
-    def from_dict(cls, data: Any, *, source: str = "<config>") -> DockerDeployment:
-        return _parse_deployment(_Fields(data, "", source, _TOP_KEYS))
-
-    def container(self, name: str) -> ContainerSpec:
-        for spec in self.containers:
-            if spec.name == name:
-                return spec
-        raise KeyError(name)
-
-
-_TOP_KEYS = (
-    "name",
-    "backend",
-    "model",
-    "pull",
-    "host_ip",
-    "url_host",
-    "network",
-    "containers",
-    "frontend",
-    "rl",
-    "readiness",
-    "stop_timeout_s",
-)
-_CONTAINER_KEYS = (
-    "name",
-    "image",
-    "command",
-    "environment",
-    "ports",
-    "gpus",
-    "network",
-    "volumes",
-    "shm_size",
-)
-_READINESS_KEYS = ("path", "expect", "rl_workers", "deadline_s", "interval_s")
-
-
-def _show(value: Any) -> str:
-    if value is _ABSENT:
-        return "nothing (the field is absent)"
-    shown = json.dumps(value)
-    return shown if len(shown) <= 120 else shown[:117] + "..."
-
-
-class _Fields:
-    """One JSON object of the config, read field by field; an error names the field's path
-    (`containers[1].gpus`), what was expected and what was found."""
-
-    def __init__(self, data: Any, where: str, source: str, allowed: tuple[str, ...]) -> None:
-        self.where = where
-        self.source = source
-        if not isinstance(data, dict):
-            raise self.error("", "a JSON object", data)
-        self.data: dict[str, Any] = data
-        for key in data:
-            if key not in allowed:
-                known = f"one of the known keys ({', '.join(allowed)})"
-                raise self.error(key, known, key, verbatim="an unknown key")
-
-    def path(self, key: str) -> str:
-        if not key:
-            return self.where or "(top level)"
-        return f"{self.where}.{key}" if self.where else key
-
-    def error(
-        self, key: str, expected: str, observed: Any, *, verbatim: str | None = None
-    ) -> ConfigurationError:
-        """`verbatim` replaces the JSON rendering of `observed` when words say more."""
-        return ConfigurationError(
-            f"{self.source}: {self.path(key)}: expected {expected}, "
-            f"observed {verbatim or _show(observed)}"
-        )
-
-    def get(self, key: str) -> Any:
-        return self.data.get(key, _ABSENT)
-
-    def string(
-        self,
-        key: str,
-        *,
-        default: Any = _ABSENT,
-        pattern: re.Pattern[str] | None = None,
-        expected: str = "a non-empty string",
-    ) -> Any:
-        value = self.get(key)
-        if value is _ABSENT or (value is None and default is not _ABSENT):
-            if default is _ABSENT:
-                raise self.error(key, expected, value)
-            return default
-        if (
-            not isinstance(value, str)
-            or not value
-            or (pattern is not None and not pattern.fullmatch(value))
-        ):
-            raise self.error(key, expected, value)
-        return value
-
-    def boolean(self, key: str, default: bool) -> bool:
-        value = self.get(key)
-        if value is _ABSENT:
-            return default
-        if not isinstance(value, bool):
-            raise self.error(key, "true or false", value)
-        return value
-
-    def integer(self, key: str, *, low: int, high: int, default: Any = _ABSENT) -> Any:
-        value = self.get(key)
-        if value is _ABSENT and default is not _ABSENT:
-            return default
-        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            raise self.error(key, f"an integer from {low} to {high}", value)
-        return value
-
-    def seconds(self, key: str, default: float) -> float:
-        value = self.get(key)
-        if value is _ABSENT:
-            return default
-        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-            raise self.error(key, "a positive number of seconds", value)
-        return float(value)
-
-    def child(self, key: str, allowed: tuple[str, ...]) -> _Fields:
-        return _Fields(self.get(key), self.path(key), self.source, allowed)
-
-
-def _parse_deployment(top: _Fields) -> DockerDeployment:
-    backends = ", ".join(b.value for b in Backend)
-    backend = top.string("backend", expected=f"one of {backends}")
-    if backend not in {b.value for b in Backend}:
-        raise top.error("backend", f"one of {backends}", backend)
-    name = top.string(
-        "name",
-        default=f"docker-{backend}",
-        pattern=_DOCKER_NAME,
-        expected="a Docker name ([a-zA-Z0-9][a-zA-Z0-9_.-]*)",
-    )
-    host_ip = top.string("host_ip", default="127.0.0.1", expected="an IP address")
-    try:
-        ipaddress.ip_address(host_ip)
-    except ValueError:
-        raise top.error("host_ip", "an IP address such as 127.0.0.1", host_ip) from None
-    containers_raw = top.get("containers")
-    if not isinstance(containers_raw, list) or not containers_raw:
-        raise top.error("containers", "a non-empty list of container objects", containers_raw)
-    containers = []
-    seen: set[str] = set()
-    for index, raw in enumerate(containers_raw):
-        spec = _parse_container(_Fields(raw, f"containers[{index}]", top.source, _CONTAINER_KEYS))
-        if spec.name in seen:
-            raise ConfigurationError(
-                f"{top.source}: containers[{index}].name: expected a name not used by another "
-                f"container, observed {_show(spec.name)} (used twice)"
-            )
-        seen.add(spec.name)
-        containers.append(spec)
-    by_name = {spec.name: spec for spec in containers}
-    frontend = _parse_endpoint(top, "frontend", by_name, required=True)
-    assert frontend is not None
-    rl = _parse_endpoint(top, "rl", by_name, required=False)
-    readiness = _parse_readiness(top)
-    if readiness.rl_workers and rl is None:
-        raise top.error(
-            "readiness.rl_workers", '0 when no "rl" endpoint is configured', readiness.rl_workers
-        )
-    network = None
-    if top.get("network") not in (_ABSENT, None):
-        fields = top.child("network", ("create", "name"))
-        create = fields.boolean("create", False)
-        existing = fields.string(
-            "name",
-            default=None,
-            pattern=_DOCKER_NAME,
-            expected="the name of an existing Docker network",
-        )
-        if create == (existing is not None):
-            raise fields.error(
-                "", 'either {"create": true} or {"name": "<existing network>"}', fields.data
-            )
-        if existing in _SPECIAL_NETWORKS:
-            raise fields.error(
-                "name",
-                'a user-defined network (set "network": "host" per container instead)',
-                existing,
-            )
-        network = NetworkSpec(create=create, name=existing)
-    return DockerDeployment(
-        backend=backend,
-        containers=tuple(containers),
-        frontend=frontend,
-        rl=rl,
-        name=name,
-        model=top.string("model", default=None),
-        pull=top.boolean("pull", False),
-        host_ip=host_ip,
-        url_host=top.string("url_host", default=None, expected="a host name or IP address"),
-        network=network,
-        readiness=readiness,
-        stop_timeout_s=top.seconds("stop_timeout_s", 10.0),
-        source=top.source,
-    )
-
-
-def _parse_container(fields: _Fields) -> ContainerSpec:
-    name = fields.string(
-        "name", pattern=_DOCKER_NAME, expected="a Docker name ([a-zA-Z0-9][a-zA-Z0-9_.-]*)"
-    )
-    image = fields.string("image", expected="an image reference such as repo/name:tag")
-    command = fields.get("command")
-    if command is _ABSENT or command is None:
-        command = None
-    elif not isinstance(command, list) or not all(isinstance(part, str) for part in command):
-        raise fields.error("command", "a list of strings (one per argument) or null", command)
-    environment = fields.get("environment")
-    if environment is _ABSENT:
-        environment = {}
-    if not isinstance(environment, dict):
-        raise fields.error("environment", 'an object of NAME: "value" strings', environment)
-    for key, value in environment.items():
-        if value is not None and not isinstance(value, str):
-            raise fields.error(
-                f"environment.{key}",
-                "a string (quote numbers), or null to pass the variable on from this process",
-                value,
-            )
-    network = fields.string("network", default=None, expected='a Docker network name or "host"')
-    ports = _parse_ports(fields)
-    if network == "host" and ports:
-        raise fields.error(
-            "ports",
-            'no published ports with "network": "host" (the container uses the host\'s '
-            "ports directly)",
-            fields.get("ports"),
-        )
-    volumes = fields.get("volumes")
-    if volumes is _ABSENT or volumes is None:
-        volumes = []
-    if not isinstance(volumes, list) or not all(
-        isinstance(item, str) and ":" in item for item in volumes
-    ):
-        raise fields.error("volumes", 'a list of "source:/container/path[:ro]" strings', volumes)
-    return ContainerSpec(
-        name=name,
-        image=image,
-        command=None if command is None else tuple(command),
-        environment=dict(environment),
-        ports=ports,
-        gpus=_parse_gpus(fields),
-        network=network,
-        volumes=tuple(volumes),
-        shm_size=fields.string("shm_size", default=None, expected='a size such as "16g"'),
-    )
-
-
-def _parse_ports(fields: _Fields) -> tuple[PortSpec, ...]:
-    raw = fields.get("ports")
-    if raw is _ABSENT or raw is None:
-        return ()
-    expected = 'a list of container ports (8000) or {"container": 8000, "host": 18000} objects'
-    if not isinstance(raw, list):
-        raise fields.error("ports", expected, raw)
-    ports = []
-    for index, item in enumerate(raw):
-        if isinstance(item, int) and not isinstance(item, bool) and 1 <= item <= 65535:
-            ports.append(PortSpec(item))
-        elif isinstance(item, dict):
-            entry = _Fields(
-                item, f"{fields.path('ports')}[{index}]", fields.source, ("container", "host")
-            )
-            ports.append(
-                PortSpec(
-                    entry.integer("container", low=1, high=65535),
-                    entry.integer("host", low=1, high=65535, default=None),
-                )
-            )
-        else:
-            raise fields.error(f"ports[{index}]", expected, item)
-    numbers = [port.container_port for port in ports]
-    if len(set(numbers)) != len(numbers):
-        raise fields.error("ports", "each container port once", raw)
-    return tuple(ports)
-
-
-def _parse_gpus(fields: _Fields) -> str | int | tuple[str, ...] | None:
-    value = fields.get("gpus")
-    expected = '"all", a positive number of GPUs, or a non-empty list of device ids'
-    if value is _ABSENT or value is None:
-        return None
-    if value == "all":
-        return "all"
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-        return value
-    if isinstance(value, list) and value and all(_device_id(item) for item in value):
-        return tuple(str(item) for item in value)
-    raise fields.error("gpus", expected, value)
-
-
-def _device_id(item: Any) -> bool:
-    return (isinstance(item, str) and bool(item)) or (
-        isinstance(item, int) and not isinstance(item, bool) and item >= 0
-    )
-
-
-def _parse_endpoint(
-    top: _Fields, key: str, containers: dict[str, ContainerSpec], *, required: bool
-) -> Endpoint | None:
-    if top.get(key) in (_ABSENT, None) and not required:
-        return None
-    fields = top.child(key, ("container", "port"))
-    name = fields.string("container", expected=f"one of the container names {sorted(containers)}")
-    if name not in containers:
-        raise fields.error("container", f"one of the container names {sorted(containers)}", name)
-    port = fields.integer("port", low=1, high=65535)
-    spec = containers[name]
-    published = [p.container_port for p in spec.ports]
-    if spec.network != "host" and port not in published:
-        raise fields.error("port", f"a port that container {name!r} publishes {published}", port)
-    return Endpoint(name, port)
-
-
-def _parse_readiness(top: _Fields) -> Readiness:
-    if top.get("readiness") in (_ABSENT, None):
-        return Readiness()
-    fields = top.child("readiness", _READINESS_KEYS)
-    path = fields.string("path", default="/v1/models", expected='an HTTP path starting with "/"')
-    if not path.startswith("/"):
-        raise fields.error("path", 'an HTTP path starting with "/"', path)
-    expect = fields.string("expect", default="model-listed", expected=f"one of {EXPECTATIONS}")
-    if expect not in EXPECTATIONS:
-        raise fields.error("expect", f"one of {', '.join(EXPECTATIONS)}", expect)
-    return Readiness(
-        path=path,
-        expect=expect,
-        rl_workers=fields.integer("rl_workers", low=0, high=10_000, default=0),
-        deadline_s=fields.seconds("deadline_s", 900.0),
-        interval_s=fields.seconds("interval_s", 2.0),
-    )
 
 
 # -- the launcher ---------------------------------------------------------------------------
@@ -690,7 +239,7 @@ class DockerLauncher:
                 for port in spec.ports
             }
         if spec.gpus is not None:
-            kwargs["device_requests"] = spec.device_requests()
+            kwargs["device_requests"] = device_requests(spec)
         if spec.volumes:
             kwargs["volumes"] = list(spec.volumes)
         if spec.shm_size:
@@ -930,6 +479,17 @@ def _url_host(host: str) -> str:
     if host in ("0.0.0.0", "::", ""):
         return "127.0.0.1"
     return f"[{host}]" if ":" in host else host
+
+
+def device_requests(spec: ContainerSpec) -> list[DeviceRequest]:
+    """`docker run --gpus` as the engine API spells it."""
+    if spec.gpus is None:
+        return []
+    if spec.gpus == "all":
+        return [DeviceRequest(count=-1, capabilities=[["gpu"]])]
+    if isinstance(spec.gpus, int):
+        return [DeviceRequest(count=spec.gpus, capabilities=[["gpu"]])]
+    return [DeviceRequest(device_ids=list(spec.gpus), capabilities=[["gpu"]])]
 
 
 def _gpus_flag(gpus: str | int | tuple[str, ...]) -> str:

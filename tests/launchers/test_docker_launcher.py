@@ -22,6 +22,7 @@ from rl_conformance.launchers.docker import (
     ContainerSpec,
     DockerDeployment,
     DockerLauncher,
+    device_requests,
     launcher_from_config,
 )
 
@@ -193,7 +194,7 @@ def test_gpus_forms_become_one_gpu_device_request(gpus: Any, request_json: dict[
     data = config()
     data["containers"][1]["gpus"] = gpus
     spec = DockerDeployment.from_dict(data).container("worker")
-    assert [dict(r) for r in spec.device_requests()] == [
+    assert [dict(r) for r in device_requests(spec)] == [
         {"Driver": "", "Capabilities": [["gpu"]], "Options": {}, **request_json}
     ]
 
