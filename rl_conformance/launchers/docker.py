@@ -41,6 +41,7 @@ from .docker_config import (
     PortSpec,
     Readiness,
 )
+from .readiness import wait_until_ready
 
 __all__ = [
     "JOB_LABEL",
@@ -287,37 +288,29 @@ class DockerLauncher:
 
     def _wait_ready(self, frontend_url: str, rl_url: str | None) -> None:
         readiness = self.deployment.readiness
-        deadline = time.monotonic() + readiness.deadline_s
-        last = "nothing probed yet"
-        with httpx.Client(trust_env=False) as http:
-            while True:
-                self._check_running()
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    break
-                ready, last = self._probe(http, frontend_url, rl_url, min(5.0, remaining))
-                if ready:
-                    return
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    break
-                time.sleep(min(readiness.interval_s, remaining))
-        tails = "\n".join(
-            f"--- {c.spec.name} ({c.engine_name}), last {LOG_TAIL_LINES} lines ---\n{self._tail(c)}"
-            for c in self._created
-        )
-        raise LaunchError(
-            f"{self.target_id}: not ready within {readiness.deadline_s:g} s (last probe: {last})"
-            f"\n{tails}\n(full logs: {self.log_dir})"
+
+        def tails() -> str:
+            shown = "\n".join(
+                f"--- {c.spec.name} ({c.engine_name}), last {LOG_TAIL_LINES} lines ---\n"
+                f"{self._tail(c)}"
+                for c in self._created
+            )
+            return f"{shown}\n(full logs: {self.log_dir})"
+
+        wait_until_ready(
+            self.target_id,
+            lambda http: self._probe(http, frontend_url, rl_url),
+            deadline_s=readiness.deadline_s,
+            interval_s=readiness.interval_s,
+            alive=self._check_running,
+            details=tails,
         )
 
-    def _probe(
-        self, http: httpx.Client, frontend_url: str, rl_url: str | None, timeout: float
-    ) -> tuple[bool, str]:
+    def _probe(self, http: httpx.Client, frontend_url: str, rl_url: str | None) -> tuple[bool, str]:
         readiness = self.deployment.readiness
         url = frontend_url + readiness.path
         try:
-            response = http.get(url, timeout=timeout)
+            response = http.get(url)
         except httpx.HTTPError as exc:
             return False, f"GET {url}: {type(exc).__name__} {exc}"
         if response.status_code != 200:
@@ -330,7 +323,7 @@ class DockerLauncher:
         if readiness.rl_workers and rl_url is not None:
             url = rl_url + "/v1/rl/workers"
             try:
-                response = http.get(url, timeout=timeout)
+                response = http.get(url)
             except httpx.HTTPError as exc:
                 return False, f"GET {url}: {type(exc).__name__} {exc}"
             usable = _usable_rl_workers(response)

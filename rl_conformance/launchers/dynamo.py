@@ -34,6 +34,7 @@ import fake_backends
 from ..errors import ConfigurationError, LaunchError
 from ..target import LISTENER_RESTART, Target
 from .processes import ManagedProcess, free_port
+from .readiness import wait_until_ready
 
 ENGINES = ("mocker", "fake-vllm")
 MODEL_NAME = "toy"
@@ -297,53 +298,51 @@ class DynamoLauncher:
         self.processes[self.processes.index(old)] = fresh
         self._frontend = fresh
         fresh.start()
-        rl_url = self._urls[1]
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        with httpx.Client(timeout=2.0, trust_env=False) as http:
-            while time.monotonic() < deadline:
-                if fresh.exited() is not None:
-                    raise LaunchError(f"frontend exited after a re-scope: {fresh.log_tail()}")
-                try:
-                    # Only the listener: model discovery follows its own scope rules, and an
-                    # environment may legitimately hide the model from /v1/models.
-                    if http.get(rl_url + "/v1/rl/workers").status_code == 200:
-                        time.sleep(1.0)  # let the listener's first discovery settle
-                        return
-                except (httpx.HTTPError, ValueError, AttributeError):
-                    pass
-                time.sleep(0.1)
-        raise LaunchError(f"frontend not ready within {READY_TIMEOUT_S:g} s after a re-scope")
+
+        def answers(http: httpx.Client) -> tuple[bool, str]:
+            # Only the listener: model discovery follows its own scope rules, and an
+            # environment may legitimately hide the model from /v1/models.
+            status = http.get(self._urls[1] + "/v1/rl/workers").status_code
+            return status == 200, f"GET /v1/rl/workers -> HTTP {status}"
+
+        wait_until_ready(
+            "the frontend after a re-scope",
+            answers,
+            deadline_s=READY_TIMEOUT_S,
+            alive=lambda: self._alive([fresh]),
+        )
+        time.sleep(1.0)  # let the listener's first discovery settle
 
     def _wait_ready(self, frontend_url: str, rl_url: str) -> None:
-        deadline = time.monotonic() + READY_TIMEOUT_S
         needs_rl = self.engine != "mocker"
-        last = "nothing answered yet"
-        with httpx.Client(timeout=2.0, trust_env=False) as http:
-            while time.monotonic() < deadline:
-                for process in self.processes:
-                    if process.exited() is not None:
-                        raise LaunchError(
-                            f"{process.name} exited with code {process.exited()} "
-                            f"during start-up; log tail:\n{process.log_tail()}"
-                        )
-                try:
-                    models = http.get(frontend_url + "/v1/models").json().get("data", [])
-                    ready = any(entry.get("id") == MODEL_NAME for entry in models)
-                    last = f"/v1/models lists {[entry.get('id') for entry in models]}"
-                    if ready and needs_rl:
-                        workers = http.get(rl_url + "/v1/rl/workers").json().get("workers", [])
-                        usable = [w for w in workers if w.get("routes") and "error" not in w]
-                        ready = len(usable) >= self.workers
-                        last = f"/v1/rl/workers lists {len(usable)} usable worker(s)"
-                    if ready:
-                        return
-                except (httpx.HTTPError, ValueError, AttributeError):
-                    pass
-                time.sleep(0.1)
-        tails = "\n".join(f"--- {p.name}\n{p.log_tail(1500)}" for p in self.processes)
-        raise LaunchError(
-            f"{self.target_id} not ready within {READY_TIMEOUT_S:g} s ({last})\n{tails}"
+
+        def ready(http: httpx.Client) -> tuple[bool, str]:
+            models = http.get(frontend_url + "/v1/models").json().get("data", [])
+            listed = [entry.get("id") for entry in models]
+            if MODEL_NAME not in listed:
+                return False, f"/v1/models lists {listed}"
+            if not needs_rl:
+                return True, "ready"
+            workers = http.get(rl_url + "/v1/rl/workers").json().get("workers", [])
+            usable = [w for w in workers if w.get("routes") and "error" not in w]
+            return len(usable) >= self.workers, f"/v1/rl/workers lists {len(usable)} usable"
+
+        wait_until_ready(
+            self.target_id,
+            ready,
+            deadline_s=READY_TIMEOUT_S,
+            alive=lambda: self._alive(self.processes),
+            details=lambda: "\n".join(f"--- {p.name}\n{p.log_tail(1500)}" for p in self.processes),
         )
+
+    @staticmethod
+    def _alive(processes: list[ManagedProcess]) -> None:
+        for process in processes:
+            if process.exited() is not None:
+                raise LaunchError(
+                    f"{process.name} exited with code {process.exited()}; "
+                    f"log tail:\n{process.log_tail()}"
+                )
 
     def stop(self) -> None:
         for process in reversed(self.processes):

@@ -4,17 +4,15 @@ fleet of namespaces, restarted under any environment by ``DynamoLauncher.rescope
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import httpx
 
-from rl_conformance.errors import LaunchError
 from rl_conformance.launchers.dynamo import READY_TIMEOUT_S, DynamoLauncher, _system_port
 from rl_conformance.launchers.processes import ManagedProcess
+from rl_conformance.launchers.readiness import wait_until_ready
 from rl_conformance.target import Target
 
 
@@ -31,33 +29,22 @@ class NamespaceZooLauncher(DynamoLauncher):
         return [self._process("worker-zoo", command, zoo_env)]
 
     def _wait_ready(self, frontend_url: str, rl_url: str) -> None:
-        self._wait_for(rl_url, lambda workers: True)
+        wait_until_ready(self.target_id, lambda http: (True, "started"), deadline_s=1)
 
     def start(self) -> Target:
         """Ready when the listener, scoped to every namespace, lists every endpoint."""
         target = super().start()
+        wanted = set(self.namespaces)
+
+        def all_listed(http: httpx.Client) -> tuple[bool, str]:
+            workers = http.get(self._urls[1] + "/v1/rl/workers").json().get("workers", [])
+            listed = {w.get("namespace") for w in workers if w.get("routes")}
+            return listed >= wanted, f"{len(listed & wanted)} of {len(wanted)} namespaces listed"
+
         try:
             self.rescope_listener({"DYN_NAMESPACE_PREFIX": "dynamo"})
-            wanted = set(self.namespaces)
-            self._wait_for(
-                self._urls[1],
-                lambda workers: {w.get("namespace") for w in workers if w.get("routes")} >= wanted,
-            )
+            wait_until_ready("the namespace zoo", all_listed, deadline_s=READY_TIMEOUT_S)
         except BaseException:
             self.stop()
             raise
         return target
-
-    def _wait_for(self, rl_url: str, ready: Callable[[list[dict[str, Any]]], bool]) -> None:
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        last: Any = "no answer"
-        with httpx.Client(timeout=2.0, trust_env=False) as http:
-            while time.monotonic() < deadline:
-                try:
-                    last = http.get(rl_url + "/v1/rl/workers").json().get("workers", [])
-                    if ready(last):
-                        return
-                except (httpx.HTTPError, ValueError, AttributeError):
-                    pass
-                time.sleep(0.2)
-        raise LaunchError(f"the namespace zoo was not ready in {READY_TIMEOUT_S:g} s: {last}")
