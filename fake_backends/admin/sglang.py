@@ -27,8 +27,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
+from fake_backends.admin.routes import AdminHandler, AdminRoutes, HandlerError
 from fake_backends.admin.sglang_routes import EngineRouteDescriptor, EngineRouteError
-from fake_backends.admin.system_server import AdminHandler, AdminRoutes, HandlerError
 from fake_backends.runtime.weights import (
     declare_version,
     load_weights,

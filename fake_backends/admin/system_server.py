@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from starlette.applications import Starlette
@@ -27,6 +26,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from fake_backends.admin.routes import AdminRoutes, call
 from fake_backends.encoding.json_text import dumps
 from fake_backends.runtime.admin_ledger import AdminLedger
 from fake_backends.runtime.workers import EngineWorker
@@ -34,61 +34,6 @@ from fake_backends.runtime.workers import EngineWorker
 ENGINE_PREFIX = "/engine/"
 TEXT_PLAIN = "text/plain; charset=utf-8"
 ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]
-NON_OBJECT_MESSAGE = "request body must be a JSON object"
-
-# The vLLM Python worker's advertised RL routes (facts §5.3).
-VLLM_RL_ROUTES: tuple[str, ...] = (
-    "abort_request",
-    "destroy_weights_update_group",
-    "flush_cache",
-    "get_weight_version",
-    "init_weights_update_group",
-    "liveness_probe",
-    "pause_generation",
-    "resume_generation",
-    "set_weight_version",
-    "update_weights_from_disk",
-    "update_weights_from_distributed",
-    "update_weights_from_tensor",
-)
-
-AdminHandler = Callable[[EngineWorker, dict[str, Any]], Awaitable[dict[str, Any]]]
-
-
-class HandlerError(Exception):
-    """Raised by a handler for what the real worker's code would raise (a 500)."""
-
-
-class AdminRoutes:
-    """Name -> handler; a handler gets the worker and the request body (an object).
-
-    ``advertised`` is what the worker lists in ``/v1/rl/workers`` (registered routes need
-    not all be advertised); ``raise_on_non_object`` picks the SGLang behaviour for a body
-    that is valid JSON but not an object.
-    """
-
-    def __init__(self, *, raise_on_non_object: bool = False) -> None:
-        self._handlers: dict[str, AdminHandler] = {}
-        self._advertised: set[str] = set()
-        self.raise_on_non_object = raise_on_non_object
-
-    def register(self, name: str, handler: AdminHandler, *, advertise: bool = True) -> None:
-        self._handlers[name] = handler
-        if advertise:
-            self._advertised.add(name)
-        else:
-            self._advertised.discard(name)
-
-    def get(self, name: str) -> AdminHandler | None:
-        return self._handlers.get(name)
-
-    def names(self) -> tuple[str, ...]:
-        """Every registered route name, sorted."""
-        return tuple(sorted(self._handlers))
-
-    def advertised(self) -> tuple[str, ...]:
-        """The names the worker advertises to discovery, sorted."""
-        return tuple(sorted(self._advertised))
 
 
 def _text_json(obj: Any, status: int) -> Response:
@@ -145,7 +90,8 @@ def build_worker_admin_app(
 async def dispatch(
     worker: EngineWorker, routes: AdminRoutes, name: str, raw: bytes
 ) -> tuple[int, dict[str, Any], Any]:
-    """(HTTP status, reply, recorded body) for one /engine request."""
+    """(HTTP status, reply, recorded body) for one /engine request: the system server parses
+    the body, the route table does the rest (`routes.call`)."""
     body: Any = {}
     if raw.strip():
         try:
@@ -156,19 +102,5 @@ async def dispatch(
                 {"error": "Invalid JSON", "message": str(exc)},
                 raw.decode("utf-8", "replace"),
             )
-    handler = routes.get(name)
-    if handler is None:
-        if worker.runtime.faults.active("unknown_route_200"):
-            return 200, {"status": "ok"}, body
-        return 404, {"error": "Route not found", "message": f"Route /engine/{name} not found"}, body
-    if body is None:
-        body = {}
-    if not isinstance(body, Mapping):
-        if routes.raise_on_non_object:
-            message = f"/engine/{name} requires a JSON object body"
-            return 500, {"error": "Handler error", "message": message}, body
-        return 200, {"status": "error", "message": NON_OBJECT_MESSAGE}, body
-    try:
-        return 200, await handler(worker, dict(body)), body
-    except Exception as exc:  # a handler error must look like Dynamo's 500, not kill the server
-        return 500, {"error": "Handler error", "message": str(exc)}, body
+    status, reply = await call(worker, routes, name, body)
+    return status, reply, body

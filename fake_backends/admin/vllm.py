@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fake_backends.admin.system_server import VLLM_RL_ROUTES, AdminRoutes
+from fake_backends.admin.routes import VLLM_RL_ROUTES, AdminRoutes
 from fake_backends.runtime.weights import (
     declare_version,
     load_weights,
