@@ -134,6 +134,8 @@ async def update_weights_from_distributed(worker: EngineWorker, body: Body) -> B
         )
     if not worker.runtime.paused and not allow_unpaused:
         return _error(PAUSE_FIRST)
+    if not worker.weight_groups:  # vLLM's collective RPC fails without a group
+        return _error("no weight update group: call init_weights_update_group first")
     payload = {k: v for k, v in body.items() if k not in DISTRIBUTED_RESERVED}
     load_weights(
         worker,
@@ -150,10 +152,12 @@ async def update_weights_from_tensor(worker: EngineWorker, body: Body) -> Body:
 
 
 async def init_weights_update_group(worker: EngineWorker, body: Body) -> Body:
+    worker.weight_groups.append(dict(body))
     return {"status": "ok", "message": "Weight update group initialized"}
 
 
 async def destroy_weights_update_group(worker: EngineWorker, body: Body) -> Body:
+    worker.weight_groups.clear()
     return {"status": "ok", "message": "Weight update group destroyed"}
 
 

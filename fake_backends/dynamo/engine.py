@@ -18,15 +18,18 @@ observed from Dynamo 1.6.1 workers (observed.md §4.2, fixtures/dynamo-1.6.1):
 * SGLang-native requests (``extra_args.sglang_tito``) get SGLang's own cumulative objects as
   ``engine_data.sglang_response``, which the frontend forwards verbatim.
 
-The RL admin handlers copy the replies of ``dynamo/vllm/handlers.py`` (1.6.1) on the toy.
+What a worker *is* (weights, declared version, prefix cache, weight-update groups) and what
+pausing, aborting and draining *do* are the fake deployment's own runtime
+(`fake_backends.runtime`): one `EngineWorker` with its `WorkerRuntime`. The RL admin routes are
+the fake deployment's vLLM route table (`fake_backends.admin.vllm`, the replies of
+``dynamo/vllm/handlers.py`` 1.6.1), called through `admin.routes.call`: one implementation of
+the control plane, served by our system server in the fake deployment and by Dynamo's here.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
-import json
 import logging
 import random
 import uuid
@@ -34,6 +37,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from fake_backends.admin.routes import AdminRoutes, call
+from fake_backends.admin.vllm import python_routes
 from fake_backends.faults.catalogue import ActiveFaults
 from fake_backends.faults.engine import engine_faults
 from fake_backends.model.decoding import (
@@ -42,7 +47,6 @@ from fake_backends.model.decoding import (
     choice_seed,
     score_prompt,
 )
-from fake_backends.model.prefix_cache import PrefixCache
 from fake_backends.model.tokenizer import (
     BOS_ID,
     EOS_ID,
@@ -53,6 +57,8 @@ from fake_backends.model.tokenizer import (
 )
 from fake_backends.model.tokenizer import token_text as worker_token_text
 from fake_backends.model.toy_model import Alternative, Context, ToyModel
+from fake_backends.runtime.scheduler import ClientGone, Generation, WorkerRuntime
+from fake_backends.runtime.workers import EngineWorker
 
 log = logging.getLogger("fake_backends.dynamo.engine")
 
@@ -63,22 +69,15 @@ INITIAL_WEIGHTS = "initial"
 # (raw bytes, broken UTF-8, specials) through the real frontend's detokenizer.
 SCRIPT_PREFIX = (PAD_ID, PAD_ID, PAD_ID, BOS_ID)
 MISALIGNED_CHUNK_TOKENS = 3
-GATE_POLL_S = 0.02
-WAIT_DRAIN_POLL_S = 0.01
 
-NOT_OBJECT = {"status": "error", "message": "request body must be a JSON object"}
 NOT_PAUSED = (
     "Worker must be paused via pause_generation() before updating weights. Call "
     "pause_generation() first, then update, then resume_generation()."
 )
-PAUSE_MODES = ("keep", "wait", "abort")
-# vLLM's _DISTRIBUTED_WEIGHT_UPDATE_RESERVED_KEYS: what is not part of the transfer itself.
-DISTRIBUTED_RESERVED = frozenset(
-    {"allow_unpaused", "engine_rpc", "reset_prefix_cache", "weight_version"}
-)
 
 Json = dict[str, Any]
-AdminHandler = Callable[[Any], Awaitable[Json]]
+RouteCallback = Callable[[Any], Awaitable[Json]]
+Stopped = Callable[[], bool] | None  # the request context's "client went away"
 
 
 class RequestContext(Protocol):
@@ -87,16 +86,6 @@ class RequestContext(Protocol):
     def id(self) -> str: ...
 
     def is_stopped(self) -> bool: ...
-
-
-class _Undeclared:
-    """vLLM's "no weight version declared yet" sentinel (distinct from a declared null)."""
-
-    def __repr__(self) -> str:
-        return "UNDECLARED"
-
-
-UNDECLARED = _Undeclared()
 
 
 def _int_or(value: Any, default: int | None) -> int | None:
@@ -213,15 +202,6 @@ def _parse_sglang(
 
 
 @dataclass
-class _Flight:
-    """One request in flight: what pause/abort need to know about it."""
-
-    request_id: str
-    started: bool = False
-    aborted: bool = False
-
-
-@dataclass
 class _Choice:
     """One choice being generated."""
 
@@ -250,48 +230,40 @@ class _Token:
         return (Alternative(self.token_id, self.logprob, self.rank), *self.top)
 
 
-class _Stopped(Exception):
-    """The client went away (Dynamo context stopped): end the stream without a chunk."""
-
-
 class ToyEngine:
-    """Generation, pause/resume and weight updates of one toy worker."""
+    """Generation of one toy worker, over the runtime's worker and scheduler."""
 
     def __init__(self, faults: ActiveFaults | None = None, weights: str = INITIAL_WEIGHTS) -> None:
         self.faults = faults or engine_faults()
-        self.weights = weights
-        self.version: Any = UNDECLARED
-        self.pause_mode: str | None = None
-        self.shutting_down = False
-        self.weight_groups: list[Json] = []
-        self.updates: list[Json] = []
-        self._models: dict[str, ToyModel] = {}
-        self._flights: dict[str, _Flight] = {}
-        self._resumed = asyncio.Event()
-        self._resumed.set()
-        self._lock = asyncio.Lock()
-        self.prefix_cache = PrefixCache()
+        self.worker = EngineWorker(0, 0, "toy", weights_tag=weights)
+        self.worker.runtime = WorkerRuntime(self.faults)
+        self.routes: AdminRoutes = python_routes()
 
     # ------------------------------------------------------------------ model state
 
-    def model(self, weights: str | None = None) -> ToyModel:
-        tag = self.weights if weights is None else weights
-        found = self._models.get(tag)
-        if found is None:
-            found = self._models[tag] = ToyModel(tag)
-        return found
+    @property
+    def runtime(self) -> WorkerRuntime:
+        return self.worker.runtime
+
+    @property
+    def weights(self) -> str:
+        return self.worker.weights_tag
+
+    def model(self) -> ToyModel:
+        return self.worker.model()
 
     def reported_version(self) -> Any:
-        return None if self.version is UNDECLARED else self.version
+        return self.worker.version if self.worker.version_declared else None
 
     @property
     def in_flight(self) -> int:
-        return len(self._flights)
+        """Requests the worker holds or generates for."""
+        return self.runtime.requests()
 
     def shutdown(self) -> None:
-        """Release every held request (they end 'cancelled') so the runtime can drain."""
-        self.shutting_down = True
-        self._resumed.set()
+        """End every request at its next wait (held ones end 'cancelled') so the runtime can
+        drain."""
+        self.runtime.close()
 
     # ------------------------------------------------------------------ generation
 
@@ -300,42 +272,25 @@ class ToyEngine:
     ) -> AsyncIterator[Json]:
         """The Dynamo endpoint handler: preprocessed request in, engine-output chunks out."""
         parsed = parse_request(request)
-        parsed = dataclasses.replace(
-            parsed, cached_tokens=self.prefix_cache.cached_tokens(parsed.prompt)
-        )
-        self.prefix_cache.insert(parsed.prompt)
+        cache = self.runtime.cache
+        parsed = dataclasses.replace(parsed, cached_tokens=cache.cached_tokens(parsed.prompt))
+        cache.insert(parsed.prompt)
         request_id = context.id() if context is not None else str(uuid.uuid4())
-        flight = _Flight(request_id)
-        self._flights[request_id] = flight
+        gen = Generation(request_id, request_id)
+        stopped = context.is_stopped if context is not None else None
         try:
+            await self.runtime.admit(gen, stopped)
             stream = (
-                self._sglang_stream(parsed, flight, context)
+                self._sglang_stream(parsed, gen, stopped)
                 if parsed.sglang is not None
-                else self._token_stream(parsed, flight, context)
+                else self._token_stream(parsed, gen, stopped)
             )
             async for chunk in stream:
                 yield chunk
-        except _Stopped:
+        except ClientGone:
             log.info("request %s: client went away", request_id)
         finally:
-            self._flights.pop(request_id, None)
-
-    def _held(self, flight: _Flight) -> bool:
-        if self.pause_mode is None or self.faults.active("pause_not_applied"):
-            return False
-        return not (self.pause_mode == "wait" and flight.started)
-
-    async def _gate(self, flight: _Flight, context: RequestContext | None) -> bool:
-        """Wait while paused.  True: go on; False: the request was aborted (end it)."""
-        while True:
-            if context is not None and context.is_stopped():
-                raise _Stopped
-            if flight.aborted or self.shutting_down:
-                return False
-            if not self._held(flight):
-                return True
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._resumed.wait(), GATE_POLL_S)
+            self.runtime.release(gen)
 
     def _new_choice(self, parsed: ParsedRequest, index: int) -> _Choice:
         seed = choice_seed(parsed.seed, index)
@@ -398,7 +353,7 @@ class ToyEngine:
         return finish, stop_reason
 
     async def _token_stream(
-        self, parsed: ParsedRequest, flight: _Flight, context: RequestContext | None
+        self, parsed: ParsedRequest, gen: Generation, stopped: Stopped
     ) -> AsyncIterator[Json]:
         choices = [self._new_choice(parsed, i) for i in range(parsed.n)]
         limit = self._limit(parsed)
@@ -409,7 +364,7 @@ class ToyEngine:
             for choice in choices:
                 if choice.finish is not None:
                     continue
-                if not await self._gate(flight, context):
+                if not await self.runtime.next_token(gen, stopped=stopped):
                     choice.finish = "cancelled"
                     yield self._final(
                         parsed,
@@ -425,7 +380,6 @@ class ToyEngine:
                 tokens: list[_Token] = []
                 while len(tokens) < per_chunk and choice.finish is None:
                     tokens.append(self._step(parsed, choice, limit))
-                flight.started = True
                 generated += len(tokens)
                 chunk = self._chunk(parsed, choice, tokens)
                 if choice.finish is not None:
@@ -526,7 +480,7 @@ class ToyEngine:
     # ------------------------------------------------------------------ SGLang native
 
     async def _sglang_stream(
-        self, parsed: ParsedRequest, flight: _Flight, context: RequestContext | None
+        self, parsed: ParsedRequest, gen: Generation, stopped: Stopped
     ) -> AsyncIterator[Json]:
         body = parsed.sglang or {}
         raw_rid = body.get("rid")
@@ -539,14 +493,13 @@ class ToyEngine:
         inputs = self._sglang_inputs(parsed, start) if with_input else None
         tokens: list[_Token] = []
         while choice.finish is None:
-            if not await self._gate(flight, context):
+            if not await self.runtime.next_token(gen, stopped=stopped):
                 choice.finish = "cancelled"
                 yield _sglang_chunk(
                     self._sglang_response(parsed, rid, choice, tokens, inputs, aborted=True)
                 )
                 return
             tokens.append(self._step(parsed, choice, limit))
-            flight.started = True
             yield _sglang_chunk(self._sglang_response(parsed, rid, choice, tokens, inputs))
             await asyncio.sleep(0)
 
@@ -585,7 +538,7 @@ class ToyEngine:
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,
             "cached_tokens": 0,
-            "weight_version": "default" if self.version is UNDECLARED else self.version,
+            "weight_version": self.worker.version if self.worker.version_declared else "default",
         }
         if parsed.logprobs is not None:
             selected = [[t.logprob, t.token_id, None] for t in tokens]
@@ -613,212 +566,20 @@ class ToyEngine:
 
     # ------------------------------------------------------------------ RL admin routes
 
-    def admin_routes(self) -> dict[str, AdminHandler]:
-        """The vLLM Python worker's RL route family (dynamo/vllm/worker_factory.py)."""
-        return {
-            "liveness_probe": self.liveness_probe,
-            "pause_generation": self.pause_generation,
-            "resume_generation": self.resume_generation,
-            "flush_cache": self.flush_cache,
-            "abort_request": self.abort_request,
-            "update_weights_from_disk": self.update_weights_from_disk,
-            "update_weights_from_distributed": self.update_weights_from_distributed,
-            "update_weights_from_tensor": self.update_weights_from_tensor,
-            "init_weights_update_group": self.init_weights_update_group,
-            "destroy_weights_update_group": self.destroy_weights_update_group,
-            "get_weight_version": self.get_weight_version,
-            "set_weight_version": self.set_weight_version,
-        }
+    def admin_routes(self) -> dict[str, RouteCallback]:
+        """The vLLM Python worker's RL route family (dynamo/vllm/worker_factory.py), for
+        `dynamo.common.rl.register_rl_routes`: each callback answers as `admin.routes.call`
+        does, and raises where our own system server would answer 500 (Dynamo's does too)."""
+        return {name: self._callback(name) for name in self.routes.names()}
 
-    async def liveness_probe(self, body: Any) -> Json:
-        if _not_object(body):
-            return dict(NOT_OBJECT)
-        return {"status": "ok", "alive": True}
+    def _callback(self, name: str) -> RouteCallback:
+        async def handle(body: Any) -> Json:
+            status, reply = await call(self.worker, self.routes, name, body)
+            if status >= 500:
+                raise RuntimeError(reply.get("message", "handler error"))
+            return reply
 
-    async def pause_generation(self, body: Any) -> Json:
-        if _not_object(body):
-            return dict(NOT_OBJECT)
-        body = body or {}
-        mode = body.get("mode", "keep")
-        clear_cache = bool(body.get("clear_cache", False))
-        if mode not in PAUSE_MODES:
-            return {
-                "status": "error",
-                "message": f"Invalid mode '{mode}'; expected keep|wait|abort",
-            }
-        async with self._lock:
-            self.pause_mode = mode
-            self._resumed.clear()
-            if mode == "abort" and not self.faults.active("pause_not_applied"):
-                for flight in self._flights.values():
-                    flight.aborted = True
-            if mode == "wait" and not self.faults.active("pause_not_applied"):
-                while any(f.started and not f.aborted for f in self._flights.values()):
-                    await asyncio.sleep(WAIT_DRAIN_POLL_S)
-            log.info("[RL] Engine paused (mode=%s, clear_cache=%s)", mode, clear_cache)
-            return {
-                "status": "ok",
-                "message": "Engine paused",
-                "mode": mode,
-                "clear_cache": clear_cache,
-            }
-
-    async def resume_generation(self, body: Any) -> Json:
-        if _not_object(body):
-            return dict(NOT_OBJECT)
-        async with self._lock:
-            self.pause_mode = None
-            self._resumed.set()
-            log.info("[RL] Engine resumed")
-            return {"status": "ok", "message": "Engine resumed"}
-
-    async def flush_cache(self, body: Any) -> Json:
-        if _not_object(body):
-            return dict(NOT_OBJECT)
-        async with self._lock:
-            if not self.faults.active("kv_not_flushed"):
-                self.prefix_cache.clear()
-            return {"status": "ok", "message": "Cache flushed"}
-
-    async def abort_request(self, body: Any) -> Json:
-        if _not_object(body):
-            return dict(NOT_OBJECT)
-        request_id = (body or {}).get("request_id")
-        if not request_id:
-            return {"status": "error", "message": "Missing 'request_id' in body"}
-        flight = self._flights.get(str(request_id))
-        if flight is not None:  # like vLLM, an unknown id is aborted without complaint
-            flight.aborted = True
-        return {"status": "ok", "request_id": request_id}
-
-    async def get_weight_version(self, body: Any) -> Json:
-        if _not_object(body):
-            return dict(NOT_OBJECT)
-        declared = self.version is not UNDECLARED
-        return {
-            "status": "ok",
-            "version": self.version if declared else None,
-            "version_declared": declared,
-        }
-
-    async def set_weight_version(self, body: Any) -> Json:
-        if _not_object(body):
-            return dict(NOT_OBJECT)
-        body = body or {}
-        if "weight_version" not in body:
-            return {"status": "error", "message": "Missing 'weight_version' in body"}
-        version = body["weight_version"]
-        self._declare(version)
-        return {"status": "ok", "version": version}
-
-    async def update_weights_from_disk(self, body: Any) -> Json:
-        """Refused unless paused; the toy "checkpoint" is named by ``model_path`` alone (the
-        path need not exist: the new weights are derived from it, see ``path_weights``)."""
-        if _not_object(body):
-            return dict(NOT_OBJECT)
-        body = body or {}
-        async with self._lock:
-            if self.pause_mode is None:
-                return {"status": "error", "message": NOT_PAUSED}
-            path = body.get("model_path")
-            if not path:
-                return {"status": "error", "message": "Missing 'model_path' in body"}
-            version = body.get("weight_version", "unknown")
-            self._load(path_weights(str(path)), {"route": "update_weights_from_disk", **body})
-            if "weight_version" in body:
-                self._declare(version)
-            return {
-                "status": "ok",
-                "version": version,
-                "version_declared": "weight_version" in body,
-            }
-
-    async def update_weights_from_distributed(self, body: Any) -> Json:
-        """vLLM's checks, plus: needs an initialized group (vLLM's collective RPC fails
-        without one).  The new weights are derived from the transfer's payload."""
-        if _not_object(body):
-            return dict(NOT_OBJECT)
-        body = body or {}
-        allow_unpaused = body.get("allow_unpaused", False)
-        reset_prefix_cache = body.get("reset_prefix_cache", True)
-        if not isinstance(allow_unpaused, bool):
-            return {"status": "error", "message": "'allow_unpaused' must be a boolean"}
-        if not isinstance(reset_prefix_cache, bool):
-            return {"status": "error", "message": "'reset_prefix_cache' must be a boolean"}
-        if allow_unpaused and reset_prefix_cache:
-            return {
-                "status": "error",
-                "message": "Unpaused weight updates cannot reset the prefix cache. Set "
-                "'reset_prefix_cache' to false or pause generation first.",
-            }
-        async with self._lock:
-            if self.pause_mode is None and not allow_unpaused:
-                return {"status": "error", "message": NOT_PAUSED}
-            if not self.weight_groups:
-                return {
-                    "status": "error",
-                    "message": "no weight update group: call init_weights_update_group first",
-                }
-            version = body.get("weight_version", "unknown")
-            payload = {k: v for k, v in body.items() if k not in DISTRIBUTED_RESERVED}
-            self._load(
-                payload_weights("distributed", payload),
-                {"route": "update_weights_from_distributed", **body},
-            )
-            if "weight_version" in body:
-                self._declare(version)
-            return {
-                "status": "ok",
-                "version": version,
-                "version_declared": "weight_version" in body,
-            }
-
-    async def update_weights_from_tensor(self, body: Any) -> Json:
-        if _not_object(body):
-            return dict(NOT_OBJECT)
-        return {"status": "error", "message": "update_weights_from_tensor is not implemented"}
-
-    async def init_weights_update_group(self, body: Any) -> Json:
-        if _not_object(body):
-            return dict(NOT_OBJECT)
-        async with self._lock:
-            self.weight_groups.append(dict(body or {}))
-            return {"status": "ok", "message": "Weight update group initialized"}
-
-    async def destroy_weights_update_group(self, body: Any) -> Json:
-        if _not_object(body):
-            return dict(NOT_OBJECT)
-        async with self._lock:
-            self.weight_groups.clear()
-            return {"status": "ok", "message": "Weight update group destroyed"}
-
-    def _load(self, tag: str, record: Json) -> None:
-        self.updates.append(record)
-        if not self.faults.active("update_keeps_old_weights"):
-            self.weights = tag
-            self.prefix_cache.clear()
-        log.info("[RL] weights now %r (%s)", self.weights, record["route"])
-
-    def _declare(self, version: Any) -> None:
-        if not self.faults.active("weight_version_unchanged"):
-            self.version = version
-
-
-def path_weights(model_path: str) -> str:
-    """Weights tag of a checkpoint on disk.  Same derivation as the fake deployment
-    (``fake_backends.runtime.weights``), so one update gives the same tokens in both."""
-    return f"path:{model_path}"
-
-
-def payload_weights(kind: str, payload: Any) -> str:
-    """Weights tag of a transfer: the canonical JSON of what was sent (as the fake does)."""
-    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
-    return f"{kind}:{canonical}"
-
-
-def _not_object(body: Any) -> bool:
-    """vLLM's handlers treat a missing body as ``{}`` and refuse anything but an object."""
-    return body is not None and not isinstance(body, dict)
+        return handle
 
 
 def _triples(alternatives: Sequence[Alternative]) -> list[list[Any]]:

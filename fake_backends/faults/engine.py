@@ -152,6 +152,14 @@ ENGINE_CATALOGUE = Catalogue(
             "server; the frontend passes the worker's usage.prompt_tokens_details through",
         ),
         _fault(
+            "admin_http200_failure_body",
+            "update_weights_from_disk answers HTTP 200 with a failure body (status error) even "
+            "when paused; nothing loads",
+            [ADMIN],
+            "not visible to the frontend: the worker's system server passes the handler's "
+            'reply on as HTTP 200 {"status": "error"}',
+        ),
+        _fault(
             "pause_not_applied",
             "pause_generation answers ok but requests keep generating",
             [ADMIN],

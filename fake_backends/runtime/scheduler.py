@@ -14,8 +14,8 @@ in_place):
   ones are held; both continue after resume;
 * ``wait``: in-flight requests finish normally (the pause call returns when they have),
   new ones are held;
-* ``abort``: in-flight requests end at once (finish "cancelled" -> OpenAI "stop"), new ones
-  are held.
+* ``abort``: the worker's requests end at once, generating or held at admission (finish
+  "cancelled" -> OpenAI "stop"); requests that arrive later are held.
 
 Waiting is done by polling a few milliseconds apart: simple, and correct whichever thread
 flips the state (tests poke workers from their own thread).  The ``pause_not_applied``
@@ -63,8 +63,17 @@ class Generation:
         return tuple(i for i in (self.attempt_id, self.response_id, bare) if i)
 
 
+class ClientGone(Exception):
+    """The request's client went away while it waited (its `stopped` check said so)."""
+
+
 class WorkerRuntime:
-    """Scheduling state of one worker; mutated only from the deployment's event loop."""
+    """Scheduling state of one worker; mutated only from the deployment's event loop.
+
+    `stopped`, where a caller gives one, is polled while a request waits (held at admission or
+    frozen between tokens): a client that went away raises `ClientGone` there instead of
+    waiting for a resume. `close()` ends every request at its next wait, as a worker that shuts
+    down does."""
 
     def __init__(self, faults: ActiveFaults | None = None) -> None:
         self.faults = faults if faults is not None else active_faults()
@@ -74,6 +83,7 @@ class WorkerRuntime:
         self.memory_released = False
         self.draining = 0  # > 0 while an unpaused update waits for in-flight requests
         self.cache = PrefixCache()
+        self.closing = False
         self._generations: set[Generation] = set()
 
     # -- what generation sees --------------------------------------------------------------
@@ -89,25 +99,39 @@ class WorkerRuntime:
     def freezes_in_flight(self) -> bool:
         return self._pause_effective and self.pause_mode in FREEZE_MODES
 
-    async def admit(self, gen: Generation) -> None:
-        """Register the request and wait until the worker takes new work."""
+    async def admit(self, gen: Generation, stopped: Callable[[], bool] | None = None) -> bool:
+        """Register the request and wait until the worker takes new work; False when the
+        worker is closing."""
         self._generations.add(gen)
-        while self.holds_new():
+        while self.holds_new() and not self._ends(gen):
+            _check(stopped)
             await asyncio.sleep(POLL_SECONDS)
         gen.admitted = True
+        return not self._ends(gen)
 
-    async def next_token(self, gen: Generation, delay_s: float = 0.0) -> bool:
+    async def next_token(
+        self, gen: Generation, delay_s: float = 0.0, stopped: Callable[[], bool] | None = None
+    ) -> bool:
         """Wait until the next token may be produced; False when the request was aborted."""
         deadline = time.monotonic() + delay_s
         await asyncio.sleep(0)  # always let admin calls and disconnects in between tokens
-        while not gen.abort_requested and (remaining := deadline - time.monotonic()) > 0:
+        while not self._ends(gen) and (remaining := deadline - time.monotonic()) > 0:
             await asyncio.sleep(min(remaining, 0.01))
-        while self.freezes_in_flight() and not gen.abort_requested:
+        while self.freezes_in_flight() and not self._ends(gen):
+            _check(stopped)
             await asyncio.sleep(POLL_SECONDS)
-        if gen.abort_requested:
+        _check(stopped)
+        if self._ends(gen):
             return False
         gen.tokens += 1
         return True
+
+    def _ends(self, gen: Generation) -> bool:
+        return gen.abort_requested or self.closing
+
+    def close(self) -> None:
+        """Every request ends at its next wait (held ones too), as at a worker's shutdown."""
+        self.closing = True
 
     def release(self, gen: Generation) -> None:
         self._generations.discard(gen)
@@ -117,13 +141,18 @@ class WorkerRuntime:
     def in_flight(self) -> list[Generation]:
         return [g for g in self._generations if g.admitted]
 
+    def requests(self) -> int:
+        """Requests assigned to this worker, admitted or held."""
+        return len(self._generations)
+
     def has_requests(self) -> bool:
         """Any request assigned to this worker, admitted or held."""
         return bool(self._generations)
 
     def abort(self, which: Callable[[Generation], bool] | None = None) -> int:
-        """Ask matching in-flight requests to end now; returns how many were asked."""
-        chosen = [g for g in self.in_flight() if which is None or which(g)]
+        """Ask matching requests of this worker to end now, generating or held at admission
+        (a request the worker accepted is its to abort); returns how many were asked."""
+        chosen = [g for g in self._generations if which is None or which(g)]
         for gen in chosen:
             gen.abort_requested = True
         return len(chosen)
@@ -172,3 +201,8 @@ class WorkerRuntime:
             return False
         self.cache.clear()
         return True
+
+
+def _check(stopped: Callable[[], bool] | None) -> None:
+    if stopped is not None and stopped():
+        raise ClientGone

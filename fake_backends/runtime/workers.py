@@ -54,6 +54,7 @@ class EngineWorker:
     started_at: float = 0.0
     namespace: str = NAMESPACE
     advertised_routes: tuple[str, ...] = ()  # what the worker tells RL discovery
+    weight_groups: list[dict[str, Any]] = field(default_factory=list)  # vLLM update groups
     runtime: WorkerRuntime = field(default_factory=WorkerRuntime, repr=False)
     counters: WorkerCounters = field(init=False, repr=False)
     _models: dict[str, ToyModel] = field(default_factory=dict, repr=False)

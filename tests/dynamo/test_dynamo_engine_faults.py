@@ -242,6 +242,8 @@ CASES: dict[str, Callable[[Stack], None]] = {
     )
 }
 ADMIN_FAULTS = tuple(name for name in ENGINE_FAULT_NAMES if ADMIN in ENGINE_FAULTS[name].applies_to)
+# Faults that acknowledge and do nothing; they are shown together on one stack.
+SILENT_ADMIN_FAULTS = tuple(name for name in ADMIN_FAULTS if name != "admin_http200_failure_body")
 
 
 def test_every_engine_fault_has_a_case() -> None:
@@ -257,7 +259,7 @@ def test_engine_fault_at_the_real_frontend(dynamo_python: Path, name: str) -> No
 
 def test_admin_faults_acknowledge_and_do_nothing(dynamo_python: Path) -> None:
     """weight_version_unchanged + update_keeps_old_weights + pause_not_applied on one worker."""
-    with running_stack(dynamo_python, "fake-vllm", ADMIN_FAULTS) as stack:
+    with running_stack(dynamo_python, "fake-vllm", SILENT_ADMIN_FAULTS) as stack:
         before = stack.completion(**_body())["nvext"]["completion_token_ids"]
         assert before == _greedy()
         assert stack.admin("pause_generation", {"mode": "keep"})["status"] == "ok"
@@ -277,3 +279,14 @@ def test_admin_faults_acknowledge_and_do_nothing(dynamo_python: Path) -> None:
         after = stack.completion(**_body())["nvext"]
         assert after["completion_token_ids"] == before
         assert after["engine_data"]["weight_version"] is None
+
+
+def test_a_failed_update_is_http_200_with_a_failure_body(dynamo_python: Path) -> None:
+    """admin_http200_failure_body through the real system server: 200, status error."""
+    with running_stack(dynamo_python, "fake-vllm", ("admin_http200_failure_body",)) as stack:
+        before = stack.completion(**_body())["nvext"]["completion_token_ids"]
+        assert stack.admin("pause_generation", {"mode": "keep"})["status"] == "ok"
+        reply = stack.admin("update_weights_from_disk", {"model_path": "/ckpt/step-1"})
+        assert reply["status"] == "error"
+        stack.admin("resume_generation")
+        assert stack.completion(**_body())["nvext"]["completion_token_ids"] == before

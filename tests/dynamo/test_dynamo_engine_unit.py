@@ -176,45 +176,50 @@ def test_context_stop_ends_the_stream_without_a_final_chunk() -> None:
 def test_admin_replies_copy_vllm_handlers() -> None:
     async def scenario() -> None:
         engine = ToyEngine()
-        assert await engine.liveness_probe(None) == {"status": "ok", "alive": True}
-        assert await engine.liveness_probe([1]) == {
+        assert await engine.admin_routes()["liveness_probe"](None) == {
+            "status": "ok",
+            "alive": True,
+        }
+        assert await engine.admin_routes()["liveness_probe"]([1]) == {
             "status": "error",
             "message": "request body must be a JSON object",
         }
-        assert await engine.update_weights_from_disk({"model_path": "/x"}) == {
+        assert await engine.admin_routes()["update_weights_from_disk"]({"model_path": "/x"}) == {
             "status": "error",
             "message": NOT_PAUSED,
         }
-        assert await engine.update_weights_from_tensor({}) == {
+        assert await engine.admin_routes()["update_weights_from_tensor"]({}) == {
             "status": "error",
             "message": "update_weights_from_tensor is not implemented",
         }
-        assert (await engine.pause_generation({"mode": "nope"}))["status"] == "error"
-        await engine.pause_generation({})
-        assert await engine.update_weights_from_disk({}) == {
+        assert (await engine.admin_routes()["pause_generation"]({"mode": "nope"}))[
+            "status"
+        ] == "error"
+        await engine.admin_routes()["pause_generation"]({})
+        assert await engine.admin_routes()["update_weights_from_disk"]({}) == {
             "status": "error",
             "message": "Missing 'model_path' in body",
         }
-        assert await engine.update_weights_from_distributed({}) == {
+        assert await engine.admin_routes()["update_weights_from_distributed"]({}) == {
             "status": "error",
             "message": "no weight update group: call init_weights_update_group first",
         }
-        assert await engine.update_weights_from_disk({"model_path": "/x"}) == {
+        assert await engine.admin_routes()["update_weights_from_disk"]({"model_path": "/x"}) == {
             "status": "ok",
             "version": "unknown",
             "version_declared": False,
         }
         assert engine.weights == "path:/x"
-        assert await engine.get_weight_version({}) == {
+        assert await engine.admin_routes()["get_weight_version"]({}) == {
             "status": "ok",
             "version": None,
             "version_declared": False,
         }
-        assert await engine.set_weight_version({"weight_version": None}) == {
+        assert await engine.admin_routes()["set_weight_version"]({"weight_version": None}) == {
             "status": "ok",
             "version": None,
         }
-        assert (await engine.get_weight_version({}))["version_declared"] is True
+        assert (await engine.admin_routes()["get_weight_version"]({}))["version_declared"] is True
 
     run(scenario())
 
@@ -222,12 +227,12 @@ def test_admin_replies_copy_vllm_handlers() -> None:
 def test_pause_keep_holds_then_update_applies_to_the_held_request() -> None:
     async def scenario() -> tuple[list[int], list[int]]:
         engine = ToyEngine()
-        await engine.pause_generation({"mode": "keep"})
+        await engine.admin_routes()["pause_generation"]({"mode": "keep"})
         task = asyncio.ensure_future(collect(engine, request()))
         await asyncio.sleep(0.1)
         assert not task.done() and engine.in_flight == 1
-        await engine.update_weights_from_disk({"model_path": "/ckpt"})
-        await engine.resume_generation({})
+        await engine.admin_routes()["update_weights_from_disk"]({"model_path": "/ckpt"})
+        await engine.admin_routes()["resume_generation"]({})
         held = ids_of(await task)
         return held, ids_of(await collect(engine, request()))
 
@@ -239,13 +244,13 @@ def test_pause_keep_holds_then_update_applies_to_the_held_request() -> None:
 def test_held_request_ends_cancelled(how: str) -> None:
     async def scenario() -> list[Any]:
         engine = ToyEngine()
-        await engine.pause_generation({"mode": "keep"})
+        await engine.admin_routes()["pause_generation"]({"mode": "keep"})
         task = asyncio.ensure_future(collect(engine, request(), Ctx("abc")))
         await asyncio.sleep(0.05)
         if how == "pause_abort":
-            await engine.pause_generation({"mode": "abort"})
+            await engine.admin_routes()["pause_generation"]({"mode": "abort"})
         elif how == "abort_request":
-            assert await engine.abort_request({"request_id": "abc"}) == {
+            assert await engine.admin_routes()["abort_request"]({"request_id": "abc"}) == {
                 "status": "ok",
                 "request_id": "abc",
             }
@@ -273,12 +278,12 @@ def test_pause_wait_lets_started_requests_finish() -> None:
 
         task = asyncio.ensure_future(consume())
         await started.wait()
-        reply = await engine.pause_generation({"mode": "wait"})
+        reply = await engine.admin_routes()["pause_generation"]({"mode": "wait"})
         assert reply["mode"] == "wait" and task.done() and len(ids_of(out)) == 50
         held = asyncio.ensure_future(collect(engine, request(), Ctx("b")))
         await asyncio.sleep(0.05)
         assert not held.done()
-        await engine.resume_generation({})
+        await engine.admin_routes()["resume_generation"]({})
         assert len(ids_of(await held)) == 6
 
     run(scenario())
@@ -312,22 +317,19 @@ def test_admin_faults() -> None:
                 ["weight_version_unchanged", "update_keeps_old_weights", "pause_not_applied"]
             )
         )
-        await engine.pause_generation({"mode": "keep"})
+        await engine.admin_routes()["pause_generation"]({"mode": "keep"})
         assert len(ids_of(await asyncio.wait_for(collect(engine, request()), 1.0))) == 6
-        reply = await engine.update_weights_from_disk({"model_path": "/x", "weight_version": "v"})
+        reply = await engine.admin_routes()["update_weights_from_disk"](
+            {"model_path": "/x", "weight_version": "v"}
+        )
         assert reply == {"status": "ok", "version": "v", "version_declared": True}
         assert engine.weights == "initial" and engine.reported_version() is None
 
     run(scenario())
 
 
-def test_weight_tags_match_the_fake_deployment() -> None:
-    """The same update must give the same tokens on the real-Dynamo worker and the fake."""
-    from fake_backends.dynamo.engine import path_weights, payload_weights
-    from fake_backends.runtime import weights as weight_updates
+def test_the_engine_serves_the_fake_deployments_vllm_route_table() -> None:
+    """One control plane: the same routes, answered by the same code, on both workers."""
+    from fake_backends.admin.routes import VLLM_RL_ROUTES
 
-    assert path_weights("/ckpt/a") == weight_updates.path_weights("/ckpt/a")
-    payload = {"names": ["w"], "shapes": [[2, 2]]}
-    assert payload_weights("distributed", payload) == weight_updates.payload_weights(
-        "distributed", payload
-    )
+    assert sorted(ToyEngine().admin_routes()) == sorted(VLLM_RL_ROUTES)

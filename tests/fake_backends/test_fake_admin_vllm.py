@@ -326,6 +326,9 @@ def test_distributed_update_rules(client: httpx.Client, dep: FakeDeployment) -> 
         "names": ["w"],
         "weight_version": 3,
     }
+    without_group = admin(client, base, "update_weights_from_distributed", live)
+    assert without_group["status"] == "error" and "weight update group" in without_group["message"]
+    admin(client, base, "init_weights_update_group", {"master_address": "x"})
     assert admin(client, base, "update_weights_from_distributed", live) == {
         "status": "ok",
         "version": 3,
