@@ -6,36 +6,13 @@ Prints figures; asserts nothing. Usage: python benchmarks/flake_check.py [--runs
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
-import sys
-import tempfile
-import time
 from collections import defaultdict
-from pathlib import Path
+
+from default_run import one_run
 
 
 def outcomes(seed: int) -> tuple[dict[tuple[str, str], str], float]:
-    with tempfile.TemporaryDirectory(prefix="rl-flake-") as scratch:
-        started = time.perf_counter()
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "rl_conformance",
-                "run",
-                "-q",
-                "--seed",
-                str(seed),
-                "--report-dir",
-                scratch,
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            check=False,
-        )
-        elapsed = time.perf_counter() - started
-        matrix = json.loads((Path(scratch) / "matrix.json").read_text())
+    elapsed, matrix = one_run(seed)
     cells = {
         (row["id"], target): cell["outcome"]
         for row in matrix["capabilities"]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
 from .capabilities import CAPABILITIES, Backend, Capability, Support
 from .checks import REGISTRY, CheckResult, Violation
 from .client import Client
@@ -26,6 +24,7 @@ from .verdict import (
     Unobservable,
     Verdict,
 )
+from .version import __version__
 from .wire import Exchange
 
 __all__ = [

@@ -20,9 +20,9 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from . import __version__
 from .capabilities import Capability, Support
 from .target import Target
+from .version import __version__
 from .wire import to_jsonable
 
 SCHEMA_VERSION = 1

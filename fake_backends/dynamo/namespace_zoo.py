@@ -18,11 +18,12 @@ import argparse
 import asyncio
 import contextlib
 import logging
-import os
 import signal
 import sys
 from collections.abc import Sequence
 from typing import Any
+
+from fake_backends.dynamo.connect import distributed_runtime
 
 log = logging.getLogger("fake_backends.dynamo.namespace_zoo")
 
@@ -41,15 +42,9 @@ async def serve(namespaces: Sequence[str]) -> None:
         RLRouteRegistry,
         register_rl_routes,
     )
-    from dynamo.runtime import DistributedRuntime  # type: ignore[import-not-found]
 
     loop = asyncio.get_running_loop()
-    runtime = DistributedRuntime(
-        loop,
-        os.environ.get("DYN_DISCOVERY_BACKEND", "file"),
-        os.environ.get("DYN_REQUEST_PLANE", "tcp"),
-        event_plane=os.environ.get("DYN_EVENT_PLANE", "zmq"),
-    )
+    runtime = distributed_runtime()
     registry = RLRouteRegistry(runtime, world_size=1)
 
     async def liveness(body: dict[str, Any]) -> dict[str, Any]:

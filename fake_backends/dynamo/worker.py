@@ -37,6 +37,7 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from fake_backends.dynamo.connect import distributed_runtime
 from fake_backends.dynamo.engine import Json, RequestContext, ToyEngine
 from fake_backends.faults.catalogue import ActiveFaults, UnknownFaultError
 from fake_backends.faults.engine import catalogue_lines, engine_faults
@@ -117,15 +118,9 @@ async def serve(args: argparse.Namespace, faults: ActiveFaults) -> None:
         WorkerType,
         register_model,
     )
-    from dynamo.runtime import DistributedRuntime  # type: ignore[import-not-found]
 
     loop = asyncio.get_running_loop()
-    runtime = DistributedRuntime(
-        loop,
-        os.environ.get("DYN_DISCOVERY_BACKEND", "file"),
-        os.environ.get("DYN_REQUEST_PLANE", "tcp"),
-        event_plane=os.environ.get("DYN_EVENT_PLANE", "zmq"),
-    )
+    runtime = distributed_runtime()
     engine = ToyEngine(faults)
     generate_endpoint = runtime.endpoint(f"{args.namespace}.backend.generate")
     rl_endpoint = runtime.endpoint(f"{args.namespace}.backend.rl")

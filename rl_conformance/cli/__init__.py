@@ -14,8 +14,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .. import __version__
 from ..errors import ConfigurationError
+from ..version import __version__
 from . import capabilities, install_dynamo, kill_matrix, passthrough, run, validate
 
 EXIT_USAGE = 2

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -99,3 +100,11 @@ ALL_SELECTORS = [
 ]
 
 PROMPT = [300, 4000, 12345, 777, 20000]
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 2.0) -> None:
+    """Poll until `predicate()` holds; fail the test after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.005)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
-from fake_backend_helpers import PROMPT, admin, parse_sse, rl_workers, stream_chunks
+from fake_backend_helpers import PROMPT, admin, parse_sse, rl_workers, stream_chunks, wait_for
 
 from fake_backends.admin.sglang_routes import EngineRouteDescriptor, parse_engine_routes
 from fake_backends.deployment.assembly import FakeDeployment
@@ -22,13 +22,6 @@ PIN = "x-dynamo-worker-instance-id"
 def dep() -> Iterator[FakeDeployment]:
     with FakeDeployment("sglang") as deployment:
         yield deployment
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float = 2.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.005)
 
 
 def native(

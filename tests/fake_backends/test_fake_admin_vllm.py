@@ -8,13 +8,13 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from fake_backend_helpers import DONE, PROMPT, admin, rl_workers, stream_chunks
+from fake_backend_helpers import DONE, PROMPT, admin, rl_workers, stream_chunks, wait_for
 
 from fake_backends.deployment.assembly import FakeDeployment
 from fake_backends.runtime.request_ledger import RequestRecord
@@ -28,13 +28,6 @@ IDS = ["completion_token_ids", "engine_data", "detailed_finish_reason"]
 def dep() -> Iterator[FakeDeployment]:
     with FakeDeployment("vllm") as deployment:
         yield deployment
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float = 2.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.005)
 
 
 def pinned(dep: FakeDeployment, index: int, **nvext: Any) -> dict[str, Any]:

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
-from fake_backend_helpers import PROMPT, admin, faulted, rl_workers, shows
+from fake_backend_helpers import PROMPT, admin, faulted, rl_workers, shows, wait_for
 
 from fake_backends.deployment.assembly import FakeDeployment
 
@@ -24,13 +24,6 @@ LONG_PROMPT = list(range(300, 340))
 def dep() -> Iterator[FakeDeployment]:
     with FakeDeployment("vllm") as deployment:
         yield deployment
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float = 2.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.005)
 
 
 def greedy(client: httpx.Client, dep: FakeDeployment, index: int = 0, **body: Any) -> Any:

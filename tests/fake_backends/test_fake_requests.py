@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
-from fake_backend_helpers import PROMPT, completions, parse_sse, stream_chunks
+from fake_backend_helpers import PROMPT, completions, parse_sse, stream_chunks, wait_for
 
 from fake_backends.deployment.assembly import FakeDeployment
 from fake_backends.runtime.request_ledger import RequestRecord
@@ -21,13 +21,6 @@ LONG = {"max_tokens": 400, "ignore_eos": True}
 def dep() -> Iterator[FakeDeployment]:
     with FakeDeployment("vllm") as deployment:
         yield deployment
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float = 2.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.005)
 
 
 def by_attempt(dep: FakeDeployment, attempt: str) -> list[RequestRecord]:

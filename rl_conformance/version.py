@@ -1,0 +1,3 @@
+"""The suite's version, recorded in every report."""
+
+__version__ = "0.1.0"
