@@ -1,4 +1,5 @@
 """The JSON Schemas in ``schemas/`` are valid, resolvable, documented, and mean what they say.
+(Long because of the table of invalid cases, a few per schema.)
 
 Valid examples live in ``tests/schema_examples/<target>/*.json``; a target is a schema file
 (``completion``) or one of its ``$defs`` (``nvext.request``). Every invalid case is one of those

@@ -35,21 +35,26 @@ import random
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from fake_backends.admin.routes import AdminRoutes, call
 from fake_backends.admin.vllm import python_routes
+from fake_backends.dynamo.requests import (
+    Json,
+    ParsedRequest,
+    RequestContext,
+    int_or,
+    parse_request,
+)
 from fake_backends.faults.catalogue import ActiveFaults
 from fake_backends.faults.engine import engine_faults
 from fake_backends.model.decoding import (
-    DEFAULT_MAX_TOKENS,
     PromptPosition,
     choice_seed,
     score_prompt,
 )
 from fake_backends.model.tokenizer import (
     BOS_ID,
-    EOS_ID,
     PAD_ID,
     byte_level_ids,
     decode,
@@ -75,130 +80,8 @@ NOT_PAUSED = (
     "pause_generation() first, then update, then resume_generation()."
 )
 
-Json = dict[str, Any]
 RouteCallback = Callable[[Any], Awaitable[Json]]
 Stopped = Callable[[], bool] | None  # the request context's "client went away"
-
-
-class RequestContext(Protocol):
-    """The part of Dynamo's ``Context`` the engine uses (duck-typed for tests)."""
-
-    def id(self) -> str: ...
-
-    def is_stopped(self) -> bool: ...
-
-
-def _int_or(value: Any, default: int | None) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        return default
-    return value
-
-
-def _ids(value: Any) -> frozenset[int]:
-    if not isinstance(value, list):
-        return frozenset()
-    return frozenset(v for v in value if _int_or(v, None) is not None)
-
-
-def _section(request: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    value = request.get(key)
-    return value if isinstance(value, Mapping) else {}
-
-
-@dataclass(frozen=True)
-class ParsedRequest:
-    """The preprocessed request, reduced to what the toy needs."""
-
-    prompt: tuple[int, ...]
-    n: int
-    max_tokens: int
-    min_tokens: int
-    temperature: float | None
-    seed: int | None
-    ignore_eos: bool
-    eos_ids: frozenset[int]
-    end_ids: frozenset[int]
-    logprobs: int | None
-    prompt_logprobs: int | None
-    extra_fields: frozenset[str]
-    sglang: Mapping[str, Any] | None
-    cached_tokens: int = 0
-    """Prompt tokens this worker's prefix cache held when the request arrived."""
-
-    @property
-    def greedy(self) -> bool:
-        return self.temperature is None or self.temperature == 0
-
-
-def parse_request(request: Mapping[str, Any]) -> ParsedRequest:
-    """Read the fields the frontend fills (observed.md §4.1); anything absent gets a default."""
-    stop = _section(request, "stop_conditions")
-    sampling = _section(request, "sampling_options")
-    output = _section(request, "output_options")
-    extra = _section(request, "extra_args")
-    nvext = extra.get("nvext") if isinstance(extra.get("nvext"), Mapping) else {}
-    fields = nvext.get("extra_fields") if isinstance(nvext, Mapping) else None
-    sglang = extra.get("sglang_tito")
-    prompt = tuple(t for t in request.get("token_ids") or [] if _int_or(t, None) is not None)
-    temperature = sampling.get("temperature")
-    ignore_eos = stop.get("ignore_eos") is True
-    eos_ids = _ids(request.get("eos_token_ids")) | {EOS_ID}
-    # Like vLLM, the engine knows its own EOS: the vLLM-native route sends neither
-    # eos_token_ids nor stop_token_ids_hidden, yet generation must still end at EOS.
-    end_ids = (
-        _ids(stop.get("stop_token_ids_hidden"))
-        | _ids(stop.get("stop_token_ids_visible"))
-        | _ids(stop.get("stop_token_ids"))
-        | (frozenset() if ignore_eos else eos_ids)
-    )
-    if isinstance(sglang, Mapping):
-        return _parse_sglang(prompt, sglang, stop)
-    return ParsedRequest(
-        prompt=prompt,
-        n=max(1, _int_or(sampling.get("n"), 1) or 1),
-        max_tokens=max(1, _int_or(stop.get("max_tokens"), DEFAULT_MAX_TOKENS) or 1),
-        min_tokens=max(0, _int_or(stop.get("min_tokens"), 0) or 0),
-        temperature=float(temperature) if isinstance(temperature, int | float) else None,
-        seed=_int_or(sampling.get("seed"), None),
-        ignore_eos=ignore_eos,
-        eos_ids=eos_ids,
-        end_ids=end_ids,
-        logprobs=_int_or(output.get("logprobs"), None),
-        prompt_logprobs=_int_or(output.get("prompt_logprobs"), None),
-        extra_fields=frozenset(f for f in fields or [] if isinstance(f, str))
-        if isinstance(fields, list)
-        else frozenset(),
-        sglang=None,
-    )
-
-
-def _parse_sglang(
-    prompt: tuple[int, ...], body: Mapping[str, Any], stop: Mapping[str, Any]
-) -> ParsedRequest:
-    """SGLang's own sampling parameters; SGLang stops at the model's EOS unless told not to."""
-    params = body.get("sampling_params")
-    params = params if isinstance(params, Mapping) else {}
-    temperature = params.get("temperature")
-    ignore_eos = params.get("ignore_eos") is True
-    max_new = _int_or(params.get("max_new_tokens"), None)
-    if max_new is None:
-        max_new = _int_or(stop.get("max_tokens"), DEFAULT_MAX_TOKENS)
-    top_n = _int_or(body.get("top_logprobs_num"), 0) or 0
-    return ParsedRequest(
-        prompt=prompt,
-        n=1,
-        max_tokens=max(1, max_new or DEFAULT_MAX_TOKENS),
-        min_tokens=max(0, _int_or(params.get("min_new_tokens"), 0) or 0),
-        temperature=float(temperature) if isinstance(temperature, int | float) else None,
-        seed=_int_or(params.get("sampling_seed"), None),
-        ignore_eos=ignore_eos,
-        eos_ids=frozenset({EOS_ID}),
-        end_ids=_ids(params.get("stop_token_ids")) | (frozenset() if ignore_eos else {EOS_ID}),
-        logprobs=top_n if body.get("return_logprob") is True else None,
-        prompt_logprobs=None,
-        extra_fields=frozenset(),
-        sglang=body,
-    )
 
 
 @dataclass
@@ -487,7 +370,7 @@ class ToyEngine:
         rid = raw_rid if isinstance(raw_rid, str) else str(uuid.uuid4())
         choice = self._new_choice(parsed, 0)
         limit = self._limit(parsed)
-        start = _int_or(body.get("logprob_start_len"), -1)
+        start = int_or(body.get("logprob_start_len"), -1)
         start = -1 if start is None else start
         with_input = parsed.logprobs is not None and 0 <= start <= len(parsed.prompt)
         inputs = self._sglang_inputs(parsed, start) if with_input else None

@@ -38,7 +38,8 @@ from pathlib import Path
 from typing import Any
 
 from fake_backends.dynamo.connect import distributed_runtime
-from fake_backends.dynamo.engine import Json, RequestContext, ToyEngine
+from fake_backends.dynamo.engine import ToyEngine
+from fake_backends.dynamo.requests import Json, RequestContext
 from fake_backends.faults.catalogue import ActiveFaults, UnknownFaultError
 from fake_backends.faults.engine import catalogue_lines, engine_faults
 

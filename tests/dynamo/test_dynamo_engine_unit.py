@@ -13,7 +13,8 @@ from typing import Any, TypeVar
 
 import pytest
 
-from fake_backends.dynamo.engine import SCRIPT_PREFIX, ToyEngine, parse_request
+from fake_backends.dynamo.engine import SCRIPT_PREFIX, ToyEngine
+from fake_backends.dynamo.requests import parse_request
 from fake_backends.faults.catalogue import UnknownFaultError
 from fake_backends.faults.engine import ADMIN, ENGINE_FAULT_NAMES, ENGINE_FAULTS, engine_faults
 from fake_backends.model.decoding import SamplingParams, generate_choice, score_prompt

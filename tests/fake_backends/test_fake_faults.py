@@ -1,4 +1,5 @@
 """Every fault in the catalogue manifests: each test compares a faulty answer with a clean one.
+(Long because it holds one short demonstration per fault of the catalogue.)
 
 ``@shows`` registers which faults a test demonstrates; the last test fails if a fault
 of the catalogue has no demonstration, so adding a fault without a test is caught.  The

@@ -1,4 +1,5 @@
 """A fake Docker Engine API on a UNIX socket, for testing `DockerLauncher` where no engine runs.
+(Long because it is one coherent server: every endpoint the SDK calls, in one place.)
 
 It answers the endpoints the `docker` SDK calls to pull and inspect images, create and remove
 networks, and create, start, inspect, read the logs of, wait for, stop, list and remove

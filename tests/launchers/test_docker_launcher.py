@@ -1,6 +1,7 @@
 """`DockerLauncher` against a fake Docker engine: the exact engine calls, readiness and its
 deadline, start-up failures with their log tails, teardown that removes exactly what the run
-created, and configuration errors that name the field, the expected and the observed value."""
+created, and configuration errors that name the field, the expected and the observed value.
+(Long because of the table of bad configurations, one row per rule.)"""
 
 from __future__ import annotations
 
