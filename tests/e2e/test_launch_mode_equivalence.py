@@ -54,6 +54,14 @@ def deployment(request: pytest.FixtureRequest) -> Iterator[FakeDeployment]:
         yield fleet
 
 
+def failing(observed: dict[str, dict[str, Any]]) -> dict[str, str]:
+    return {
+        cap: cell["reason"]
+        for cap, cell in observed.items()
+        if cell["outcome"] in ("fail", "error")
+    }
+
+
 def by_url(fleet: FakeDeployment, *, workers: bool) -> list[str]:
     """The documented flags for a deployment reached by URL; worker URLs for the backends whose
     workers discovery does not list."""
@@ -84,12 +92,7 @@ def test_a_mutating_run_by_url_passes_what_the_launched_run_passes(
         *CHECKPOINTS,
     )
     observed = cells(matrix)
-    bad = {
-        cap: cell["reason"]
-        for cap, cell in observed.items()
-        if cell["outcome"] in ("fail", "error")
-    }
-    assert not bad
+    assert not failing(observed)
     lost = {
         cap: (observed[cap]["outcome"], observed[cap]["reason"])
         for cap, cell in launched[deployment.assembly.backend].items()
@@ -106,12 +109,7 @@ def test_a_read_only_run_by_url_skips_what_it_may_not_do_and_says_why(
 ) -> None:
     matrix = run(tmp_path, *by_url(deployment, workers=False))
     observed = cells(matrix)
-    bad = {
-        cap: cell["reason"]
-        for cap, cell in observed.items()
-        if cell["outcome"] in ("fail", "error")
-    }
-    assert not bad
+    assert not failing(observed)
     assert matrix["returncode"] == 0
     skipped = {
         cap: cell["reason"] for cap, cell in observed.items() if cell["outcome"] == "skipped"
