@@ -6,8 +6,9 @@ Safety rules, enforced here for every administrative call the suite makes:
   or `transport`;
 - a worker without `system_url` is not administered;
 - mutating routes need an explicit opt-in (`--allow-mutations`) and a worker chosen with
-  `--worker INSTANCE_ID` or `--all-workers`; read-only routes (`liveness_probe`,
-  `get_weight_version`) and `/health` are always allowed;
+  `--worker INSTANCE_ID` or `--all-workers`; read-only routes (the Python worker's
+  `liveness_probe` and `get_weight_version`, the sidecar's `control/is_paused`,
+  `control/is_sleeping` and `control/get_weight_version`) and `/health` are always allowed;
 - redirects are never followed (the client does not follow them at all).
 """
 
@@ -21,7 +22,15 @@ from .client import Client
 from .config import RunConfig
 from .wire import Exchange
 
-READ_ONLY_ROUTES = frozenset({"liveness_probe", "get_weight_version"})
+READ_ONLY_ROUTES = frozenset(
+    {
+        "liveness_probe",
+        "get_weight_version",
+        "control/is_paused",
+        "control/is_sleeping",
+        "control/get_weight_version",
+    }
+)
 
 
 class MutationRefused(Exception):

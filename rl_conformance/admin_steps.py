@@ -5,16 +5,17 @@ suites."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .admin import AdminClient, AdminWorker
+from .admin import AdminClient, AdminWorker, RouteNotAdvertised
 from .capabilities import RL_WORKERS, Backend, Support
 from .checks import admin as admin_checks
-from .refresh import AdminFamily, family_for, new_version
+from .families import AdminFamily, family_for, update_unavailable
 from .target import Target
 from .verdict import FeatureAbsent, MissingInput, Verdict
+from .weights import WeightSource
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,10 @@ def select(target: Target, workers: list[AdminWorker]) -> Selection:
     first = candidates[0]
     family = family_for(target, first)
     if family is None:
-        raise FeatureAbsent(f"{first.label} speaks no known administration family")
+        raise FeatureAbsent(
+            f"{first.label} speaks no known administration family (advertised: "
+            f"{list(first.routes or ())}; expected pause_generation or control/pause_generation)"
+        )
     if first.instance_id is not None:
         return Selection((first,), family)
     same = tuple(worker for worker in candidates if family_for(target, worker) is family)
@@ -84,7 +88,8 @@ def succeed(
     except ValueError:
         parsed = None
     verdict.check(
-        admin_checks.success_semantics(family.name, exchange.status, parsed, route), exchange
+        admin_checks.success_semantics(family.name, route, exchange.status, parsed, worker.label),
+        exchange,
     )
     return parsed
 
@@ -96,7 +101,7 @@ def paused(
     """Pause every selected worker (checked), run the body, and always resume them all: a
     failing step never leaves a worker paused for the tests after it."""
     family = selection.family
-    body = family.pause_body if mode is None else {**family.pause_body, "mode": mode}
+    body = family.pause_body(mode)
     try:
         for worker in selection.workers:
             succeed(verdict, admin, worker, family, family.pause, body)
@@ -110,26 +115,37 @@ def paused(
         succeed(verdict, admin, worker, family, family.resume, {})
 
 
-def update_all(
-    verdict: Verdict,
-    admin: AdminClient,
-    selection: Selection,
-    model_path: Callable[[str], str | None],
-) -> str:
-    """Apply one new named weight version to every selected worker (already paused)."""
-    version = new_version()
-    body = selection.family.update_body(version, model_path(version))
+def require_update_routes(selection: Selection) -> None:
+    """Not advertised, before anything is paused, when a worker cannot take an update."""
     for worker in selection.workers:
-        succeed(verdict, admin, worker, selection.family, selection.family.update, body)
-    return version
+        missing = selection.family.missing_update_routes(worker)
+        if missing:
+            raise RouteNotAdvertised(update_unavailable(selection.family, worker, missing))
+
+
+def update_all(
+    verdict: Verdict, admin: AdminClient, selection: Selection, weights: WeightSource
+) -> str:
+    """Apply one new named weight version to every selected worker (already paused): the
+    family's update calls, after its once-per-worker setup (the sidecar's transfer engine)."""
+    family = selection.family
+    require_update_routes(selection)
+    policy = weights.new(family)
+    for worker in selection.workers:
+        if weights.needs_setup(worker):
+            for call in family.setup_calls(policy):
+                succeed(verdict, admin, worker, family, call.route, dict(call.body))
+            weights.setup_done(worker)
+        for call in family.update_calls(policy):
+            succeed(verdict, admin, worker, family, call.route, dict(call.body))
+    return policy.version
 
 
 def apply_update(
-    verdict: Verdict,
-    admin: AdminClient,
-    selection: Selection,
-    model_path: Callable[[str], str | None],
+    verdict: Verdict, admin: AdminClient, selection: Selection, weights: WeightSource
 ) -> str:
     """Pause, apply a new named weight version, resume; returns the version."""
+    require_update_routes(selection)
+    weights.require(selection.family)
     with paused(verdict, admin, selection):
-        return update_all(verdict, admin, selection, model_path)
+        return update_all(verdict, admin, selection, weights)

@@ -14,8 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigurationError
+from .weight_transfer import WeightTransfer, load_weight_transfer
 
 BACKENDS = ("vllm", "sglang", "trtllm")
+FAKES = ("vllm", "sglang", "trtllm", "vllm-sidecar")
+"""Our fake deployments: one per backend, and vLLM with the native sidecar's routes."""
 LAUNCH_KINDS = ("dynamo-mocker", "dynamo-fake-vllm", "docker")
 
 
@@ -74,10 +77,10 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "fake",
         "--fake",
-        "test one of our fake deployments (repeatable; default: all three when no "
+        "test one of our fake deployments (repeatable; default: all four when no "
         "--frontend or --launch is given)",
         kind="list",
-        metavar="BACKEND",
+        metavar="NAME",
     ),
     Option(
         "fault",
@@ -151,6 +154,14 @@ OPTIONS: tuple[Option, ...] = (
         metavar="PATH",
     ),
     Option(
+        "weight_transfer",
+        "--weight-transfer",
+        "a weight transfer for native-sidecar workers, as a JSON file "
+        '{"init_info": {...}, "update_info": [{...}]} (give two; they alternate)',
+        kind="list",
+        metavar="FILE",
+    ),
+    Option(
         "report_dir",
         "--report-dir",
         "where matrix.json, matrix.md, junit.xml and matrix.html go",
@@ -213,6 +224,7 @@ class RunConfig:
     all_workers: bool = False
     read_only: bool = False
     update_model_path: tuple[str, ...] = ()
+    weight_transfer: tuple[str, ...] = ()
     report_dir: str = "conformance-report"
     seed: int = 0
     examples: int = 8
@@ -243,7 +255,7 @@ class RunConfig:
         """Raise `ConfigurationError` naming the flags; return self when consistent."""
         for flag, values, allowed in (
             ("--backend", [self.backend] if self.backend else [], BACKENDS),
-            ("--fake", list(self.fake), BACKENDS),
+            ("--fake", list(self.fake), FAKES),
             ("--launch", [self.launch] if self.launch else [], LAUNCH_KINDS),
         ):
             for value in values:
@@ -288,7 +300,12 @@ class RunConfig:
                 raise ConfigurationError(
                     f"{name}: expected a positive number of seconds, observed {number:g}"
                 )
+        self.weight_transfers()
         return self
+
+    def weight_transfers(self) -> tuple[WeightTransfer, ...]:
+        """The `--weight-transfer` files, parsed (ConfigurationError naming the file and field)."""
+        return tuple(load_weight_transfer(path) for path in self.weight_transfer)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -8,12 +8,12 @@ from pathlib import Path
 
 from .breaker import origin
 from .client import Client
-from .config import RunConfig
+from .config import FAKES, RunConfig
 from .errors import ConfigurationError, LaunchError, TransportError
 from .launchers import ExternalLauncher, FakeLauncher
 from .target import Launcher, Target
 
-DEFAULT_FAKES = ("vllm", "sglang", "trtllm")
+DEFAULT_FAKES = FAKES
 PREFLIGHT_DEADLINE_S = 5.0
 
 
@@ -180,7 +180,7 @@ def plan_targets(config: RunConfig) -> TargetPool:
         launchers[launcher.target_id] = launcher
     default = () if (config.frontend or config.launch) else DEFAULT_FAKES
     for name in config.fake or default:
-        launcher = FakeLauncher(backend=name, workers=config.workers, faults=config.fault)
+        launcher = FakeLauncher(name, workers=config.workers, faults=config.fault)
         launchers[launcher.target_id] = launcher
     return TargetPool(launchers)
 
@@ -203,22 +203,22 @@ def launched(config: RunConfig, logs_dir: Path) -> Launcher:
 
 
 def fault_matrix_pool(workers: int) -> TargetPool:
-    """One clean fake per backend that has a fault, and one fake per named fault, on the first
-    backend the fault applies to (vLLM preferred: it has the widest surface)."""
+    """One clean fake per deployment that has a fault, and one fake per named fault, on the first
+    fake deployment the fault applies to (vLLM preferred: it has the widest surface)."""
     from fake_backends import FAULTS
 
     from .killmatrix import fault_target_id
 
     launchers: dict[str, Launcher] = {}
     for name, fault in sorted(FAULTS.items()):
-        backend = "vllm" if "vllm" in fault.applies_to else sorted(fault.applies_to)[0]
-        clean = FakeLauncher(backend=backend, workers=workers)
+        flavour = "vllm" if "vllm" in fault.applies_to else sorted(fault.applies_to)[0]
+        clean = FakeLauncher(flavour, workers=workers)
         launchers.setdefault(clean.target_id, clean)
         faulty = FakeLauncher(
-            backend=backend,
+            flavour,
             workers=workers,
             faults=(name,),
-            target_id=fault_target_id(backend, name),
+            target_id=fault_target_id(flavour, name),
         )
         launchers[faulty.target_id] = faulty
     return TargetPool(launchers)

@@ -1,13 +1,11 @@
 """The framework side of a policy refresh, as the spec lays it out ("Coordinate Policy Refresh"):
 gate new rollout work, resolve workers and routes, pause, apply one policy, invalidate KV state,
 verify every worker, run post-update generation, and only then reopen. The coordinator keeps the
-fleet gated after any failure; `AdminFamily` holds the route names and bodies of each backend's
-administration family (the backends do not share one schema).
+fleet gated after any failure; the route names and bodies of each family are in `families`.
 """
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,77 +13,9 @@ from .admin import AdminClient, AdminWorker
 from .checks import admin as admin_checks
 from .checks.base import CheckResult
 from .client import Client
+from .families import AdminFamily
 from .target import Target
 from .wire import Exchange
-
-SYNTHETIC_WEIGHTS = "/conformance/weights"
-"""Our fakes derive toy weights from any path; a real engine needs real checkpoints
-(`--update-model-path`, given twice so that consecutive updates really change the weights)."""
-
-
-def weight_paths(target: Target, given: tuple[str, ...]) -> tuple[str, ...] | None:
-    """Model paths for weight updates on this target; None when none can be used safely."""
-    if given:
-        return given
-    if target.kind == "fake" or target.versions.get("engine") == "fake-vllm":
-        return ()
-    return None
-
-
-@dataclass(frozen=True)
-class AdminFamily:
-    name: str
-    pause: str
-    pause_body: dict[str, Any]
-    resume: str
-    update: str
-    flush: str | None
-    version: str | None
-
-    def update_body(self, version: str, model_path: str | None = None) -> dict[str, Any]:
-        path = model_path or f"{SYNTHETIC_WEIGHTS}/{version}"
-        return {"model_path": path, "weight_version": version}
-
-    @property
-    def update_path(self) -> list[str]:
-        return [
-            route
-            for route in (self.pause, self.resume, self.update, self.flush, self.version)
-            if route
-        ]
-
-
-VLLM = AdminFamily(
-    "vllm",
-    "pause_generation",
-    {"mode": "keep"},
-    "resume_generation",
-    "update_weights_from_disk",
-    "flush_cache",
-    "get_weight_version",
-)
-SGLANG = AdminFamily(
-    "sglang",
-    "pause_generation",
-    {"mode": "in_place"},
-    "continue_generation",
-    "control/update_weights_from_disk",
-    None,
-    None,
-)
-
-
-def family_for(target: Target, worker: AdminWorker) -> AdminFamily | None:
-    """The family a worker speaks: its advertised routes decide; SGLang workers advertise none."""
-    if worker.routes is None:
-        return SGLANG if target.backend == "sglang" else None
-    if VLLM.pause in worker.routes:
-        return VLLM
-    return None
-
-
-def new_version() -> str:
-    return f"conformance-{uuid.uuid4().hex[:12]}"
 
 
 def pinned_generation(
@@ -171,22 +101,22 @@ class Coordinator:
             self.failures.append(f"membership changed from {self.membership} to {current}")
 
     def call_all(self, step: str, route: str, body: Any = None) -> list[StepResult]:
-        results = []
-        for worker in self.workers:
-            exchange = self.admin.call(worker, route, body)
-            try:
-                parsed = exchange.json()
-            except ValueError:
-                parsed = None
-            result = admin_checks.success_semantics(
-                self.family.name, exchange.status, parsed, f"{route} on {worker.label}"
-            )
-            if not result.passed:
-                self.failures.append(f"{step} failed on {worker.label}")
-            step_result = StepResult(step, worker.label, result, exchange)
-            self.steps.append(step_result)
-            results.append(step_result)
-        return results
+        return [self.call_one(step, worker, route, body) for worker in self.workers]
+
+    def call_one(self, step: str, worker: AdminWorker, route: str, body: Any = None) -> StepResult:
+        exchange = self.admin.call(worker, route, body)
+        try:
+            parsed = exchange.json()
+        except ValueError:
+            parsed = None
+        result = admin_checks.success_semantics(
+            self.family.name, route, exchange.status, parsed, worker.label
+        )
+        if not result.passed:
+            self.failures.append(f"{step} failed on {worker.label}")
+        step_result = StepResult(step, worker.label, result, exchange)
+        self.steps.append(step_result)
+        return step_result
 
     def reopen(self) -> bool:
         """Reopen only when every step since the gate succeeded."""

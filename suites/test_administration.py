@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from rl_conformance import FeatureAbsent, MissingInput
@@ -12,9 +10,10 @@ from rl_conformance.admin_steps import administered, apply_update, select
 from rl_conformance.checks import admin as admin_checks
 from rl_conformance.checks import discovery
 from rl_conformance.client import Client
-from rl_conformance.refresh import VLLM
+from rl_conformance.families import TRANSFER_ALL_OR_NONE, discovered_family
 from rl_conformance.target import Target
 from rl_conformance.verdict import Verdict
+from rl_conformance.weights import WeightSource
 
 capability = pytest.mark.capability
 
@@ -32,7 +31,11 @@ def test_workers_advertise_what_the_update_path_needs(
     if not workers:
         raise FeatureAbsent("GET /v1/rl/workers lists no RL workers")
     for worker in workers:
-        rl_verdict.check(admin_checks.route_negotiation(worker, VLLM.update_path), exchange)
+        family = discovered_family(worker.get("routes"))
+        required = family.required if family is not None else None
+        rl_verdict.check(
+            admin_checks.route_negotiation(worker, required, TRANSFER_ALL_OR_NONE), exchange
+        )
 
 
 @capability("admin.route_negotiation")
@@ -43,16 +46,21 @@ def test_advertised_routes_are_called_verbatim(
     rl_admin: AdminClient,
     rl_admin_workers: list[AdminWorker],
 ) -> None:
-    """liveness_probe (read-only) on every worker through `{system_url}/engine/{route}`."""
+    """The family's read-only probe (`liveness_probe`, `control/is_paused`) on every worker,
+    through `{system_url}/engine/{route}`, the route exactly as advertised."""
     workers = [w for w in administered(rl_target, rl_admin_workers) if w.routes is not None]
     if not workers:
         raise FeatureAbsent("no worker is advertised by discovery")
     for worker in workers:
-        exchange = rl_admin.call(worker, "liveness_probe")
-        assert exchange.request.url == f"{worker.system_url.rstrip('/')}/engine/liveness_probe"
+        family = discovered_family(worker.routes)
+        if family is None or family.probe is None:
+            raise FeatureAbsent(f"{worker.label} speaks no known administration family")
+        exchange = rl_admin.call(worker, family.probe)
+        assert worker.system_url is not None
+        assert exchange.request.url == f"{worker.system_url.rstrip('/')}/engine/{family.probe}"
         rl_verdict.check(
             admin_checks.success_semantics(
-                "vllm", exchange.status, _json(exchange), f"liveness_probe on {worker.label}"
+                family.name, family.probe, exchange.status, _json(exchange), worker.label
             ),
             exchange,
         )
@@ -84,10 +92,10 @@ def test_update_succeeds_by_status_and_body(
     rl_verdict: Verdict,
     rl_admin: AdminClient,
     rl_admin_workers: list[AdminWorker],
-    rl_update_model_path: Any,
+    rl_weights: WeightSource,
 ) -> None:
     """Pause, apply a named version, resume: each reply must say success in its body."""
-    apply_update(rl_verdict, rl_admin, select(rl_target, rl_admin_workers), rl_update_model_path)
+    apply_update(rl_verdict, rl_admin, select(rl_target, rl_admin_workers), rl_weights)
 
 
 def _json(exchange: object) -> object:

@@ -23,23 +23,23 @@ from rl_conformance.admin_steps import (
     Selection,
     apply_update,
     paused,
+    require_update_routes,
     select,
     succeed,
     update_all,
 )
 from rl_conformance.checks import aggregate_stream, control, streaming
 from rl_conformance.client import Client
+from rl_conformance.families import AdminFamily, family_for, new_version
 from rl_conformance.refresh import (
-    AdminFamily,
     Coordinator,
     completion_ids,
-    family_for,
-    new_version,
     pinned_generation,
     reported_version,
 )
 from rl_conformance.target import Target
 from rl_conformance.verdict import Verdict
+from rl_conformance.weights import WeightSource
 
 capability = pytest.mark.capability
 pytestmark = pytest.mark.mutating
@@ -99,6 +99,101 @@ def test_pause_holds_new_generation_until_resume(
     )
 
 
+@capability("refresh.pause_gates")
+def test_pause_without_a_mode_follows_the_documented_default(
+    rl_client: Client,
+    rl_target: Target,
+    rl_verdict: Verdict,
+    rl_admin: AdminClient,
+    rl_admin_workers: list[AdminWorker],
+) -> None:
+    """A pause that names no mode, with a stream in flight: the Python worker keeps it in place
+    until resume, the native sidecar aborts it (vLLM's default), SGLang aborts it. Clients that
+    omit the mode depend on this; the two vLLM families differ."""
+    chosen = select(rl_target, rl_admin_workers)
+    family = chosen.family
+    stream = InFlightStream(rl_client, rl_target, chosen, max_tokens=40)
+    stream.start()
+    time.sleep(0.15)
+    if stream.finished():
+        raise Unobservable(
+            "a 40-token stream finished before the pause could be sent: no request was in "
+            "flight to observe"
+        )
+    observed = "keep"
+    try:
+        for worker in chosen.workers:
+            rl_admin.call(worker, family.pause, {})
+        if stream.finished() or stream.wait(HELD_S):
+            observed = "wait" if stream.tokens() >= 40 else "abort"
+    finally:
+        for worker in chosen.workers:
+            rl_admin.call(worker, family.resume, {})
+        stream.wait(25)
+    rl_verdict.check(control.pause_default_mode(family.name, family.default_pause_mode, observed))
+
+
+class InFlightStream:
+    """A greedy completion stream in a thread, pinned to the selected worker when it can be.
+    `x-fake-token-delay-ms` slows our fakes' tokens so the stream is still open when the control
+    call arrives; real engines ignore the header."""
+
+    def __init__(
+        self, client: Client, target: Target, chosen: Selection, *, max_tokens: int
+    ) -> None:
+        body: dict[str, Any] = {
+            "model": target.model,
+            "prompt": PROMPT,
+            "max_tokens": max_tokens,
+            "temperature": 0,
+            "ignore_eos": True,
+            "stream": True,
+            "nvext": {
+                "extra_fields": ["completion_token_ids", "engine_data", "detailed_finish_reason"]
+            },
+        }
+        headers = {"x-fake-token-delay-ms": "15"}
+        if chosen.pinned is not None:
+            body["nvext"]["backend_instance_id"] = chosen.pinned.instance_id
+            headers["x-dynamo-worker-instance-id"] = str(chosen.pinned.instance_id)
+        self.result: dict[str, Any] = {}
+        self.thread = threading.Thread(
+            target=lambda: self.result.update(
+                exchange=client.stream(
+                    "POST",
+                    target.url("/v1/completions"),
+                    json_body=body,
+                    headers=headers,
+                    deadline_s=20,
+                )
+            )
+        )
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def finished(self) -> bool:
+        return not self.thread.is_alive()
+
+    def wait(self, seconds: float) -> bool:
+        self.thread.join(timeout=seconds)
+        return self.finished()
+
+    @property
+    def exchange(self) -> Any:
+        exchange = self.result.get("exchange")
+        assert exchange is not None, "the in-flight stream never returned"
+        return exchange
+
+    def tokens(self) -> int:
+        try:
+            merged = aggregate_stream(self.exchange.payloads())
+        except Exception:
+            return 0
+        ids = (merged.get("nvext") or {}).get("completion_token_ids")
+        return len(ids) if isinstance(ids, list) else 0
+
+
 def reported_versions(
     rl_verdict: Verdict,
     rl_admin: AdminClient,
@@ -111,9 +206,9 @@ def reported_versions(
     family = chosen.family
     if family.version:
         return {
-            worker.label: (
-                succeed(rl_verdict, rl_admin, worker, family, family.version, {}) or {}
-            ).get("version")
+            worker.label: family.read_version(
+                succeed(rl_verdict, rl_admin, worker, family, family.version, {})
+            )
             for worker in chosen.workers
         }
     _, seen = generate_ids(rl_verdict, rl_client, rl_target, chosen.pinned)
@@ -132,10 +227,34 @@ def test_every_worker_reports_the_applied_version(
     rl_verdict: Verdict,
     rl_admin: AdminClient,
     rl_admin_workers: list[AdminWorker],
-    rl_update_model_path: Any,
+    rl_weights: WeightSource,
 ) -> None:
     chosen = select(rl_target, rl_admin_workers)
-    version = apply_update(rl_verdict, rl_admin, chosen, rl_update_model_path)
+    version = apply_update(rl_verdict, rl_admin, chosen, rl_weights)
+    reported = reported_versions(rl_verdict, rl_admin, rl_client, rl_target, chosen)
+    rl_verdict.check(control.version_verified(version, reported))
+
+
+@capability("refresh.version_verified")
+def test_version_metadata_is_reported_back(
+    rl_client: Client,
+    rl_target: Target,
+    rl_verdict: Verdict,
+    rl_admin: AdminClient,
+    rl_admin_workers: list[AdminWorker],
+) -> None:
+    """The family's version-metadata route (`set_weight_version`, the sidecar's
+    `update/update_weight_version`, SGLang's `control/update_weight_version`) names the weights
+    without replacing them; every worker then reports that name."""
+    chosen = select(rl_target, rl_admin_workers)
+    family = chosen.family
+    if family.set_version is None:
+        raise FeatureAbsent(f"the {family.name} family has no version-metadata route to verify")
+    version = new_version()
+    call = family.set_version_call(version)
+    assert call is not None
+    for worker in chosen.workers:
+        succeed(rl_verdict, rl_admin, worker, family, call.route, dict(call.body))
     reported = reported_versions(rl_verdict, rl_admin, rl_client, rl_target, chosen)
     rl_verdict.check(control.version_verified(version, reported))
 
@@ -147,11 +266,11 @@ def test_post_update_generation_uses_the_new_weights(
     rl_verdict: Verdict,
     rl_admin: AdminClient,
     rl_admin_workers: list[AdminWorker],
-    rl_update_model_path: Any,
+    rl_weights: WeightSource,
 ) -> None:
     chosen = select(rl_target, rl_admin_workers)
     before, _ = generate_ids(rl_verdict, rl_client, rl_target, chosen.pinned)
-    version = apply_update(rl_verdict, rl_admin, chosen, rl_update_model_path)
+    version = apply_update(rl_verdict, rl_admin, chosen, rl_weights)
     after, seen = generate_ids(rl_verdict, rl_client, rl_target, chosen.pinned)
     rl_verdict.check(control.post_update_generation(before, after, seen, version))
 
@@ -176,11 +295,12 @@ def test_flush_invalidates_cached_prefixes(
     rl_verdict: Verdict,
     rl_admin: AdminClient,
     rl_admin_workers: list[AdminWorker],
-    rl_update_model_path: Any,
+    rl_weights: WeightSource,
 ) -> None:
     """Cached prefixes of one worker are not reused after its cache is invalidated: by the
-    family's flush route, or (SGLang, whose cache reset is a request-plane endpoint) by the
-    weight update itself, which flushes by default (`flush_cache` in SGLang's update requests)."""
+    family's flush route (Python worker), by a pause with `clear_cache` (native sidecar), or
+    (SGLang, whose cache reset is a request-plane endpoint) by the weight update itself, which
+    flushes by default (`flush_cache` in SGLang's update requests)."""
     chosen = select(rl_target, rl_admin_workers)
     worker = chosen.pinned
     if worker is None:
@@ -197,8 +317,11 @@ def test_flush_invalidates_cached_prefixes(
         )
     if chosen.family.flush:
         succeed(rl_verdict, rl_admin, worker, chosen.family, chosen.family.flush, {})
+    elif chosen.family.clears_on_pause:
+        with paused(rl_verdict, rl_admin, chosen):
+            pass
     else:
-        apply_update(rl_verdict, rl_admin, chosen, rl_update_model_path)
+        apply_update(rl_verdict, rl_admin, chosen, rl_weights)
     after = cached_tokens(rl_verdict, rl_client, rl_target, worker)
     rl_verdict.check(control.kv_invalidation(before, after))
 
@@ -218,7 +341,7 @@ class RefreshLifecycle(RuleBasedStateMachine):
         self.verdict: Verdict = context["verdict"]
         self.admin: AdminClient = context["admin"]
         self.family: AdminFamily = context["family"]
-        self.update_model_path = context["update_model_path"]
+        self.weights: WeightSource = context["weights"]
         self.coordinator = Coordinator(self.admin, self.family, list(context["workers"]))
         self.paused = False
         self.applied: str | None = None
@@ -257,21 +380,23 @@ class RefreshLifecycle(RuleBasedStateMachine):
         for worker in self.coordinator.workers:
             ids, _ = generate_ids(self.verdict, self.client, self.target, worker)
             self.baseline[worker.label] = ids
-        for step in self.coordinator.call_all("pause", self.family.pause, self.family.pause_body):
+        self.paused = True  # whatever the replies say, teardown must resume
+        for step in self.coordinator.call_all("pause", self.family.pause, self.family.pause_body()):
             self.verdict.check(step.result, step.exchange)
-        self.paused = True
 
     @precondition(lambda self: self.paused)
     @rule()
     def update(self) -> None:
-        version = new_version()
-        for step in self.coordinator.call_all(
-            "update",
-            self.family.update,
-            self.family.update_body(version, self.update_model_path(version)),
-        ):
-            self.verdict.check(step.result, step.exchange)
-        self.applied, self.verified, self.generated = version, False, False
+        weights = self.weights.new(self.family)
+        for worker in self.coordinator.workers:
+            calls = self.family.update_calls(weights)
+            if self.weights.needs_setup(worker):
+                calls = self.family.setup_calls(weights) + calls
+                self.weights.setup_done(worker)
+            for call in calls:
+                step = self.coordinator.call_one("update", worker, call.route, dict(call.body))
+                self.verdict.check(step.result, step.exchange)
+        self.applied, self.verified, self.generated = weights.version, False, False
 
     @precondition(lambda self: self.paused and self.family.flush is not None)
     @rule()
@@ -287,7 +412,7 @@ class RefreshLifecycle(RuleBasedStateMachine):
         reported = {}
         for step in self.coordinator.call_all("verify", self.family.version, {}):
             try:
-                reported[step.worker] = step.exchange.json().get("version")  # type: ignore[union-attr]
+                reported[step.worker] = self.family.read_version(step.exchange.json())  # type: ignore[union-attr]
             except (ValueError, AttributeError):
                 reported[step.worker] = None
         result = control.version_verified(self.applied, reported)
@@ -348,9 +473,12 @@ def test_refresh_lifecycle_state_machine(
     rl_verdict: Verdict,
     rl_admin: AdminClient,
     rl_admin_workers: list[AdminWorker],
-    rl_update_model_path: Any,
+    rl_weights: WeightSource,
 ) -> None:
-    family = select(rl_target, rl_admin_workers).family
+    chosen = select(rl_target, rl_admin_workers)
+    require_update_routes(chosen)
+    rl_weights.require(chosen.family)
+    family = chosen.family
     workers = [w for w in rl_admin_workers if family_for(rl_target, w) is family]
     RefreshLifecycle.context = {
         "client": rl_client,
@@ -359,7 +487,7 @@ def test_refresh_lifecycle_state_machine(
         "admin": rl_admin,
         "family": family,
         "workers": workers,
-        "update_model_path": rl_update_model_path,
+        "weights": rl_weights,
     }
     machine = RefreshLifecycle.TestCase
     machine.settings = settings(
@@ -372,9 +500,6 @@ def test_refresh_lifecycle_state_machine(
     machine().runTest()
 
 
-IN_FLIGHT_MODES = {"vllm": ("keep", "wait", "abort"), "sglang": ("in_place", "abort")}
-
-
 @capability("refresh.inflight_terminal")
 @pytest.mark.parametrize("mode_index", [0, 1, 2])
 def test_streams_in_flight_across_a_refresh_end_in_one_terminal_state(
@@ -383,7 +508,7 @@ def test_streams_in_flight_across_a_refresh_end_in_one_terminal_state(
     rl_verdict: Verdict,
     rl_admin: AdminClient,
     rl_admin_workers: list[AdminWorker],
-    rl_update_model_path: Any,
+    rl_weights: WeightSource,
     mode_index: int,
 ) -> None:
     """A stream open while its worker is paused (each mode) and updated ends exactly once: it
@@ -391,47 +516,20 @@ def test_streams_in_flight_across_a_refresh_end_in_one_terminal_state(
     names the weights, they are the old or the new version, nothing else."""
     chosen = select(rl_target, rl_admin_workers)
     family = chosen.family
-    modes = IN_FLIGHT_MODES.get(family.name, ())
+    modes = family.pause_modes
     if mode_index >= len(modes):
         pytest.skip(f"{family.name} has {len(modes)} pause modes")
     mode = modes[mode_index]
-    old_version = apply_update(rl_verdict, rl_admin, chosen, rl_update_model_path)
-    body: dict[str, Any] = {
-        "model": rl_target.model,
-        "prompt": PROMPT,
-        "max_tokens": 40,
-        "temperature": 0,
-        "ignore_eos": True,
-        "stream": True,
-        "nvext": {
-            "extra_fields": ["completion_token_ids", "engine_data", "detailed_finish_reason"]
-        },
-    }
-    headers = {"x-fake-token-delay-ms": "15"}
-    if chosen.pinned is not None:
-        body["nvext"]["backend_instance_id"] = chosen.pinned.instance_id
-        headers["x-dynamo-worker-instance-id"] = str(chosen.pinned.instance_id)
-    result: dict[str, Any] = {}
-    stream = threading.Thread(
-        target=lambda: result.update(
-            exchange=rl_client.stream(
-                "POST",
-                rl_target.url("/v1/completions"),
-                json_body=body,
-                headers=headers,
-                deadline_s=20,
-            )
-        )
-    )
+    old_version = apply_update(rl_verdict, rl_admin, chosen, rl_weights)
+    stream = InFlightStream(rl_client, rl_target, chosen, max_tokens=40)
     stream.start()
     time.sleep(0.1)
     try:
         with paused(rl_verdict, rl_admin, chosen, mode):
-            version = update_all(rl_verdict, rl_admin, chosen, rl_update_model_path)
+            version = update_all(rl_verdict, rl_admin, chosen, rl_weights)
     finally:
-        stream.join(timeout=25)
-    exchange = result.get("exchange")
-    assert exchange is not None, "the in-flight stream never returned"
+        stream.wait(25)
+    exchange = stream.exchange
     payloads = rl_verdict.events(exchange)
     rl_verdict.check(streaming.single_terminal(payloads), exchange)
     rl_verdict.check(

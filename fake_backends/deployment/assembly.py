@@ -31,7 +31,8 @@ from fake_backends.admin.sglang import resolve_engine_routes, sglang_routes
 from fake_backends.admin.sglang_routes import ENV_VAR as ENGINE_ROUTES_ENV
 from fake_backends.admin.sglang_routes import EngineRouteDescriptor, parse_engine_routes
 from fake_backends.admin.system_server import build_worker_admin_app
-from fake_backends.admin.vllm import python_routes, sidecar_routes
+from fake_backends.admin.vllm import python_routes
+from fake_backends.admin.vllm_sidecar import sidecar_routes
 from fake_backends.deployment.control_port import build_control_app
 from fake_backends.deployment.serving import (
     Listener,

@@ -2,10 +2,10 @@
 
 Shapes follow the facts sheet §1 exactly: protocol version 1; workers sorted by
 (namespace, component, endpoint, instance_id); optional fields absent (never null);
-``routes`` sorted and unique, verbatim as the worker advertises them (``control/pause``
-for the native sidecar).  The listener serves nothing else: other methods on the path
-are 405 with an empty body, every other path is 404 with an empty body (axum's defaults,
-no fallback installed).
+``routes`` sorted and unique, verbatim as the worker advertises them
+(``control/pause_generation`` for the native sidecar).  The listener serves nothing else:
+other methods on the path are 405 with an empty body, every other path is 404 with an empty
+body (axum's defaults, no fallback installed).
 
 Which workers are listed depends on the listener's *own* environment, read at every
 request (``namespaces``): the top-level ``namespace`` is the scope, each worker carries
@@ -38,6 +38,7 @@ ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]
 PROBE_ERROR = "worker routes request failed"
 RENAMED_PREFIX = "engine/"
 REQUIRED_ROUTE = "update_weights_from_disk"
+SIDECAR_FINISH_ROUTE = "update/finish_weight_update"
 
 
 def _describe(worker: EngineWorker, instance_id: int, routes: tuple[str, ...]) -> dict[str, Any]:
@@ -68,6 +69,8 @@ def _break_worker_zero(state: DeploymentState, worker: EngineWorker, entry: dict
         entry["system_url"] = None
     if state.fault("required_route_missing"):
         entry["routes"] = [r for r in entry["routes"] if r != REQUIRED_ROUTE]
+    if state.fault("sidecar_partial_transfer_routes"):
+        entry["routes"] = [r for r in entry["routes"] if r != SIDECAR_FINISH_ROUTE]
     if state.fault("routes_renamed"):
         entry["routes"] = sorted(RENAMED_PREFIX + r for r in entry["routes"])
     if state.fault("worker_without_routes"):

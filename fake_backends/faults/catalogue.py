@@ -18,8 +18,9 @@ from types import MappingProxyType
 class Fault:
     """One named way of breaking the contract.
 
-    `applies_to`: the backends (deployment faults) or request surfaces (engine faults) where it
-    can manifest; a no-op elsewhere. `observed`: what the real Dynamo 1.6.1 frontend did with it,
+    `applies_to`: the fake deployments (deployment faults: a backend, or `vllm-sidecar` for vLLM
+    with the native sidecar's routes) or request surfaces (engine faults) where it can manifest;
+    a no-op elsewhere. `observed`: what the real Dynamo 1.6.1 frontend did with it,
     where that was measured (engine faults)."""
 
     name: str

@@ -29,6 +29,7 @@ _PROMPT_LOGPROB_BACKENDS = frozenset({"vllm", "sglang"})
 _RL_BACKENDS = frozenset({"vllm"})
 _SGLANG = frozenset({"sglang"})
 _ADMIN_BACKENDS = frozenset({"vllm", "sglang"})  # workers with a system server
+_SIDECAR = frozenset({"vllm-sidecar"})  # vLLM with the native sidecar's routes
 
 
 def _fault(name: str, description: str, backends: frozenset[str] = ALL_BACKENDS) -> Fault:
@@ -208,6 +209,24 @@ CATALOGUE = Catalogue(
             "cache flushes and weight updates answer ok but the prefix cache is kept "
             "(cached_tokens unchanged)",
             _ADMIN_BACKENDS,
+        ),
+        _fault(
+            "sidecar_status_words",
+            'the native sidecar\'s pause and resume answer {"status": "ok"} instead of '
+            'vLLM\'s "paused" / "resumed"',
+            _SIDECAR,
+        ),
+        _fault(
+            "sidecar_pause_default_keep",
+            "the native sidecar's pause without a mode keeps requests in place (the Python "
+            "worker's default) instead of aborting them (vLLM's default)",
+            _SIDECAR,
+        ),
+        _fault(
+            "sidecar_partial_transfer_routes",
+            "sidecar worker 0 lists the weight-transfer routes without "
+            "update/finish_weight_update (it still serves it)",
+            _SIDECAR,
         ),
         _fault(
             "unknown_route_200",

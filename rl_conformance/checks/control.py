@@ -84,6 +84,27 @@ def pause_gates(completed_while_paused: bool, completed_after_resume: bool) -> F
 
 
 @check(
+    "refresh.pause_default_mode",
+    title="a pause without a mode treats in-flight requests as its family documents",
+    spec="Use the exact route returned by discovery or configured by the deployment, and "
+    "validate request bodies against the installed backend version.",
+    section="Compare vLLM and SGLang Administration",
+)
+def pause_default_mode(family: str, documented: str, observed: str) -> Findings:
+    """`observed`: `keep` (the stream was held until resume), `abort` (it ended early while
+    paused), `wait` (it ran to its end before the pause returned); `documented` from the family's
+    upstream source (Python worker `keep`, native sidecar `abort`, as vLLM)."""
+    if observed != documented:
+        yield Violation(
+            f"a {family} pause without a mode behaved as {observed!r}; clients that omit the "
+            "mode rely on the documented default",
+            "mode",
+            documented,
+            observed,
+        )
+
+
+@check(
     "refresh.version_verified",
     title="every worker reports the weight version just applied",
     spec="Verify every worker and run post-update generation before reopening the fleet.",

@@ -23,6 +23,13 @@ CONTROL_TIMEOUT_S = 10.0
 # Backends whose workers discovery does not list: their users give each worker's system URL
 # with --worker-url, so the launcher hands the suite exactly that, and nothing more.
 UNREGISTERED = ("sglang", "trtllm")
+# Our fake deployments by name: the backend and the extra `python -m fake_backends` arguments.
+FLAVOURS: Mapping[str, tuple[str, tuple[str, ...]]] = {
+    "vllm": ("vllm", ()),
+    "sglang": ("sglang", ()),
+    "trtllm": ("trtllm", ()),
+    "vllm-sidecar": ("vllm", ("--admin-family", "sidecar")),
+}
 
 
 @dataclass(frozen=True)
@@ -50,9 +57,10 @@ class ControlPortProbe:
 
 @dataclass
 class FakeLauncher:
-    """Our fake deployment, started as `python -m fake_backends` on ephemeral loopback ports."""
+    """Our fake deployment, started as `python -m fake_backends` on ephemeral loopback ports.
+    `flavour` names it (`FLAVOURS`: a backend, or vLLM with the native sidecar's routes)."""
 
-    backend: str
+    flavour: str
     workers: int = 2
     faults: tuple[str, ...] = ()
     target_id: str = ""
@@ -60,8 +68,15 @@ class FakeLauncher:
     log_path: str | None = None
 
     def __post_init__(self) -> None:
-        self.backend = check_backend(self.backend)
-        self.target_id = self.target_id or f"fake-{self.backend}"
+        if self.flavour not in FLAVOURS:
+            raise LaunchError(
+                f"unknown fake deployment {self.flavour!r}; expected one of {', '.join(FLAVOURS)}"
+            )
+        self.target_id = self.target_id or f"fake-{self.flavour}"
+
+    @property
+    def backend(self) -> str:
+        return check_backend(FLAVOURS[self.flavour][0])
 
     def command(self) -> list[str]:
         command = [
@@ -69,6 +84,7 @@ class FakeLauncher:
             "-m",
             "fake_backends",
             self.backend,
+            *FLAVOURS[self.flavour][1],
             "--host",
             "127.0.0.1",
             "--workers",
@@ -109,7 +125,7 @@ class FakeLauncher:
                 worker_urls=worker_urls,
                 probe=ControlPortProbe(ready["control"]),
                 versions={"fake_backends": "in-tree"},
-                notes=[f"faults: {', '.join(self.faults)}"] if self.faults else [],
+                notes=self._notes(),
             )
         except (ValueError, KeyError, TypeError) as exc:
             self.stop()
@@ -117,6 +133,14 @@ class FakeLauncher:
                 f"fake_backends printed an unusable ready line {line!r}: {exc}"
             ) from exc
         return target
+
+    def _notes(self) -> list[str]:
+        notes = (
+            [f"fake_backends {' '.join(FLAVOURS[self.flavour][1])}"]
+            if FLAVOURS[self.flavour][1]
+            else []
+        )
+        return notes + ([f"faults: {', '.join(self.faults)}"] if self.faults else [])
 
     def stop(self) -> None:
         process, self._process = self._process, None

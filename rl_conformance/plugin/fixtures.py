@@ -5,23 +5,20 @@
 - `rl_verdict`: collects the test's check results; the first failure raises with the evidence;
 - `rl_admin`: administrative calls under the run's mutation policy for the target;
 - `rl_admin_workers`: the workers discovery lists plus those given by URL;
-- `rl_update_model_path`: version -> checkpoint for weight updates (refuses when called);
+- `rl_weights`: the new weights of updates, a checkpoint or a transfer (refuses when asked);
 - `rl_probe`: the target's fake-only channels, for tests marked `needs(...)`.
 """
 
 from __future__ import annotations
-
-import itertools
-from collections.abc import Callable
 
 import pytest
 
 from ..admin import AdminClient, AdminWorker
 from ..client import Client
 from ..fleet import resolve_workers
-from ..refresh import weight_paths
 from ..target import CHANNELS, Probe, Target
-from ..verdict import MissingInput, Unobservable, Verdict
+from ..verdict import Unobservable, Verdict
+from ..weights import WeightSource
 from .state import state_of
 
 
@@ -70,25 +67,8 @@ def rl_probe(request: pytest.FixtureRequest, rl_target: Target) -> Probe:
 
 
 @pytest.fixture
-def rl_update_model_path(
-    request: pytest.FixtureRequest, rl_target: Target
-) -> Callable[[str], str | None]:
-    """A function version -> model_path for weight updates. It refuses when called, not at
-    setup, so a test first reports what it can observe without mutating (an absent feature).
-    Consecutive updates of a target alternate between the given checkpoints."""
-    state = state_of(request.config)
-    policy = state.policy_for(rl_target)
-    paths = weight_paths(rl_target, state.config.update_model_path)
-    counter = state.update_counters.setdefault(rl_target.id, itertools.count())
-
-    def choose(version: str) -> str | None:
-        if not policy.allowed:
-            raise policy.refusal("weight updates")
-        if paths is None:
-            raise MissingInput(
-                "weight updates on this deployment need real checkpoints: give "
-                "--update-model-path PATH twice"
-            )
-        return paths[next(counter) % len(paths)] if paths else None
-
-    return choose
+def rl_weights(request: pytest.FixtureRequest, rl_target: Target) -> WeightSource:
+    """Where the new weights of this target's updates come from (see `weights.WeightSource`):
+    it refuses when asked, not at setup, so a test first reports what it can observe without
+    mutating (an absent feature)."""
+    return state_of(request.config).weights_for(rl_target)

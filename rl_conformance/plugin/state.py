@@ -3,7 +3,6 @@ so two runs in one process (the kill matrix, the pass-through study) cannot see 
 
 from __future__ import annotations
 
-import itertools
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -16,6 +15,7 @@ from ..config import RunConfig
 from ..matrix import Matrix, TestRecord
 from ..plan import TargetPool
 from ..target import Target
+from ..weights import WeightSource
 
 
 @dataclass
@@ -30,7 +30,7 @@ class RunState:
     timer: threading.Timer | None = None
     incomplete_reason: str | None = None
     matrix: Matrix | None = None
-    update_counters: dict[str, itertools.count[int]] = field(default_factory=dict)
+    weight_sources: dict[str, WeightSource] = field(default_factory=dict)
 
     def policy_for(self, target: Target) -> MutationPolicy:
         """Explicit flags win; our own fakes may be mutated unless --read-only; any other
@@ -40,6 +40,20 @@ class RunState:
         if self.policy.allowed or target.kind != "fake":
             return self.policy
         return MutationPolicy(allowed=True)
+
+    def weights_for(self, target: Target) -> WeightSource:
+        """One source per target for the whole run: consecutive updates alternate between the
+        given checkpoints or transfers, and a worker's transfer engine is initialised once."""
+        source = self.weight_sources.get(target.id)
+        if source is None:
+            source = WeightSource(
+                self.policy_for(target),
+                target,
+                model_paths=self.config.update_model_path,
+                transfers=self.config.weight_transfers(),
+            )
+            self.weight_sources[target.id] = source
+        return source
 
     def http(self) -> Client:
         if self.client is None:

@@ -275,8 +275,10 @@ CASES: dict[str, Case] = {
         ),
     ),
     "admin.success_semantics": (
-        lambda: admin.success_semantics("vllm", 200, {"status": "ok"}),
-        lambda: admin.success_semantics("vllm", 200, {"status": "error", "message": "not paused"}),
+        lambda: admin.success_semantics("vllm", "pause_generation", 200, {"status": "ok"}),
+        lambda: admin.success_semantics(
+            "vllm", "update_weights_from_disk", 200, {"status": "error", "message": "not paused"}
+        ),
     ),
     "admin.unknown_route": (
         lambda: admin.unknown_route(404, {"error": "Route not found", "message": "Route /x"}),
@@ -297,6 +299,10 @@ CASES: dict[str, Case] = {
     "refresh.pause_gates": (
         lambda: control.pause_gates(False, True),
         lambda: control.pause_gates(True, True),
+    ),
+    "refresh.pause_default_mode": (
+        lambda: control.pause_default_mode("vllm-sidecar", "abort", "abort"),
+        lambda: control.pause_default_mode("vllm-sidecar", "abort", "keep"),
     ),
     "refresh.version_verified": (
         lambda: control.version_verified("v2", {"w0": "v2"}),

@@ -1,5 +1,6 @@
-"""`rl-conformance run` with no target: the three fakes, and a matrix that agrees with the
-spec's Backend Compatibility and administration tables row by row."""
+"""`rl-conformance run` with no target: the four fakes (vLLM with the Python worker's routes,
+SGLang, TensorRT-LLM, vLLM with the native sidecar's), and a matrix that agrees with the spec's
+Backend Compatibility and administration tables row by row."""
 
 from __future__ import annotations
 
@@ -18,10 +19,10 @@ from rl_conformance.checks import schema_check
 pytestmark = pytest.mark.slow
 
 P, U = "pass", "unsupported"
-ALL = (P, P, P)
-RL_ONLY = (P, U, U)
-ADMIN = (P, P, U)
-EXPECTED: dict[str, tuple[str, str, str]] = {  # (vllm, sglang, trtllm)
+ALL = (P, P, P, P)
+RL_ONLY = (P, U, U, P)
+ADMIN = (P, P, U, P)
+EXPECTED: dict[str, tuple[str, str, str, str]] = {  # (vllm, sglang, trtllm, vllm-sidecar)
     "discovery.protocol_version": ALL,
     "discovery.schema": ALL,
     "discovery.listener_isolation": ALL,
@@ -42,9 +43,9 @@ EXPECTED: dict[str, tuple[str, str, str]] = {  # (vllm, sglang, trtllm)
     "logprobs.selected_alignment": ALL,
     "logprobs.finite_nonpositive": ALL,
     "logprobs.topk_consistent": ALL,
-    "logprobs.prompt_alignment": (P, P, U),
-    "generate.native_route": (U, P, U),
-    "generate.sglang_logprob_alignment": (U, P, U),
+    "logprobs.prompt_alignment": (P, P, U, P),
+    "generate.native_route": (U, P, U, U),
+    "generate.sglang_logprob_alignment": (U, P, U, U),
     "stream.single_terminal": ALL,
     "stream.nothing_after_terminal": ALL,
     "stream.done_last": ALL,
@@ -64,7 +65,7 @@ EXPECTED: dict[str, tuple[str, str, str]] = {  # (vllm, sglang, trtllm)
     "telemetry.bounded_labels": ALL,
     "errors.validation": ALL,
 }
-TARGETS = ("fake-vllm", "fake-sglang", "fake-trtllm")
+TARGETS = ("fake-vllm", "fake-sglang", "fake-trtllm", "fake-vllm-sidecar")
 
 
 @pytest.fixture(scope="module")

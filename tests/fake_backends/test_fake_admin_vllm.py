@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
-from fake_backend_helpers import DONE, PROMPT, admin, rl_workers, stream_chunks, wait_for
+from fake_backend_helpers import DONE, PROMPT, admin, stream_chunks, wait_for
 
 from fake_backends.deployment.assembly import FakeDeployment
 from fake_backends.runtime.request_ledger import RequestRecord
@@ -343,64 +343,6 @@ def test_distributed_update_rules(client: httpx.Client, dep: FakeDeployment) -> 
         "message": "update_weights_from_tensor is not implemented",
     }
     assert admin(client, base, "liveness_probe") == {"status": "ok", "alive": True}
-
-
-def test_sidecar_family(client: httpx.Client) -> None:
-    with FakeDeployment("vllm", admin_family="sidecar") as dep:
-        (listed, _) = sorted(rl_workers(client, dep)["workers"], key=lambda w: w["system_url"])
-        assert listed["routes"] == [
-            "control/abort_requests",
-            "control/get_weight_version",
-            "control/is_paused",
-            "control/pause",
-            "control/reset_prefix_cache",
-            "control/resume",
-            "update/finish_weight_update",
-            "update/init_weight_transfer_engine",
-            "update/shutdown_weight_transfer_engine",
-            "update/start_weight_update",
-            "update/update_weight_version",
-            "update/update_weights",
-        ]
-        index = [w["instance_id"] for w in dep.workers].index(listed["instance_id"])
-        base = listed["system_url"]
-        before = greedy(client, dep, index)["nvext"]["completion_token_ids"]
-        assert client.post(f"{base}/engine/pause_generation").status_code == 404
-        assert admin(client, base, "control/is_paused") == {"is_paused": False}
-        assert admin(client, base, "control/pause", {"mode": "keep"}) == {"status": "paused"}
-        assert admin(client, base, "control/is_paused") == {"is_paused": True}
-        assert (
-            admin(client, base, "update/update_weights", {"update_info": {}})["status"] == "error"
-        )
-        info = {"init_info": {"master_address": "127.0.0.1", "master_port": 1, "rank_offset": 1}}
-        assert admin(client, base, "update/init_weight_transfer_engine", info) == {
-            "message": "Weight transfer initialized"
-        }
-        assert admin(client, base, "update/start_weight_update") == {
-            "message": "Weight update started"
-        }
-        update = {"update_info": {"names": ["w"], "dtype_names": ["f"], "shapes": [[1]]}}
-        assert admin(client, base, "update/update_weights", update) == {
-            "message": "Weights updated"
-        }
-        assert admin(client, base, "update/finish_weight_update", {"weight_version": "v2"}) == {
-            "message": "Weight update finished"
-        }
-        assert admin(client, base, "control/get_weight_version") == {"weight_version": "v2"}
-        assert admin(client, base, "control/resume") == {"status": "resumed"}
-        after = greedy(client, dep, index)
-        assert after["nvext"]["completion_token_ids"] != before
-        assert after["nvext"]["engine_data"]["weight_version"] == "v2"
-        assert admin(client, base, "update/update_weight_version", {"new_version": "v3"}) == {
-            "success": True,
-            "new_version": "v3",
-        }
-        assert (
-            greedy(client, dep, index)["nvext"]["completion_token_ids"]
-            == (after["nvext"]["completion_token_ids"])
-        )
-        assert admin(client, base, "control/reset_prefix_cache") == {"success": True}
-        assert admin(client, base, "control/abort_requests") == {"status": "aborted", "aborted": 0}
 
 
 def test_bad_admin_family() -> None:

@@ -147,7 +147,7 @@ def test_control_plane_options() -> None:
             body = client.get(info["rl"] + "/v1/rl/workers").json()
             assert body["namespace"] == "ns"
             assert [w["namespace"] for w in body["workers"]] == ["ns", "ns-1a2b"]
-            assert "control/pause" in body["workers"][0]["routes"]
+            assert "control/pause_generation" in body["workers"][0]["routes"]
             base = body["workers"][0]["system_url"]
             assert client.post(base + "/engine/control/is_paused").json() == {"is_paused": False}
             assert client.get(info["control"] + "/request_ledger").json() == {"requests": []}

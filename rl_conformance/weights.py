@@ -1,0 +1,82 @@
+"""Where the new weights of a test's updates come from, per target and family.
+
+A Python vLLM or SGLang worker loads a checkpoint from disk (`--update-model-path`, given twice so
+consecutive updates alternate and really change the weights); a native-sidecar worker receives a
+transfer (`--weight-transfer FILE`, likewise alternated). Our fakes derive toy weights from any
+path or payload, so against them the suite makes its own. Everything refuses when called, not
+when built, so a test first reports what it can observe without mutating.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from .admin import AdminWorker, MutationPolicy
+from .families import AdminFamily, NewWeights, new_version
+from .target import Target
+from .verdict import MissingInput
+from .weight_transfer import WeightTransfer
+
+_T = TypeVar("_T")
+
+
+def synthetic_allowed(target: Target) -> bool:
+    """Our fakes (launched, or our engine behind the real Dynamo) accept made-up weights."""
+    return target.kind == "fake" or target.versions.get("engine") == "fake-vllm"
+
+
+@dataclass
+class WeightSource:
+    policy: MutationPolicy
+    target: Target
+    model_paths: tuple[str, ...] = ()
+    transfers: tuple[WeightTransfer, ...] = ()
+    counter: Iterator[int] = field(default_factory=itertools.count)
+    initialised: set[str] = field(default_factory=set)
+    """Workers whose transfer engine this run has initialised (keyed by URL)."""
+
+    def new(self, family: AdminFamily) -> NewWeights:
+        """The next policy for `family`, or the refusal/missing input that prevents one."""
+        self.require(family)
+        version = new_version()
+        if family.update_kind == "transfer":
+            if self.transfers:
+                return NewWeights(version, transfer=self._next(self.transfers))
+            return NewWeights(version, transfer=WeightTransfer.synthetic(version))
+        if self.model_paths:
+            return NewWeights(version, model_path=self._next(self.model_paths))
+        return NewWeights(version)
+
+    def require(self, family: AdminFamily) -> None:
+        """Raise what would prevent an update of `family` (before anything is paused)."""
+        if not self.policy.allowed:
+            raise self.policy.refusal("weight updates")
+        if synthetic_allowed(self.target):
+            return
+        if family.update_kind == "transfer" and not self.transfers:
+            raise MissingInput(
+                "weight updates on a native-sidecar worker are transfers from a trainer: "
+                "describe one with --weight-transfer FILE (twice, so consecutive updates differ)"
+            )
+        if family.update_kind == "disk" and not self.model_paths:
+            raise MissingInput(
+                "weight updates on this deployment need real checkpoints: give "
+                "--update-model-path PATH twice"
+            )
+
+    def needs_setup(self, worker: AdminWorker) -> bool:
+        """Whether this worker's transfer engine has not been initialised by this run."""
+        return _key(worker) not in self.initialised
+
+    def setup_done(self, worker: AdminWorker) -> None:
+        self.initialised.add(_key(worker))
+
+    def _next(self, choices: tuple[_T, ...]) -> _T:
+        return choices[next(self.counter) % len(choices)]
+
+
+def _key(worker: AdminWorker) -> str:
+    return worker.system_url or worker.label
