@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigurationError
+from .releases import RELEASES
 from .weight_transfer import WeightTransfer, load_weight_transfer
 
 BACKENDS = ("vllm", "sglang", "trtllm")
@@ -66,6 +67,13 @@ OPTIONS: tuple[Option, ...] = (
     Option("rl_url", "--rl-url", "RL discovery listener URL", metavar="URL"),
     Option("backend", "--backend", "backend of the external deployment", choices=BACKENDS),
     Option("model", "--model", "model to request (default: the one /v1/models lists)"),
+    Option(
+        "dynamo_release",
+        "--dynamo-release",
+        "the Dynamo release the external deployment runs; capabilities are judged against what "
+        "that release has (default: main, the release the spec documents)",
+        choices=RELEASES,
+    ),
     Option(
         "worker_url",
         "--worker-url",
@@ -210,6 +218,7 @@ class RunConfig:
     rl_url: str | None = None
     backend: str | None = None
     model: str | None = None
+    dynamo_release: str | None = None
     worker_url: tuple[str, ...] = ()
     fake: tuple[str, ...] = ()
     fault: tuple[str, ...] = ()
@@ -263,13 +272,15 @@ class RunConfig:
                     raise ConfigurationError(
                         f"{flag}: expected one of {', '.join(allowed)}, observed {value!r}"
                     )
-        external = self.rl_url or self.backend or self.model or self.worker_url
+        external = (
+            self.rl_url or self.backend or self.model or self.worker_url or self.dynamo_release
+        )
         if self.frontend and not self.backend:
             raise ConfigurationError("--frontend needs --backend {vllm|sglang|trtllm}")
         if external and not self.frontend:
             raise ConfigurationError(
-                "--rl-url, --backend, --model and --worker-url describe an external "
-                "deployment: give --frontend URL too"
+                "--rl-url, --backend, --model, --worker-url and --dynamo-release describe an "
+                "external deployment: give --frontend URL too"
             )
         if self.engine_fault and self.launch != "dynamo-fake-vllm":
             raise ConfigurationError("--engine-fault needs --launch dynamo-fake-vllm")

@@ -15,8 +15,10 @@ from dataclasses import dataclass
 
 from . import prometheus
 from .admin import AdminWorker
+from .checks.discovery import foreign_listener
 from .client import Client
 from .target import Target
+from .verdict import FeatureAbsent
 
 METRICS_DEADLINE_S = 5.0
 
@@ -27,9 +29,13 @@ def discovered_workers(client: Client, target: Target) -> list[AdminWorker]:
         return []
     listing = client.get(target.rl("/v1/rl/workers"))
     try:
-        workers = listing.json().get("workers", []) if listing.status == 200 else []
+        body = listing.json() if listing.status == 200 else {}
+        workers = body.get("workers", [])
     except (ValueError, AttributeError):
         return []
+    foreign = foreign_listener(body)
+    if foreign is not None:
+        raise FeatureAbsent(foreign)
     if not isinstance(workers, list):
         return []
     return [

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
 from .capabilities import Capability, Support
+from .releases import SURFACES, Surface, missing_in
 from .target import Target
 from .version import __version__
 from .wire import to_jsonable
@@ -130,8 +131,24 @@ def _cell_outcome(record: TestRecord, documented: Support) -> tuple[Outcome, str
     return record.outcome, reason, contradicts
 
 
-def build_cell(capability: Capability, target: Target, records: Sequence[TestRecord]) -> Cell:
+def build_cell(
+    capability: Capability,
+    target: Target,
+    records: Sequence[TestRecord],
+    surfaces: tuple[Surface, ...] = SURFACES,
+) -> Cell:
     documented = capability.support_for(target.backend)
+    lacking = missing_in(target.release, capability.id, surfaces)
+    if lacking:
+        documented = Support.UNSUPPORTED
+        records = [
+            replace(
+                record,
+                outcome=Outcome.ABSENT if record.outcome is Outcome.FAIL else record.outcome,
+                reason=f"not in Dynamo {target.release} ({lacking[0].title}): {record.reason}",
+            )
+            for record in records
+        ]
     if not records:
         return Cell(
             Outcome.ERROR,

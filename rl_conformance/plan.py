@@ -11,6 +11,7 @@ from .client import Client
 from .config import FAKES, RunConfig
 from .errors import ConfigurationError, LaunchError, TransportError
 from .launchers import ExternalLauncher, FakeLauncher
+from .releases import MAIN
 from .target import Launcher, Target
 
 DEFAULT_FAKES = FAKES
@@ -173,6 +174,7 @@ def plan_targets(config: RunConfig) -> TargetPool:
             rl_url=config.rl_url,
             model=config.model,
             worker_urls=config.worker_url,
+            release=config.dynamo_release or MAIN,
         )
         launchers[launcher.target_id] = launcher
     if config.launch:

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from .capabilities import Backend
 from .errors import ConfigurationError
+from .releases import MAIN
 
 LISTENER_RESTART = "listener_restart"
 CHANNELS: Mapping[str, str] = {
@@ -49,6 +50,8 @@ class Target:
     notes: list[str] = field(default_factory=list)
     worker_urls: tuple[str, ...] = ()
     probe: Probe | None = None
+    release: str = MAIN
+    """The Dynamo release the deployment runs (`releases.RELEASES`); `main` unless known."""
 
     @property
     def offers(self) -> frozenset[str]:
@@ -73,6 +76,7 @@ class Target:
             "versions": dict(self.versions),
             "notes": list(self.notes),
             "worker_urls": list(self.worker_urls),
+            "dynamo_release": self.release,
         }
 
 

@@ -27,6 +27,7 @@ def test_workers_advertise_what_the_update_path_needs(
     exchange = rl_client.get(rl_target.rl("/v1/rl/workers"))
     body = rl_verdict.json(exchange)
     rl_verdict.check(discovery.protocol_version(body), exchange)
+    rl_verdict.check(discovery.dynamo_listener(body), exchange)
     workers = [w for w in discovery.workers_of(body) if "error" not in w]
     if not workers:
         raise FeatureAbsent("GET /v1/rl/workers lists no RL workers")

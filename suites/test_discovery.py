@@ -24,6 +24,7 @@ def read_workers(rl_client: Client, rl_target: Target, rl_verdict: Verdict) -> t
     exchange = rl_client.get(rl_target.rl("/v1/rl/workers"))
     body = rl_verdict.json(exchange)
     rl_verdict.check(discovery.protocol_version(body), exchange)
+    rl_verdict.check(discovery.dynamo_listener(body), exchange)
     return body, exchange
 
 

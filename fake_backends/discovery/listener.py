@@ -117,7 +117,46 @@ def list_workers(state: DeploymentState) -> dict[str, Any]:
         for entry in entries:
             entry["instance_id"] = float(entry["instance_id"])
     version = 2 if state.fault("protocol_version_2") else PROTOCOL_VERSION
+    if state.fault("rl_listener_gateway_body"):
+        return gateway_body(state)
     return {"protocol_version": version, "namespace": scope.reported, "workers": entries}
+
+
+def gateway_body(state: DeploymentState) -> dict[str, Any]:
+    """What the SGLang Model Gateway's RL control plane answers on the same path (its own
+    protocol 1: registry ids and URLs, engine facts, capabilities, a total; no Dynamo identity).
+    Field names after ``smg-project/smg`` ``crates/protocols/src/rl.rs``."""
+    workers = [
+        {
+            "id": f"00000000-0000-4000-8000-{worker.index:012d}",
+            "url": worker.system_url,
+            "base_url": worker.system_url,
+            "engine": "sglang",
+            "engine_version": None,
+            "model_id": worker.model_name,
+            "worker_type": "regular",
+            "connection_mode": "http",
+            "tp_size": 1,
+            "dp_size": 1,
+            "pp_size": 1,
+            "dp_ranks": None,
+            "role": None,
+            "health": "healthy",
+            "weight_version": worker.version,
+            "labels": {},
+            "capabilities": {
+                "source": "static",
+                "pause_modes": ["abort", "retract", "in_place"],
+                "update_from": ["disk", "tensor", "distributed"],
+                "abort": True,
+                "flush_cache": True,
+                "sleep_wake": True,
+                "reports_weight_version": True,
+            },
+        }
+        for worker in state.workers
+    ]
+    return {"protocol_version": PROTOCOL_VERSION, "workers": workers, "total": len(workers)}
 
 
 def build_rl_app(state: DeploymentState) -> Starlette:

@@ -246,6 +246,12 @@ CATALOGUE = Catalogue(
         ),
         _fault("system_url_absent", "vLLM worker 0 is listed without system_url", _RL_BACKENDS),
         _fault(
+            "rl_listener_gateway_body",
+            "GET /v1/rl/workers answers the SGLang Model Gateway's body (protocol_version 1, "
+            "workers with id/url/engine, a total) instead of Dynamo's",
+            _RL_BACKENDS,
+        ),
+        _fault(
             "routes_renamed",
             "worker 0 advertises its routes prefixed with 'engine/' while serving the "
             "unprefixed names",

@@ -50,6 +50,50 @@ def protocol_version(body: Any) -> Findings:
         )
 
 
+DYNAMO_IDENTITY = ("namespace", "component", "endpoint", "instance_id")
+
+
+def foreign_listener(body: Any) -> str | None:
+    """Why a `/v1/rl/workers` body is not the Dynamo RL listener's, or None when it may be.
+
+    Another product serves the same path: the SGLang Model Gateway's RL control plane
+    (`smg-project/smg`, `crates/protocols/src/rl.rs`) answers `{"protocol_version": 1,
+    "workers": [{"id", "url", "engine", ...}], "total": N}` — the same protocol number, a
+    different body. A client that trusted the number would read gateway ids as Dynamo workers."""
+    if not isinstance(body, dict):
+        return None
+    workers = [w for w in workers_of(body) if not any(key in w for key in DYNAMO_IDENTITY)]
+    gateway_keys = {"id", "url", "engine", "capabilities", "health"}
+    gateway_like = [w for w in workers if gateway_keys & set(w)]
+    if not gateway_like and not ("total" in body and "namespace" not in body):
+        return None
+    product = (
+        "the SGLang Model Gateway's worker list (workers carry id/url/engine, a top-level total)"
+        if gateway_like or "total" in body
+        else "another product's worker list"
+    )
+    return (
+        f"GET /v1/rl/workers answered {product}, not Dynamo's RL listener: its workers carry "
+        "no Dynamo endpoint identity (namespace, component, endpoint, instance_id), so none of "
+        "them is administered"
+    )
+
+
+@check(
+    "discovery.dynamo_listener",
+    title="the discovery body is Dynamo's RL listener's, not another product's",
+    spec="Check protocol_version before reading the worker list. In protocol version 1: "
+    "`namespace`, `component`, `endpoint`, `instance_id`, `transport`, `request_plane_url`: "
+    "Stable Dynamo endpoint identity",
+    section=SECTION,
+)
+def dynamo_listener(body: Any) -> Findings:
+    reason = foreign_listener(body)
+    if reason is not None:
+        observed = sorted(body) if isinstance(body, dict) else body
+        yield Violation(reason, "(root)", "Dynamo RL listener body (namespace, workers)", observed)
+
+
 @check(
     "discovery.routes_well_formed",
     title="routes are non-empty strings, sorted and unique",

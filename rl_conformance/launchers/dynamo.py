@@ -32,6 +32,7 @@ import httpx
 import fake_backends
 
 from ..errors import ConfigurationError, LaunchError
+from ..releases import MAIN, RELEASES
 from ..target import LISTENER_RESTART, Target
 from .processes import ManagedProcess, free_port
 from .readiness import wait_until_ready
@@ -191,6 +192,7 @@ class DynamoLauncher:
             worker_urls=self.worker_urls,
             probe=self,
             versions={"ai-dynamo": version, "engine": self.engine},
+            release=version if version in RELEASES else MAIN,
             notes=[process.describe() for process in self.processes]
             + [f"logs: {self.keep_logs_in / self.target_id if self.keep_logs_in else self.workdir}"]
             + ([f"engine faults: {', '.join(self.engine_faults)}"] if self.engine_faults else []),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..releases import MAIN
 from ..target import Target, check_backend, check_url
 
 
@@ -16,6 +17,7 @@ class ExternalLauncher:
     rl_url: str | None = None
     model: str | None = None
     worker_urls: tuple[str, ...] = ()
+    release: str = MAIN
     target_id: str = ""
 
     def __post_init__(self) -> None:
@@ -36,6 +38,7 @@ class ExternalLauncher:
             rl_url=self.rl_url,
             model=self.model,
             worker_urls=tuple(self.worker_urls),
+            release=self.release,
         )
 
     def stop(self) -> None:

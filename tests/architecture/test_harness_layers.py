@@ -22,6 +22,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "model",
         (
+            "releases",
             "config",
             "weight_transfer",
             "capabilities",

@@ -268,6 +268,16 @@ CASES: dict[str, Case] = {
         ),
         lambda: errors.status_and_body(200, {"choices": []}, 400),
     ),
+    "discovery.dynamo_listener": (
+        lambda: discovery.dynamo_listener(bodies.discovery()),
+        lambda: discovery.dynamo_listener(
+            {
+                "protocol_version": 1,
+                "workers": [{"id": "a1", "url": "http://w:30000", "engine": "sglang"}],
+                "total": 1,
+            }
+        ),
+    ),
     "admin.route_negotiation": (
         lambda: admin.route_negotiation(bodies.discovery()["workers"][0], ["liveness_probe"]),
         lambda: admin.route_negotiation(

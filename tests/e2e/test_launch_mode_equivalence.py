@@ -20,9 +20,25 @@ from fake_backends.deployment.assembly import FakeDeployment
 
 pytestmark = pytest.mark.slow
 
-BACKENDS = ("vllm", "sglang", "trtllm")
+FLAVOURS = {  # fake deployment name -> (backend, admin family)
+    "vllm": ("vllm", "python"),
+    "sglang": ("sglang", "python"),
+    "trtllm": ("trtllm", "python"),
+    "vllm-sidecar": ("vllm", "sidecar"),
+}
 NEEDS_A_LAUNCHER = {"namespace.scope"}
 CHECKPOINTS = ("--update-model-path", "/checkpoints/a", "--update-model-path", "/checkpoints/b")
+
+
+def transfers(directory: Path) -> list[str]:
+    """Two `--weight-transfer` files, as a sidecar user would describe their transfers."""
+    flags = []
+    for name in ("a", "b"):
+        path = directory / f"transfer-{name}.json"
+        info = {"names": [f"layer.{name}"], "dtype_names": ["bfloat16"], "shapes": [[4, 4]]}
+        path.write_text(json.dumps({"init_info": {"master_port": 29500}, "update_info": [info]}))
+        flags += ["--weight-transfer", str(path)]
+    return flags
 
 
 def run(directory: Path, *arguments: str) -> dict[str, Any]:
@@ -43,15 +59,16 @@ def cells(matrix: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def launched(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, dict[str, Any]]]:
     matrix = run(tmp_path_factory.mktemp("launched"))
     return {
-        target["backend"]: {row["id"]: row["cells"][target["id"]] for row in matrix["capabilities"]}
+        target["id"]: {row["id"]: row["cells"][target["id"]] for row in matrix["capabilities"]}
         for target in matrix["targets"]
     }
 
 
-@pytest.fixture(params=BACKENDS)
-def deployment(request: pytest.FixtureRequest) -> Iterator[FakeDeployment]:
-    with FakeDeployment(request.param) as fleet:
-        yield fleet
+@pytest.fixture(params=sorted(FLAVOURS))
+def deployment(request: pytest.FixtureRequest) -> Iterator[tuple[str, FakeDeployment]]:
+    backend, family = FLAVOURS[request.param]
+    with FakeDeployment(backend, admin_family=family) as fleet:
+        yield request.param, fleet
 
 
 def failing(observed: dict[str, dict[str, Any]]) -> dict[str, str]:
@@ -80,22 +97,24 @@ def by_url(fleet: FakeDeployment, *, workers: bool) -> list[str]:
 
 
 def test_a_mutating_run_by_url_passes_what_the_launched_run_passes(
-    deployment: FakeDeployment,
+    deployment: tuple[str, FakeDeployment],
     launched: dict[str, dict[str, dict[str, Any]]],
     tmp_path: Path,
 ) -> None:
+    flavour, fleet = deployment
     matrix = run(
         tmp_path,
-        *by_url(deployment, workers=True),
+        *by_url(fleet, workers=True),
         "--allow-mutations",
         "--all-workers",
         *CHECKPOINTS,
+        *transfers(tmp_path),
     )
     observed = cells(matrix)
     assert not failing(observed)
     lost = {
         cap: (observed[cap]["outcome"], observed[cap]["reason"])
-        for cap, cell in launched[deployment.assembly.backend].items()
+        for cap, cell in launched[f"fake-{flavour}"].items()
         if cell["outcome"] == "pass"
         and observed[cap]["outcome"] != "pass"
         and cap not in NEEDS_A_LAUNCHER
@@ -105,9 +124,9 @@ def test_a_mutating_run_by_url_passes_what_the_launched_run_passes(
 
 
 def test_a_read_only_run_by_url_skips_what_it_may_not_do_and_says_why(
-    deployment: FakeDeployment, tmp_path: Path
+    deployment: tuple[str, FakeDeployment], tmp_path: Path
 ) -> None:
-    matrix = run(tmp_path, *by_url(deployment, workers=False))
+    matrix = run(tmp_path, *by_url(deployment[1], workers=False))
     observed = cells(matrix)
     assert not failing(observed)
     assert matrix["returncode"] == 0

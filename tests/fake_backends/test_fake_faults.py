@@ -527,6 +527,16 @@ def test_protocol_version_2(client: httpx.Client, vllm: FakeDeployment) -> None:
         assert rl_workers(client, vllm)["protocol_version"] == 2
 
 
+@shows("rl_listener_gateway_body")
+def test_rl_listener_gateway_body(client: httpx.Client, vllm: FakeDeployment) -> None:
+    with faulted(vllm, "rl_listener_gateway_body"):
+        body = rl_workers(client, vllm)
+    assert body["protocol_version"] == 1 and body["total"] == 2 and "namespace" not in body
+    assert all(
+        {"id", "url", "engine"} <= set(w) and "instance_id" not in w for w in body["workers"]
+    )
+
+
 @shows(
     "worker_without_routes",
     "request_plane_url_mismatch",

@@ -128,3 +128,33 @@ def test_all_report_formats_are_written(tmp_path: Path) -> None:
     markdown = (tmp_path / "matrix.md").read_text()
     assert "tokens.completion_ids" in markdown and "**FAIL**" in markdown
     assert "<table>" in (tmp_path / "matrix.html").read_text()
+
+
+def test_a_surface_the_release_lacks_makes_the_cell_unsupported() -> None:
+    """Judged against the deployment's release: a failing test of a capability whose surface
+    that release lacks is `unsupported` (release named), while on a release that has it the
+    same failure fails; a pass there contradicts the release table."""
+    from dataclasses import replace
+    from types import MappingProxyType
+
+    from rl_conformance.capabilities import get
+    from rl_conformance.matrix import Outcome, TestRecord, build_cell
+    from rl_conformance.releases import Surface
+
+    surfaces = (
+        Surface(
+            "frontend.input_tokens",
+            "POST /v1/responses/input_tokens",
+            ("tokens.input_tokens_estimate",),
+            MappingProxyType({"main": "docs"}),
+        ),
+    )
+    capability = get("tokens.input_tokens_estimate")
+    failed = TestRecord("t::x", (capability.id,), VLLM.id, Outcome.FAIL, reason="404")
+    old = replace(VLLM, release="1.6.1")
+    cell = build_cell(capability, old, [failed], surfaces)
+    assert cell.outcome is Outcome.UNSUPPORTED
+    assert "not in Dynamo 1.6.1 (POST /v1/responses/input_tokens)" in cell.reason
+    assert build_cell(capability, VLLM, [failed], surfaces).outcome is Outcome.FAIL
+    passed = replace(failed, outcome=Outcome.PASS, reason="")
+    assert build_cell(capability, old, [passed], surfaces).contradicts_documentation

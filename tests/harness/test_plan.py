@@ -21,14 +21,27 @@ def plan(**options: object) -> list[object]:
     return list(plan_targets(config).launchers.values())
 
 
-def test_default_is_the_three_fakes() -> None:
+def test_default_is_the_four_fakes() -> None:
     launchers = plan()
-    assert [type(launcher) for launcher in launchers] == [FakeLauncher] * 3
+    assert [type(launcher) for launcher in launchers] == [FakeLauncher] * 4
     assert [launcher.target_id for launcher in launchers] == [
         "fake-vllm",
         "fake-sglang",
         "fake-trtllm",
+        "fake-vllm-sidecar",
     ]
+    sidecar = launchers[3]
+    assert isinstance(sidecar, FakeLauncher) and sidecar.backend == "vllm"
+    assert sidecar.command()[3:6] == ["vllm", "--admin-family", "sidecar"]
+
+
+def test_external_release_is_the_users_or_main() -> None:
+    (default,) = plan(frontend="http://127.0.0.1:1", backend="vllm")
+    assert isinstance(default, ExternalLauncher) and default.start().release == "main"
+    (given,) = plan(frontend="http://127.0.0.1:1", backend="vllm", dynamo_release="1.6.1")
+    assert isinstance(given, ExternalLauncher) and given.start().release == "1.6.1"
+    with pytest.raises(ConfigurationError, match="--dynamo-release"):
+        plan(dynamo_release="1.6.1")
 
 
 def test_external_deployment_replaces_the_fakes() -> None:
