@@ -156,3 +156,28 @@ def test_no_rollout_is_silently_cancelled(
     )
     found = rl_verdict.events(exchange) if stream else rl_verdict.json(exchange)
     rl_verdict.check(streaming.no_silent_cancellation(found), exchange)
+
+
+STOPS = ["e", "the", "a"]
+
+
+@capability("stream.finish_reason")
+@pytest.mark.parametrize("selected", [False, True])
+@pytest.mark.parametrize("stream", [False, True])
+def test_matched_stop_is_reported_only_under_nvext(
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict, stream: bool, selected: bool
+) -> None:
+    """A stop string that any text soon matches; the matched stop comes back as
+    `nvext.stop_reason` when the selector asks for it, and never inside a choice."""
+    exchange = completion(
+        rl_client,
+        rl_target,
+        PROMPT,
+        max_tokens=24,
+        temperature=0,
+        stop=STOPS,
+        stream=stream,
+        extra_fields=("stop_reason",) if selected else ("completion_token_ids",),
+    )
+    found = rl_verdict.events(exchange) if stream else rl_verdict.json(exchange)
+    rl_verdict.check(streaming.stop_reason_placement(found, STOPS, selected), exchange)

@@ -81,6 +81,11 @@ CATALOGUE = Catalogue(
             "top logprobs never include the sampled token (k-1 others when it was in the top-k)",
         ),
         _fault(
+            "stop_reason_in_choices",
+            "completions choices carry stop_reason (as vLLM's own server does) whether or not "
+            "nvext.extra_fields asked for it; Dynamo reports it only as nvext.stop_reason",
+        ),
+        _fault(
             "finish_reason_missing",
             "the terminal chunk / non-stream choice has finish_reason null",
         ),

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from .aggregate import DONE
-from .base import MISSING, Findings, Violation, check, describe, get_path
+from .base import MISSING, Findings, Violation, check, describe, get_path, is_int
 
 SECTION = "Handle Streaming and Retries"
 COMPLETION_FINISH_REASONS = frozenset({"stop", "length", "content_filter"})
@@ -163,4 +164,46 @@ def no_silent_cancellation(body_or_payloads: Any) -> Findings:
                 f"events[{event}].nvext.detailed_finish_reason",
                 "eos | length | stop",
                 detailed,
+            )
+
+
+@check(
+    "stream.stop_reason_placement",
+    title="the matched stop is reported as nvext.stop_reason when selected, never in choices[]",
+    spec="Use the engine-returned sequence; exact placement depends on the selected interface.",
+    section="Know What Returns to the Trainer",
+)
+def stop_reason_placement(body_or_payloads: Any, stops: Sequence[str], selected: bool) -> Findings:
+    """Dynamo's frontend keeps the backend's matched stop out of the OpenAI choices and returns
+    it only as `nvext.stop_reason` on request (real 1.6.1: `toy-worker/completions_stop_string.
+    json`); a choice-level `stop_reason` is the engine's own server leaking through. When present,
+    it names one of the requested stop strings or a stop token id."""
+    payloads = body_or_payloads if isinstance(body_or_payloads, list) else [body_or_payloads]
+    for event, payload in enumerate(payloads):
+        choices = get_path(payload, "choices")
+        for index, choice in enumerate(choices if isinstance(choices, list) else []):
+            if isinstance(choice, dict) and "stop_reason" in choice:
+                yield Violation(
+                    "a choice carries stop_reason; Dynamo reports it only as nvext.stop_reason",
+                    f"events[{event}].choices[{index}].stop_reason",
+                    "(absent)",
+                    choice["stop_reason"],
+                )
+        reported = get_path(payload, "nvext", "stop_reason")
+        if reported is MISSING or reported is None:
+            continue
+        where = f"events[{event}].nvext.stop_reason"
+        if not selected:
+            yield Violation(
+                "nvext.stop_reason returned without the stop_reason selector",
+                where,
+                "(absent)",
+                reported,
+            )
+        elif not (is_int(reported) or reported in stops):
+            yield Violation(
+                "nvext.stop_reason names neither a requested stop string nor a token id",
+                where,
+                list(stops),
+                reported,
             )

@@ -258,6 +258,14 @@ CASES: dict[str, Case] = {
             mutated(bodies.completion, setitem(["choices", 0, "finish_reason"], None))
         ),
     ),
+    "stream.stop_reason_placement": (
+        lambda: streaming.stop_reason_placement(
+            {"choices": [{"finish_reason": "stop"}], "nvext": {"stop_reason": "the"}}, ["the"], True
+        ),
+        lambda: streaming.stop_reason_placement(
+            {"choices": [{"finish_reason": "stop", "stop_reason": "the"}]}, ["the"], False
+        ),
+    ),
     "stream.terminal_success": (
         lambda: streaming.terminal_success("success", "ok"),
         lambda: streaming.terminal_success("failed", "stream ended without data: [DONE]"),

@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
+import test_fake_admin_vllm_sidecar  # noqa: F401  (registers the sidecar demonstrations)
 import test_fake_control_faults  # noqa: F401  (registers the control-plane demonstrations)
 from fake_backend_helpers import (
     DEMONSTRATED,
@@ -152,6 +153,21 @@ def test_logprobs_reordered(client: httpx.Client, vllm: FakeDeployment) -> None:
     assert bad["choices"][0]["logprobs"]["token_logprobs"] == good_lps[::-1] != good_lps
     engine = clean["nvext"]["engine_data"]["completion_logprobs"]
     assert bad["nvext"]["engine_data"]["completion_logprobs"] == engine[::-1]
+
+
+@shows("stop_reason_in_choices")
+def test_stop_reason_in_choices(client: httpx.Client, vllm: FakeDeployment) -> None:
+    body = {"prompt": PROMPT, "max_tokens": 24, "stop": ["e", "the", "a"], "nvext": IDS}
+    clean = completions(client, vllm, **body).json()
+    assert "stop_reason" not in clean["choices"][0] and "stop_reason" not in clean["nvext"]
+    with faulted(vllm, "stop_reason_in_choices"):
+        leaked = completions(client, vllm, **body).json()
+        streamed = _stream(client, vllm, **body)
+    assert "stop_reason" in leaked["choices"][0]
+    finals = [
+        c for c in stream_chunks(streamed) if c["choices"] and c["choices"][0].get("finish_reason")
+    ]
+    assert "stop_reason" in finals[-1]["choices"][0]
 
 
 @shows("logprobs_absent")

@@ -59,6 +59,8 @@ class _CompletionChunks:
             choice["logprobs"] = completion_logprobs(view, [position])
         if terminal:
             choice["finish_reason"] = view.finish_reason
+            if self._state.fault("stop_reason_in_choices"):
+                choice["stop_reason"] = view.result.stop_reason
         chunk = _envelope(self._state, self._run, [choice])
         chunk["usage"] = None
         nvext = self._nvext.for_chunk(view, position, terminal=terminal)
@@ -114,6 +116,9 @@ def completion_body(state: DeploymentState, run: EngineRun) -> dict[str, Any]:
     """The non-streaming body of a (possibly truncated) run."""
     views = completion_views(state, run)
     body = _envelope(state, run, [_choice(v) for v in views])
+    if state.fault("stop_reason_in_choices"):
+        for choice, view in zip(body["choices"], views, strict=True):
+            choice["stop_reason"] = view.result.stop_reason
     body["usage"] = _usage(state, run, views)
     nvext = NvextComposer(state, run).for_response(views)
     if nvext is not None:
