@@ -10,6 +10,18 @@ from .base import MISSING, Findings, Level, Violation, check, describe, get_path
 SECTION = "Preserve Token Authority"
 
 
+def _absent(field: str, body: Any) -> str:
+    """Why a requested nvext field is absent; a body without any nvext points at the frontend's
+    `DYN_DISABLE_FRONTEND_NVEXT`, which silently drops every requested extension field."""
+    message = f"nvext.{field} absent although requested via extra_fields"
+    if get_path(body, "nvext") is MISSING:
+        message += (
+            " (the response has no nvext at all: a frontend started with "
+            "DYN_DISABLE_FRONTEND_NVEXT ignores nvext.extra_fields)"
+        )
+    return message
+
+
 @check(
     "tokens.prompt_ids_echo",
     title="nvext.prompt_token_ids equals the token sequence sent",
@@ -22,7 +34,7 @@ def prompt_ids_echo(body: Any, sent: Sequence[int]) -> Findings:
     observed = get_path(body, "nvext", "prompt_token_ids")
     if observed is MISSING:
         yield Violation(
-            "nvext.prompt_token_ids absent although requested via extra_fields",
+            _absent("prompt_token_ids", body),
             "nvext.prompt_token_ids",
             list(sent),
             "(absent)",
@@ -64,7 +76,7 @@ def completion_ids_present(body: Any) -> Findings:
     ids = get_path(body, "nvext", "completion_token_ids")
     if ids is MISSING:
         yield Violation(
-            "nvext.completion_token_ids absent although requested via extra_fields",
+            _absent("completion_token_ids", body),
             "nvext.completion_token_ids",
             "array of token ids",
             "(absent)",

@@ -429,3 +429,10 @@ def test_checks_survive_any_shape() -> None:
         logprobs.finite_nonpositive(shape)
         logprobs.selected_alignment(shape, [1])
         streaming.single_terminal([shape])
+
+
+def test_absent_nvext_names_the_switch_that_drops_it() -> None:
+    result = tokens.completion_ids_present({"choices": [{"text": "x"}]})
+    assert "DYN_DISABLE_FRONTEND_NVEXT" in result.violations[0].message
+    partial = tokens.completion_ids_present({"choices": [], "nvext": {"timing": {}}})
+    assert "DYN_DISABLE_FRONTEND_NVEXT" not in partial.violations[0].message
