@@ -50,10 +50,16 @@ class AdminRoutes:
     that is valid JSON but not an object.
     """
 
-    def __init__(self, *, raise_on_non_object: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        raise_on_non_object: bool = False,
+        non_object_message: Callable[[str], str] | None = None,
+    ) -> None:
         self._handlers: dict[str, AdminHandler] = {}
         self._advertised: set[str] = set()
         self.raise_on_non_object = raise_on_non_object
+        self.non_object_message = non_object_message or (lambda route: NON_OBJECT_MESSAGE)
 
     def register(self, name: str, handler: AdminHandler, *, advertise: bool = True) -> None:
         self._handlers[name] = handler
@@ -89,7 +95,7 @@ async def call(
         if routes.raise_on_non_object:
             message = f"/engine/{name} requires a JSON object body"
             return 500, {"error": "Handler error", "message": message}
-        return 200, {"status": "error", "message": NON_OBJECT_MESSAGE}
+        return 200, {"status": "error", "message": routes.non_object_message(name)}
     try:
         return 200, await handler(worker, dict(body))
     except Exception as exc:  # a handler error must look like Dynamo's 500, not kill the server

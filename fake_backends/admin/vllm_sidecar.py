@@ -1,7 +1,9 @@
 """The native vLLM sidecar's routes (``dynamo-vllm-sidecar --enable-rl``), one table per worker.
 
-Shapes follow the sidecar (``lib/sidecar/vllm/src/engine.rs`` and ``lib/backend-common``; the
-1.6.1 binary carries the same strings), which mirrors vLLM's own RL API under new names:
+Shapes follow the real 1.6.1 sidecar as recorded in ``fixtures/dynamo-1.6.1/vllm-sidecar/``
+(replayed by ``tests/fake_backends/test_fake_admin_vllm_sidecar.py``) and its source
+(``lib/sidecar/vllm/src/engine.rs``, ``lib/backend-common``), which mirrors vLLM's own RL API
+under new names:
 
 * ``control/pause_generation`` ``{mode?: abort|wait|keep (default abort), clear_cache?}`` →
   ``{"status": "paused"}``; ``control/resume_generation`` → ``{"status": "resumed"}``;
@@ -16,10 +18,15 @@ Shapes follow the sidecar (``lib/sidecar/vllm/src/engine.rs`` and ``lib/backend-
 * ``update/model_taints`` (Dynamo's own route on every Rust backend) ``{taints}`` →
   ``{"status": "ok", "taints": [sorted]}``.
 
-A validation failure caught before the engine call is HTTP 200 ``{"status": "error",
-"message"}``; a failure inside the engine call (a missing ``init_info``, ``update_info`` or
-``new_version``) is Dynamo's 500 ``{"error": "Handler error"}``. Sleep mode is off, so
-``control/sleep`` and ``control/wake_up`` are not listed.
+A control body that fails validation (a bad ``mode``), or a body that is not an object, is
+HTTP 200 ``{"status": "error", "message"}``; an update body that fails validation (a missing
+``init_info``, ``update_info`` or ``new_version``) and any engine failure are Dynamo's 500
+``{"error": "Handler error"}``. A pause unregisters the worker's generate endpoint before the
+engine call (the model leaves ``/v1/models``, requests get 503 at once); a second pause fails
+there, without reaching the engine; resume registers it again. Sleep mode is off, so
+``control/sleep`` and ``control/wake_up`` are not listed. The ordering of the transfer (init
+before start, start before update and finish) is this fake's model of vLLM; the sidecar itself
+passes every call through.
 
 The weights of a transfer are derived from its payloads when it finishes; KV state is cleared by
 the pause (``clear_cache``, vLLM's default ``True``), not by the update.
@@ -36,7 +43,17 @@ from fake_backends.runtime.workers import EngineWorker
 Body = dict[str, Any]
 
 PAUSE_MODES = ("abort", "wait", "keep")
+ALREADY_UNREGISTERED = (
+    "failed to unregister endpoint before /engine/control/pause_generation: Unable to "
+    "unregister endpoint instance from discovery. Check discovery service status"
+)
+NOT_STARTED = "InvalidRequest: no weight update in progress: call start_weight_update first"
 INJECTED_FAILURE = "Failed to finish weight update: engine rejected the weights (injected fault)"
+
+
+def _non_object_message(route: str) -> str:
+    kind = "control" if route.startswith("control/") else "update"
+    return f"engine {kind} request body must be a JSON object"
 
 
 def _error(message: str) -> Body:
@@ -63,12 +80,19 @@ def sidecar_routes() -> AdminRoutes:
 
     async def pause_generation(worker: EngineWorker, body: Body) -> Body:
         default = "keep" if worker.runtime.faults.active("sidecar_pause_default_keep") else "abort"
-        mode = body.get("mode", default)
+        mode = body.get("mode") or default
+        if not isinstance(mode, str):
+            return _error("InvalidRequest: `mode` must be a string")
         if mode not in PAUSE_MODES:
-            return _error(f"invalid pause mode {mode!r}; expected one of abort, wait, keep")
+            return _error(
+                f"InvalidRequest: pause_generation mode must be abort, wait, or keep; got `{mode}`"
+            )
         clear_cache = body.get("clear_cache", True)
         if not isinstance(clear_cache, bool):
-            return _error("clear_cache must be a boolean")
+            return _error("InvalidRequest: `clear_cache` must be a boolean")
+        if not worker.runtime.registered:
+            return _error(ALREADY_UNREGISTERED)
+        worker.runtime.registered = False  # unregistered before the engine call, and stays so
         await worker.runtime.pause(mode)
         if clear_cache and mode != "keep":
             worker.runtime.flush()
@@ -76,6 +100,7 @@ def sidecar_routes() -> AdminRoutes:
 
     async def resume_generation(worker: EngineWorker, body: Body) -> Body:
         worker.runtime.resume()
+        worker.runtime.registered = True
         return status_word(worker, "resumed")
 
     async def is_paused(worker: EngineWorker, body: Body) -> Body:
@@ -85,42 +110,45 @@ def sidecar_routes() -> AdminRoutes:
         return {"is_sleeping": False}
 
     async def get_weight_version(worker: EngineWorker, body: Body) -> Body:
-        return {"weight_version": worker.version}
+        # vLLM's gRPC field is a plain string: "" until a version is named.
+        return {"weight_version": "" if worker.version is None else worker.version}
 
     async def update_weight_version(worker: EngineWorker, body: Body) -> Body:
         version = body.get("new_version")
-        if not isinstance(version, str) or not version:
-            raise HandlerError("update_weight_version requires a non-empty 'new_version' string")
+        if version is not None and not isinstance(version, str):
+            raise HandlerError("InvalidRequest: `new_version` must be a string")
+        if not version:
+            raise HandlerError("InvalidRequest: missing non-empty `new_version` string")
         declare_version(worker, version)
         return {"success": True, "new_version": version}
 
     async def init_weight_transfer_engine(worker: EngineWorker, body: Body) -> Body:
         if not isinstance(body.get("init_info"), dict):
-            raise HandlerError("init_weight_transfer_engine requires an 'init_info' object")
+            raise HandlerError("InvalidRequest: missing `init_info` JSON object")
         session.initialised = True
         return {"message": "Weight transfer initialized"}
 
     async def start_weight_update(worker: EngineWorker, body: Body) -> Body:
         if not session.initialised:
-            raise HandlerError("weight transfer engine is not initialized")
+            raise HandlerError("InvalidRequest: weight transfer engine is not initialized")
         session.updating = True
         session.pending = []
         return {"message": "Weight update started"}
 
     async def update_weights(worker: EngineWorker, body: Body) -> Body:
         if not isinstance(body.get("update_info"), dict):
-            raise HandlerError("update_weights requires an 'update_info' object")
+            raise HandlerError("InvalidRequest: missing `update_info` JSON object")
         if not session.updating:
-            raise HandlerError("no weight update in progress: call start_weight_update first")
+            raise HandlerError(NOT_STARTED)
         session.pending.append(body["update_info"])
         return {"message": "Weights updated"}
 
     async def finish_weight_update(worker: EngineWorker, body: Body) -> Body:
-        if not session.updating:
-            raise HandlerError("no weight update in progress: call start_weight_update first")
         version = body.get("weight_version")
         if version is not None and not isinstance(version, str):
-            return _error("weight_version must be a string")
+            raise HandlerError("InvalidRequest: `weight_version` must be a string")
+        if not session.updating:
+            raise HandlerError(NOT_STARTED)
         session.updating = False
         pending, session.pending = session.pending, []
         if worker.runtime.faults.active("admin_http200_failure_body"):
@@ -137,10 +165,10 @@ def sidecar_routes() -> AdminRoutes:
     async def model_taints(worker: EngineWorker, body: Body) -> Body:
         taints = body.get("taints")
         if not isinstance(taints, list) or not all(isinstance(t, str) for t in taints):
-            return _error("taints must be a list of strings")
+            raise HandlerError("'taints' must be a JSON array of strings")
         return {"status": "ok", "taints": sorted(set(taints))}
 
-    routes = AdminRoutes()
+    routes = AdminRoutes(non_object_message=_non_object_message)
     for name, handler in {
         "control/pause_generation": pause_generation,
         "control/resume_generation": resume_generation,

@@ -39,6 +39,7 @@ from fake_backends.frontend.error_bodies import (
     FrontendError,
     error_response,
     flat_error_body,
+    not_ready,
     shape_error,
 )
 from fake_backends.frontend.flow import (
@@ -95,9 +96,14 @@ def _check_model_first(state: DeploymentState, body: Any) -> None:
 
 
 def _require_model(state: DeploymentState) -> None:
-    """No worker means no registered model: the generation routes are simply not there."""
+    """No worker means no registered model: the generation routes are simply not there. Workers
+    that all unregistered their generate endpoint (paused native sidecars) leave the model
+    listed nowhere and not ready: 503 at once, streams included (recorded:
+    ``vllm-sidecar/completion_while_paused.json``)."""
     if not state.workers:
         raise FrontendError(404, "", empty=True)
+    if not state.router.any_registered():
+        raise not_ready(state.model_name)
 
 
 def _header_pin(request: Request) -> int | None:
@@ -116,7 +122,7 @@ def pinned_worker(state: DeploymentState, pinned: int | None) -> EngineWorker | 
     if pinned is None:
         return None
     worker = state.router.find(pinned)
-    if worker is None:
+    if worker is None or not worker.runtime.registered:
         raise FrontendError(503, "Service temporarily unavailable")
     return worker
 
@@ -330,7 +336,8 @@ def build_frontend_app(state: DeploymentState, extra_routes: Sequence[Route] = (
                 "context_window": CONTEXT_WINDOW,
             }
         ]
-        return json_response({"object": "list", "data": cards if state.workers else []})
+        listed = state.workers and state.router.any_registered()
+        return json_response({"object": "list", "data": cards if listed else []})
 
     async def health(request: Request) -> Response:
         live = endpoints if state.workers else []

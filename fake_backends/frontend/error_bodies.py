@@ -37,6 +37,15 @@ class FrontendError(Exception):
         self.empty = empty
 
 
+def not_ready(model: str) -> FrontendError:
+    """503 for a model whose every worker unregistered (recorded 1.6.1 text)."""
+    return FrontendError(
+        503,
+        f"Model `{model}` is not ready to serve requests yet. The deployment may still be "
+        "starting up or is not fully provisioned. Please retry shortly.",
+    )
+
+
 def validation_error(message: str) -> FrontendError:
     """400 for a semantic check, with the ``Validation: `` prefix."""
     return FrontendError(400, f"Validation: {message}")

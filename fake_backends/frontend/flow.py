@@ -35,10 +35,11 @@ from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from fake_backends.encoding.sse_frames import SSE_HEADERS
+from fake_backends.frontend.error_bodies import not_ready
 from fake_backends.runtime.request_ledger import Outcome
 from fake_backends.runtime.scheduler import POLL_SECONDS, Generation
 from fake_backends.runtime.state import DeploymentState
-from fake_backends.runtime.workers import EngineWorker
+from fake_backends.runtime.workers import EngineWorker, ModelNotReady
 
 T = TypeVar("T")
 
@@ -120,7 +121,10 @@ class LiveRequest:
     ) -> T:
         """Route, wait for admission, compute; returns what the response is rendered from."""
         earlier = self._still_running_namesake()
-        worker = self.pinned if self.pinned is not None else await self.state.router.acquire()
+        try:
+            worker = self.pinned or await self.state.router.acquire()
+        except ModelNotReady:
+            raise not_ready(self.state.model_name) from None
         self.worker = worker
         worker.counters.started()
         self.state.request_ledger.assign(self.record, worker.instance_id)

@@ -80,6 +80,7 @@ class WorkerRuntime:
         self.paused = False
         self.pause_mode: str | None = None
         self.routable = True  # SGLang workers leave routing when paused or released
+        self.registered = True  # a native-sidecar worker unregisters its generate endpoint
         self.memory_released = False
         self.draining = 0  # > 0 while an unpaused update waits for in-flight requests
         self.cache = PrefixCache()

@@ -105,17 +105,29 @@ class Router:
         """The pinned worker, or the next routable one; None when there is none."""
         if pinned is not None:
             return self.find(pinned)
-        candidates = [w for w in self._workers if w.runtime.routable]
+        candidates = [w for w in self._workers if w.runtime.routable and w.runtime.registered]
         if not candidates:
             return None
         with self._lock:
             turn = next(self._turn)
         return candidates[turn % len(candidates)]
 
+    def any_registered(self) -> bool:
+        """Whether any worker's generate endpoint is registered: with none, the frontend has no
+        ready instance of the model (a paused native-sidecar fleet)."""
+        return any(worker.runtime.registered for worker in self._workers)
+
     async def acquire(self) -> EngineWorker:
-        """The next routable worker, waiting while none is (all paused or released)."""
+        """The next routable worker, waiting while none is (all paused or released);
+        `ModelNotReady` at once when no worker is registered at all."""
         while True:
+            if not self.any_registered():
+                raise ModelNotReady()
             worker = self.pick()
             if worker is not None:
                 return worker
             await asyncio.sleep(POLL_SECONDS)
+
+
+class ModelNotReady(Exception):
+    """No worker of the model is registered: the frontend answers 503 at once."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -248,3 +249,135 @@ def test_fault_finish_reports_failure_in_its_body(client: httpx.Client) -> None:
         reply = admin(client, base, "update/finish_weight_update", {"weight_version": "v2"})
         assert reply["status"] == "error"
         assert greedy(client, dep)["nvext"]["completion_token_ids"] == before
+
+
+def test_pause_unregisters_the_worker_until_resume(client: httpx.Client) -> None:
+    """As recorded from the real sidecar (`vllm-sidecar/completion_while_paused.json`,
+    `models_while_paused.json`, `pause_while_paused.json`): a paused worker's generate endpoint
+    leaves discovery at once; with no other worker the model is unlisted and requests get 503
+    immediately, streams too; a second pause fails before reaching the engine."""
+    with FakeDeployment("vllm", admin_family="sidecar", workers=1) as dep:
+        base = base_of(dep)
+        models = f"{dep.frontend_url}/v1/models"
+        body = {"model": "toy", "prompt": PROMPT, "max_tokens": 2}
+        assert admin(client, base, "control/pause_generation", {"mode": "keep"}) == {
+            "status": "paused"
+        }
+        assert client.get(models).json()["data"] == []
+        refused = client.post(f"{dep.frontend_url}/v1/completions", json=body, timeout=2)
+        assert refused.status_code == 503
+        assert refused.json()["message"].startswith("Model `toy` is not ready")
+        streamed = client.post(
+            f"{dep.frontend_url}/v1/completions", json={**body, "stream": True}, timeout=2
+        )
+        assert streamed.status_code == 503
+        second = admin(client, base, "control/pause_generation", {"mode": "keep"})
+        assert second["status"] == "error" and "failed to unregister endpoint" in second["message"]
+        assert len(rl_workers(client, dep)["workers"]) == 1, "the RL endpoint stays listed"
+        assert admin(client, base, "control/resume_generation") == {"status": "resumed"}
+        assert client.get(models).json()["data"][0]["id"] == "toy"
+        assert client.post(f"{dep.frontend_url}/v1/completions", json=body).status_code == 200
+
+
+def test_pinned_to_a_paused_worker_while_another_serves(
+    client: httpx.Client, dep: FakeDeployment
+) -> None:
+    admin(client, base_of(dep), "control/pause_generation", {"mode": "keep"})
+    assert client.get(f"{dep.frontend_url}/v1/models").json()["data"], "worker 1 still serves"
+    assert greedy(client, dep, 1)["choices"]
+    pinned = {
+        "prompt": PROMPT,
+        "max_tokens": 2,
+        "nvext": {"backend_instance_id": dep.workers[0]["instance_id"]},
+    }
+    assert client.post(f"{dep.frontend_url}/v1/completions", json=pinned).status_code == 503
+    admin(client, base_of(dep), "control/resume_generation")
+    assert client.post(f"{dep.frontend_url}/v1/completions", json=pinned).status_code == 200
+
+
+def test_initial_weight_version_is_an_empty_string(
+    client: httpx.Client, dep: FakeDeployment
+) -> None:
+    assert admin(client, base_of(dep), "control/get_weight_version") == {"weight_version": ""}
+    reply = engine(client, base_of(dep), "update/start_weight_update", [1])
+    assert json.loads(reply.text) == {
+        "status": "error",
+        "message": "engine update request body must be a JSON object",
+    }
+
+
+RECORDED = Path(__file__).resolve().parents[2] / "fixtures" / "dynamo-1.6.1" / "vllm-sidecar"
+# Recorded in this order against one real sidecar; replayed in the same order against the fake.
+REPLAYED = [
+    "is_paused_initial",
+    "get_weight_version_initial",
+    "resume_not_paused",
+    "pause_no_body",
+    "is_paused_after_pause",
+    "pause_while_paused",
+    "resume",
+    "is_paused_after_resume",
+    "pause_mode_abort",
+    "pause_mode_abort__resume",
+    "pause_mode_wait",
+    "pause_mode_wait__resume",
+    "pause_mode_keep",
+    "pause_mode_keep__resume",
+    "pause_clear_cache_true",
+    "pause_clear_cache_true__resume",
+    "pause_mode_null",
+    "pause_mode_null__resume",
+    "pause_mode_invalid",
+    "pause_mode_invalid__is_paused",
+    "pause_mode_uppercase",
+    "pause_mode_not_string",
+    "pause_clear_cache_not_bool",
+    "pause_unknown_field",
+    "pause_unknown_field__resume",
+    "pause_get",
+    "pause_get__resume",
+    "control_non_object_body",
+    "pause_non_object_body",
+    "update_non_object_body",
+    "control_string_body",
+    "engine_unknown_route",
+    "engine_unprefixed_control",
+    "engine_control_unknown",
+    "init_weight_transfer_engine",
+    "init_weight_transfer_engine_missing",
+    "init_weight_transfer_engine_list",
+    "init_weight_transfer_engine_empty_object",
+    "flow_pause",
+    "start_weight_update",
+    "update_weights_object",
+    "update_weights_list",
+    "update_weights_missing",
+    "update_weights_null",
+    "finish_weight_update_v1",
+    "get_weight_version_after_finish",
+    "update_weight_version_v2",
+    "get_weight_version_after_update_version",
+    "update_weight_version_missing",
+    "update_weight_version_empty",
+    "update_weight_version_number",
+    "update_weight_version_legacy_key",
+    "flow_resume",
+    "model_taints_missing",
+    "model_taints_set",
+    "model_taints_clear",
+]
+
+
+def test_recorded_sidecar_replies(client: httpx.Client) -> None:
+    """The real 1.6.1 sidecar's /engine exchanges, replayed in their recorded order: the fake
+    answers the recorded status and body, byte for byte."""
+    with FakeDeployment("vllm", admin_family="sidecar", workers=1) as dep:
+        base = base_of(dep)
+        for case in REPLAYED:
+            recorded = json.loads((RECORDED / f"{case}.json").read_text())
+            request, expected = recorded["request"], recorded["response"]
+            assert request["target"] == "system", case
+            content = json.dumps(request["body"]).encode() if request["body"] is not None else b""
+            reply = client.request(request["method"], base + request["url_path"], content=content)
+            assert reply.status_code == expected["status"], (case, reply.text)
+            assert json.loads(reply.text) == expected["body"], case
