@@ -3,6 +3,8 @@ calls a refresh makes, against the upstream shapes (`rl_conformance.families`)."
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,19 +23,13 @@ from rl_conformance.families import (
 from rl_conformance.target import Target
 from rl_conformance.weight_transfer import WeightTransfer
 
-SIDECAR_ROUTES = [
-    "control/get_weight_version",
-    "control/is_paused",
-    "control/is_sleeping",
-    "control/pause_generation",
-    "control/resume_generation",
-    "update/finish_weight_update",
-    "update/init_weight_transfer_engine",
-    "update/model_taints",
-    "update/start_weight_update",
-    "update/update_weight_version",
-    "update/update_weights",
-]
+RECORDED_LISTING = (
+    Path(__file__).parents[2] / "fixtures/dynamo-1.6.1/vllm-sidecar/rl_workers_get.json"
+)
+SIDECAR_ROUTES: list[str] = json.loads(RECORDED_LISTING.read_text())["response"]["body"][
+    "workers"
+][0]["routes"]
+"""What the real 1.6.1 sidecar advertised, sleep mode and weight transfer on."""
 
 
 @pytest.mark.parametrize(

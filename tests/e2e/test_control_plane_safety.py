@@ -1,7 +1,8 @@
 """Safety and strength of the control-plane suites against our fakes.
 
 - A read-only run (the default against any deployment that is not our own fake) sends no
-  request to an admin route other than liveness_probe, get_weight_version and /health.
+  request to an admin route other than the families' read-only probes (liveness_probe,
+  get_weight_version; the sidecar's control/is_paused, control/get_weight_version) and /health.
 - With mutations allowed on every worker, the admin and refresh rows pass.
 - The refresh lifecycle state machine finds no violation on clean fakes over 200 examples.
 """
@@ -26,7 +27,14 @@ CHECKPOINTS = (
     "--update-model-path",
     "/conformance/weights/b",
 )
-READ_ONLY_PATHS = {"/engine/liveness_probe", "/engine/get_weight_version", "/health", "/live"}
+READ_ONLY_PATHS = {
+    "/engine/liveness_probe",
+    "/engine/get_weight_version",
+    "/engine/control/is_paused",
+    "/engine/control/get_weight_version",
+    "/health",
+    "/live",
+}
 CONTROL_ROWS = (
     "admin.route_negotiation",
     "admin.success_semantics",
@@ -75,6 +83,16 @@ def test_read_only_run_sends_no_mutating_admin_call(fleet: FakeDeployment, tmp_p
     cells = {row["id"]: row["cells"]["external-vllm"] for row in matrix["capabilities"]}
     assert cells["refresh.version_verified"]["outcome"] == "skipped"
     assert "read-only run" in cells["refresh.version_verified"]["reason"]
+
+
+def test_read_only_run_sends_no_mutating_call_to_a_sidecar(tmp_path: Path) -> None:
+    """Any HTTP method dispatches on the real sidecar (a GET pauses), so read-only means
+    calling nothing but its read routes (fixtures/dynamo-1.6.1/vllm-sidecar/pause_get.json)."""
+    with FakeDeployment("vllm", workers=2, admin_family="sidecar") as sidecars:
+        run_external(sidecars, tmp_path)
+        paths = {record.path for record in sidecars.admin_ledger}
+    assert "/engine/control/is_paused" in paths, sorted(paths)
+    assert paths <= READ_ONLY_PATHS, sorted(paths - READ_ONLY_PATHS)
 
 
 def test_chosen_worker_only_is_mutated(fleet: FakeDeployment, tmp_path: Path) -> None:
