@@ -1,31 +1,79 @@
-"""dynamo-rl-conformance: conformance and contract tests for Dynamo's RL serving contract."""
+"""dynamo-rl-conformance: conformance and contract tests for Dynamo's RL serving contract.
+
+Names are loaded on first use, so that `rl_conformance.admission` (the runtime guard a trainer
+calls on every sample) and `rl_conformance.certify.protocol` import nothing but themselves.
+"""
 
 from __future__ import annotations
 
-from .capabilities import CAPABILITIES, Backend, Capability, Support
-from .checks import REGISTRY, CheckResult, Violation
-from .client import Client
-from .errors import (
-    ConfigurationError,
-    ConformanceError,
-    DeadlineExceeded,
-    LaunchError,
-    TransportError,
-)
-from .launchers import ExternalLauncher, FakeLauncher
-from .stream_state import StreamMachine, StreamState
-from .target import Target
-from .verdict import (
-    ConformanceFailure,
-    FeatureAbsent,
-    Inconclusive,
-    MissingInput,
-    NotAdvertised,
-    Unobservable,
-    Verdict,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .version import __version__
-from .wire import Exchange
+
+_EXPORTS = {
+    "CAPABILITIES": "capabilities",
+    "Backend": "capabilities",
+    "Capability": "capabilities",
+    "Support": "capabilities",
+    "REGISTRY": "checks",
+    "CheckResult": "checks",
+    "Violation": "checks",
+    "Client": "client",
+    "ConfigurationError": "errors",
+    "ConformanceError": "errors",
+    "DeadlineExceeded": "errors",
+    "LaunchError": "errors",
+    "TransportError": "errors",
+    "ExternalLauncher": "launchers",
+    "FakeLauncher": "launchers",
+    "StreamMachine": "stream_state",
+    "StreamState": "stream_state",
+    "Target": "target",
+    "ConformanceFailure": "verdict",
+    "FeatureAbsent": "verdict",
+    "Inconclusive": "verdict",
+    "MissingInput": "verdict",
+    "NotAdvertised": "verdict",
+    "Unobservable": "verdict",
+    "Verdict": "verdict",
+    "Exchange": "wire",
+}
+
+if TYPE_CHECKING:
+    from .capabilities import CAPABILITIES, Backend, Capability, Support
+    from .checks import REGISTRY, CheckResult, Violation
+    from .client import Client
+    from .errors import (
+        ConfigurationError,
+        ConformanceError,
+        DeadlineExceeded,
+        LaunchError,
+        TransportError,
+    )
+    from .launchers import ExternalLauncher, FakeLauncher
+    from .stream_state import StreamMachine, StreamState
+    from .target import Target
+    from .verdict import (
+        ConformanceFailure,
+        FeatureAbsent,
+        Inconclusive,
+        MissingInput,
+        NotAdvertised,
+        Unobservable,
+        Verdict,
+    )
+    from .wire import Exchange
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rl_conformance' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "CAPABILITIES",

@@ -241,6 +241,9 @@ class RunConfig:
     run_timeout: float | None = None
     shrink: bool = False
     fault_matrix: bool = False
+    fault_shard: tuple[int, int] | None = None
+    """Kill-matrix mode only: (index, count) runs every count-th fault from index (one shard of
+    `kill-matrix --jobs`)."""
 
     @classmethod
     def from_options(cls, namespace: Any, prefix: str = "") -> RunConfig:

@@ -108,3 +108,38 @@ def write_kill_matrix(kill: dict[str, Any], directory: Path) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "kill-matrix.json").write_text(json.dumps(kill, indent=2) + "\n")
     (directory / "kill-matrix.md").write_text(render_kill_matrix(kill))
+
+
+def merge_matrix_documents(documents: list[dict[str, Any]]) -> dict[str, Any]:
+    """One `matrix.json` from the shards of a parallel kill matrix: the targets of every shard
+    (each clean fake once), each capability's cells from every shard, complete only if every
+    shard completed."""
+    if not documents:
+        raise ValueError("no shard produced a matrix")
+    merged = json.loads(json.dumps(documents[0]))
+    seen = {target["id"] for target in merged["targets"]}
+    rows = {row["id"]: row for row in merged["capabilities"]}
+    for document in documents[1:]:
+        for target in document["targets"]:
+            if target["id"] not in seen:
+                seen.add(target["id"])
+                merged["targets"].append(target)
+        for row in document["capabilities"]:
+            rows[row["id"]]["cells"].update(row["cells"])
+    incomplete = [
+        d.get("incomplete_reason") or "interrupted" for d in documents if not d["complete"]
+    ]
+    merged["complete"] = not incomplete
+    if incomplete:
+        merged["incomplete_reason"] = "; ".join(incomplete)
+    merged["started_at"] = min(d["started_at"] for d in documents)
+    merged["finished_at"] = max(d["finished_at"] for d in documents)
+    merged["duration_s"] = max(d["duration_s"] for d in documents)
+    counts = dict.fromkeys(merged["summary"], 0)
+    for row in merged["capabilities"]:
+        for cell in row["cells"].values():
+            counts[cell["outcome"]] = counts.get(cell["outcome"], 0) + 1
+    merged["summary"] = counts
+    failed = counts.get("fail", 0) + counts.get("error", 0)
+    merged["exit_status"] = 0 if failed == 0 and merged["complete"] else 1
+    return merged

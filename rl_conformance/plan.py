@@ -164,7 +164,7 @@ def plan_targets(config: RunConfig) -> TargetPool:
     """The launchers of a run: an external deployment, a launched one, and/or our fakes (the
     default when nothing else is named). `config` has been validated."""
     if config.fault_matrix:
-        return fault_matrix_pool(config.workers)
+        return fault_matrix_pool(config.workers, config.fault_shard)
     launchers: dict[str, Launcher] = {}
     if config.frontend:
         assert config.backend is not None
@@ -204,15 +204,18 @@ def launched(config: RunConfig, logs_dir: Path) -> Launcher:
     )
 
 
-def fault_matrix_pool(workers: int) -> TargetPool:
+def fault_matrix_pool(workers: int, shard: tuple[int, int] | None = None) -> TargetPool:
     """One clean fake per deployment that has a fault, and one fake per named fault, on the first
-    fake deployment the fault applies to (vLLM preferred: it has the widest surface)."""
+    fake deployment the fault applies to (vLLM preferred: it has the widest surface). A shard
+    (index, count) keeps every count-th fault from index, with the clean fakes they compare to."""
     from fake_backends import FAULTS
 
     from .killmatrix import fault_target_id
 
     launchers: dict[str, Launcher] = {}
-    for name, fault in sorted(FAULTS.items()):
+    for position, (name, fault) in enumerate(sorted(FAULTS.items())):
+        if shard is not None and position % shard[1] != shard[0]:
+            continue
         flavour = "vllm" if "vllm" in fault.applies_to else sorted(fault.applies_to)[0]
         clean = FakeLauncher(flavour, workers=workers)
         launchers.setdefault(clean.target_id, clean)

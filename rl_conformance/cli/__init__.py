@@ -7,6 +7,7 @@ rl-conformance capabilities                         the capability registry
 rl-conformance kill-matrix                          every named fault of our fakes
 rl-conformance passthrough                          engine faults through the real frontend
 rl-conformance install-dynamo                       the real Dynamo, in its own environment
+rl-conformance certify-adapter MODULE:FACTORY       an RL framework's rollout client
 """
 
 from __future__ import annotations
@@ -16,10 +17,26 @@ import sys
 
 from ..errors import ConfigurationError
 from ..version import __version__
-from . import capabilities, install_dynamo, kill_matrix, passthrough, run, validate
+from . import (
+    capabilities,
+    certify_adapter,
+    install_dynamo,
+    kill_matrix,
+    passthrough,
+    run,
+    validate,
+)
 
 EXIT_USAGE = 2
-COMMANDS = (run, validate, capabilities, kill_matrix, passthrough, install_dynamo)
+COMMANDS = (
+    run,
+    validate,
+    capabilities,
+    kill_matrix,
+    passthrough,
+    install_dynamo,
+    certify_adapter,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

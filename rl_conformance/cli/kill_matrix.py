@@ -1,18 +1,31 @@
 """`rl-conformance kill-matrix`: the suite against every named fault of our fakes; writes which
 capabilities each fault flips and which faults each check kills. Exit 0 only if every fault is
-killed, every check kills one, and the clean fakes pass."""
+killed, every check kills one, and the clean fakes pass.
+
+The faults are independent runs that mostly wait on the network, so `--jobs N` (default: the
+machine's cores, at most 4) runs them as N shards in parallel processes and merges the shards'
+matrices into one."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
+from ..checks.base import rule_ids
 from ..config import RunConfig
+from ..errors import ConfigurationError
+from ..killmatrix import build_kill_matrix, merge_matrix_documents, write_kill_matrix
+from ..reports import write_reports
 from ..runner import run
 
 EXIT_OK, EXIT_FAILED = 0, 1
+MAX_DEFAULT_JOBS = 4
+SHARD_TIMEOUT_S = 1800
 
 
 def register(commands: Any) -> None:
@@ -20,20 +33,111 @@ def register(commands: Any) -> None:
         "kill-matrix",
         help="run the suite against every named fault of our fakes and report what each "
         "check kills",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--report-dir", default="kill-matrix-report", metavar="DIR")
     parser.add_argument("--examples", type=int, default=4)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=min(os.cpu_count() or 1, MAX_DEFAULT_JOBS),
+        metavar="N",
+        help="shards run in parallel processes (default: the machine's cores, at most 4)",
+    )
+    parser.add_argument("--shard", default=None, metavar="I/N", help=argparse.SUPPRESS)
     parser.set_defaults(handler=handle)
 
 
+def _shard(value: str | None) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    index, _, count = value.partition("/")
+    try:
+        shard = int(index), int(count)
+    except ValueError:
+        raise ConfigurationError(f"--shard: expected I/N, observed {value!r}") from None
+    if not 0 <= shard[0] < shard[1]:
+        raise ConfigurationError(f"--shard: expected 0 <= I < N, observed {value!r}")
+    return shard
+
+
 def handle(args: argparse.Namespace) -> int:
-    config = RunConfig(
-        fault_matrix=True, report_dir=args.report_dir, examples=args.examples, seed=args.seed
-    )
-    result = run(config, verbosity="quiet")
-    path = config.report_path / "kill-matrix.json"
-    if result.matrix is None or not path.exists():
+    if args.jobs < 1:
+        raise ConfigurationError(f"--jobs: expected at least 1, observed {args.jobs}")
+    report = Path(args.report_dir)
+    shard = _shard(args.shard)
+    if shard is None and args.jobs > 1:
+        document = _run_shards(args, report)
+        if document is None:
+            return EXIT_FAILED
+        write_reports(document, report)
+        write_kill_matrix(build_kill_matrix(document, rule_ids()), report)
+    else:
+        config = RunConfig(
+            fault_matrix=True,
+            fault_shard=shard,
+            report_dir=args.report_dir,
+            examples=args.examples,
+            seed=args.seed,
+        )
+        result = run(config, verbosity="quiet")
+        if result.matrix is None:
+            print(f"rl-conformance: no matrix was written ({report})", file=sys.stderr)
+            return EXIT_FAILED
+        if shard is not None:
+            return EXIT_OK
+    return _summarise(report)
+
+
+def _run_shards(args: argparse.Namespace, report: Path) -> dict[str, Any] | None:
+    """Run every shard; the merged matrix, or None (after saying why) if a shard wrote none."""
+    directories = [report / "shards" / str(index) for index in range(args.jobs)]
+    processes = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "rl_conformance",
+                "kill-matrix",
+                "--shard",
+                f"{index}/{args.jobs}",
+                "--report-dir",
+                str(directory),
+                "--examples",
+                str(args.examples),
+                "--seed",
+                str(args.seed),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for index, directory in enumerate(directories)
+    ]
+    documents = []
+    for index, (process, directory) in enumerate(zip(processes, directories, strict=True)):
+        try:
+            _, errors = process.communicate(timeout=SHARD_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            _, errors = process.communicate()
+        path = directory / "matrix.json"
+        if not path.exists():
+            print(
+                f"rl-conformance: kill-matrix shard {index}/{args.jobs} wrote no matrix "
+                f"(exit {process.returncode}): {errors.strip()[-2000:]}",
+                file=sys.stderr,
+            )
+            return None
+        documents.append(json.loads(path.read_text()))
+    return merge_matrix_documents(documents)
+
+
+def _summarise(report: Path) -> int:
+    path = report / "kill-matrix.json"
+    if not path.exists():
         print(f"rl-conformance: no kill matrix was written ({path})", file=sys.stderr)
         return EXIT_FAILED
     kill = json.loads(path.read_text())
@@ -42,6 +146,6 @@ def handle(args: argparse.Namespace) -> int:
         f"checks killing nothing: {kill['checks_killing_nothing'] or 'none'}; "
         f"clean fakes failing: {kill['clean_failures'] or 'none'}"
     )
-    print(f"written to {config.report_path / 'kill-matrix.md'}")
+    print(f"written to {report / 'kill-matrix.md'}")
     bad = kill["unkilled_faults"] or kill["checks_killing_nothing"] or kill["clean_failures"]
     return EXIT_FAILED if bad or not kill["complete"] else EXIT_OK

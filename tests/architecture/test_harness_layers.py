@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2] / "rl_conformance"
 
 # Lowest first. Keep ARCHITECTURE.md's table in step with this one.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("wire", ("version", "errors", "sse", "stream_state", "wire", "prometheus")),
+    ("wire", ("version", "errors", "sse", "stream_state", "wire", "prometheus", "admission")),
     ("checks", ("checks", "schema_registry", "namespace_scope")),
     (
         "model",
@@ -40,10 +40,11 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ("admin", "families", "weights", "fleet", "refresh", "admin_steps", "suite_support"),
     ),
     ("reports", ("reports",)),
+    ("certify", ("certify",)),
     ("wiring", ("plugin", "runner")),
     ("entry", ("passthrough", "cli", "__init__", "__main__")),
 )
-MAY_IMPORT_FAKES = {"targets", "entry"}
+MAY_IMPORT_FAKES = {"targets", "certify", "entry"}
 HEAVY = ("docker", "starlette", "uvicorn")
 
 

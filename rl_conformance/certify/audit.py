@@ -1,0 +1,142 @@
+"""The audit log: every request an adapter sent during a scenario, as the recording proxy saw it,
+and the steps the runner drove, so that each request can be attributed to the step it served."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+FRONTEND = "frontend"
+RL = "rl"
+WORKER_PREFIX = "worker:"
+MAX_LOGGED_EVENTS = 64
+
+
+class Delivery:
+    COMPLETE = "complete"
+    """The whole response reached the client."""
+    CLIENT_GONE = "client-gone"
+    """The client left before the response was complete (timeout or cancellation)."""
+    CUT = "cut"
+    """The scenario cut the response short."""
+    INJECTED = "injected"
+    """The scenario answered instead of the deployment."""
+
+
+@dataclass
+class AuditRecord:
+    seq: int
+    plane: str
+    """`frontend`, `rl`, or `worker:<instance_id>`."""
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+    started: float
+    status: int | None = None
+    response: Any = None
+    """A unary reply's JSON (or text)."""
+    events: list[Any] = field(default_factory=list)
+    """A stream's `data:` payloads as the client received them (parsed JSON or `[DONE]`)."""
+    upstream_events: list[Any] = field(default_factory=list)
+    """Everything the deployment produced for a stream, even what the client never received."""
+    delivery: str = Delivery.COMPLETE
+    finished: float | None = None
+
+    @property
+    def worker(self) -> str | None:
+        return self.plane.removeprefix(WORKER_PREFIX) if self.is_worker else None
+
+    @property
+    def is_worker(self) -> bool:
+        return self.plane.startswith(WORKER_PREFIX)
+
+    @property
+    def is_generation(self) -> bool:
+        return self.plane == FRONTEND and self.method == "POST" and "completions" in self.path
+
+    @property
+    def is_discovery(self) -> bool:
+        return self.plane == RL and self.method == "GET" and self.path == "/v1/rl/workers"
+
+    @property
+    def route(self) -> str | None:
+        """The administration route of a worker call (`/engine/<route>`)."""
+        if not self.is_worker or not self.path.startswith("/engine/"):
+            return None
+        return self.path.removeprefix("/engine/")
+
+    def summary(self) -> str:
+        return (
+            f"#{self.seq} {self.method} {self.plane}{self.path} -> {self.status} ({self.delivery})"
+        )
+
+    def to_json(self, origin: float = 0.0) -> dict[str, Any]:
+        document: dict[str, Any] = {
+            "seq": self.seq,
+            "at_s": round(self.started - origin, 4),
+            "plane": self.plane,
+            "method": self.method,
+            "path": self.path,
+            "headers": self.headers,
+            "body": self.body,
+            "status": self.status,
+            "delivery": self.delivery,
+        }
+        if self.events or self.upstream_events:
+            document["events"] = self.events[:MAX_LOGGED_EVENTS]
+            document["upstream_events"] = len(self.upstream_events)
+        else:
+            document["response"] = self.response
+        return document
+
+
+@dataclass(frozen=True)
+class Step:
+    index: int
+    kind: str
+    """`generate` or `refresh`."""
+    label: str
+    started: float
+    finished: float
+    outcome: str
+    """`returned`, `gated` (GenerationGated), `refresh-failed` (RefreshFailed), `raised: ...`,
+    or `hung` (did not return within the step's bound)."""
+    detail: Any = None
+    cancelled: bool = False
+    """The trainer cancelled this rollout while it was in flight."""
+
+
+class AuditLog:
+    """Thread-safe: the proxy appends from its event loop, the runner reads from its thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._records: list[AuditRecord] = []
+        self.steps: list[Step] = []
+
+    def open(
+        self, plane: str, method: str, path: str, headers: dict[str, str], body: Any
+    ) -> AuditRecord:
+        with self._lock:
+            record = AuditRecord(
+                len(self._records), plane, method, path, headers, body, time.monotonic()
+            )
+            self._records.append(record)
+            return record
+
+    @property
+    def records(self) -> list[AuditRecord]:
+        with self._lock:
+            return list(self._records)
+
+    def within(self, step: Step) -> list[AuditRecord]:
+        return [r for r in self.records if step.started <= r.started <= step.finished]
+
+    def events_delivered(self, since: float) -> int:
+        return max(
+            (len(r.events) for r in self.records if r.is_generation and r.started >= since),
+            default=0,
+        )

@@ -1,0 +1,117 @@
+"""What an RL framework implements to have its rollout client certified.
+
+An adapter is a thin shim over the framework's own client. The certification runner creates it
+with `AdapterContext` (the deployment's URLs, the framework's own settings and the sink) and then
+drives it as a trainer would: `generate` for each rollout slot, `refresh_policy` between steps.
+The adapter reports every sample it admits to training through `context.sink`; the runner judges
+those admissions against what went over the wire.
+
+Only the standard library is imported here, so a framework's test suite can implement the
+protocol without pulling in the harness.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One rollout as the adapter hands it to training.
+
+    `token_ids` and `logprobs` are the generated tokens and their selected log probabilities,
+    aligned one to one; `prompt_logprobs` (when the adapter asked for them) is aligned with
+    `prompt_ids`, its undefined first position kept as `None`. `attempt_id` names the request
+    the sample came from (the `x-request-id` the adapter sent), `finish_reason` its terminal
+    state as the engine reported it."""
+
+    prompt_ids: tuple[int, ...]
+    token_ids: tuple[int, ...]
+    logprobs: tuple[float | None, ...]
+    finish_reason: str
+    attempt_id: str
+    prompt_logprobs: tuple[float | None, ...] | None = None
+    model: str | None = None
+    weight_version: str | None = None
+
+
+class CancelToken:
+    """Set by the trainer when it no longer wants a rollout (partial-rollout abort)."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+
+    def cancel(self) -> None:
+        self._event.set()
+
+    def is_cancelled(self) -> bool:
+        return self._event.is_set()
+
+
+@dataclass(frozen=True)
+class RolloutRequest:
+    """One rollout slot: the prompt as token ids and the sampling budget."""
+
+    slot: str
+    prompt_ids: tuple[int, ...]
+    max_tokens: int
+    cancel: CancelToken = field(default_factory=CancelToken)
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The policy to load: where its weights are and the version it is to be known by."""
+
+    version: str
+    model_path: str
+
+
+class SampleSink(Protocol):
+    def admit(self, sample: Sample) -> None:
+        """The adapter admits `sample` to training."""
+
+
+@dataclass(frozen=True)
+class AdapterContext:
+    """What the framework knows before the first call.
+
+    `expected_workers` is the size of the fleet the trainer was configured for: discovery may
+    list fewer while workers are still registering. `request_timeout_s` is the adapter's own
+    deadline for one generation attempt; `max_attempts` its retry budget per slot."""
+
+    frontend_url: str
+    rl_url: str
+    model: str
+    sink: SampleSink
+    expected_workers: int
+    request_timeout_s: float = 2.0
+    max_attempts: int = 3
+
+
+class RefreshFailed(Exception):
+    """Raised by `refresh_policy` when the fleet could not be moved to the new policy; the
+    adapter keeps generation gated until a later refresh succeeds."""
+
+
+class GenerationGated(Exception):
+    """Raised by `generate` while the adapter keeps generation gated."""
+
+
+@runtime_checkable
+class RolloutAdapter(Protocol):
+    def generate(self, request: RolloutRequest) -> Sample | None:
+        """Run one rollout slot; admit at most one sample for it through the sink and return it,
+        or return None when no verified result was obtained."""
+
+    def refresh_policy(self, policy: Policy) -> None:
+        """Move every worker to `policy` (pause, update, invalidate, verify, resume), or raise
+        `RefreshFailed` and keep generation gated."""
+
+    def close(self) -> None:
+        """Release connections; called once after the last scenario step."""
+
+
+AdapterFactory = Callable[[AdapterContext], RolloutAdapter]

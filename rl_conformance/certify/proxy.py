@@ -1,0 +1,345 @@
+"""A recording proxy in front of a fleet: one listener per upstream origin (frontend, RL listener,
+each worker's system server), every request written to the `AuditLog`, and a scenario's
+`Injection` deciding what the adapter sees: a held, cut, paced or replaced response, or a
+rewritten discovery body.
+
+Discovery bodies always name the proxied system URLs, so an adapter that follows the contract
+(`system_url` verbatim) is seen, and one that derives URLs from elsewhere is not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import uvicorn
+
+from .audit import RL, AuditLog, AuditRecord, Delivery
+
+HOST = "127.0.0.1"
+FORWARDED_HEADERS = ("content-type", "x-request-id", "accept")
+RECORDED_HEADERS = ("x-request-id", "content-type")
+START_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True)
+class Respond:
+    """Answer instead of the deployment."""
+
+    status: int
+    body: Any
+
+
+@dataclass(frozen=True)
+class Hold:
+    """Produce the whole response upstream, then deliver it after `seconds` (a late completion)."""
+
+    seconds: float
+
+
+@dataclass(frozen=True)
+class CutAfter:
+    """Drop the connection after `events` SSE events, without the terminal `[DONE]`."""
+
+    events: int
+
+
+@dataclass(frozen=True)
+class Pace:
+    """Deliver a stream one event every `seconds`."""
+
+    seconds: float
+
+
+Action = Respond | Hold | CutAfter | Pace
+
+
+class Injection:
+    """A scenario's events. The default changes nothing."""
+
+    def intercept(self, record: AuditRecord, log: AuditLog) -> Action | None:
+        return None
+
+    def discovery(self, body: dict[str, Any], log: AuditLog) -> dict[str, Any]:
+        return body
+
+
+class _StreamCut(Exception):
+    pass
+
+
+def _parse(raw: bytes) -> Any:
+    if not raw:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw.decode("utf-8", "replace")
+
+
+def _event_payload(block: bytes) -> Any:
+    lines = [line[5:].strip() for line in block.split(b"\n") if line.startswith(b"data:")]
+    data = b"\n".join(lines)
+    return "[DONE]" if data == b"[DONE]" else _parse(data)
+
+
+class _Forwarder:
+    """The ASGI app of one proxied origin."""
+
+    def __init__(
+        self,
+        plane: str,
+        upstream: str,
+        proxy: RecordingProxy,
+    ) -> None:
+        self.plane = plane
+        self.upstream = upstream.rstrip("/")
+        self.proxy = proxy
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        raw = bytearray()
+        while True:
+            message = await receive()
+            raw += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
+        path = scope["path"]
+        query = scope.get("query_string", b"").decode()
+        log = self.proxy.log
+        record = log.open(
+            self.plane,
+            scope["method"],
+            path,
+            {k: headers[k] for k in RECORDED_HEADERS if k in headers},
+            _parse(bytes(raw)),
+        )
+        gone = asyncio.Event()
+
+        async def watch() -> None:
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    gone.set()
+                    return
+
+        watcher = asyncio.create_task(watch())
+        try:
+            action = self.proxy.injection.intercept(record, log)
+            if isinstance(action, Respond):
+                record.delivery = Delivery.INJECTED
+                await self._reply_json(send, record, action.status, action.body)
+                return
+            url = self.upstream + path + (f"?{query}" if query else "")
+            forwarded = {k: headers[k] for k in FORWARDED_HEADERS if k in headers}
+            request = self.proxy.client.build_request(
+                scope["method"], url, content=bytes(raw), headers=forwarded
+            )
+            response = await self.proxy.client.send(request, stream=True)
+            try:
+                kind = response.headers.get("content-type", "")
+                if "text/event-stream" in kind:
+                    await self._stream(send, record, response, action, gone)
+                else:
+                    body = await response.aread()
+                    if isinstance(action, Hold):
+                        await asyncio.sleep(action.seconds)
+                    if record.plane == RL and record.path == "/v1/rl/workers":
+                        body = self._rewrite_discovery(body, log)
+                    record.status = response.status_code
+                    record.response = _parse(body)
+                    if gone.is_set():
+                        record.delivery = Delivery.CLIENT_GONE
+                    await self._send_bytes(send, response.status_code, kind, body)
+            finally:
+                await response.aclose()
+        finally:
+            record.finished = time.monotonic()
+            watcher.cancel()
+
+    def _rewrite_discovery(self, body: bytes, log: AuditLog) -> bytes:
+        document = _parse(body)
+        if not isinstance(document, dict):
+            return body
+        for worker in document.get("workers") or []:
+            if isinstance(worker, dict) and worker.get("system_url") in self.proxy.public:
+                worker["system_url"] = self.proxy.public[worker["system_url"]]
+        document = self.proxy.injection.discovery(document, log)
+        return json.dumps(document).encode()
+
+    async def _stream(
+        self,
+        send: Any,
+        record: AuditRecord,
+        response: httpx.Response,
+        action: Action | None,
+        gone: asyncio.Event,
+    ) -> None:
+        record.status = response.status_code
+        held = isinstance(action, Hold)
+        blocks: list[bytes] = []
+        started = False
+        buffer = b""
+        cut = False
+        lost = False  # the client left before an event reached it
+        async for chunk in response.aiter_raw():
+            buffer += chunk.replace(b"\r\n", b"\n")
+            while b"\n\n" in buffer:
+                block, buffer = buffer.split(b"\n\n", 1)
+                if not block.strip():
+                    continue
+                record.upstream_events.append(_event_payload(block))
+                if held:
+                    blocks.append(block)
+                    continue
+                if cut or gone.is_set():
+                    lost = lost or gone.is_set()
+                    continue
+                if not started:
+                    await self._start(send, response.status_code, "text/event-stream")
+                    started = True
+                if isinstance(action, Pace):
+                    await asyncio.sleep(action.seconds)
+                if gone.is_set():
+                    lost = True
+                    continue
+                await send(
+                    {"type": "http.response.body", "body": block + b"\n\n", "more_body": True}
+                )
+                record.events.append(_event_payload(block))
+                if isinstance(action, CutAfter) and len(record.events) >= action.events:
+                    cut = True
+        if held:
+            await asyncio.sleep(action.seconds)  # type: ignore[union-attr]
+            if gone.is_set():
+                record.delivery = Delivery.CLIENT_GONE
+                return
+            await self._start(send, response.status_code, "text/event-stream")
+            for block in blocks:
+                await send(
+                    {"type": "http.response.body", "body": block + b"\n\n", "more_body": True}
+                )
+                record.events.append(_event_payload(block))
+            started = True
+        if lost:
+            record.delivery = Delivery.CLIENT_GONE
+            return
+        if cut:
+            record.delivery = Delivery.CUT
+            raise _StreamCut
+        if not started:
+            await self._start(send, response.status_code, "text/event-stream")
+        if not gone.is_set():
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _reply_json(self, send: Any, record: AuditRecord, status: int, body: Any) -> None:
+        record.status = status
+        record.response = body
+        payload = json.dumps(body).encode()
+        await self._send_bytes(send, status, "application/json", payload)
+
+    @staticmethod
+    async def _start(send: Any, status: int, kind: str) -> None:
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [(b"content-type", kind.encode())],
+            }
+        )
+
+    async def _send_bytes(self, send: Any, status: int, kind: str, body: bytes) -> None:
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [
+                    (b"content-type", (kind or "application/json").encode()),
+                    (b"content-length", str(len(body)).encode()),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+class RecordingProxy:
+    """`with RecordingProxy({"frontend": url, "rl": url, "worker:<id>": url}, injection) as p:`
+    then `p.url("frontend")`. Binds 127.0.0.1 on ephemeral ports; stops its servers on exit."""
+
+    def __init__(self, upstreams: dict[str, str], injection: Injection, log: AuditLog) -> None:
+        self.upstreams = dict(upstreams)
+        self.injection = injection
+        self.log = log
+        self.public: dict[str, str] = {}
+        self._sockets: dict[str, socket.socket] = {}
+        self._servers: list[uvicorn.Server] = []
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._failure: BaseException | None = None
+        self.client: httpx.AsyncClient
+
+    def url(self, plane: str) -> str:
+        host, port = self._sockets[plane].getsockname()[:2]
+        return f"http://{host}:{port}"
+
+    def __enter__(self) -> RecordingProxy:
+        for plane in self.upstreams:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((HOST, 0))
+            sock.listen(128)
+            self._sockets[plane] = sock
+        self.public = {url.rstrip("/"): self.url(plane) for plane, url in self.upstreams.items()}
+        self._thread = threading.Thread(target=self._serve, name="certify-proxy", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(START_TIMEOUT_S) or self._failure is not None:
+            self.__exit__(None, None, None)
+            raise RuntimeError(f"the recording proxy did not start: {self._failure!r}")
+        return self
+
+    def _serve(self) -> None:
+        try:
+            asyncio.run(self._main())
+        except BaseException as exc:
+            self._failure = exc
+            self._ready.set()
+
+    async def _main(self) -> None:
+        self.client = httpx.AsyncClient(timeout=httpx.Timeout(30.0))
+        for plane, upstream in self.upstreams.items():
+            config = uvicorn.Config(
+                _Forwarder(plane, upstream, self),
+                log_level="critical",
+                lifespan="off",
+                access_log=False,
+            )
+            self._servers.append(uvicorn.Server(config))
+        tasks = [
+            asyncio.create_task(server.serve(sockets=[self._sockets[plane]]))
+            for server, plane in zip(self._servers, self.upstreams, strict=True)
+        ]
+        while not all(server.started for server in self._servers):
+            await asyncio.sleep(0.01)
+        self._ready.set()
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            await self.client.aclose()
+
+    def __exit__(self, *exc: object) -> None:
+        for server in self._servers:
+            server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        for sock in self._sockets.values():
+            with contextlib.suppress(OSError):
+                sock.close()

@@ -1,0 +1,290 @@
+"""The certification scenarios: a fleet, the events injected into it, and the steps a trainer
+drives through the adapter. Each scenario names whether its refreshes can succeed: a refresh
+that meets a membership change, a failed update, flush or post-update generation, a missing
+route or a discovery `error` must leave generation gated ("Keep generation gated when membership
+changes, an update fails, cache reset fails, or post-update generation does not pass")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .audit import AuditLog, AuditRecord
+from .proxy import Action, CutAfter, Hold, Injection, Pace, Respond
+
+PROMPT = (101, 102, 103, 104, 105)
+MAX_TOKENS = 6
+REQUEST_TIMEOUT_S = 1.0
+"""The adapter's deadline for one attempt in every scenario."""
+LATE_BY_S = 0.6
+"""How long past the adapter's deadline a held response completes."""
+
+
+@dataclass(frozen=True)
+class Generate:
+    slot: str
+    cancel_after_events: int | None = None
+    """Cancel the rollout once this many events reached the client."""
+
+
+@dataclass(frozen=True)
+class Refresh:
+    version: str
+    model_path: str
+
+
+Step = Generate | Refresh
+
+
+def _refresh(n: int) -> Refresh:
+    return Refresh(version=f"policy-v{n}", model_path=f"/conformance/weights/policy-v{n}")
+
+
+@dataclass
+class Scenario:
+    name: str
+    title: str
+    steps: tuple[Step, ...]
+    workers: int = 2
+    expected_workers: int = 2
+    refresh_succeeds: bool = True
+    injection: type[Injection] = Injection
+    notes: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _generations(log: AuditLog) -> list[AuditRecord]:
+    return [r for r in log.records if r.is_generation]
+
+
+def _calls(log: AuditLog, route: str) -> list[AuditRecord]:
+    return [r for r in log.records if r.route == route]
+
+
+class FirstGenerationHeld(Injection):
+    """The first attempt completes after the adapter's deadline."""
+
+    def intercept(self, record: AuditRecord, log: AuditLog) -> Action | None:
+        if record.is_generation and _generations(log)[0] is record:
+            return Hold(REQUEST_TIMEOUT_S + LATE_BY_S)
+        return None
+
+
+class FirstStreamCut(Injection):
+    def intercept(self, record: AuditRecord, log: AuditLog) -> Action | None:
+        if record.is_generation and _generations(log)[0] is record:
+            return CutAfter(2)
+        return None
+
+
+class PacedStreams(Injection):
+    """Streams slow enough for the trainer to cancel one mid-way."""
+
+    def intercept(self, record: AuditRecord, log: AuditLog) -> Action | None:
+        if record.is_generation and _generations(log)[0] is record:
+            return Pace(0.15)
+        return None
+
+
+NOT_READY = {
+    "message": "Model `toy` is not ready to serve requests yet. The deployment may still be "
+    "starting up or is not fully provisioned. Please retry shortly.",
+    "type": "Service Unavailable",
+    "code": 503,
+}
+
+
+class FirstGenerationUnavailable(Injection):
+    """A 503 as a paused or unregistered worker answers (real 1.6.1 sidecar recording)."""
+
+    def intercept(self, record: AuditRecord, log: AuditLog) -> Action | None:
+        if record.is_generation and _generations(log)[0] is record:
+            return Respond(503, NOT_READY)
+        return None
+
+
+def _hide(body: dict[str, Any], index: int) -> dict[str, Any]:
+    workers = sorted(body.get("workers") or [], key=lambda w: str(w.get("instance_id")))
+    hidden = workers[index]["instance_id"] if len(workers) > index else None
+    body["workers"] = [w for w in body.get("workers") or [] if w.get("instance_id") != hidden]
+    return body
+
+
+class WorkerJoinsAfterPause(Injection):
+    """A third worker registers once the refresh has begun."""
+
+    def discovery(self, body: dict[str, Any], log: AuditLog) -> dict[str, Any]:
+        if _calls(log, "pause_generation"):
+            return body
+        return _hide(body, 2)
+
+
+class WorkerLeavesAfterPause(Injection):
+    """The second worker is gone from discovery once the refresh has begun."""
+
+    def discovery(self, body: dict[str, Any], log: AuditLog) -> dict[str, Any]:
+        if _calls(log, "pause_generation"):
+            return _hide(body, 1)
+        return body
+
+
+def _failing_worker_call(route: str, record: AuditRecord, log: AuditLog) -> Action | None:
+    if record.route != route:
+        return None
+    if _calls(log, route)[0] is not record:
+        return None
+    return Respond(200, {"status": "error", "message": f"{route} failed (injected)"})
+
+
+class UpdateFailsOnOneWorker(Injection):
+    def intercept(self, record: AuditRecord, log: AuditLog) -> Action | None:
+        return _failing_worker_call("update_weights_from_disk", record, log)
+
+
+class FlushFails(Injection):
+    def intercept(self, record: AuditRecord, log: AuditLog) -> Action | None:
+        return _failing_worker_call("flush_cache", record, log)
+
+
+class PostUpdateGenerationFails(Injection):
+    """Every generation after the fleet is resumed fails with a server error."""
+
+    def intercept(self, record: AuditRecord, log: AuditLog) -> Action | None:
+        if record.is_generation and _calls(log, "resume_generation"):
+            return Respond(
+                500,
+                {"message": "Internal server error", "type": "Internal Server Error", "code": 500},
+            )
+        return None
+
+
+class RouteMissingOnOneWorker(Injection):
+    def discovery(self, body: dict[str, Any], log: AuditLog) -> dict[str, Any]:
+        workers = body.get("workers") or []
+        if workers:
+            first = min(workers, key=lambda w: str(w.get("instance_id")))
+            first["routes"] = [r for r in first.get("routes", []) if r != "flush_cache"]
+        return body
+
+
+class DiscoveryEntryError(Injection):
+    """The listener could not probe one worker: `routes: []`, no system_url, an `error`."""
+
+    def discovery(self, body: dict[str, Any], log: AuditLog) -> dict[str, Any]:
+        workers = body.get("workers") or []
+        if workers:
+            first = min(workers, key=lambda w: str(w.get("instance_id")))
+            for key in ("system_url", "admin_base_url", "world_size"):
+                first.pop(key, None)
+            first["routes"] = []
+            first["error"] = "Unavailable: worker routes request failed"
+        return body
+
+
+class PartialWorkerSet(Injection):
+    """The second worker is still registering during the first two discovery reads."""
+
+    def discovery(self, body: dict[str, Any], log: AuditLog) -> dict[str, Any]:
+        reads = [r for r in log.records if r.is_discovery]
+        return _hide(body, 1) if len(reads) <= 2 else body
+
+
+SCENARIOS: tuple[Scenario, ...] = (
+    Scenario(
+        "iteration",
+        "one complete iteration: rollouts, policy refresh, post-update rollouts",
+        (Generate("s1"), Generate("s2"), _refresh(1), Generate("s3")),
+    ),
+    Scenario(
+        "two_iterations",
+        "two refreshes in a row, each re-reading the fleet",
+        (Generate("s1"), _refresh(1), Generate("s2"), _refresh(2), Generate("s3")),
+    ),
+    Scenario(
+        "late_completion",
+        "the first attempt completes after the adapter's deadline",
+        (Generate("s1"), Generate("s2")),
+        injection=FirstGenerationHeld,
+    ),
+    Scenario(
+        "stream_cut",
+        "the first stream is cut after two events, without [DONE]",
+        (Generate("s1"), Generate("s2")),
+        injection=FirstStreamCut,
+    ),
+    Scenario(
+        "cancellation",
+        "the trainer cancels a rollout mid-stream",
+        (Generate("s1", cancel_after_events=2), Generate("s2")),
+        injection=PacedStreams,
+    ),
+    Scenario(
+        "unavailable_while_paused",
+        "the first attempt is answered 503 as a paused worker's model is",
+        (Generate("s1"),),
+        injection=FirstGenerationUnavailable,
+    ),
+    Scenario(
+        "worker_joins",
+        "a worker registers between discovery and update",
+        (Generate("s1"), _refresh(1), Generate("s2")),
+        workers=3,
+        refresh_succeeds=False,
+        injection=WorkerJoinsAfterPause,
+    ),
+    Scenario(
+        "worker_leaves",
+        "a worker leaves between discovery and update",
+        (Generate("s1"), _refresh(1), Generate("s2")),
+        refresh_succeeds=False,
+        injection=WorkerLeavesAfterPause,
+    ),
+    Scenario(
+        "update_fails_on_one_worker",
+        "the weight update fails on one worker",
+        (Generate("s1"), _refresh(1), Generate("s2")),
+        refresh_succeeds=False,
+        injection=UpdateFailsOnOneWorker,
+    ),
+    Scenario(
+        "flush_fails",
+        "the cache flush fails on one worker",
+        (Generate("s1"), _refresh(1), Generate("s2")),
+        refresh_succeeds=False,
+        injection=FlushFails,
+    ),
+    Scenario(
+        "post_update_generation_fails",
+        "generation fails after the update",
+        (Generate("s1"), _refresh(1), Generate("s2")),
+        refresh_succeeds=False,
+        injection=PostUpdateGenerationFails,
+    ),
+    Scenario(
+        "route_missing_on_one_worker",
+        "one worker does not advertise flush_cache",
+        (Generate("s1"), _refresh(1), Generate("s2")),
+        refresh_succeeds=False,
+        injection=RouteMissingOnOneWorker,
+    ),
+    Scenario(
+        "discovery_entry_error",
+        "discovery lists one worker with a probe error",
+        (Generate("s1"), _refresh(1), Generate("s2")),
+        refresh_succeeds=False,
+        injection=DiscoveryEntryError,
+    ),
+    Scenario(
+        "partial_worker_set",
+        "one worker is still registering when the refresh begins",
+        (Generate("s1"), _refresh(1), Generate("s2")),
+        injection=PartialWorkerSet,
+    ),
+)
+
+
+def scenario(name: str) -> Scenario:
+    for candidate in SCENARIOS:
+        if candidate.name == name:
+            return candidate
+    raise KeyError(name)

@@ -1,0 +1,153 @@
+"""Broken twins of the reference adapter: each keeps every habit but one, taken from bugs seen in
+public reviews of real rollout clients. The certification must fail each on the scenarios where
+its bug shows, and only there (`fixtures/expected/adapter-twins.json`)."""
+
+from __future__ import annotations
+
+import threading
+import zlib
+from typing import Any
+
+from .protocol import AdapterContext, RolloutRequest, Sample
+from .reference import AttemptFailed, ReferenceAdapter
+
+VOCABULARY = 32_000
+
+
+class Retokenizes(ReferenceAdapter):
+    """Takes token ids from its own tokenizer applied to the generated text."""
+
+    guarded = False
+
+    def request_body(self, request: RolloutRequest) -> dict[str, Any]:
+        body = super().request_body(request)
+        body["nvext"] = {"extra_fields": ["prompt_logprobs"]}
+        return body
+
+    @staticmethod
+    def token_ids(choice: dict[str, Any], nvext: dict[str, Any]) -> list[int]:
+        pieces = (choice.get("logprobs") or {}).get("tokens") or []
+        return [zlib.crc32(piece.encode()) % VOCABULARY for piece in pieces]
+
+
+class CachesMembership(ReferenceAdapter):
+    """Reads discovery once and keeps the worker set for the adapter's lifetime."""
+
+    def __init__(self, context: AdapterContext) -> None:
+        super().__init__(context)
+        self.cached: dict[int, dict[str, Any]] | None = None
+
+    def discover(self) -> dict[int, dict[str, Any]]:
+        if self.cached is None:
+            self.cached = super().discover()
+        return self.cached
+
+
+class DerivesSystemUrl(ReferenceAdapter):
+    """Builds each worker's admin URL from its transport address instead of `system_url`."""
+
+    def discover(self) -> dict[int, dict[str, Any]]:
+        workers = super().discover()
+        for worker in workers.values():
+            address = str(next(iter(worker["transport"].values()))).split("/")[0]
+            worker["system_url"] = f"http://{address}"
+        return workers
+
+
+class AdmitsPartialStreams(ReferenceAdapter):
+    """Admits whatever arrived when a stream ends early or the trainer cancels it."""
+
+    guarded = False
+
+    def incomplete(
+        self,
+        request: RolloutRequest,
+        attempt_id: str,
+        ids: list[int],
+        logprobs: list[float | None],
+        finish: str | None,
+        done: bool,
+    ) -> Sample | None:
+        if not ids:
+            raise AttemptFailed("nothing arrived")
+        return Sample(
+            prompt_ids=request.prompt_ids,
+            token_ids=tuple(ids),
+            logprobs=tuple(logprobs),
+            finish_reason=finish or "stop",
+            attempt_id=attempt_id,
+            model=self.context.model,
+        )
+
+
+class RetriesWithoutIdentity(ReferenceAdapter):
+    """Retries a slow attempt under the slot's own id while the first keeps running, and admits
+    every attempt that completes."""
+
+    def __init__(self, context: AdapterContext) -> None:
+        super().__init__(context)
+        self.http.timeout = self.http.timeout.__class__(context.request_timeout_s * 5)
+
+    def attempt_id(self, request: RolloutRequest) -> str:
+        return request.slot
+
+    def generate(self, request: RolloutRequest) -> Sample | None:
+        if self.gated:
+            return super().generate(request)
+        results: list[Sample] = []
+
+        def attempt() -> None:
+            try:
+                sample = self._attempt(request, self.attempt_id(request))
+            except AttemptFailed:
+                return
+            if sample is not None:
+                results.append(sample)
+
+        threads: list[threading.Thread] = []
+        for _ in range(self.context.max_attempts):
+            thread = threading.Thread(target=attempt, daemon=True)
+            thread.start()
+            threads.append(thread)
+            thread.join(self.context.request_timeout_s)
+            if results:
+                break
+        for thread in threads:
+            thread.join(self.context.request_timeout_s * 5)
+        for sample in results:
+            self.context.sink.admit(sample)
+        return results[0] if results else None
+
+
+class ReopensAfterFailedFlush(ReferenceAdapter):
+    """Treats a failed cache flush as done and reopens the fleet."""
+
+    def call(self, worker: dict[str, Any], route: str, body: dict[str, Any]) -> dict[str, Any]:
+        if route != "flush_cache":
+            return super().call(worker, route, body)
+        self.http.post(f"{worker['system_url'].rstrip('/')}/engine/{route}", json=body)
+        return {"status": "ok"}
+
+
+class DropsNoneLogprobs(ReferenceAdapter):
+    """Filters `None` out of the prompt log probabilities, shifting their alignment."""
+
+    guarded = False
+
+    @staticmethod
+    def selected_prompt_logprobs(
+        prompt_ids: tuple[int, ...], entries: list[Any]
+    ) -> list[float | None]:
+        values = ReferenceAdapter.selected_prompt_logprobs(prompt_ids, entries)
+        return [value for value in values if value is not None]
+
+
+TWINS: dict[str, type[ReferenceAdapter]] = {
+    "retokenizes": Retokenizes,
+    "caches_membership": CachesMembership,
+    "derives_system_url": DerivesSystemUrl,
+    "admits_partial_streams": AdmitsPartialStreams,
+    "retries_without_identity": RetriesWithoutIdentity,
+    "reopens_after_failed_flush": ReopensAfterFailedFlush,
+    "drops_none_logprobs": DropsNoneLogprobs,
+}

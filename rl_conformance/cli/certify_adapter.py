@@ -1,0 +1,97 @@
+"""`rl-conformance certify-adapter MODULE:FACTORY`: an RL framework's rollout client through
+every certification scenario over a recorded fake fleet; writes the adapter matrix (checklist
+items x adapters) as JSON, Markdown, JUnit XML and HTML, plus each scenario's audit log."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigurationError
+
+EXIT_OK, EXIT_FAILED = 0, 1
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser(
+        "certify-adapter",
+        help="certify an RL framework's rollout client against the contract",
+        description=__doc__,
+    )
+    parser.add_argument(
+        "adapters",
+        nargs="*",
+        metavar="MODULE:FACTORY",
+        help="adapter factories: callables taking an AdapterContext",
+    )
+    parser.add_argument(
+        "--reference",
+        action="store_true",
+        help="add the reference adapter and its broken twins as columns (the suite's self-check)",
+    )
+    parser.add_argument(
+        "--scenario",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="run only these scenarios (repeatable; default: all)",
+    )
+    parser.add_argument("--report-dir", default="adapter-report", metavar="DIR")
+    parser.add_argument("-q", "--quiet", action="store_true")
+    parser.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    from ..certify.loading import load_factory
+    from ..certify.reference import ReferenceAdapter
+    from ..certify.runner import certify
+    from ..certify.scenarios import SCENARIOS
+    from ..certify.twins import TWINS
+    from ..reports import write_reports
+
+    adapters = {spec: load_factory(spec) for spec in args.adapters}
+    if args.reference:
+        adapters.update({"reference": ReferenceAdapter, **TWINS})
+    if not adapters:
+        raise ConfigurationError("certify-adapter: name at least one MODULE:FACTORY or --reference")
+    known = {scenario.name: scenario for scenario in SCENARIOS}
+    unknown = [name for name in args.scenario if name not in known]
+    if unknown:
+        raise ConfigurationError(
+            f"--scenario: unknown {', '.join(unknown)}; expected one of {', '.join(known)}"
+        )
+    chosen = [known[name] for name in args.scenario] or list(SCENARIOS)
+    progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
+    matrix, results = certify(adapters, chosen, progress)
+    directory = Path(args.report_dir)
+    document = matrix.to_json()
+    write_reports(document, directory)
+    audit = directory / "audit"
+    audit.mkdir(parents=True, exist_ok=True)
+    for result in results:
+        path = audit / f"{_safe(result.adapter)}--{result.scenario.name}.json"
+        path.write_text(json.dumps(result.to_json(), indent=2) + "\n", encoding="utf-8")
+    print(_table(document))
+    print(f"written to {directory / 'matrix.md'} (audit logs in {audit})")
+    return EXIT_OK if matrix.exit_status == 0 else EXIT_FAILED
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+
+
+def _table(document: dict[str, Any]) -> str:
+    targets = [target["id"] for target in document["targets"]]
+    lines = []
+    for row in document["capabilities"]:
+        cells = " ".join(f"{row['cells'][t]['outcome']:>8}" for t in targets)
+        lines.append(f"{row['id']:<36} {cells}")
+        for target in targets:
+            cell = row["cells"][target]
+            if cell["outcome"] in ("fail", "error"):
+                lines.append(f"    {target}: {cell['reason']}")
+    header = f"{'adapter checklist item':<36} " + " ".join(f"{t[:8]:>8}" for t in targets)
+    return "\n".join([header, *lines])

@@ -1,0 +1,166 @@
+"""Adapter certification proves itself: the reference adapter passes every scenario, each broken
+twin fails exactly the (scenario, checklist item) pairs reviewed in
+fixtures/expected/adapter-twins.json, every checklist item is failed by some twin, and the
+report is a valid matrix in every format."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from rl_conformance.certify.judge import CHECKS
+from rl_conformance.certify.loading import load_factory
+from rl_conformance.certify.scenarios import SCENARIOS
+from rl_conformance.certify.twins import TWINS
+from rl_conformance.errors import ConfigurationError
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[2]
+EXPECTED: dict[str, dict[str, list[str]]] = json.loads(
+    (ROOT / "fixtures" / "expected" / "adapter-twins.json").read_text()
+)["failures"]
+
+
+def certify(directory: Path, *arguments: str) -> tuple[int, dict[str, Any], list[dict[str, Any]]]:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rl_conformance",
+            "certify-adapter",
+            "-q",
+            "--report-dir",
+            str(directory),
+            *arguments,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+        check=False,
+    )
+    assert (directory / "matrix.json").exists(), done.stderr[-3000:]
+    audits = [json.loads(p.read_text()) for p in sorted((directory / "audit").glob("*.json"))]
+    return done.returncode, json.loads((directory / "matrix.json").read_text()), audits
+
+
+@pytest.fixture(scope="module")
+def self_check(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[int, dict[str, Any], list[dict[str, Any]]]:
+    return certify(tmp_path_factory.mktemp("certify"), "--reference")
+
+
+def failures(audits: list[dict[str, Any]], adapter: str) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for audit in audits:
+        if audit["adapter"] != adapter:
+            continue
+        assert audit["error"] is None, audit["error"]
+        failed = sorted(f["check"] for f in audit["findings"] if f["outcome"] == "fail")
+        if failed:
+            out[audit["scenario"]] = failed
+    return out
+
+
+def test_the_reference_adapter_passes_every_scenario(self_check: Any) -> None:
+    _, matrix, audits = self_check
+    assert failures(audits, "reference") == {}
+    cells = {row["id"]: row["cells"]["reference"]["outcome"] for row in matrix["capabilities"]}
+    assert cells == dict.fromkeys(CHECKS, "pass")
+    assert len([a for a in audits if a["adapter"] == "reference"]) == len(SCENARIOS)
+
+
+@pytest.mark.parametrize("twin", sorted(TWINS))
+def test_each_twin_fails_exactly_its_reviewed_scenarios(self_check: Any, twin: str) -> None:
+    _, _, audits = self_check
+    assert failures(audits, twin) == EXPECTED[twin]
+
+
+def test_every_checklist_item_can_fail_and_every_twin_is_caught(self_check: Any) -> None:
+    exit_code, matrix, _ = self_check
+    assert set(EXPECTED) == set(TWINS)
+    failed_items = {
+        check for twin in EXPECTED.values() for checks in twin.values() for check in checks
+    }
+    assert failed_items == set(CHECKS)
+    assert all(EXPECTED[twin] for twin in TWINS)
+    for row in matrix["capabilities"]:
+        failing = [t for t, cell in row["cells"].items() if cell["outcome"] == "fail"]
+        assert failing, f"{row['id']} fails no adapter"
+        for target in failing:
+            evidence = row["cells"][target]["evidence"]
+            assert evidence and evidence[0]["message"].split(":")[0] in EXPECTED[target]
+    assert exit_code == 1
+
+
+def test_the_adapter_matrix_is_a_valid_matrix_in_every_format(
+    self_check: Any, tmp_path: Path
+) -> None:
+    _, matrix, audits = self_check
+    schema = json.loads((ROOT / "schemas" / "matrix.json").read_text())
+    errors = sorted(Draft202012Validator(schema).iter_errors(matrix), key=str)
+    assert not errors, [error.message for error in errors[:5]]
+    assert [t["id"] for t in matrix["targets"]] == ["reference", *TWINS]
+    audit = next(a for a in audits if a["adapter"] == "reference" and a["scenario"] == "iteration")
+    assert [step["kind"] for step in audit["steps"]] == [
+        "generate",
+        "generate",
+        "refresh",
+        "generate",
+    ]
+    assert any(r["path"] == "/engine/update_weights_from_disk" for r in audit["audit"])
+
+
+def test_the_readme_example_shim_passes_every_scenario(tmp_path: Path) -> None:
+    shim = (ROOT / "examples" / "my_adapter.py").read_text()
+    assert shim in (ROOT / "README.md").read_text(), (
+        "README must show examples/my_adapter.py verbatim"
+    )
+    assert len(shim.splitlines()) < 60
+    exit_code, matrix, audits = certify(tmp_path, "examples.my_adapter:MyAdapter")
+    assert failures(audits, "examples.my_adapter:MyAdapter") == {}
+    assert exit_code == 0
+    assert matrix["summary"]["pass"] == len(CHECKS)
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("no_colon", "expected MODULE:FACTORY"),
+        ("no_such_module_xyz:f", "cannot import module 'no_such_module_xyz'"),
+        ("json:no_such_factory", "has no attribute 'no_such_factory'"),
+        ("json:__name__", "expected a callable"),
+    ],
+)
+def test_a_bad_factory_is_named(spec: str, message: str) -> None:
+    with pytest.raises(ConfigurationError, match=message):
+        load_factory(spec)
+
+
+def test_the_cli_names_unknown_scenarios(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rl_conformance",
+            "certify-adapter",
+            "--reference",
+            "--scenario",
+            "nope",
+            "--report-dir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "--scenario: unknown nope; expected one of iteration" in done.stderr
