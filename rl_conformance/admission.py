@@ -18,6 +18,7 @@ of the harness at call time, so a trainer can call it in its hot loop.
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Collection, Sequence
 
 TERMINAL_FINISH_REASONS = frozenset({"stop", "length"})
@@ -55,15 +56,16 @@ def admit_sample(
         raise AdmissionError(
             "logprobs", f"{count} selected log probabilities (one per token id)", len(logprobs)
         )
-    for position in range(count):
-        token = token_ids[position]
-        if type(token) is not int or token < 0:
-            raise AdmissionError(f"token_ids[{position}]", "a non-negative integer", repr(token))
-        value = logprobs[position]
-        if value is None or value != value or value > 0.0 or value == -math.inf:
-            raise AdmissionError(
-                f"logprobs[{position}]", "a finite log probability <= 0", repr(value)
-            )
+    if not _all_token_ids(token_ids):
+        position = next(i for i, t in enumerate(token_ids) if type(t) is not int or t < 0)
+        raise AdmissionError(
+            f"token_ids[{position}]", "a non-negative integer", repr(token_ids[position])
+        )
+    if not _all_logprobs(logprobs):
+        position = next(i for i, v in enumerate(logprobs) if not _one_logprob(v))
+        raise AdmissionError(
+            f"logprobs[{position}]", "a finite log probability <= 0", repr(logprobs[position])
+        )
     if finish_reason not in terminal:
         raise AdmissionError("finish_reason", f"one of {sorted(terminal)}", repr(finish_reason))
     if prompt_logprobs is not None:
@@ -83,3 +85,33 @@ def admit_sample(
             )
     if expected_model is not None and model != expected_model:
         raise AdmissionError("model", repr(expected_model), repr(model))
+
+
+def _all_token_ids(values: Sequence[int]) -> bool:
+    """Whole-sequence checks in C, since this guard runs on every sample; the failing position
+    is looked for afterwards, on the slow path only. An unsigned 64-bit array takes exactly the
+    non-negative integers (and bools, as 0 and 1)."""
+    try:
+        array("Q", values)
+    except (TypeError, OverflowError):
+        return False
+    return True
+
+
+def _all_logprobs(values: Sequence[float | None]) -> bool:
+    try:
+        total = sum(values)  # type: ignore[arg-type]
+    except TypeError:  # None or a string somewhere
+        return False
+    if isinstance(total, bool) or not math.isfinite(total):  # NaN or an infinity anywhere
+        return False
+    return max(values) <= 0.0  # type: ignore[type-var]
+
+
+def _one_logprob(value: float | None) -> bool:
+    return (
+        isinstance(value, float | int)
+        and not isinstance(value, bool)
+        and value == value
+        and -math.inf < value <= 0.0
+    )

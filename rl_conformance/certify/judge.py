@@ -18,7 +18,8 @@ from .scenarios import Refresh, Scenario
 PASS, FAIL, SKIPPED = "pass", "fail", "skipped"
 READ_ONLY_ROUTES = frozenset({"get_weight_version", "liveness_probe"})
 PAUSE, RESUME = "pause_generation", "resume_generation"
-UPDATE_ROUTES = frozenset({"update_weights_from_disk", "flush_cache", "set_weight_version"})
+UPDATE_PATH = frozenset({PAUSE, "update_weights_from_disk", "flush_cache", RESUME})
+"""The disk-update path of the vLLM Python-worker family the certification fleet serves."""
 
 
 @dataclass(frozen=True)
@@ -310,11 +311,40 @@ def _phases(records: list[AuditRecord]) -> list[tuple[str, int]]:
     return phases
 
 
+def _negotiated(records: list[AuditRecord]) -> str | None:
+    """Before its first mutating call, a refresh holds a listing in which every worker advertises
+    the whole update path ("require the complete capability set for the selected update path");
+    the violation, or None."""
+    mutations = _mutations(records)
+    if not mutations:
+        return None
+    first = records.index(mutations[0])
+    reads = [r for r in records[:first] if r.is_discovery]
+    if not reads:
+        return None  # reported as a phase without discovery
+    for worker, entry in sorted(_listing(reads[-1]).items()):
+        missing = sorted(UPDATE_PATH - set(entry.get("routes") or []))
+        if missing:
+            return (
+                f"began mutating the fleet although worker {worker} does not advertise "
+                + ", ".join(missing)
+            )
+    return None
+
+
 def discovery_before_control(evidence: Evidence) -> Finding:
     check = "adapter.discovery_before_control"
     judged = 0
     for step in evidence.refresh_steps():
         records = evidence.within(step)
+        unnegotiated = _negotiated(records)
+        if unnegotiated is not None:
+            return _fail(
+                check,
+                f"refresh {step.label}: {unnegotiated}",
+                "the complete route set negotiated before the first mutating call",
+                unnegotiated,
+            )
         previous = 0
         for phase, start in _phases(records):
             if not any(r.is_discovery for r in records[previous:start]):
@@ -335,6 +365,13 @@ def discovery_before_control(evidence: Evidence) -> Finding:
 def _listing(record: AuditRecord) -> dict[str, dict[str, Any]]:
     workers = (record.response or {}).get("workers") if isinstance(record.response, dict) else None
     return {str(w.get("instance_id")): w for w in workers or [] if isinstance(w, dict)}
+
+
+def _fleet_at(evidence: Evidence, step: Step) -> dict[str, dict[str, Any]]:
+    """The fleet as the last discovery read before the end of `step` listed it (the adapter's
+    own read, within the step or before it)."""
+    reads = [r for r in evidence.records if r.is_discovery and r.started <= step.finished]
+    return _listing(reads[-1]) if reads else {}
 
 
 def _mutations(records: list[AuditRecord]) -> list[AuditRecord]:
@@ -379,7 +416,7 @@ def mutations_to_advertised(evidence: Evidence) -> Finding:
         if step.outcome != "returned":
             continue
         records = evidence.within(step)
-        listed = next((_listing(r) for r in reversed(records) if r.is_discovery), {})
+        listed = _fleet_at(evidence, step)
         reached = {r.worker for r in _mutations(records)}
         unreached = sorted(set(listed) - reached)
         if not listed or unreached:
@@ -406,11 +443,12 @@ def _failure_point(records: list[AuditRecord]) -> AuditRecord | None:
 
 def gated_after_failure(evidence: Evidence) -> Finding:
     check = "adapter.gated_after_failure"
-    if evidence.scenario.refresh_succeeds:
-        return _skip(check, "every refresh of this scenario can succeed")
     refresh = next(iter(evidence.refresh_steps()), None)
     if refresh is None:
         return _skip(check, "no refresh was driven")
+    may_fail = evidence.scenario.refresh_succeeds is None and refresh.outcome != "returned"
+    if evidence.scenario.refresh_succeeds is not False and not may_fail:
+        return _skip(check, "the refresh of this scenario completed")
     records = evidence.within(refresh)
     failed = _failure_point(records)
     if failed is not None:
@@ -445,8 +483,12 @@ def gated_after_failure(evidence: Evidence) -> Finding:
 
 def complete_iteration(evidence: Evidence) -> Finding:
     check = "adapter.complete_iteration"
-    if not evidence.scenario.refresh_succeeds or not evidence.refresh_steps():
+    if evidence.scenario.refresh_succeeds is False or not evidence.refresh_steps():
         return _skip(check, "no refresh of this scenario can complete")
+    if evidence.scenario.refresh_succeeds is None and any(
+        step.outcome != "returned" for step in evidence.refresh_steps()
+    ):
+        return _skip(check, "the refresh failed closed, which this scenario allows")
     for step in evidence.refresh_steps():
         plan = next(
             s for s in evidence.scenario.steps if isinstance(s, Refresh) and s.version == step.label
@@ -459,7 +501,7 @@ def complete_iteration(evidence: Evidence) -> Finding:
                 step.outcome,
             )
         records = evidence.within(step)
-        listed = next((_listing(r) for r in reversed(records) if r.is_discovery), {})
+        listed = _fleet_at(evidence, step)
         if len(listed) != evidence.scenario.expected_workers:
             return _fail(
                 check,

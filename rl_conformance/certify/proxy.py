@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import socket
 import threading
 import time
@@ -72,7 +73,14 @@ class Injection:
 
 
 class _StreamCut(Exception):
-    pass
+    """Raised out of the ASGI app to make the server drop the connection mid-stream."""
+
+
+def _not_a_stream_cut(record: logging.LogRecord) -> bool:
+    return not (record.exc_info and isinstance(record.exc_info[1], _StreamCut))
+
+
+logging.getLogger("uvicorn.error").addFilter(_not_a_stream_cut)
 
 
 def _parse(raw: bytes) -> Any:
@@ -318,9 +326,11 @@ class RecordingProxy:
         for plane, upstream in self.upstreams.items():
             config = uvicorn.Config(
                 _Forwarder(plane, upstream, self),
-                log_level="critical",
+                log_level="warning",
+                log_config=None,  # never reconfigure logging: many servers start concurrently
                 lifespan="off",
                 access_log=False,
+                timeout_graceful_shutdown=1,
             )
             self._servers.append(uvicorn.Server(config))
         tasks = [

@@ -7,12 +7,13 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from fake_backends import FakeDeployment
 
-from ..capabilities import Capability, Level
+from ..capabilities import ALL, Capability, Level
 from ..matrix import Evidence as CellEvidence
 from ..matrix import Matrix, Outcome, RunInfo, TestRecord, build_matrix, now
 from ..target import Target
@@ -36,6 +37,7 @@ MODEL = "toy"
 STEP_BOUND_S = 20.0
 """No step may take longer; an adapter that hangs is reported, never waited for."""
 CANCEL_WAIT_S = 5.0
+DEFAULT_JOBS = 4
 CHECKLIST = "Integration Checklist"
 
 ITEMS: dict[str, tuple[str, str, str]] = {
@@ -91,7 +93,7 @@ ITEMS: dict[str, tuple[str, str, str]] = {
     ),
 }
 ITEM_CAPABILITIES: tuple[Capability, ...] = tuple(
-    Capability(item_id, title, "adapter", Level.MUST, section, quote)
+    Capability(item_id, title, "adapter", Level.MUST, section, quote, dict(ALL))
     for item_id, (title, section, quote) in ITEMS.items()
 )
 
@@ -282,19 +284,28 @@ def certify(
     adapters: dict[str, AdapterFactory],
     scenarios: Sequence[Scenario] = SCENARIOS,
     progress: Callable[[str], None] | None = None,
+    jobs: int = DEFAULT_JOBS,
 ) -> tuple[Matrix, list[ScenarioResult]]:
+    """Every adapter through every scenario. Scenarios are independent (each has its own fleet
+    and proxy) and mostly wait on timers, so `jobs` of them run at once."""
     started = now()
-    results: list[ScenarioResult] = []
-    for name, factory in adapters.items():
-        for scenario in scenarios:
-            result = run_scenario(name, factory, scenario)
-            results.append(result)
-            if progress is not None:
-                failed = [f.check_id for f in result.failed]
-                progress(
-                    f"{name} {scenario.name}: "
-                    + (", ".join(failed) if failed else result.error or "ok")
-                )
+    pairs = [
+        (name, factory, scenario) for name, factory in adapters.items() for scenario in scenarios
+    ]
+
+    def one(pair: tuple[str, AdapterFactory, Scenario]) -> ScenarioResult:
+        name, factory, scenario = pair
+        result = run_scenario(name, factory, scenario)
+        if progress is not None:
+            failed = [f.check_id for f in result.failed]
+            progress(
+                f"{name} {scenario.name}: "
+                + (", ".join(failed) if failed else result.error or "ok")
+            )
+        return result
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="certify") as pool:
+        results = list(pool.map(one, pairs))
     targets = [
         Target(
             id=name,
@@ -308,7 +319,7 @@ def certify(
     ]
     records = [record for result in results for record in _records(result)]
     return build_matrix(
-        ITEM_CAPABILITIES, targets, records, RunInfo(started, now(), True, None)
+        ITEM_CAPABILITIES, targets, records, RunInfo(started, now(), True, 0)
     ), results
 
 

@@ -47,7 +47,9 @@ class Scenario:
     steps: tuple[Step, ...]
     workers: int = 2
     expected_workers: int = 2
-    refresh_succeeds: bool = True
+    refresh_succeeds: bool | None = True
+    """True: every refresh can and must complete; False: none can, generation must stay gated;
+    None: completing on the whole fleet and failing closed are both safe."""
     injection: type[Injection] = Injection
     notes: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
@@ -278,6 +280,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         "partial_worker_set",
         "one worker is still registering when the refresh begins",
         (Generate("s1"), _refresh(1), Generate("s2")),
+        refresh_succeeds=None,
         injection=PartialWorkerSet,
     ),
 )

@@ -39,6 +39,13 @@ def register(commands: Any) -> None:
         metavar="NAME",
         help="run only these scenarios (repeatable; default: all)",
     )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=4,
+        metavar="N",
+        help="scenarios run at once, each with its own fleet (default 4)",
+    )
     parser.add_argument("--report-dir", default="adapter-report", metavar="DIR")
     parser.add_argument("-q", "--quiet", action="store_true")
     parser.set_defaults(handler=handle)
@@ -64,8 +71,10 @@ def handle(args: argparse.Namespace) -> int:
             f"--scenario: unknown {', '.join(unknown)}; expected one of {', '.join(known)}"
         )
     chosen = [known[name] for name in args.scenario] or list(SCENARIOS)
+    if args.jobs < 1:
+        raise ConfigurationError(f"--jobs: expected at least 1, observed {args.jobs}")
     progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
-    matrix, results = certify(adapters, chosen, progress)
+    matrix, results = certify(adapters, chosen, progress, jobs=args.jobs)
     directory = Path(args.report_dir)
     document = matrix.to_json()
     write_reports(document, directory)

@@ -26,9 +26,9 @@ from rl_conformance.weight_transfer import WeightTransfer
 RECORDED_LISTING = (
     Path(__file__).parents[2] / "fixtures/dynamo-1.6.1/vllm-sidecar/rl_workers_get.json"
 )
-SIDECAR_ROUTES: list[str] = json.loads(RECORDED_LISTING.read_text())["response"]["body"][
-    "workers"
-][0]["routes"]
+SIDECAR_ROUTES: list[str] = json.loads(RECORDED_LISTING.read_text())["response"]["body"]["workers"][
+    0
+]["routes"]
 """What the real 1.6.1 sidecar advertised, sleep mode and weight transfer on."""
 
 
