@@ -1,13 +1,15 @@
 """`rl-conformance`: one subcommand per module.
 
-rl-conformance run                                  all three fake deployments
+rl-conformance run                                  the four fake deployments
 rl-conformance run --frontend URL --rl-url URL --backend vllm [--model M]
+rl-conformance diff OLD.json NEW.json               regressions since a baseline (exit 1 on any)
 rl-conformance validate SCHEMA FILE                 a captured JSON body or SSE transcript
 rl-conformance capabilities                         the capability registry
 rl-conformance kill-matrix                          every named fault of our fakes
 rl-conformance passthrough                          engine faults through the real frontend
 rl-conformance install-dynamo                       the real Dynamo, in its own environment
 rl-conformance certify-adapter MODULE:FACTORY       an RL framework's rollout client
+rl-conformance profiles [run's deployment flags]    will verl, NeMo RL, slime, prime-rl work here
 """
 
 from __future__ import annotations
@@ -20,9 +22,11 @@ from ..version import __version__
 from . import (
     capabilities,
     certify_adapter,
+    diff,
     install_dynamo,
     kill_matrix,
     passthrough,
+    profiles,
     run,
     validate,
 )
@@ -36,6 +40,8 @@ COMMANDS = (
     passthrough,
     install_dynamo,
     certify_adapter,
+    profiles,
+    diff,
 )
 
 

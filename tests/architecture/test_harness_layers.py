@@ -30,6 +30,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "verdict",
             "matrix",
             "killmatrix",
+            "baseline",
             "strategies",
         ),
     ),

@@ -1,0 +1,33 @@
+"""`rl-conformance diff OLD.json NEW.json`: regressions (pass -> fail/error), fixes, newly
+failing cells, new and removed capabilities and targets. Exit 1 on a regression only, 2 on an
+unreadable file."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from ..baseline import diff_matrices, load_matrix, render_diff
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser(
+        "diff", help="compare two matrix.json files (a baseline and a new run)", description=__doc__
+    )
+    parser.add_argument("old", type=Path, metavar="OLD.json")
+    parser.add_argument("new", type=Path, metavar="NEW.json")
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--markdown", action="store_true", help="Markdown (a CI step summary)")
+    output.add_argument("--json", action="store_true", help="the diff as JSON")
+    parser.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    result = diff_matrices(load_matrix(args.old), load_matrix(args.new))
+    if args.json:
+        print(json.dumps(result.to_json(), indent=2))
+    else:
+        print(render_diff(result, markdown=args.markdown), end="")
+    return result.exit_status

@@ -1,0 +1,75 @@
+"""`rl-conformance profiles`: the rollout requests and administration routes of verl, NeMo RL,
+slime and prime-rl (read from their public sources, `fixtures/framework-profiles/`) replayed
+against the chosen deployments, one column per framework and deployment: will framework X work
+here. Read-only. Takes the deployment flags of `run`; writes the matrix to `--report-dir`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from ..config import RunConfig, add_arguments
+from ..errors import LaunchError
+
+EXIT_OK, EXIT_FAILED = 0, 1
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser(
+        "profiles",
+        help="replay RL frameworks' rollout requests against deployments",
+        description=__doc__,
+    )
+    add_arguments(parser)
+    parser.add_argument("-q", "--quiet", action="store_true")
+    parser.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    from ..certify.profiles import PROFILE_CAPABILITIES, PROFILES, profile_target, replay
+    from ..client import Client
+    from ..matrix import Outcome, RunInfo, TestRecord, build_matrix, now
+    from ..plan import plan_targets
+    from ..reports import write_reports
+
+    config = RunConfig.from_options(args).validate()
+    started = now()
+    pool = plan_targets(config)
+    client = Client(deadline_s=config.deadline)
+    targets, records = [], []
+    try:
+        for target_id in pool.ids:
+            try:
+                deployment = pool.get(target_id, client)
+            except LaunchError as exc:
+                placeholder = next(t for t in pool.planned_targets() if t.id == target_id)
+                for profile in PROFILES:
+                    target = profile_target(profile, placeholder)
+                    targets.append(target)
+                    records.extend(
+                        TestRecord(
+                            f"{c.id}[{target.id}]", (c.id,), target.id, Outcome.ERROR, str(exc)
+                        )
+                        for c in PROFILE_CAPABILITIES
+                    )
+                continue
+            found, replayed = replay(deployment, client)
+            targets.extend(found)
+            records.extend(replayed)
+            if not args.quiet:
+                print(f"{target_id}: replayed {len(found)} profiles", file=sys.stderr)
+            pool.release(target_id, client)
+    finally:
+        pool.stop_all()
+        client.close()
+    matrix = build_matrix(
+        PROFILE_CAPABILITIES, targets, records, RunInfo(started, now(), True, config.seed)
+    )
+    write_reports(matrix.to_json(), config.report_path)
+    for row in matrix.rows:
+        print(row.capability.id)
+        for target_id, cell in row.cells.items():
+            print(f"  {cell.outcome.value:>11}  {target_id}: {cell.reason}")
+    print(f"written to {config.report_path / 'matrix.md'}")
+    return EXIT_OK if matrix.exit_status == 0 else EXIT_FAILED
