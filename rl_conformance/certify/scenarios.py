@@ -183,6 +183,17 @@ class DiscoveryEntryError(Injection):
         return body
 
 
+class ReorderedListings(Injection):
+    """Each discovery read lists the workers in the reverse order of the previous one: list
+    position is not worker identity."""
+
+    def discovery(self, body: dict[str, Any], log: AuditLog) -> dict[str, Any]:
+        reads = len([r for r in log.records if r.is_discovery])
+        if reads % 2 == 0:
+            body["workers"] = list(reversed(body.get("workers") or []))
+        return body
+
+
 class PartialWorkerSet(Injection):
     """The second worker is still registering during the first two discovery reads."""
 
@@ -199,8 +210,9 @@ SCENARIOS: tuple[Scenario, ...] = (
     ),
     Scenario(
         "two_iterations",
-        "two refreshes in a row, each re-reading the fleet",
+        "two refreshes in a row, each re-reading the fleet (listed in a new order each time)",
         (Generate("s1"), _refresh(1), Generate("s2"), _refresh(2), Generate("s3")),
+        injection=ReorderedListings,
     ),
     Scenario(
         "late_completion",
