@@ -67,9 +67,12 @@ class Evidence:
     expected: Any = None
     observed: Any = None
     reproducer: str | None = None
+    wire: dict[str, Any] | None = None
+    """The failing exchange's wire log (`Exchange.wire_log`); the report writers save it as a
+    file next to the matrix and name it in `wire_log`."""
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        document = {
             "check_id": self.check_id,
             "message": self.message,
             "field": self.field,
@@ -77,6 +80,9 @@ class Evidence:
             "observed": to_jsonable(self.observed),
             "reproducer": self.reproducer,
         }
+        if self.wire is not None:
+            document["wire"] = self.wire
+        return document
 
 
 @dataclass

@@ -12,6 +12,8 @@ from .sse import SSEEvent
 from .stream_state import DONE, StreamState
 
 _BODY_PREVIEW = 300
+WIRE_LOG_BYTES = 64 * 1024
+"""A saved wire log keeps at most this much of a body, and events up to this many bytes."""
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,46 @@ class Exchange:
         if self.request.body is not None:
             parts += ["--data-raw", self.request.body.decode("utf-8", errors="replace")]
         return " ".join(shlex.quote(part) for part in parts)
+
+    def wire_log(self, limit: int = WIRE_LOG_BYTES) -> dict[str, Any]:
+        """The exchange as saved next to the matrix for a failure: request, status, headers, body
+        or SSE events, and timings, each body cut at `limit` bytes (and said so)."""
+
+        def text(raw: bytes | None) -> str | None:
+            if raw is None:
+                return None
+            shown = raw[:limit].decode("utf-8", errors="replace")
+            return shown + (f"... [{len(raw) - limit} more bytes]" if len(raw) > limit else "")
+
+        log: dict[str, Any] = {
+            "request": {
+                "method": self.request.method,
+                "url": self.request.url,
+                "headers": dict(self.request.headers),
+                "body": text(self.request.body),
+            },
+            "status": self.status,
+            "headers": dict(self.headers),
+            "error": self.error,
+            "elapsed_s": round(self.elapsed_s, 4),
+            "first_byte_s": None if self.first_byte_s is None else round(self.first_byte_s, 4),
+        }
+        if self.streamed:
+            events: list[dict[str, Any]] = []
+            used = 0
+            for event in self.events:
+                used += len(event.data)
+                if used > limit:
+                    events.append({"data": f"... [{len(self.events) - len(events)} more events]"})
+                    break
+                events.append({"event": event.event, "data": event.data})
+            log["events"] = events
+            log["state"] = None if self.state is None else self.state.value
+            log["state_reason"] = self.state_reason
+        else:
+            log["body"] = text(self.body) + (" [cut by the client]" if self.body_truncated else "")
+        log["reproducer"] = self.curl()
+        return log
 
     def describe(self) -> str:
         """One line for messages: request, status and outcome."""

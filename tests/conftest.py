@@ -8,6 +8,7 @@ failed), fail in CI, and skip with instructions on a developer machine.
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ import pytest
 from rl_conformance.launchers.dynamo import find_dynamo_python
 
 _SKIPPED: list[str] = []
+_NO_BROWSER: list[str] = []
 
 
 @pytest.fixture(scope="session")
@@ -35,7 +37,22 @@ def dynamo_python() -> Path:
     pytest.skip("real Dynamo not installed: run `rl-conformance install-dynamo` first")
 
 
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """Debian's headless Chromium for the HTML report's browser test; a loud skip without it."""
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    reason = os.environ.get("RL_CONFORMANCE_NO_CHROMIUM") or "no chromium on PATH"
+    _NO_BROWSER.append(reason)
+    pytest.skip(f"CHROMIUM NOT AVAILABLE: {reason} (apt-get install chromium)")
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if _NO_BROWSER:
+        terminalreporter.section("HTML BROWSER TEST SKIPPED", sep="!", red=True, bold=True)
+        terminalreporter.write_line(f"reason: {_NO_BROWSER[0]}", red=True)
     if _SKIPPED:
         terminalreporter.section("REAL DYNAMO TESTS SKIPPED", sep="!", red=True, bold=True)
         terminalreporter.write_line(f"reason: {_SKIPPED[0]}", red=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -124,6 +125,9 @@ def _run_shards(args: argparse.Namespace, report: Path) -> dict[str, Any] | None
             process.kill()
             _, errors = process.communicate()
         path = directory / "matrix.json"
+        for log in sorted((directory / "wire").glob("*.json")):
+            (report / "wire").mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(log, report / "wire" / log.name)
         if not path.exists():
             print(
                 f"rl-conformance: kill-matrix shard {index}/{args.jobs} wrote no matrix "

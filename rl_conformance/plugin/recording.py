@@ -53,7 +53,9 @@ def record_of(
         record.outcome = Outcome.FAIL
         result = error.result
         record.reason = result.violations[0].message if result.violations else result.spec.title
-        reproducer = error.exchange.curl() if error.exchange is not None else None
+        exchange = error.exchange
+        reproducer = exchange.curl() if exchange is not None else None
+        wire = exchange.wire_log() if exchange is not None else None
         record.evidence = [
             Evidence(
                 result.check_id,
@@ -62,6 +64,7 @@ def record_of(
                 violation.expected,
                 violation.observed,
                 reproducer,
+                wire,
             )
             for violation in result.violations
         ]

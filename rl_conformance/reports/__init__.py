@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -18,9 +20,56 @@ FILES = {
 }
 
 
+WIRE_DIR = "wire"
+EXCERPT_CHARS = 600
+
+
+def externalise_wire_logs(matrix: dict[str, Any], directory: Path) -> dict[str, Any]:
+    """Save each failure's wire log as `wire/<digest>.json` next to the matrix (one file per
+    distinct exchange) and return a copy of the matrix that names the file (`wire_log`) and
+    keeps a short excerpt (`wire_excerpt`) in place of the log."""
+    document = copy.deepcopy(matrix)
+    for row in document.get("capabilities", []):
+        for cell in row.get("cells", {}).values():
+            for item in cell.get("evidence", []):
+                wire = item.pop("wire", None)
+                if wire is None:
+                    continue
+                text = json.dumps(wire, indent=2, sort_keys=True, default=str) + "\n"
+                name = f"{WIRE_DIR}/{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
+                path = directory / name
+                if not path.exists():
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    path.write_text(text, encoding="utf-8")
+                item["wire_log"] = name
+                item["wire_excerpt"] = wire_excerpt(wire)
+    return document
+
+
+def wire_excerpt(wire: dict[str, Any]) -> str:
+    request = wire.get("request", {})
+    lines = [f"{request.get('method')} {request.get('url')}"]
+    if request.get("body"):
+        lines.append(str(request["body"])[:200])
+    status = wire.get("status")
+    lines.append(
+        f"-> HTTP {status}" if status is not None else f"-> no response ({wire.get('error')})"
+    )
+    if "events" in wire:
+        lines += [f"data: {event.get('data')}" for event in wire["events"][:6]]
+        if len(wire["events"]) > 6:
+            lines.append(f"... {len(wire['events']) - 6} more events")
+    elif wire.get("body"):
+        lines.append(str(wire["body"]))
+    text = "\n".join(lines)
+    return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS] + " ..."
+
+
 def write_reports(matrix: dict[str, Any], directory: Path) -> list[Path]:
-    """Write every report; the JSON first, so an error in a renderer never loses the results."""
+    """Write every report; the JSON first, so an error in a renderer never loses the results.
+    Failures' wire logs go to `wire/`, named from the evidence."""
     directory.mkdir(parents=True, exist_ok=True)
+    matrix = externalise_wire_logs(matrix, directory)
     written = []
     for name, render in FILES.items():
         path = directory / name

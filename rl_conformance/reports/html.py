@@ -1,73 +1,224 @@
-"""A single self-contained HTML page: the matrix with colour-coded cells and expandable evidence."""
+"""The matrix as one self-contained HTML page (no network, no external assets): grouped by
+contract area, each outcome written as a word on its colour, filters by level, outcome and
+target, and every cell opening its evidence (the requirement, checks, expected and observed
+values, the curl reproducer, the wire-log excerpt and file, timings) in a side panel."""
 
 from __future__ import annotations
 
+import json
 from html import escape
 from typing import Any
 
-COLOURS = {
-    "pass": "#d7f5dd",
-    "fail": "#ffd6d6",
-    "error": "#ffb3b3",
-    "unsupported": "#eeeeee",
-    "not-advertised": "#f3f0d7",
-    "skipped": "#f7f7f7",
-}
+OUTCOMES = ("pass", "fail", "error", "unsupported", "not-advertised", "skipped")
 
 STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2rem; }
-table { border-collapse: collapse; }
-th, td { border: 1px solid #ccc; padding: .3rem .6rem; vertical-align: top; text-align: left; }
-td.cell { min-width: 8rem; }
-details pre { white-space: pre-wrap; max-width: 40rem; font-size: .8rem; }
-.banner { background: #ffe08a; padding: .5rem 1rem; }
+:root { --pass:#d7f5dd; --fail:#ffc9c9; --error:#ff9e9e; --unsupported:#e9e9e9;
+        --not-advertised:#f3efc9; --skipped:#f6f6f6; }
+body { font-family: system-ui, sans-serif; margin: 1.5rem; color: #1b1b1b; }
+header p { margin: .2rem 0; }
+.banner { background: #ffe08a; padding: .5rem 1rem; font-weight: bold; }
+.filters { margin: 1rem 0; display: flex; gap: 1rem; flex-wrap: wrap; }
+.summary span { margin-right: .8rem; }
+table { border-collapse: collapse; margin-bottom: 1.5rem; }
+th, td { border: 1px solid #c8c8c8; padding: .25rem .5rem; vertical-align: top; text-align: left; }
+th.capability { max-width: 26rem; font-weight: normal; }
+td.cell { min-width: 7rem; padding: 0; }
+td.cell button { width: 100%; height: 100%; min-height: 2.2rem; border: 0; font: inherit;
+                 cursor: pointer; text-align: left; padding: .25rem .5rem; }
+.o-pass { background: var(--pass); } .o-fail { background: var(--fail); font-weight: bold; }
+.o-error { background: var(--error); font-weight: bold; }
+.o-unsupported { background: var(--unsupported); }
+.o-not-advertised { background: var(--not-advertised); }
+.o-skipped { background: var(--skipped); }
+td.cell button:focus { outline: 3px solid #3b6fd8; }
+#panel { position: fixed; top: 0; right: 0; width: min(44rem, 55vw); height: 100vh;
+         overflow: auto; background: #fff; border-left: 2px solid #888; padding: 1rem;
+         box-shadow: -4px 0 12px #0002; }
+#panel pre { white-space: pre-wrap; word-break: break-all; background: #f4f4f4; padding: .5rem;
+             font-size: .8rem; }
+#panel dt { font-weight: bold; margin-top: .6rem; }
+.hidden { display: none; }
 """
+
+SCRIPT = """
+(function () {
+  const panel = document.getElementById('panel');
+  const body = document.getElementById('panel-body');
+  function open(button) {
+    const template = document.getElementById(button.dataset.evidence);
+    body.replaceChildren(template.content.cloneNode(true));
+    panel.hidden = false;
+    panel.dataset.showing = button.dataset.evidence;
+    document.querySelectorAll('td.cell button[aria-expanded="true"]').forEach(function (b) {
+      b.setAttribute('aria-expanded', 'false');
+    });
+    button.setAttribute('aria-expanded', 'true');
+  }
+  document.querySelectorAll('td.cell button').forEach(function (button) {
+    button.addEventListener('click', function () { open(button); });
+  });
+  document.getElementById('panel-close').addEventListener('click', function () {
+    panel.hidden = true;
+  });
+  document.addEventListener('keydown', function (event) {
+    if (event.key === 'Escape') { panel.hidden = true; }
+  });
+  const level = document.getElementById('filter-level');
+  const outcome = document.getElementById('filter-outcome');
+  const target = document.getElementById('filter-target');
+  function apply() {
+    document.querySelectorAll('[data-target-column]').forEach(function (element) {
+      const shown = !target.value || element.dataset.targetColumn === target.value;
+      element.classList.toggle('hidden', !shown);
+    });
+    document.querySelectorAll('tr.capability-row').forEach(function (row) {
+      let shown = !level.value || row.dataset.level === level.value;
+      if (shown && outcome.value) {
+        shown = Array.from(row.querySelectorAll('td.cell')).some(function (cell) {
+          return cell.dataset.outcome === outcome.value &&
+            (!target.value || cell.dataset.targetColumn === target.value);
+        });
+      }
+      row.classList.toggle('hidden', !shown);
+    });
+    document.querySelectorAll('section.area').forEach(function (section) {
+      const rows = section.querySelectorAll('tr.capability-row:not(.hidden)');
+      section.classList.toggle('hidden', rows.length === 0);
+    });
+  }
+  [level, outcome, target].forEach(function (select) { select.addEventListener('change', apply); });
+})();
+"""
+
+
+def _options(values: list[str], label: str) -> str:
+    options = [f"<option value=''>every {escape(label)}</option>"]
+    options += [f"<option value='{escape(v)}'>{escape(v)}</option>" for v in values]
+    return "".join(options)
+
+
+def _value(value: Any) -> str:
+    return escape(json.dumps(value, ensure_ascii=False, default=str)[:2000])
+
+
+def _evidence(
+    row: dict[str, Any], target: dict[str, Any], cell: dict[str, Any], identifier: str
+) -> str:
+    spec = row["spec"]
+    parts = [
+        f"<template id='{identifier}'>",
+        f"<h2>{escape(cell['outcome'].upper())}: <code>{escape(row['id'])}</code> on "
+        f"<code>{escape(target['id'])}</code></h2>",
+        f"<p>{escape(row['title'])}</p><dl>",
+        f"<dt>requirement ({escape(row['level'])}, {escape(spec['section'])})</dt>",
+        f"<dd><q>{escape(spec['quote'])}</q></dd>",
+        f"<dt>reason</dt><dd>{escape(cell['reason'])}</dd>",
+        f"<dt>documented for {escape(target['backend'])}</dt><dd>{escape(cell['documented'])}"
+        + (" (the observation contradicts it)" if cell.get("contradicts_documentation") else "")
+        + "</dd>",
+    ]
+    if cell["checks"]:
+        checks = ", ".join(
+            f"{escape(c['id'])} ({escape(c['outcome'])}, {c['count']}x)" for c in cell["checks"]
+        )
+        parts.append(f"<dt>checks</dt><dd>{checks}</dd>")
+    for item in cell["evidence"]:
+        parts.append(
+            f"<dt>check {escape(item['check_id'])}</dt><dd>{escape(item['message'])}"
+            f"<br>field <code>{escape(item.get('field') or '-')}</code>: expected "
+            f"<code>{_value(item.get('expected'))}</code>, observed "
+            f"<code>{_value(item.get('observed'))}</code></dd>"
+        )
+        if item.get("reproducer"):
+            parts.append(
+                "<dt>reproduce</dt><dd><pre class='reproducer'>"
+                f"{escape(item['reproducer'])}</pre></dd>"
+            )
+        if item.get("wire_log"):
+            parts.append(
+                f"<dt>wire log (<a href='{escape(item['wire_log'])}'>"
+                f"{escape(item['wire_log'])}</a>)</dt>"
+                f"<dd><pre class='wire'>{escape(item.get('wire_excerpt', ''))}</pre></dd>"
+            )
+    tests = "".join(
+        f"<li><code>{escape(t['nodeid'])}</code>: {escape(t['outcome'])}, {t['duration_s']} s</li>"
+        for t in cell["tests"]
+    )
+    parts.append(f"<dt>tests ({cell['duration_s']} s)</dt><dd><ul>{tests}</ul></dd>")
+    parts.append("</dl></template>")
+    return "".join(parts)
 
 
 def render_html(matrix: dict[str, Any]) -> str:
     targets = matrix["targets"]
+    rows = matrix["capabilities"]
+    areas: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        areas.setdefault(row.get("area") or "other", []).append(row)
+    summary = "".join(
+        f"<span class='o-{escape(name)}'>{count} {escape(name)}</span>"
+        for name, count in matrix["summary"].items()
+    )
+    suite = matrix["suite"]
     parts = [
-        "<!doctype html><html><head><meta charset='utf-8'>",
-        f"<title>{escape(matrix['suite']['name'])} matrix</title>",
-        f"<style>{STYLE}</style></head><body>",
-        f"<h1>Conformance matrix</h1><p>{escape(matrix['suite']['name'])} "
-        f"{escape(matrix['suite']['version'])}, started {escape(matrix['started_at'])}, "
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>",
+        f"<title>{escape(suite['name'])} matrix</title><style>{STYLE}</style></head><body>",
+        f"<header><h1>Conformance matrix</h1><p>{escape(suite['name'])} "
+        f"{escape(suite['version'])}, started {escape(matrix['started_at'])}, "
         f"{matrix['duration_s']} s, seed {escape(str(matrix['seed']))}</p>",
+        f"<p class='summary'>{summary}</p></header>",
     ]
     if not matrix["complete"]:
-        parts.append("<p class='banner'>Incomplete run: interrupted before every test ran.</p>")
-    parts.append("<table><tr><th>capability</th><th>level</th>")
-    for target in targets:
+        why = matrix.get("incomplete_reason") or "interrupted before every test ran"
+        parts.append(f"<p class='banner'>Incomplete run: {escape(why)}.</p>")
+    levels = sorted({row["level"] for row in rows})
+    parts.append(
+        "<div class='filters'>"
+        f"<label>level <select id='filter-level'>{_options(levels, 'level')}</select></label>"
+        f"<label>outcome <select id='filter-outcome'>{_options(list(OUTCOMES), 'outcome')}"
+        "</select></label>"
+        f"<label>target <select id='filter-target'>"
+        f"{_options([t['id'] for t in targets], 'target')}</select></label></div>"
+    )
+    templates = []
+    counter = 0
+    for area, area_rows in areas.items():
         parts.append(
-            f"<th>{escape(target['id'])}<br><small>{escape(target['backend'])}, "
-            f"{escape(target['kind'])}</small></th>"
-        )
-    parts.append("</tr>")
-    for row in matrix["capabilities"]:
-        parts.append(
-            f"<tr><td><code>{escape(row['id'])}</code><br>{escape(row['title'])}"
-            f"<br><small>{escape(row['spec']['section'])}</small></td>"
-            f"<td>{escape(row['level'])}</td>"
+            f"<section class='area' data-area='{escape(area)}'><h2>{escape(area)}</h2><table>"
+            "<thead><tr><th>capability</th><th>level</th>"
         )
         for target in targets:
-            parts.append(_cell(row["cells"][target["id"]]))
-        parts.append("</tr>")
-    parts.append("</table></body></html>\n")
+            parts.append(
+                f"<th data-target-column='{escape(target['id'])}'>{escape(target['id'])}<br>"
+                f"<small>{escape(target['backend'])}, {escape(target['kind'])}</small></th>"
+            )
+        parts.append("</tr></thead><tbody>")
+        for row in area_rows:
+            parts.append(
+                f"<tr class='capability-row' data-level='{escape(row['level'])}'>"
+                f"<th class='capability' scope='row'><code>{escape(row['id'])}</code><br>"
+                f"{escape(row['title'])}</th><td>{escape(row['level'])}</td>"
+            )
+            for target in targets:
+                cell = row["cells"][target["id"]]
+                identifier = f"evidence-{counter}"
+                counter += 1
+                templates.append(_evidence(row, target, cell, identifier))
+                outcome = escape(cell["outcome"])
+                flag = " (!doc)" if cell.get("contradicts_documentation") else ""
+                parts.append(
+                    f"<td class='cell o-{outcome}' data-outcome='{outcome}' "
+                    f"data-target-column='{escape(target['id'])}'>"
+                    f"<button type='button' data-evidence='{identifier}' aria-expanded='false' "
+                    f"title='{escape(cell['reason'][:300])}'>{outcome}{flag}</button></td>"
+                )
+            parts.append("</tr>")
+        parts.append("</tbody></table></section>")
+    parts.append(
+        "<aside id='panel' hidden aria-live='polite'><button type='button' id='panel-close'>"
+        "close</button><div id='panel-body'></div></aside>"
+    )
+    parts += templates
+    parts.append(f"<script>{SCRIPT}</script></body></html>\n")
     return "".join(parts)
-
-
-def _cell(cell: dict[str, Any]) -> str:
-    colour = COLOURS.get(cell["outcome"], "#ffffff")
-    label = escape(cell["outcome"]) + (
-        " (contradicts docs)" if cell["contradicts_documentation"] else ""
-    )
-    body = [f"<td class='cell' style='background:{colour}'><b>{label}</b>"]
-    details = [escape(cell["reason"])]
-    for item in cell["evidence"][:5]:
-        details.append(f"{escape(item['check_id'])}: {escape(item['message'])}")
-        if item.get("reproducer"):
-            details.append(escape(item["reproducer"]))
-    body.append(
-        f"<details><summary>details</summary><pre>{'<br>'.join(details)}</pre></details></td>"
-    )
-    return "".join(body)

@@ -30,10 +30,7 @@ def render_junit(matrix: dict[str, Any]) -> str:
                 tag = FAILING[cell["outcome"]]
                 counts["failures" if tag == "failure" else "errors"] += 1
                 element = ElementTree.SubElement(case, tag, message=cell["reason"][:500])
-                element.text = "\n".join(
-                    f"{item['check_id']}: {item['message']}\n  reproduce: {item.get('reproducer')}"
-                    for item in cell["evidence"]
-                )
+                element.text = _failure_text(row, cell)
             elif cell["outcome"] in SKIPPING:
                 counts["skipped"] += 1
                 ElementTree.SubElement(
@@ -50,3 +47,19 @@ def render_junit(matrix: dict[str, Any]) -> str:
         + ElementTree.tostring(root, encoding="unicode")
         + "\n"
     )
+
+
+def _failure_text(row: dict[str, Any], cell: dict[str, Any]) -> str:
+    spec = row["spec"]
+    lines = [f"requirement ({row['level']}, {spec['section']}): {spec['quote']}", cell["reason"]]
+    for item in cell["evidence"]:
+        lines.append(f"{item['check_id']}: {item['message']}")
+        lines.append(
+            f"  field {item.get('field') or '-'}: expected {item.get('expected')!r}, "
+            f"observed {item.get('observed')!r}"
+        )
+        if item.get("reproducer"):
+            lines.append(f"  reproduce: {item['reproducer']}")
+        if item.get("wire_log"):
+            lines.append(f"  wire log: {item['wire_log']}")
+    return "\n".join(lines)

@@ -1,4 +1,6 @@
-"""Markdown rendering of the matrix: one table, then the evidence of every non-passing cell."""
+"""Markdown rendering of the matrix, shaped for a CI step summary: the failures first (each with
+its requirement, expected and observed values, reproducer and wire log), then the table, then the
+reasons of every other cell that did not pass."""
 
 from __future__ import annotations
 
@@ -12,6 +14,9 @@ SYMBOL = {
     "skipped": "skipped",
     "error": "**ERROR**",
 }
+FAILING = ("fail", "error")
+TABLE_HEADING = "## Matrix"
+OTHERS_HEADING = "## Other cells that did not pass"
 
 
 def cell_text(cell: dict[str, Any]) -> str:
@@ -19,6 +24,43 @@ def cell_text(cell: dict[str, Any]) -> str:
     if cell.get("contradicts_documentation"):
         text += " (!doc)"
     return text
+
+
+def render_table(matrix: dict[str, Any]) -> list[str]:
+    targets = [target["id"] for target in matrix["targets"]]
+    lines = ["| capability | level | " + " | ".join(targets) + " |"]
+    lines.append("|---|---|" + "---|" * len(targets))
+    for row in matrix["capabilities"]:
+        cells = [cell_text(row["cells"][target]) for target in targets]
+        lines.append(
+            f"| `{row['id']}` {row['title']} | {row['level']} | " + " | ".join(cells) + " |"
+        )
+    lines += ["", "(!doc) = the observation contradicts the spec's documented support."]
+    return lines
+
+
+def render_failure(row: dict[str, Any], target: str, cell: dict[str, Any]) -> list[str]:
+    """One failing cell: the requirement it breaks and everything needed to see it again."""
+    spec = row["spec"]
+    lines = [
+        f"### {cell['outcome'].upper()} `{row['id']}` on `{target}`",
+        "",
+        f"- requirement ({row['level']}, {spec['section']}): {spec['quote']}",
+        f"- observed: {_short(cell['reason'], 400)}",
+    ]
+    for item in cell["evidence"][:3]:
+        lines.append(f"- check `{item['check_id']}`: {_short(item['message'], 400)}")
+        if item.get("field") or item.get("expected") is not None:
+            lines.append(
+                f"  - field `{item.get('field') or '-'}`: expected `{_short(item['expected'])}`, "
+                f"observed `{_short(item['observed'])}`"
+            )
+        if item.get("reproducer"):
+            lines.append(f"  - reproduce: `{_short(item['reproducer'], 2000)}`")
+        if item.get("wire_log"):
+            lines.append(f"  - wire log: [{item['wire_log']}]({item['wire_log']})")
+    lines.append("")
+    return lines
 
 
 def render_markdown(matrix: dict[str, Any]) -> str:
@@ -33,37 +75,27 @@ def render_markdown(matrix: dict[str, Any]) -> str:
         f"Cells: {summary}.",
         "",
     ]
-    lines.append("| capability | level | " + " | ".join(targets) + " |")
-    lines.append("|---|---|" + "---|" * len(targets))
-    for row in matrix["capabilities"]:
-        cells = [cell_text(row["cells"][target]) for target in targets]
-        lines.append(
-            f"| `{row['id']}` {row['title']} | {row['level']} | " + " | ".join(cells) + " |"
-        )
-    lines += ["", "(!doc) = the observation contradicts the spec's documented support.", ""]
-    details = []
+    failures = [
+        (row, target, row["cells"][target])
+        for row in matrix["capabilities"]
+        for target in targets
+        if row["cells"][target]["outcome"] in FAILING
+    ]
+    if failures:
+        lines += [f"## Failures ({len(failures)})", ""]
+        for row, target, cell in failures:
+            lines += render_failure(row, target, cell)
+    lines += [TABLE_HEADING, "", *render_table(matrix), ""]
+    others = []
     for row in matrix["capabilities"]:
         for target in targets:
             cell = row["cells"][target]
-            if cell["outcome"] in ("pass",):
+            if cell["outcome"] == "pass" or cell["outcome"] in FAILING:
                 continue
-            details.append(f"### `{row['id']}` on {target}: {cell['outcome']}")
-            details.append("")
-            details.append(f"{cell['reason']}")
-            for item in cell["evidence"][:3]:
-                details.append("")
-                details.append(f"- `{item['check_id']}`: {item['message']}")
-                if item.get("field"):
-                    details.append(
-                        f"  - field: `{item['field']}`; expected `{_short(item['expected'])}`"
-                        f", observed `{_short(item['observed'])}`"
-                    )
-                if item.get("reproducer"):
-                    details.append(f"  - reproduce: `{item['reproducer']}`")
-            details.append("")
-    if details:
-        lines += ["## Cells that did not pass", "", *details]
-    return "\n".join(lines) + "\n"
+            others.append(f"- `{row['id']}` on `{target}`: {cell['outcome']}: {cell['reason']}")
+    if others:
+        lines += [OTHERS_HEADING, "", *others, ""]
+    return "\n".join(lines).rstrip() + "\n"
 
 
 def _short(value: Any, limit: int = 160) -> str:
