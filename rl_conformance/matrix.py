@@ -13,6 +13,10 @@ writers render that document.
 
 from __future__ import annotations
 
+import os
+import platform
+import socket
+import sys
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -212,6 +216,23 @@ class RunInfo:
     complete: bool
     seed: int | None
     incomplete_reason: str | None = None
+    command: list[str] = field(default_factory=lambda: list(sys.argv))
+    """How the run was started (the launch commands of targets are in their notes/versions)."""
+
+
+def environment(run: RunInfo) -> dict[str, Any]:
+    """Where and how the matrix was produced: suite, Python, host, command, seed, times."""
+    return {
+        "suite_version": __version__,
+        "python": f"{platform.python_implementation()} {platform.python_version()}",
+        "platform": platform.platform(),
+        "host": socket.gethostname(),
+        "cpus": os.cpu_count(),
+        "command": _command(run.command),
+        "seed": run.seed,
+        "started_at": _iso(run.started_at),
+        "finished_at": _iso(run.finished_at),
+    }
 
 
 @dataclass
@@ -272,6 +293,7 @@ class Matrix:
                 "finished_at": _iso(run.finished_at),
                 "duration_s": round((run.finished_at - run.started_at).total_seconds(), 3),
                 "seed": run.seed,
+                "environment": environment(run),
                 "exit_status": self.exit_status,
                 "summary": self.summary,
                 "targets": [target.describe() for target in self.targets],
@@ -302,6 +324,15 @@ def build_matrix(
             cells[target.id] = cell
         rows.append(Row(capability, cells))
     return Matrix(run, list(targets), rows)
+
+
+def _command(argv: list[str]) -> list[str]:
+    if not argv:
+        return []
+    program = os.path.basename(argv[0])
+    if program in ("__main__.py", "rl-conformance"):
+        program = "rl-conformance"
+    return [program, *argv[1:]]
 
 
 def now() -> datetime:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .breaker import origin
 from .client import Client
@@ -43,6 +44,7 @@ class TargetPool:
                     preflight(target, client)
                     resolve_model(target, client)
                     preflight_generation(target, client)
+                    record_topology(target, client)
                 except (LaunchError, ConfigurationError) as exc:
                     self.failures[target_id] = f"{target_id}: {exc}"
                     raise LaunchError(self.failures[target_id]) from exc
@@ -131,6 +133,52 @@ def preflight_generation(target: Target, client: Client) -> None:
         reason = f"preflight POST {url} (one token): {exchange.error}"
         client.breaker.trip(url, reason)
         target.notes.append(f"plane down: {origin(url)} is unavailable: {reason}")
+
+
+def record_topology(target: Target, client: Client) -> None:
+    """What the deployment shows of itself, for the environment record: the workers discovery
+    lists (count, world sizes, namespaces, models), the frontend's registered instances (their
+    components; a `prefill` component means disaggregated serving) and the workers given by URL.
+    Read once, with a short deadline; what cannot be read is said, never guessed."""
+    topology: dict[str, Any] = {"workers_given_by_url": len(target.worker_urls)}
+    if target.rl_url:
+        try:
+            listing = client.get(
+                target.rl("/v1/rl/workers"), deadline_s=min(PREFLIGHT_DEADLINE_S, client.deadline_s)
+            )
+            workers = [
+                w for w in (listing.json() or {}).get("workers") or [] if isinstance(w, dict)
+            ]
+        except (TransportError, ValueError, AttributeError) as exc:
+            topology["discovery"] = f"unreadable: {exc}"
+        else:
+            topology["discovered_workers"] = len(workers)
+            topology["world_sizes"] = sorted(
+                {w["world_size"] for w in workers if "world_size" in w}
+            )
+            topology["namespaces"] = sorted({str(w.get("namespace")) for w in workers})
+            topology["models"] = sorted({str(w["model"]) for w in workers if w.get("model")})
+            topology["workers_with_error"] = sum(1 for w in workers if w.get("error"))
+    try:
+        health = client.get(
+            target.url("/health"), deadline_s=min(PREFLIGHT_DEADLINE_S, client.deadline_s)
+        ).json()
+        instances = health.get("instances") if isinstance(health, dict) else None
+    except (TransportError, ValueError):
+        instances = None
+    if isinstance(instances, list):
+        components = sorted(
+            {
+                str(i.get("component"))
+                for i in instances
+                if isinstance(i, dict) and i.get("component")
+            }
+        )
+        topology["frontend_components"] = components
+        topology["disaggregated"] = any("prefill" in c for c in components)
+    else:
+        topology["disaggregated"] = None  # the frontend's /health lists no instances
+    target.topology = topology
 
 
 def resolve_model(target: Target, client: Client) -> None:

@@ -52,6 +52,8 @@ class Target:
     probe: Probe | None = None
     release: str = MAIN
     """The Dynamo release the deployment runs (`releases.RELEASES`); `main` unless known."""
+    topology: dict[str, Any] = field(default_factory=dict)
+    """What the deployment shows of itself when first reached (`plan.record_topology`)."""
 
     @property
     def offers(self) -> frozenset[str]:
@@ -77,6 +79,7 @@ class Target:
             "notes": list(self.notes),
             "worker_urls": list(self.worker_urls),
             "dynamo_release": self.release,
+            "topology": dict(self.topology),
         }
 
 

@@ -149,6 +149,28 @@ def _evidence(
     return "".join(parts)
 
 
+def _environment(matrix: dict[str, Any]) -> str:
+    env = matrix.get("environment") or {}
+    rows = (
+        [
+            f"<li>{escape(str(env.get('python')))} on {escape(str(env.get('platform')))}, "
+            f"{escape(str(env.get('cpus')))} CPUs, host {escape(str(env.get('host')))}; "
+            f"<code>{escape(' '.join(env.get('command', [])))}</code></li>"
+        ]
+        if env
+        else []
+    )
+    for target in matrix["targets"]:
+        details = {**(target.get("versions") or {}), **(target.get("topology") or {})}
+        shown = "; ".join(f"{escape(str(k))} {escape(str(v))}" for k, v in details.items())
+        rows.append(
+            f"<li><code>{escape(target['id'])}</code> ({escape(target['backend'])}, "
+            f"{escape(target['kind'])}, Dynamo {escape(str(target.get('dynamo_release')))}): "
+            f"model {escape(str(target.get('model')))}; {shown}</li>"
+        )
+    return f"<details><summary>environment</summary><ul>{''.join(rows)}</ul></details>"
+
+
 def render_html(matrix: dict[str, Any]) -> str:
     targets = matrix["targets"]
     rows = matrix["capabilities"]
@@ -167,7 +189,7 @@ def render_html(matrix: dict[str, Any]) -> str:
         f"<header><h1>Conformance matrix</h1><p>{escape(suite['name'])} "
         f"{escape(suite['version'])}, started {escape(matrix['started_at'])}, "
         f"{matrix['duration_s']} s, seed {escape(str(matrix['seed']))}</p>",
-        f"<p class='summary'>{summary}</p></header>",
+        f"<p class='summary'>{summary}</p>{_environment(matrix)}</header>",
     ]
     if not matrix["complete"]:
         why = matrix.get("incomplete_reason") or "interrupted before every test ran"

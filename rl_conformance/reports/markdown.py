@@ -63,6 +63,27 @@ def render_failure(row: dict[str, Any], target: str, cell: dict[str, Any]) -> li
     return lines
 
 
+def render_environment(matrix: dict[str, Any]) -> list[str]:
+    """Where the run happened and what each target showed of itself."""
+    env = matrix.get("environment") or {}
+    lines = []
+    if env:
+        lines.append(
+            f"Environment: {env.get('python')} on {env.get('platform')} ({env.get('cpus')} CPUs, "
+            f"host {env.get('host')}); command `{_short(' '.join(env.get('command', [])), 400)}`."
+        )
+    for target in matrix["targets"]:
+        versions = ", ".join(f"{k} {v}" for k, v in (target.get("versions") or {}).items())
+        topology = target.get("topology") or {}
+        shown = ", ".join(f"{k} {v}" for k, v in topology.items())
+        lines.append(
+            f"- `{target['id']}` ({target['backend']}, {target['kind']}, Dynamo "
+            f"{target.get('dynamo_release', '?')}): model {target.get('model')}; "
+            f"{versions or 'no versions reported'}; {shown or 'topology not read'}"
+        )
+    return [*lines, ""] if lines else []
+
+
 def render_markdown(matrix: dict[str, Any]) -> str:
     targets = [target["id"] for target in matrix["targets"]]
     lines = [f"# Conformance matrix ({matrix['suite']['name']} {matrix['suite']['version']})", ""]
@@ -75,6 +96,7 @@ def render_markdown(matrix: dict[str, Any]) -> str:
         f"Cells: {summary}.",
         "",
     ]
+    lines += render_environment(matrix)
     failures = [
         (row, target, row["cells"][target])
         for row in matrix["capabilities"]
