@@ -200,6 +200,14 @@ OPTIONS: tuple[Option, ...] = (
         metavar="SECONDS",
     ),
     Option(
+        "verify_reproducers",
+        "--verify-reproducers",
+        "right after a test fails, re-send its curl reproducer (read-only requests only) and "
+        "record whether it shows the same response (`reproduced` in the evidence); the kill "
+        "matrix always does",
+        kind="flag",
+    ),
+    Option(
         "shrink",
         "--shrink",
         "minimise each failing generated example (many more requests; off by default: every "
@@ -239,6 +247,7 @@ class RunConfig:
     examples: int = 8
     deadline: float = 30.0
     run_timeout: float | None = None
+    verify_reproducers: bool = False
     shrink: bool = False
     fault_matrix: bool = False
     fault_shard: tuple[int, int] | None = None

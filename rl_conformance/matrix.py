@@ -74,6 +74,9 @@ class Evidence:
     wire: dict[str, Any] | None = None
     """The failing exchange's wire log (`Exchange.wire_log`); the report writers save it as a
     file next to the matrix and name it in `wire_log`."""
+    reproduced: bool | None = None
+    reproduction: str | None = None
+    """Set when the run verified the reproducer (`--verify-reproducers`, `reproducers`)."""
 
     def to_json(self) -> dict[str, Any]:
         document = {
@@ -86,6 +89,9 @@ class Evidence:
         }
         if self.wire is not None:
             document["wire"] = self.wire
+        if self.reproduction is not None:
+            document["reproduced"] = self.reproduced
+            document["reproduction"] = self.reproduction
         return document
 
 

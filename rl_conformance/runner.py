@@ -49,7 +49,7 @@ def run(
     from .plugin import ConformanceRun
 
     config.validate()
-    plugin = ConformanceRun(config)
+    plugin = ConformanceRun(config, progress=verbosity == "normal")
     with tempfile.TemporaryDirectory(prefix="rl-conformance-") as scratch:
         ini = Path(scratch) / "pytest.ini"
         ini.write_text("[pytest]\nasyncio_default_fixture_loop_scope = function\n")

@@ -79,6 +79,7 @@ def handle(args: argparse.Namespace) -> int:
         config = RunConfig(
             fault_matrix=True,
             fault_shard=shard,
+            verify_reproducers=True,
             report_dir=args.report_dir,
             examples=args.examples,
             seed=args.seed,

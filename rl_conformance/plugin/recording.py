@@ -3,12 +3,15 @@ rule, feature absent, not advertised, skipped with the reason, or an error of th
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from ..admin import MutationRefused, RouteNotAdvertised
 from ..matrix import Evidence, Outcome, TestRecord
+from ..reproducers import Reproduction, reproduce
 from ..verdict import ConformanceFailure, FeatureAbsent, Inconclusive, NotAdvertised, Verdict
 from .collection import target_of
 
@@ -107,3 +110,19 @@ def show_as_skipped(item: pytest.Item, report: pytest.TestReport, record: TestRe
             item.location[1] or 0,
             f"{record.outcome.value}: {record.reason}",
         )
+
+
+def verify_reproducers(records: Iterable[TestRecord]) -> None:
+    """Re-send each failure's reproducer (one request per distinct reproducer) and note in the
+    evidence whether it shows the same response."""
+    seen: dict[str, Reproduction] = {}
+    for record in records:
+        for index, item in enumerate(record.evidence):
+            if not item.reproducer or item.wire is None or item.reproduction is not None:
+                continue
+            if item.reproducer not in seen:
+                seen[item.reproducer] = reproduce(item.reproducer, item.wire, record.capabilities)
+            found = seen[item.reproducer]
+            record.evidence[index] = replace(
+                item, reproduced=found.reproduced, reproduction=found.detail
+            )

@@ -28,7 +28,7 @@ from ..reports import write_reports
 from ..reports.markdown import render_table
 from . import fixtures
 from .collection import capabilities_of, parametrize_targets, select_and_order, target_of
-from .recording import record_of, show_as_skipped
+from .recording import record_of, show_as_skipped, verify_reproducers
 from .state import STATE, RunState, state_of
 
 PROFILE = "rl-conformance-run"
@@ -44,15 +44,20 @@ MARKERS = (
 class ConformanceRun:
     NAME = "rl-conformance-run"
 
-    def __init__(self, config: RunConfig) -> None:
+    def __init__(self, config: RunConfig, progress: bool = False) -> None:
         self.config = config
         self.matrix: Matrix | None = None
         """The run's matrix once the session finished (also written to the report files)."""
+        self.progress = progress
+        """Print a progress line whenever the run moves to another target or contract area."""
+        self._order: dict[str, tuple[int, str, str]] = {}
+        self._shown: tuple[str, str] | None = None
 
     # -- configuration -------------------------------------------------------------------
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_configure(self, config: pytest.Config) -> None:
+        self._config = config
         for line in MARKERS:
             config.addinivalue_line("markers", line)
         run = self.config
@@ -83,6 +88,10 @@ class ConformanceRun:
         state = state_of(config)
         wanted = set(self.config.capability or capability_registry.BY_ID)
         select_and_order(config, items, wanted, state.pool.ids)
+        self._order = {
+            item.nodeid: (position, target_of(item) or "?", _area(item))
+            for position, item in enumerate(items)
+        }
         if any(capabilities_of(item) for item in items):
             state.active = True
             state.started_at = now()
@@ -91,6 +100,26 @@ class ConformanceRun:
                 state.timer = _start_run_timer(state, self.config.run_timeout)
 
     # -- while tests run -------------------------------------------------------------------
+
+    def pytest_runtest_logstart(self, nodeid: str, location: tuple[str, int | None, str]) -> None:
+        found = self._order.get(nodeid)
+        if not self.progress or found is None:
+            return
+        position, target, area = found
+        if (target, area) == self._shown:
+            return
+        self._shown = (target, area)
+        reporter = self._reporter
+        if reporter is not None:
+            total = len(self._order)
+            if position:
+                reporter.write("\n")  # after the previous area's progress dots
+            reporter.write_line(f"[{position:>{len(str(total))}}/{total}] {target}: {area}")
+
+    @property
+    def _reporter(self) -> Any:
+        config = getattr(self, "_config", None)
+        return None if config is None else config.pluginmanager.get_plugin("terminalreporter")
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_teardown(
@@ -116,6 +145,8 @@ class ConformanceRun:
             return
         if call.when == "call" or (call.when == "setup" and not report.passed):
             record = record_of(item, call, report, marked)
+            if self.config.verify_reproducers and record.evidence:
+                verify_reproducers([record])  # at once: later tests change the deployment
             state.records.append(record)
             show_as_skipped(item, report, record)
 
@@ -245,3 +276,12 @@ def _shutdown(state: RunState) -> None:
     if state.client is not None:
         state.client.close()
         state.client = None
+
+
+def _area(item: pytest.Item) -> str:
+    """The contract area of a test: its capability's area, else its suite module."""
+    for capability_id in capabilities_of(item):
+        capability = capability_registry.BY_ID.get(capability_id)
+        if capability is not None:
+            return capability.area
+    return item.path.stem.removeprefix("test_")

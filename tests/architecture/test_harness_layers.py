@@ -34,7 +34,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "strategies",
         ),
     ),
-    ("client", ("client", "breaker")),
+    ("client", ("client", "breaker", "reproducers")),
     ("targets", ("launchers", "plan", "dynamo_install")),
     (
         "control",

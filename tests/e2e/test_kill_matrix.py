@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ EXPECTED = json.loads(
 
 
 @pytest.fixture(scope="module")
-def kill(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def kill_directory(tmp_path_factory: pytest.TempPathFactory) -> Path:
     directory = tmp_path_factory.mktemp("kill")
     subprocess.run(
         [sys.executable, "-m", "rl_conformance", "kill-matrix", "--report-dir", str(directory)],
@@ -33,7 +34,36 @@ def kill(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         timeout=900,
         check=False,
     )
-    return json.loads((directory / "kill-matrix.json").read_text())
+    return directory
+
+
+@pytest.fixture(scope="module")
+def kill(kill_directory: Path) -> dict[str, Any]:
+    return json.loads((kill_directory / "kill-matrix.json").read_text())
+
+
+def test_every_failure_names_its_requirement_and_reproduces(kill_directory: Path) -> None:
+    """Across the fault catalogue, each failing cell carries its evidence; each reproducer that
+    may be re-sent (read-only, not bound to a moment of its test) was re-sent right after the
+    failure with curl and gave the same response; the others say why they were not."""
+    matrix = json.loads((kill_directory / "matrix.json").read_text())
+    outcomes: Counter[str] = Counter()
+    for row in matrix["capabilities"]:
+        assert row["spec"]["quote"] and row["spec"]["section"], row["id"]
+        for target, cell in row["cells"].items():
+            if cell["outcome"] != "fail" or not cell["evidence"]:
+                continue
+            for item in cell["evidence"]:
+                where = f"{row['id']} on {target}: {item['message']}"
+                assert item["message"] and "expected" in item and "observed" in item, where
+                if item["reproducer"] is None:
+                    continue
+                assert (kill_directory / item["wire_log"]).exists(), where
+                assert item["reproduced"] is not False, f"{where}: {item['reproduction']}"
+                outcomes[str(item["reproduced"])] += 1
+                if item["reproduced"] is None:
+                    assert item["reproduction"].startswith("not replayed: "), where
+    assert outcomes["True"] > 200, outcomes
 
 
 def test_clean_fakes_pass_everything(kill: dict[str, Any]) -> None:
