@@ -4,6 +4,9 @@ repaired or passed through, and caught by the suite or not. Exit non-zero on a h
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -11,6 +14,8 @@ from typing import Any
 from ..errors import ConfigurationError, LaunchError
 
 EXIT_OK, EXIT_FAILED = 0, 1
+MAX_DEFAULT_JOBS = 2
+SHARD_TIMEOUT_S = 1800
 
 
 def register(commands: Any) -> None:
@@ -28,6 +33,14 @@ def register(commands: Any) -> None:
         metavar="NAME",
         help="only these faults (default: every engine fault)",
     )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=min(os.cpu_count() or 1, MAX_DEFAULT_JOBS),
+        metavar="N",
+        help="faults split over N parallel processes, each with its own real frontend "
+        "(default: the machine's cores, at most 2)",
+    )
     parser.set_defaults(handler=handle)
 
 
@@ -42,13 +55,71 @@ def handle(args: argparse.Namespace) -> int:
         raise ConfigurationError(
             f"--engine-fault: unknown {unknown}; expected one of {', '.join(ENGINE_FAULT_NAMES)}"
         )
+    if args.jobs < 1:
+        raise ConfigurationError(f"--jobs: expected at least 1, observed {args.jobs}")
     python = Path(args.dynamo_python) if args.dynamo_python else None
     directory = Path(args.report_dir)
-    try:
-        report = passthrough.build_report(directory, python, faults)
-    except LaunchError as exc:
-        print(f"rl-conformance: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+    if args.jobs > 1 and len(faults) > 1:
+        report = _run_shards(args, faults, directory)
+        if report is None:
+            return EXIT_FAILED
+    else:
+        try:
+            report = passthrough.build_report(directory, python, faults)
+        except LaunchError as exc:
+            print(f"rl-conformance: {exc}", file=sys.stderr)
+            return EXIT_FAILED
     passthrough.write(report, directory)
     print(passthrough.render(report))
     return EXIT_FAILED if report["holes"] else EXIT_OK
+
+
+def _run_shards(
+    args: argparse.Namespace, faults: list[str], directory: Path
+) -> dict[str, Any] | None:
+    """Every `jobs`-th fault in its own process; the reports merged in the catalogue's order."""
+    shards = [faults[index :: args.jobs] for index in range(args.jobs)]
+    shards = [shard for shard in shards if shard]
+    processes = []
+    for index, shard in enumerate(shards):
+        command = [
+            sys.executable,
+            "-m",
+            "rl_conformance",
+            "passthrough",
+            "--jobs",
+            "1",
+            "--report-dir",
+            str(directory / "shards" / str(index)),
+        ]
+        if args.dynamo_python:
+            command += ["--dynamo-python", args.dynamo_python]
+        for fault in shard:
+            command += ["--engine-fault", fault]
+        processes.append(
+            subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        )
+    reports = []
+    for index, process in enumerate(processes):
+        try:
+            _, errors = process.communicate(timeout=SHARD_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            _, errors = process.communicate()
+        path = directory / "shards" / str(index) / "passthrough.json"
+        if not path.exists():
+            print(
+                f"rl-conformance: passthrough shard {index} wrote no report "
+                f"(exit {process.returncode}): {errors.strip()[-2000:]}",
+                file=sys.stderr,
+            )
+            return None
+        reports.append(json.loads(path.read_text()))
+    rows = {row["fault"]: row for report in reports for row in report["faults"]}
+    ordered = [rows[fault] for fault in faults if fault in rows]
+    return {
+        **reports[0],
+        "duration_s": max(report["duration_s"] for report in reports),
+        "faults": ordered,
+        "holes": [row["fault"] for row in ordered if row["hole"]],
+    }
