@@ -281,6 +281,7 @@ class Client:
         breaker: CircuitBreaker | None = None,
     ) -> None:
         self._loop = asyncio.new_event_loop()
+        self._pending: set[Future[Any]] = set()
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="rl-conformance-client", daemon=True
         )
@@ -312,7 +313,11 @@ class Client:
 
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
         future: Future[T] = asyncio.run_coroutine_threadsafe(coro, self._loop)
-        return future.result()
+        self._pending.add(future)
+        try:
+            return future.result()
+        finally:
+            self._pending.discard(future)
 
     @property
     def log(self) -> deque[Exchange]:
@@ -331,8 +336,12 @@ class Client:
         return self._run(self._core.stream(method, url, **kwargs))
 
     def close(self) -> None:
+        """Cancel what is still in flight (a caller on another thread then gets
+        `CancelledError` instead of waiting forever on a stopped loop), then close."""
         if self._loop.is_closed():
             return
+        for future in list(self._pending):
+            future.cancel()
         self._run(self._core.aclose())
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)

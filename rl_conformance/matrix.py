@@ -106,6 +106,9 @@ class TestRecord:
     duration_s: float = 0.0
     checks: list[tuple[str, bool]] = field(default_factory=list)
     evidence: list[Evidence] = field(default_factory=list)
+    reproducer: str | None = None
+    """The test's requests as curl commands, in order, when no single exchange shows the
+    failure (a refresh sequence, a feature found absent)."""
 
 
 @dataclass
@@ -195,6 +198,19 @@ def build_cell(
         for check_id in check_ids
     ]
     evidence = [item for record in records for item in record.evidence][:10]
+    if outcome is Outcome.FAIL and not evidence:
+        absent = next((r for r in records if r.outcome is Outcome.ABSENT), None)
+        if absent is not None:
+            evidence = [
+                Evidence(
+                    capability.id,
+                    f"documented as supported for {target.backend}, but absent",
+                    "",
+                    f"{capability.title} ({documented.value} for {target.backend})",
+                    absent.reason,
+                    absent.reproducer,
+                )
+            ]
     tests = [
         {
             "nodeid": record.nodeid,

@@ -127,9 +127,11 @@ def test_pause_without_a_mode_follows_the_documented_default(
         if stream.finished() or stream.wait(HELD_S):
             observed = "wait" if stream.tokens() >= 40 else "abort"
     finally:
-        for worker in chosen.workers:
-            rl_admin.call(worker, family.resume, {})
-        stream.wait(25)
+        try:
+            for worker in chosen.workers:
+                rl_admin.call(worker, family.resume, {})
+        finally:
+            stream.wait(25)
     rl_verdict.check(control.pause_default_mode(family.name, family.default_pause_mode, observed))
 
 
@@ -158,6 +160,7 @@ class InFlightStream:
             headers["x-dynamo-worker-instance-id"] = str(chosen.pinned.instance_id)
         self.result: dict[str, Any] = {}
         self.thread = threading.Thread(
+            daemon=True,  # never holds the process open; every user waits for it with a bound
             target=lambda: self.result.update(
                 exchange=client.stream(
                     "POST",
@@ -166,7 +169,7 @@ class InFlightStream:
                     headers=headers,
                     deadline_s=20,
                 )
-            )
+            ),
         )
 
     def start(self) -> None:

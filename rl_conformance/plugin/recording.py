@@ -13,6 +13,7 @@ from ..admin import MutationRefused, RouteNotAdvertised
 from ..matrix import Evidence, Outcome, TestRecord
 from ..reproducers import Reproduction, reproduce
 from ..verdict import ConformanceFailure, FeatureAbsent, Inconclusive, NotAdvertised, Verdict
+from ..wire import Exchange
 from .collection import target_of
 
 TELLING = (
@@ -25,11 +26,28 @@ TELLING = (
 )
 
 
+SEQUENCE_LIMIT = 20
+
+
+def sequence_reproducer(exchanges: list[Exchange]) -> str | None:
+    """The test's requests as a script of curl commands, oldest first (the last
+    `SEQUENCE_LIMIT`); administration calls in it mutate the deployment when run."""
+    if not exchanges:
+        return None
+    shown = exchanges[-SEQUENCE_LIMIT:]
+    lines = [f"# {len(shown)} request(s) of the test, in order"]
+    if len(exchanges) > len(shown):
+        lines[0] += f" (the last {len(shown)} of {len(exchanges)})"
+    lines += [exchange.curl() for exchange in shown]
+    return "\n".join(lines)
+
+
 def record_of(
     item: pytest.Item,
     call: pytest.CallInfo[None],
     report: pytest.TestReport,
     capabilities: tuple[str, ...],
+    exchanges: list[Exchange] | None = None,
 ) -> TestRecord:
     record = TestRecord(
         nodeid=item.nodeid,
@@ -44,8 +62,10 @@ def record_of(
     if report.passed:
         return record
     error = most_telling(call.excinfo.value if call.excinfo else None)
+    sequence = sequence_reproducer(exchanges or [])
     if isinstance(error, FeatureAbsent):
         record.outcome, record.reason = Outcome.ABSENT, str(error)
+        record.reproducer = sequence
     elif isinstance(error, NotAdvertised | RouteNotAdvertised):
         record.outcome, record.reason = Outcome.NOT_ADVERTISED, str(error)
     elif isinstance(error, MutationRefused | Inconclusive):
@@ -57,7 +77,7 @@ def record_of(
         result = error.result
         record.reason = result.violations[0].message if result.violations else result.spec.title
         exchange = error.exchange
-        reproducer = exchange.curl() if exchange is not None else None
+        reproducer = exchange.curl() if exchange is not None else sequence
         wire = exchange.wire_log() if exchange is not None else None
         record.evidence = [
             Evidence(

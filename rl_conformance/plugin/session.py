@@ -26,6 +26,7 @@ from ..matrix import Matrix, RunInfo, build_matrix, now
 from ..plan import plan_targets
 from ..reports import write_reports
 from ..reports.markdown import render_table
+from ..wire import Exchange
 from . import fixtures
 from .collection import capabilities_of, parametrize_targets, select_and_order, target_of
 from .recording import record_of, show_as_skipped, verify_reproducers
@@ -52,6 +53,7 @@ class ConformanceRun:
         """Print a progress line whenever the run moves to another target or contract area."""
         self._order: dict[str, tuple[int, str, str]] = {}
         self._shown: tuple[str, str] | None = None
+        self._log_marks: dict[str, Any] = {}
 
     # -- configuration -------------------------------------------------------------------
 
@@ -101,6 +103,25 @@ class ConformanceRun:
 
     # -- while tests run -------------------------------------------------------------------
 
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        client = state_of(item.config).client
+        log = client.log if client is not None else None
+        self._log_marks[item.nodeid] = log[-1] if log else None
+
+    def _exchanges_of(self, item: pytest.Item, state: RunState) -> list[Exchange]:
+        """The exchanges this test made: the client's log after the last exchange that was
+        there when the test started (all of it if there was none)."""
+        if state.client is None or item.nodeid not in self._log_marks:
+            return []
+        log = list(state.client.log)
+        mark = self._log_marks[item.nodeid]
+        if mark is None:
+            return log
+        for position, exchange in enumerate(log):
+            if exchange is mark:
+                return log[position + 1 :]
+        return log  # the mark fell out of the bounded log: everything kept is this test's
+
     def pytest_runtest_logstart(self, nodeid: str, location: tuple[str, int | None, str]) -> None:
         found = self._order.get(nodeid)
         if not self.progress or found is None:
@@ -144,7 +165,7 @@ class ConformanceRun:
         if not marked or not state.active:
             return
         if call.when == "call" or (call.when == "setup" and not report.passed):
-            record = record_of(item, call, report, marked)
+            record = record_of(item, call, report, marked, self._exchanges_of(item, state))
             if self.config.verify_reproducers and record.evidence:
                 verify_reproducers([record])  # at once: later tests change the deployment
             state.records.append(record)

@@ -43,20 +43,27 @@ def kill(kill_directory: Path) -> dict[str, Any]:
 
 
 def test_every_failure_names_its_requirement_and_reproduces(kill_directory: Path) -> None:
-    """Across the fault catalogue, each failing cell carries its evidence; each reproducer that
-    may be re-sent (read-only, not bound to a moment of its test) was re-sent right after the
-    failure with curl and gave the same response; the others say why they were not."""
+    """Across the fault catalogue, each failing cell carries its evidence and a reproducer: the
+    failing exchange's curl (with its wire log), or the test's requests in order when no single
+    exchange shows it (a refresh sequence). Each single-exchange reproducer that may be re-sent
+    (read-only, not bound to a moment of its test) was re-sent right after the failure with curl
+    and gave the same response; the others say why they were not."""
     matrix = json.loads((kill_directory / "matrix.json").read_text())
     outcomes: Counter[str] = Counter()
     for row in matrix["capabilities"]:
         assert row["spec"]["quote"] and row["spec"]["section"], row["id"]
         for target, cell in row["cells"].items():
-            if cell["outcome"] != "fail" or not cell["evidence"]:
+            if cell["outcome"] != "fail":
                 continue
+            assert cell["evidence"], f"{row['id']} on {target}: no evidence"
             for item in cell["evidence"]:
                 where = f"{row['id']} on {target}: {item['message']}"
                 assert item["message"] and "expected" in item and "observed" in item, where
-                if item["reproducer"] is None:
+                assert item["reproducer"], f"{where}: no reproducer"
+                if "wire_log" not in item:
+                    assert item["reproducer"].startswith("# "), where
+                    assert "curl " in item["reproducer"], where
+                    outcomes["sequence"] += 1
                     continue
                 assert (kill_directory / item["wire_log"]).exists(), where
                 assert item["reproduced"] is not False, f"{where}: {item['reproduction']}"
