@@ -2,9 +2,9 @@
 capabilities each fault flips and which faults each check kills. Exit 0 only if every fault is
 killed, every check kills one, and the clean fakes pass.
 
-The faults are independent runs that mostly wait on the network, so `--jobs N` (default: the
-machine's cores, at most 4) runs them as N shards in parallel processes and merges the shards'
-matrices into one."""
+The faults are independent runs that mostly wait on the network, so `--jobs N` (default: twice
+the machine's cores, at most 4) runs them as N shards in parallel processes and merges the
+shards' matrices into one."""
 
 from __future__ import annotations
 
@@ -43,9 +43,10 @@ def register(commands: Any) -> None:
     parser.add_argument(
         "--jobs",
         type=int,
-        default=min(os.cpu_count() or 1, MAX_DEFAULT_JOBS),
+        default=min(2 * (os.cpu_count() or 1), MAX_DEFAULT_JOBS),
         metavar="N",
-        help="shards run in parallel processes (default: the machine's cores, at most 4)",
+        help="shards run in parallel processes (default: twice the machine's cores, at most 4: "
+        "a shard mostly waits on the network)",
     )
     parser.add_argument("--shard", default=None, metavar="I/N", help=argparse.SUPPRESS)
     parser.set_defaults(handler=handle)

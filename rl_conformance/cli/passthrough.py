@@ -14,7 +14,7 @@ from typing import Any
 from ..errors import ConfigurationError, LaunchError
 
 EXIT_OK, EXIT_FAILED = 0, 1
-MAX_DEFAULT_JOBS = 2
+MAX_DEFAULT_JOBS = 3
 SHARD_TIMEOUT_S = 1800
 
 
@@ -36,10 +36,10 @@ def register(commands: Any) -> None:
     parser.add_argument(
         "--jobs",
         type=int,
-        default=min(os.cpu_count() or 1, MAX_DEFAULT_JOBS),
+        default=min(2 * (os.cpu_count() or 1), MAX_DEFAULT_JOBS),
         metavar="N",
         help="faults split over N parallel processes, each with its own real frontend "
-        "(default: the machine's cores, at most 2)",
+        "(default: twice the machine's cores, at most 3)",
     )
     parser.set_defaults(handler=handle)
 

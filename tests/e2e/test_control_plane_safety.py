@@ -4,7 +4,7 @@
   request to an admin route other than the families' read-only probes (liveness_probe,
   get_weight_version; the sidecar's control/is_paused, control/get_weight_version) and /health.
 - With mutations allowed on every worker, the admin and refresh rows pass.
-- The refresh lifecycle state machine finds no violation on clean fakes over 200 examples.
+- The refresh lifecycle state machine finds no violation on clean fakes over 100 examples each.
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ def test_control_rows_pass_with_mutations_on_every_worker(
     )
 
 
-def test_refresh_state_machine_finds_nothing_on_clean_fakes_over_200_examples(
+def test_refresh_state_machine_finds_nothing_on_clean_fakes_over_100_examples_each(
     tmp_path: Path,
 ) -> None:
     command = [
@@ -139,7 +139,7 @@ def test_refresh_state_machine_finds_nothing_on_clean_fakes_over_200_examples(
         "--capability",
         "refresh.lifecycle",
         "--examples",
-        "400",
+        "100",
         "--report-dir",
         str(tmp_path),
     ]

@@ -130,6 +130,14 @@ def test_a_read_only_run_by_url_skips_what_it_may_not_do_and_says_why(
     observed = cells(matrix)
     assert not failing(observed)
     assert matrix["returncode"] == 0
+    # The environment record of a deployment reached by URL: what it shows of itself.
+    assert matrix["environment"]["command"][:2] == ["rl-conformance", "run"]
+    (target,) = matrix["targets"]
+    assert target["kind"] == "external"
+    topology = target["topology"]
+    assert topology["disaggregated"] is False and topology["frontend_components"] == ["backend"]
+    expected_workers = 2 if deployment[0] in ("vllm", "vllm-sidecar") else 0
+    assert topology.get("discovered_workers", 0) == expected_workers, topology
     skipped = {
         cap: cell["reason"] for cap, cell in observed.items() if cell["outcome"] == "skipped"
     }

@@ -173,3 +173,16 @@ def test_read_only_run_against_the_real_frontend_skips_every_mutation(
     assert cells["refresh.version_verified"]["outcome"] == S
     assert "read-only run" in cells["refresh.version_verified"]["reason"]
     assert cells["admin.route_negotiation"]["outcome"] == P
+
+
+def test_the_environment_record_names_the_real_deployment(
+    fake_engine_matrix: dict[str, Any],
+) -> None:
+    environment = fake_engine_matrix["environment"]
+    assert environment["python"].startswith("CPython") and environment["cpus"]
+    target = next(t for t in fake_engine_matrix["targets"] if t["id"] == "dynamo-fake-vllm")
+    assert target["kind"] == "dynamo"
+    assert target["versions"]["ai-dynamo"] == "1.6.1"
+    topology = target["topology"]
+    assert topology["discovered_workers"] >= 1 and topology["world_sizes"] == [1]
+    assert topology["frontend_components"] == ["backend"] and topology["disaggregated"] is False
