@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,10 +21,10 @@ from ..errors import ConfigurationError
 from ..killmatrix import build_kill_matrix, merge_matrix_documents, write_kill_matrix
 from ..reports import write_reports
 from ..runner import run
+from .shards import default_jobs, run_shards, shard_directory
 
 EXIT_OK, EXIT_FAILED = 0, 1
 MAX_DEFAULT_JOBS = 4
-SHARD_TIMEOUT_S = 1800
 
 
 def register(commands: Any) -> None:
@@ -43,7 +41,7 @@ def register(commands: Any) -> None:
     parser.add_argument(
         "--jobs",
         type=int,
-        default=min(2 * (os.cpu_count() or 1), MAX_DEFAULT_JOBS),
+        default=default_jobs(MAX_DEFAULT_JOBS),
         metavar="N",
         help="shards run in parallel processes (default: twice the machine's cores, at most 4: "
         "a shard mostly waits on the network)",
@@ -95,49 +93,29 @@ def handle(args: argparse.Namespace) -> int:
 
 
 def _run_shards(args: argparse.Namespace, report: Path) -> dict[str, Any] | None:
-    """Run every shard; the merged matrix, or None (after saying why) if a shard wrote none."""
-    directories = [report / "shards" / str(index) for index in range(args.jobs)]
-    processes = [
-        subprocess.Popen(
+    """Run every shard; the merged matrix (with every shard's wire logs), or None."""
+    documents = run_shards(
+        "kill-matrix",
+        [
             [
-                sys.executable,
-                "-m",
-                "rl_conformance",
-                "kill-matrix",
                 "--shard",
                 f"{index}/{args.jobs}",
-                "--report-dir",
-                str(directory),
                 "--examples",
                 str(args.examples),
                 "--seed",
                 str(args.seed),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for index, directory in enumerate(directories)
-    ]
-    documents = []
-    for index, (process, directory) in enumerate(zip(processes, directories, strict=True)):
-        try:
-            _, errors = process.communicate(timeout=SHARD_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            _, errors = process.communicate()
-        path = directory / "matrix.json"
-        for log in sorted((directory / "wire").glob("*.json")):
+            ]
+            for index in range(args.jobs)
+        ],
+        report,
+        "matrix.json",
+    )
+    if documents is None:
+        return None
+    for index in range(args.jobs):
+        for log in sorted((shard_directory(report, index) / "wire").glob("*.json")):
             (report / "wire").mkdir(parents=True, exist_ok=True)
             shutil.copyfile(log, report / "wire" / log.name)
-        if not path.exists():
-            print(
-                f"rl-conformance: kill-matrix shard {index}/{args.jobs} wrote no matrix "
-                f"(exit {process.returncode}): {errors.strip()[-2000:]}",
-                file=sys.stderr,
-            )
-            return None
-        documents.append(json.loads(path.read_text()))
     return merge_matrix_documents(documents)
 
 

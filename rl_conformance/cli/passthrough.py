@@ -4,18 +4,15 @@ repaired or passed through, and caught by the suite or not. Exit non-zero on a h
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigurationError, LaunchError
+from .shards import default_jobs, run_shards
 
 EXIT_OK, EXIT_FAILED = 0, 1
 MAX_DEFAULT_JOBS = 3
-SHARD_TIMEOUT_S = 1800
 
 
 def register(commands: Any) -> None:
@@ -36,7 +33,7 @@ def register(commands: Any) -> None:
     parser.add_argument(
         "--jobs",
         type=int,
-        default=min(2 * (os.cpu_count() or 1), MAX_DEFAULT_JOBS),
+        default=default_jobs(MAX_DEFAULT_JOBS),
         metavar="N",
         help="faults split over N parallel processes, each with its own real frontend "
         "(default: twice the machine's cores, at most 3)",
@@ -78,43 +75,18 @@ def _run_shards(
     args: argparse.Namespace, faults: list[str], directory: Path
 ) -> dict[str, Any] | None:
     """Every `jobs`-th fault in its own process; the reports merged in the catalogue's order."""
-    shards = [faults[index :: args.jobs] for index in range(args.jobs)]
-    shards = [shard for shard in shards if shard]
-    processes = []
-    for index, shard in enumerate(shards):
-        command = [
-            sys.executable,
-            "-m",
-            "rl_conformance",
-            "passthrough",
-            "--jobs",
-            "1",
-            "--report-dir",
-            str(directory / "shards" / str(index)),
-        ]
+    shards = [shard for shard in (faults[i :: args.jobs] for i in range(args.jobs)) if shard]
+    arguments = []
+    for shard in shards:
+        shard_arguments = ["--jobs", "1"]
         if args.dynamo_python:
-            command += ["--dynamo-python", args.dynamo_python]
+            shard_arguments += ["--dynamo-python", args.dynamo_python]
         for fault in shard:
-            command += ["--engine-fault", fault]
-        processes.append(
-            subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        )
-    reports = []
-    for index, process in enumerate(processes):
-        try:
-            _, errors = process.communicate(timeout=SHARD_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            _, errors = process.communicate()
-        path = directory / "shards" / str(index) / "passthrough.json"
-        if not path.exists():
-            print(
-                f"rl-conformance: passthrough shard {index} wrote no report "
-                f"(exit {process.returncode}): {errors.strip()[-2000:]}",
-                file=sys.stderr,
-            )
-            return None
-        reports.append(json.loads(path.read_text()))
+            shard_arguments += ["--engine-fault", fault]
+        arguments.append(shard_arguments)
+    reports = run_shards("passthrough", arguments, directory, "passthrough.json")
+    if reports is None:
+        return None
     rows = {row["fault"]: row for report in reports for row in report["faults"]}
     ordered = [rows[fault] for fault in faults if fault in rows]
     return {
