@@ -40,6 +40,8 @@ from .readiness import wait_until_ready
 ENGINES = ("mocker", "fake-vllm")
 MODEL_NAME = "toy"
 READY_TIMEOUT_S = 90.0
+PORT_RACE_ATTEMPTS = 3
+"""Launches retried when a port found free was taken before a process bound it."""
 PYTHON_ENV = "RL_CONFORMANCE_DYNAMO_PYTHON"
 DEFAULT_VENV = ".venv-dynamo"
 # Dynamo 1.6.1 parses DYN_SYSTEM_PORT as an i16: any port above 32767 (so every ephemeral port
@@ -122,14 +124,25 @@ class DynamoLauncher:
             )
         started = time.monotonic()
         version = dynamo_version(python)
-        self.workdir = Path(tempfile.mkdtemp(prefix=f"rl-conformance-{self.target_id}-"))
-        try:
-            target = self._start(python, version)
-        except BaseException:
-            self.stop()
-            raise
-        target.notes.append(f"launch to ready: {time.monotonic() - started:.1f} s")
-        return target
+        for attempt in range(1, PORT_RACE_ATTEMPTS + 1):
+            self.workdir = Path(tempfile.mkdtemp(prefix=f"rl-conformance-{self.target_id}-"))
+            try:
+                target = self._start(python, version)
+            except LaunchError as exc:
+                self.stop()
+                # A port found free was taken before the process bound it (other launches
+                # run alongside): new ports, a bounded number of times.
+                if "already in use" not in str(exc) or attempt == PORT_RACE_ATTEMPTS:
+                    raise
+                continue
+            except BaseException:
+                self.stop()
+                raise
+            target.notes.append(f"launch to ready: {time.monotonic() - started:.1f} s")
+            if attempt > 1:
+                target.notes.append(f"launched at attempt {attempt} (a port was taken meanwhile)")
+            return target
+        raise AssertionError("unreachable")
 
     def _start(self, python: Path, version: str) -> Target:
         assert self.workdir is not None
