@@ -34,6 +34,8 @@ def test_wheel_carries_schemas_suites_and_fakes(wheel: Path) -> None:
     assert {f"rl_conformance/suites/{p.name}" for p in (ROOT / "suites").glob("test_*.py")} <= names
     fakes = {p.relative_to(ROOT).as_posix() for p in (ROOT / "fake_backends").rglob("*.py")}
     assert {name for name in fakes if "__pycache__" not in name} <= names
+    harness = {p.relative_to(ROOT).as_posix() for p in (ROOT / "rl_conformance").rglob("*.py")}
+    assert {name for name in harness if "__pycache__" not in name} <= names
     entry_points = next(name for name in names if name.endswith("entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
     assert "rl-conformance = rl_conformance.cli:main" in text
