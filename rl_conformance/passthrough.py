@@ -25,7 +25,7 @@ from .launchers.dynamo import DynamoLauncher
 from .runner import run
 from .stream_state import sglang_terminals
 from .target import Target
-from .wire import Exchange
+from .wire import Exchange, without_keys
 
 ENGINE_INDEPENDENT = frozenset({"namespace.scope"})
 PROMPT = [640, 1024, 777, 1800, 512, 333, 901, 445]
@@ -110,11 +110,7 @@ PROBES = (
 
 
 def _normalise(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {key: _normalise(item) for key, item in value.items() if key not in VOLATILE}
-    if isinstance(value, list):
-        return [_normalise(item) for item in value]
-    return value
+    return without_keys(value, VOLATILE)
 
 
 def observe(exchange: Exchange) -> tuple[str, Any]:

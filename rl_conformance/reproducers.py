@@ -16,6 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from .sse import SSEParser
+from .wire import without_keys
+
 VOLATILE_KEYS = frozenset(
     {
         "id",
@@ -51,30 +54,17 @@ class Reproduction:
     detail: str
 
 
-def _normalise(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _normalise(v) for k, v in value.items() if k not in VOLATILE_KEYS}
-    if isinstance(value, list):
-        return [_normalise(v) for v in value]
-    return value
-
-
 def _parse(text: str) -> Any:
     try:
-        return _normalise(json.loads(text))
+        return without_keys(json.loads(text), VOLATILE_KEYS)
     except ValueError:
         return _VOLATILE_TEXT.sub("<volatile>", text)
 
 
 def _events(text: str) -> list[Any]:
-    events = []
-    for block in text.replace("\r\n", "\n").split("\n\n"):
-        data = "\n".join(
-            line[5:].removeprefix(" ") for line in block.split("\n") if line.startswith("data:")
-        )
-        if data:
-            events.append(_parse(data))
-    return events
+    parser = SSEParser()
+    events = parser.feed(text.encode()) + parser.close()
+    return [_parse(event.data) for event in events]
 
 
 def replayable(wire: dict[str, Any], capabilities: tuple[str, ...] = ()) -> str | None:

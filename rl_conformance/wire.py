@@ -180,3 +180,13 @@ def to_jsonable(value: Any) -> Any:
     if value is None or isinstance(value, bool | int | float | str):
         return value
     return repr(value)
+
+
+def without_keys(value: Any, keys: frozenset[str] | set[str]) -> Any:
+    """`value` with every object member named in `keys` removed, at any depth: two responses
+    compared once the fields that differ on every request (ids, timestamps) are set aside."""
+    if isinstance(value, dict):
+        return {k: without_keys(v, keys) for k, v in value.items() if k not in keys}
+    if isinstance(value, list):
+        return [without_keys(v, keys) for v in value]
+    return value
