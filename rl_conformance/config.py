@@ -326,6 +326,21 @@ class RunConfig:
         self.weight_transfers()
         return self
 
+    def pytest_arguments(self) -> list[str]:
+        """The `--rl-*` options that rebuild this configuration in another pytest process (a
+        parallel run's workers): every option that differs from its default."""
+        arguments: list[str] = []
+        for option in OPTIONS:
+            value = getattr(self, option.name)
+            if option.kind == "flag":
+                arguments += [option.pytest] if value else []
+            elif option.kind in ("list", "int-list"):
+                for item in value:
+                    arguments += [option.pytest, str(item)]
+            elif value is not None and value != option.default:
+                arguments += [option.pytest, str(value)]
+        return arguments
+
     def weight_transfers(self) -> tuple[WeightTransfer, ...]:
         """The `--weight-transfer` files, parsed (ConfigurationError naming the file and field)."""
         return tuple(load_weight_transfer(path) for path in self.weight_transfer)

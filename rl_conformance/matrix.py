@@ -94,6 +94,20 @@ class Evidence:
             document["reproduction"] = self.reproduction
         return document
 
+    @classmethod
+    def from_json(cls, document: dict[str, Any]) -> Evidence:
+        return cls(
+            document["check_id"],
+            document["message"],
+            document.get("field", ""),
+            document.get("expected"),
+            document.get("observed"),
+            document.get("reproducer"),
+            document.get("wire"),
+            document.get("reproduced"),
+            document.get("reproduction"),
+        )
+
 
 @dataclass
 class TestRecord:
@@ -109,6 +123,34 @@ class TestRecord:
     reproducer: str | None = None
     """The test's requests as curl commands, in order, when no single exchange shows the
     failure (a refresh sequence, a feature found absent)."""
+
+    def to_json(self) -> dict[str, Any]:
+        """A record as JSON, to cross a process boundary (a parallel run's workers)."""
+        return {
+            "nodeid": self.nodeid,
+            "capabilities": list(self.capabilities),
+            "target_id": self.target_id,
+            "outcome": self.outcome.value,
+            "reason": self.reason,
+            "duration_s": self.duration_s,
+            "checks": [[check_id, passed] for check_id, passed in self.checks],
+            "evidence": [item.to_json() for item in self.evidence],
+            "reproducer": self.reproducer,
+        }
+
+    @classmethod
+    def from_json(cls, document: dict[str, Any]) -> TestRecord:
+        return cls(
+            nodeid=document["nodeid"],
+            capabilities=tuple(document["capabilities"]),
+            target_id=document["target_id"],
+            outcome=Outcome(document["outcome"]),
+            reason=document.get("reason", ""),
+            duration_s=float(document.get("duration_s", 0.0)),
+            checks=[(str(check_id), bool(passed)) for check_id, passed in document["checks"]],
+            evidence=[Evidence.from_json(item) for item in document.get("evidence", [])],
+            reproducer=document.get("reproducer"),
+        )
 
 
 @dataclass

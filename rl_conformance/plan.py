@@ -70,6 +70,12 @@ class TargetPool:
                 )
         return found
 
+    def reached_targets(self) -> list[Target]:
+        """The targets this process started or failed to start (what a parallel run's worker
+        reports: the others belong to other workers)."""
+        reached = set(self.started) | set(self.retired) | set(self.failures)
+        return [target for target in self.planned_targets() if target.id in reached]
+
     def release(self, target_id: str, client: Client | None = None) -> None:
         """Stop one target once its last test ran; it is relaunched if a test needs it again.
         The planes the breaker opened go into the target's notes, then the breaker forgets

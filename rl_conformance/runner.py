@@ -4,6 +4,7 @@ the pass-through study all run through here."""
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -14,6 +15,26 @@ from .config import RunConfig
 from .matrix import Matrix
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+MAX_JOBS = 4
+INI = """[pytest]
+filterwarnings =
+    ignore:Module already imported so cannot be rewritten:pytest.PytestAssertRewriteWarning
+"""
+# The suites judge through `rl_verdict`, not through assert introspection, and use neither
+# async tests nor unraisable-exception warnings: each process of a run is spared rewriting
+# modules on import (no bytecode cache where PYTHONDONTWRITEBYTECODE is set) and the
+# plugins' start-up and end-of-session garbage collections.
+LEAN = [
+    "--assert=plain",
+    "-p",
+    "no:anyio",
+    "-p",
+    "no:asyncio",
+    "-p",
+    "no:unraisableexception",
+    "-p",
+    "no:threadexception",
+]
 VERBOSITY = {
     "quiet": ["-q", "-rN", "--tb=no", "--no-header"],
     "normal": ["-q", "-rN", "--tb=no"],
@@ -39,29 +60,60 @@ def suites_dir() -> Path:
     return Path(str(resources.files("rl_conformance.suites")))
 
 
+def parallel_jobs(config: RunConfig, most: int = MAX_JOBS) -> int:
+    """Worker processes for a run: one per target, at most `most` and twice the cores (a
+    target's tests mostly wait on its deployment); 1 (in process) for a single target."""
+    from .plan import plan_targets
+
+    targets = len(plan_targets(config).ids)
+    return max(1, min(targets, most, 2 * (os.cpu_count() or 1)))
+
+
 def run(
-    config: RunConfig, *, verbosity: str = "normal", pytest_args: Sequence[str] = ()
+    config: RunConfig,
+    *,
+    verbosity: str = "normal",
+    pytest_args: Sequence[str] = (),
+    jobs: int = 1,
 ) -> RunResult:
     """Run the suites against the configured targets. Raises `ConfigurationError` for an
-    inconsistent configuration before anything starts."""
+    inconsistent configuration before anything starts. With `jobs` > 1 the targets' tests run
+    in that many pytest-xdist workers, one target's tests together on one worker, and the
+    matrix is the one a serial run gives (`plugin.distribution`)."""
     import pytest
 
     from .plugin import ConformanceRun
 
     config.validate()
+    parallel: list[str] = []
+    if jobs > 1 and not config.fault_matrix:
+        parallel = [
+            "-p",
+            "xdist",
+            "-n",
+            str(jobs),
+            "-p",
+            "rl_conformance.plugin",
+            *config.pytest_arguments(),
+        ]
     plugin = ConformanceRun(config, progress=verbosity == "normal")
     with tempfile.TemporaryDirectory(prefix="rl-conformance-") as scratch:
         ini = Path(scratch) / "pytest.ini"
-        ini.write_text("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+        ini.write_text(INI)
         args = [
             str(suites_dir()),
             "-c",
             str(ini),
             "--rootdir",
             str(suites_dir()),
+            # conftest.py files above the suites (a checkout's own) are not the run's
+            "--confcutdir",
+            str(suites_dir()),
             "-p",
             "no:cacheprovider",
+            *LEAN,
             *VERBOSITY[verbosity],
+            *parallel,
             *pytest_args,
         ]
         code = pytest.main(args, plugins=[plugin])

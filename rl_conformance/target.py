@@ -82,6 +82,23 @@ class Target:
             "topology": dict(self.topology),
         }
 
+    @classmethod
+    def from_description(cls, document: Mapping[str, Any]) -> Target:
+        """The inverse of `describe` (without a probe: that stays with the launcher)."""
+        return cls(
+            id=document["id"],
+            backend=document["backend"],
+            kind=document["kind"],
+            frontend_url=document["frontend_url"],
+            rl_url=document.get("rl_url"),
+            model=document.get("model"),
+            versions=dict(document.get("versions", {})),
+            notes=list(document.get("notes", [])),
+            worker_urls=tuple(document.get("worker_urls", [])),
+            release=document.get("dynamo_release", MAIN),
+            topology=dict(document.get("topology", {})),
+        )
+
 
 class Launcher(Protocol):
     target_id: str

@@ -8,7 +8,8 @@ import sys
 from typing import Any
 
 from ..config import RunConfig, add_arguments
-from ..runner import run
+from ..errors import ConfigurationError
+from ..runner import parallel_jobs, run
 
 
 def register(commands: Any) -> None:
@@ -21,15 +22,23 @@ def register(commands: Any) -> None:
         action="store_true",
         help="also print pytest's report of every failed test (the matrix always has the evidence)",
     )
+    parser.add_argument(
+        "--jobs",
+        default="auto",
+        metavar="N|auto",
+        help="run the targets' tests in N worker processes, one target's tests together "
+        "(default auto: one per target, at most 4 and twice the cores; 1 runs in process)",
+    )
     parser.add_argument("pytest_args", nargs="*", help="extra arguments for pytest (after --)")
     parser.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
     config = RunConfig.from_options(args).validate()
+    jobs = parallel_jobs(config) if args.jobs == "auto" else _jobs(args.jobs)
     verbosity = "verbose" if args.verbose else "quiet" if args.quiet else "normal"
     try:
-        result = run(config, verbosity=verbosity, pytest_args=args.pytest_args)
+        result = run(config, verbosity=verbosity, pytest_args=args.pytest_args, jobs=jobs)
     except Exception as exc:  # a harness bug: one line, not a traceback
         print(f"rl-conformance: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
@@ -46,3 +55,13 @@ def handle(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return result.exit_status
+
+
+def _jobs(value: str) -> int:
+    try:
+        jobs = int(value)
+    except ValueError:
+        jobs = 0
+    if jobs < 1:
+        raise ConfigurationError(f"--jobs: expected 'auto' or an integer >= 1, observed {value!r}")
+    return jobs

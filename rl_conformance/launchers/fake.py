@@ -6,6 +6,7 @@ import json
 import os
 import selectors
 import signal
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -20,6 +21,8 @@ from ..target import LISTENER_RESTART, Target, check_backend
 
 READY_TIMEOUT_S = 30.0
 CONTROL_TIMEOUT_S = 10.0
+# The control port is plain HTTP on loopback: no certificate store to load for every call.
+_PLAIN_HTTP_ONLY = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 # Backends whose workers discovery does not list: their users give each worker's system URL
 # with --worker-url, so the launcher hands the suite exactly that, and nothing more.
 UNREGISTERED = ("sglang", "trtllm")
@@ -46,6 +49,7 @@ class ControlPortProbe:
                 json={"env": dict(env)},
                 timeout=CONTROL_TIMEOUT_S,
                 trust_env=False,
+                verify=_PLAIN_HTTP_ONLY,
             )
         except httpx.HTTPError as exc:
             raise LaunchError(f"the fake's control port did not answer: {exc}") from exc

@@ -31,7 +31,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     """Register a run when `--rl-*` options were given and no run is registered yet."""
-    if config.pluginmanager.get_plugin(ConformanceRun.NAME) is not None:
+    registered = config.pluginmanager.get_plugins()
+    if any(isinstance(plugin, ConformanceRun) for plugin in registered):
         return
     given = any(
         getattr(config.option, "rl_" + option.name, None) not in (None, False, [], option.default)

@@ -9,6 +9,7 @@ import pytest
 from .. import capabilities as capability_registry
 
 TARGET_FIXTURE = "rl_target"
+UNTARGETED_GROUP = "untargeted"
 
 
 def capabilities_of(item: pytest.Item) -> tuple[str, ...]:

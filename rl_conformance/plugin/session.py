@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,13 +27,15 @@ from ..matrix import Matrix, RunInfo, build_matrix, now
 from ..plan import plan_targets
 from ..reports import write_reports
 from ..reports.markdown import render_table
+from ..target import Target
 from ..wire import Exchange
-from . import fixtures
+from . import distribution, fixtures
 from .collection import capabilities_of, parametrize_targets, select_and_order, target_of
 from .recording import record_of, show_as_skipped, verify_reproducers
 from .state import STATE, RunState, state_of
 
 PROFILE = "rl-conformance-run"
+GRACE_S = 5.0
 FAILURES_SHOWN = 20
 MARKERS = (
     "capability(id): the conformance capability a test certifies",
@@ -54,6 +57,13 @@ class ConformanceRun:
         self._order: dict[str, tuple[int, str, str]] = {}
         self._shown: tuple[str, str] | None = None
         self._log_marks: dict[str, Any] = {}
+        self._deadline: float | None = None
+        """The run's end as a wall-clock time (`--run-timeout`), handed to parallel workers."""
+        self._total = 0
+        self._received = 0
+        self._areas_shown: set[tuple[str, str]] = set()
+        self._worker_targets: dict[str, Target] = {}
+        self._nodes: list[Any] = []
 
     # -- configuration -------------------------------------------------------------------
 
@@ -77,6 +87,8 @@ class ConformanceRun:
             config=run, pool=pool, policy=MutationPolicy.from_config(run)
         )
         _load_hypothesis_profile(run)
+        if run.run_timeout is not None:
+            self._deadline = time.time() + run.run_timeout
         if getattr(config.option, "hypothesis_seed", None) is None:
             config.option.hypothesis_seed = str(run.seed)
         config.pluginmanager.register(fixtures, f"{self.NAME}-fixtures")
@@ -95,11 +107,63 @@ class ConformanceRun:
             for position, item in enumerate(items)
         }
         if any(capabilities_of(item) for item in items):
-            state.active = True
-            state.started_at = now()
-            _install_sigterm()
-            if self.config.run_timeout is not None:
-                state.timer = _start_run_timer(state, self.config.run_timeout)
+            self._activate(state, distribution.seconds_left(config) or self.config.run_timeout)
+
+    def _activate(self, state: RunState, run_timeout: float | None) -> None:
+        state.active = True
+        state.started_at = now()
+        _install_sigterm()
+        if run_timeout is not None:
+            state.timer = _start_run_timer(state, run_timeout)
+
+    # -- a parallel run's controller ------------------------------------------------------
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        return distribution.make_scheduler(config, log, state_of(config).pool.ids)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        distribution.hand_over_deadline(node, self._deadline)
+        self._nodes.append(node)
+
+    def pytest_keyboard_interrupt(self, excinfo: Any) -> None:
+        if self._nodes:
+            distribution.interrupt_workers(self._nodes)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        state = state_of(self._config)
+        if state.active or not ids:
+            return
+        self._total = len(ids)
+        # The workers stop themselves at the deadline; this is the net if one cannot.
+        grace = None if self._deadline is None else self._deadline - time.time() + GRACE_S
+        self._activate(state, grace)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if not distribution.is_controller(self._config):
+            return
+        found = distribution.record_in(report)
+        self._received += report.when == "call" or (report.when == "setup" and not report.passed)
+        if found is None:
+            return
+        record, area = found
+        state_of(self._config).records.append(record)
+        if self.progress and (record.target_id, area) not in self._areas_shown:
+            self._areas_shown.add((record.target_id, area))
+            reporter = self._reporter
+            if reporter is not None:
+                width = len(str(self._total))
+                reporter.write("\n")
+                reporter.write_line(
+                    f"[{self._received:>{width}}/{self._total}] {record.target_id}: {area}"
+                )
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        for target in distribution.targets_reported(node):
+            self._worker_targets[target.id] = target
 
     # -- while tests run -------------------------------------------------------------------
 
@@ -170,6 +234,8 @@ class ConformanceRun:
                 verify_reproducers([record])  # at once: later tests change the deployment
             state.records.append(record)
             show_as_skipped(item, report, record)
+            if distribution.is_worker(item.config):
+                distribution.attach_record(report, record, _area(item))
 
     # -- the end ---------------------------------------------------------------------------
 
@@ -182,8 +248,18 @@ class ConformanceRun:
             return
         if state.timer is not None:
             state.timer.cancel()
+        if distribution.is_worker(session.config):
+            try:
+                distribution.publish_targets(session.config, state.pool.reached_targets())
+            finally:
+                _shutdown(state)
+            return
         try:
             complete = exitstatus != pytest.ExitCode.INTERRUPTED and not session.shouldstop
+            if not complete and self._deadline is not None and time.time() >= self._deadline:
+                state.incomplete_reason = state.incomplete_reason or _timeout_reason(
+                    self.config.run_timeout
+                )
             info = RunInfo(
                 started_at=state.started_at or now(),
                 finished_at=now(),
@@ -197,7 +273,11 @@ class ConformanceRun:
                 capability_registry.get(capability_id)
                 for capability_id in self.config.capability or capability_registry.BY_ID
             ]
-            matrix = build_matrix(selected, state.pool.planned_targets(), state.records, info)
+            targets = [
+                self._worker_targets.get(target.id, target)
+                for target in state.pool.planned_targets()
+            ]
+            matrix = build_matrix(selected, targets, state.records, info)
             document = matrix.to_json()
             write_reports(document, self.config.report_path)
             if self.config.fault_matrix:
@@ -272,13 +352,17 @@ def _start_run_timer(state: RunState, seconds: float) -> threading.Timer | None:
     assert main is not None
 
     def expire() -> None:
-        state.incomplete_reason = f"--run-timeout: the run was stopped after {seconds:g} s"
+        state.incomplete_reason = _timeout_reason(state.config.run_timeout or seconds)
         signal.pthread_kill(main, signal.SIGINT)
 
     timer = threading.Timer(seconds, expire)
     timer.daemon = True
     timer.start()
     return timer
+
+
+def _timeout_reason(seconds: float | None) -> str:
+    return f"--run-timeout: the run was stopped after {seconds or 0:g} s"
 
 
 def _install_sigterm() -> None:

@@ -29,6 +29,27 @@ def children_of(pid: int) -> list[int]:
     return found
 
 
+def descendants_of(pid: int) -> list[int]:
+    found, frontier = [], [pid]
+    while frontier:
+        children = children_of(frontier.pop())
+        found += children
+        frontier += children
+    return found
+
+
+def fakes_among(pids: list[int]) -> list[int]:
+    found = []
+    for pid in pids:
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"fake_backends" in command:
+            found.append(pid)
+    return found
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_interrupted_run_writes_an_incomplete_matrix(tmp_path: Path, signum: int) -> None:
     process = subprocess.Popen(
@@ -47,12 +68,11 @@ def test_interrupted_run_writes_an_incomplete_matrix(tmp_path: Path, signum: int
         stderr=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and not children_of(process.pid):
+    while time.monotonic() < deadline and not fakes_among(descendants_of(process.pid)):
         time.sleep(0.1)
-    launched = children_of(process.pid)
-    assert launched, "no fake deployment was started"
+    assert fakes_among(descendants_of(process.pid)), "no fake deployment was started"
     time.sleep(1.5)
-    launched = children_of(process.pid)
+    launched = descendants_of(process.pid)  # a parallel run's workers and their deployments
     process.send_signal(signum)
     code = process.wait(timeout=60)
     assert code != 0

@@ -1,0 +1,106 @@
+"""One run across pytest-xdist workers (`rl-conformance run --jobs N`, or `pytest -n N` with
+`-p rl_conformance.plugin`): each target's tests stay together, in order, on one worker (its
+deployment's state is a sequence: a refresh changes the weights every later test sees); a worker
+sends each test's record with its report and the targets it started when it finishes; the
+controller folds them into the one matrix, as a serial run would.
+
+A worker's run deadline (`--run-timeout`) is the controller's, handed over as an absolute time,
+so every worker stops when the run's time is up and still reports what it did.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from ..matrix import TestRecord
+from ..target import Target
+from .collection import UNTARGETED_GROUP
+
+RECORD_PROPERTY = "rl-conformance-record"
+TARGETS_OUTPUT = "rl-conformance-targets"
+DEADLINE_INPUT = "rl-conformance-deadline"
+
+
+def is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def is_controller(config: pytest.Config) -> bool:
+    """True in the process that distributes tests (it runs none itself)."""
+    return not is_worker(config) and config.pluginmanager.hasplugin("dsession")
+
+
+def target_in_nodeid(nodeid: str, target_ids: Sequence[str]) -> str:
+    """The target a test id names: its parameters start with the target id (`test_x[fake-vllm]`,
+    `test_y[fake-vllm-sidecar-0]`); the longest target id that fits wins."""
+    opened = nodeid.find("[")
+    if opened < 0 or not nodeid.endswith("]"):
+        return UNTARGETED_GROUP
+    parameters = nodeid[opened + 1 : -1]
+    fitting = [t for t in target_ids if parameters == t or parameters.startswith(f"{t}-")]
+    return max(fitting, key=len) if fitting else UNTARGETED_GROUP
+
+
+def make_scheduler(config: pytest.Config, log: Any, target_ids: Sequence[str]) -> Any:
+    """xdist's scope scheduling with one scope per target: a worker gets a target's tests as one
+    unit, in collection order. (pytest-xdist's `--dist loadgroup` would do this from marks,
+    but its group names do not reach the scheduler under pytest 9.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class TargetScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return target_in_nodeid(nodeid, target_ids)
+
+    return TargetScheduling(config, log)
+
+
+def attach_record(report: pytest.TestReport, record: TestRecord, area: str) -> None:
+    report.user_properties.append((RECORD_PROPERTY, {"record": record.to_json(), "area": area}))
+
+
+def record_in(report: pytest.TestReport) -> tuple[TestRecord, str] | None:
+    for name, value in report.user_properties:
+        if name == RECORD_PROPERTY:
+            return TestRecord.from_json(value["record"]), str(value.get("area", ""))
+    return None
+
+
+def publish_targets(config: pytest.Config, targets: list[Target]) -> None:
+    """The targets this worker reached, for the controller's matrix."""
+    config.workeroutput[TARGETS_OUTPUT] = [target.describe() for target in targets]  # type: ignore[attr-defined]
+
+
+def targets_reported(node: Any) -> list[Target]:
+    output = getattr(node, "workeroutput", None) or {}
+    return [Target.from_description(document) for document in output.get(TARGETS_OUTPUT, [])]
+
+
+def hand_over_deadline(node: Any, deadline_epoch: float | None) -> None:
+    if deadline_epoch is not None:
+        node.workerinput[DEADLINE_INPUT] = deadline_epoch
+
+
+def seconds_left(config: pytest.Config) -> float | None:
+    """A worker's remaining run time, from the deadline the controller handed over."""
+    deadline = getattr(config, "workerinput", {}).get(DEADLINE_INPUT)
+    return None if deadline is None else max(0.1, float(deadline) - time.time())
+
+
+def interrupt_workers(nodes: Sequence[Any]) -> None:
+    """Pass an interrupt of the controller on to its workers (a signal sent to the controller
+    alone, `--run-timeout`): each stops its test, stops its deployments and reports, instead of
+    being killed after xdist's shutdown timeout with its deployments still running."""
+    for node in nodes:
+        process = getattr(getattr(getattr(node, "gateway", None), "_io", None), "popen", None)
+        if process is None or process.poll() is not None:
+            continue
+        try:
+            os.kill(process.pid, signal.SIGINT)
+        except OSError:
+            continue
