@@ -192,6 +192,23 @@ OPTIONS: tuple[Option, ...] = (
         default=30.0,
     ),
     Option(
+        "budget_generations",
+        "--budget-generations",
+        "send at most N generation requests to each target; the tests run are chosen MUST "
+        "before SHOULD, the cheapest evidence first, from estimates per test, and the matrix "
+        "names what the budget left uncovered (default: no limit)",
+        kind="int",
+        metavar="N",
+    ),
+    Option(
+        "dry_run",
+        "--dry-run",
+        "start nothing and send nothing: list the tests a run would run on each target with "
+        "their estimated generation requests (and, with --budget-generations, which ones the "
+        "budget covers); also written as plan.json in --report-dir",
+        kind="flag",
+    ),
+    Option(
         "run_timeout",
         "--run-timeout",
         "stop the whole run after this many seconds; the matrix is still written, marked "
@@ -246,6 +263,8 @@ class RunConfig:
     seed: int = 0
     examples: int = 8
     deadline: float = 30.0
+    budget_generations: int | None = None
+    dry_run: bool = False
     run_timeout: float | None = None
     verify_reproducers: bool = False
     shrink: bool = False
@@ -315,7 +334,10 @@ class RunConfig:
         for name, value, low in (
             ("--examples", self.examples, 1),
             ("--workers", self.workers, 0),
+            ("--budget-generations", self.budget_generations, 1),
         ):
+            if value is None:
+                continue
             if value < low:
                 raise ConfigurationError(f"{name}: expected an integer >= {low}, observed {value}")
         for name, number in (("--deadline", self.deadline), ("--run-timeout", self.run_timeout)):

@@ -31,6 +31,7 @@ from .version import __version__
 from .wire import to_jsonable
 
 SCHEMA_VERSION = 1
+UNCOVERED_PREFIX = "not covered by --budget-generations"
 SUITE_NAME = "dynamo-rl-conformance"
 
 
@@ -123,6 +124,8 @@ class TestRecord:
     reproducer: str | None = None
     """The test's requests as curl commands, in order, when no single exchange shows the
     failure (a refresh sequence, a feature found absent)."""
+    generations: int = 0
+    """Generation requests the test sent (`budget`)."""
 
     def to_json(self) -> dict[str, Any]:
         """A record as JSON, to cross a process boundary (a parallel run's workers)."""
@@ -136,6 +139,7 @@ class TestRecord:
             "checks": [[check_id, passed] for check_id, passed in self.checks],
             "evidence": [item.to_json() for item in self.evidence],
             "reproducer": self.reproducer,
+            "generations": self.generations,
         }
 
     @classmethod
@@ -150,6 +154,7 @@ class TestRecord:
             checks=[(str(check_id), bool(passed)) for check_id, passed in document["checks"]],
             evidence=[Evidence.from_json(item) for item in document.get("evidence", [])],
             reproducer=document.get("reproducer"),
+            generations=int(document.get("generations", 0)),
         )
 
 
@@ -258,6 +263,7 @@ def build_cell(
             "nodeid": record.nodeid,
             "outcome": record.outcome.value,
             "duration_s": round(record.duration_s, 4),
+            "generations": record.generations,
         }
         for record in records
     ]
@@ -282,6 +288,8 @@ class RunInfo:
     incomplete_reason: str | None = None
     command: list[str] = field(default_factory=lambda: list(sys.argv))
     """How the run was started (the launch commands of targets are in their notes/versions)."""
+    budget_generations: int | None = None
+    """`--budget-generations`: the cap on generation requests per target, if any."""
 
 
 def environment(run: RunInfo) -> dict[str, Any]:
@@ -324,6 +332,8 @@ class Matrix:
     run: RunInfo
     targets: list[Target]
     rows: list[Row]
+    generations: dict[str, int] = field(default_factory=dict)
+    """Generation requests sent to each target by the tests (every test's count, summed)."""
 
     @property
     def summary(self) -> dict[str, int]:
@@ -364,7 +374,24 @@ class Matrix:
                 "capabilities": [row.to_json() for row in self.rows],
             }
         )
+        if run.budget_generations is not None:
+            document["budget"] = self.budget()
         return document
+
+    def budget(self) -> dict[str, Any]:
+        """What `--budget-generations` allowed, what was sent, and the cells it left uncovered
+        (every test of the cell skipped for the budget)."""
+        uncovered = [
+            {"capability": row.capability.id, "target": target_id}
+            for row in self.rows
+            for target_id, cell in row.cells.items()
+            if cell.outcome is Outcome.SKIPPED and cell.reason.startswith(UNCOVERED_PREFIX)
+        ]
+        return {
+            "generations_per_target": self.run.budget_generations,
+            "generations_sent": {t.id: self.generations.get(t.id, 0) for t in self.targets},
+            "uncovered": uncovered,
+        }
 
 
 def build_matrix(
@@ -387,7 +414,10 @@ def build_matrix(
                 cell.reason = f"not reached: {run.incomplete_reason or 'the run was interrupted'}"
             cells[target.id] = cell
         rows.append(Row(capability, cells))
-    return Matrix(run, list(targets), rows)
+    generations: Counter[str] = Counter()
+    for record in records:
+        generations[record.target_id] += record.generations
+    return Matrix(run, list(targets), rows, dict(generations))
 
 
 def _command(argv: list[str]) -> list[str]:

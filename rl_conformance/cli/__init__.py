@@ -10,6 +10,7 @@ rl-conformance passthrough                          engine faults through the re
 rl-conformance install-dynamo                       the real Dynamo, in its own environment
 rl-conformance certify-adapter MODULE:FACTORY       an RL framework's rollout client
 rl-conformance profiles [run's deployment flags]    will verl, NeMo RL, slime, prime-rl work here
+rl-conformance generation-costs                     measure each test's generation requests
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from . import (
     capabilities,
     certify_adapter,
     diff,
+    generation_costs,
     install_dynamo,
     kill_matrix,
     passthrough,
@@ -42,6 +44,7 @@ COMMANDS = (
     certify_adapter,
     profiles,
     diff,
+    generation_costs,
 )
 
 

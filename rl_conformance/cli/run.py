@@ -36,6 +36,8 @@ def register(commands: Any) -> None:
 def handle(args: argparse.Namespace) -> int:
     config = RunConfig.from_options(args).validate()
     jobs = parallel_jobs(config) if args.jobs == "auto" else _jobs(args.jobs)
+    if config.dry_run:
+        jobs = 1
     verbosity = "verbose" if args.verbose else "quiet" if args.quiet else "normal"
     try:
         result = run(config, verbosity=verbosity, pytest_args=args.pytest_args, jobs=jobs)
@@ -43,6 +45,8 @@ def handle(args: argparse.Namespace) -> int:
         print(f"rl-conformance: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     matrix = result.matrix
+    if config.dry_run:
+        return 0 if result.pytest_exit in (0, 5) else result.exit_status
     if matrix is None:
         print(
             f"rl-conformance: no matrix was written; pytest exit code {result.pytest_exit}",

@@ -8,6 +8,7 @@ then every launcher stops what it started.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -19,6 +20,15 @@ import pytest
 
 from .. import capabilities as capability_registry
 from ..admin import MutationPolicy
+from ..budget import (
+    BASIS,
+    LEVEL_ORDER,
+    PlannedTest,
+    choose,
+    estimate,
+    plan_document,
+    uncovered_reason,
+)
 from ..checks.base import rule_ids
 from ..config import RunConfig
 from ..errors import ConfigurationError
@@ -64,6 +74,7 @@ class ConformanceRun:
         self._areas_shown: set[tuple[str, str]] = set()
         self._worker_targets: dict[str, Target] = {}
         self._nodes: list[Any] = []
+        self._spent_marks: dict[str, int] = {}
 
     # -- configuration -------------------------------------------------------------------
 
@@ -102,6 +113,12 @@ class ConformanceRun:
         state = state_of(config)
         wanted = set(self.config.capability or capability_registry.BY_ID)
         select_and_order(config, items, wanted, state.pool.ids)
+        state.plan = _plan(items, self.config)
+        if self.config.dry_run:
+            config.hook.pytest_deselected(items=list(items))
+            items[:] = []
+            return
+        _skip_uncovered(items, state.plan, self.config.budget_generations)
         self._order = {
             item.nodeid: (position, target_of(item) or "?", _area(item))
             for position, item in enumerate(items)
@@ -168,9 +185,14 @@ class ConformanceRun:
     # -- while tests run -------------------------------------------------------------------
 
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
-        client = state_of(item.config).client
+        state = state_of(item.config)
+        state.current_target = target_of(item)
+        client = state.client
+        if client is not None:
+            client.target_id = state.current_target
         log = client.log if client is not None else None
         self._log_marks[item.nodeid] = log[-1] if log else None
+        self._spent_marks[item.nodeid] = client.spent(state.current_target) if client else 0
 
     def _exchanges_of(self, item: pytest.Item, state: RunState) -> list[Exchange]:
         """The exchanges this test made: the client's log after the last exchange that was
@@ -230,6 +252,10 @@ class ConformanceRun:
             return
         if call.when == "call" or (call.when == "setup" and not report.passed):
             record = record_of(item, call, report, marked, self._exchanges_of(item, state))
+            if state.client is not None:
+                spent = state.client.spent(record.target_id)
+                # a test skipped before its setup ran (a skip mark) sent nothing
+                record.generations = spent - self._spent_marks.get(item.nodeid, spent)
             if self.config.verify_reproducers and record.evidence:
                 verify_reproducers([record])  # at once: later tests change the deployment
             state.records.append(record)
@@ -244,6 +270,10 @@ class ConformanceRun:
         """After the runner tore down every fixture (even on an interrupt): fixtures that
         restore a deployment's state must find it still running."""
         state = state_of(session.config)
+        if self.config.dry_run:
+            _write_plan(state, self.config)
+            _shutdown(state)
+            return
         if not state.active:
             return
         if state.timer is not None:
@@ -265,6 +295,7 @@ class ConformanceRun:
                 finished_at=now(),
                 complete=complete,
                 seed=self.config.seed,
+                budget_generations=self.config.budget_generations,
                 incomplete_reason=None
                 if complete
                 else state.incomplete_reason or "the run was interrupted",
@@ -296,6 +327,9 @@ class ConformanceRun:
     def pytest_terminal_summary(
         self, terminalreporter: Any, exitstatus: int, config: pytest.Config
     ) -> None:
+        if self.config.dry_run:
+            _show_plan(terminalreporter, state_of(config), self.config)
+            return
         found = state_of(config).matrix
         if found is None:
             return
@@ -321,6 +355,73 @@ class ConformanceRun:
         terminalreporter.write_line(
             f"reports written to {os.path.abspath(self.config.report_path)}"
         )
+
+
+def _plan(items: list[pytest.Item], run: RunConfig) -> list[PlannedTest]:
+    planned = []
+    for item in items:
+        marked = capabilities_of(item)
+        levels = [
+            capability_registry.BY_ID[c].level.value
+            for c in marked
+            if c in capability_registry.BY_ID
+        ]
+        target = target_of(item)
+        planned.append(
+            PlannedTest(
+                nodeid=item.nodeid,
+                target_id=target,
+                capabilities=marked,
+                level=min(levels, key=lambda level: LEVEL_ORDER.get(level, 3), default="MAY"),
+                estimated=estimate(item.nodeid, target, run.examples),
+            )
+        )
+    return choose(planned, run.budget_generations)
+
+
+def _skip_uncovered(items: list[pytest.Item], plan: list[PlannedTest], budget: int | None) -> None:
+    """The tests the budget does not cover are skipped (their cells say so), not dropped: a
+    parallel run's controller learns of them from their reports."""
+    if budget is None:
+        return
+    for item, planned in zip(items, plan, strict=True):
+        if not planned.selected:
+            item.add_marker(pytest.mark.skip(reason=uncovered_reason(planned, budget)))
+
+
+def _write_plan(state: RunState, run: RunConfig) -> None:
+    document = plan_document(state.plan, run.budget_generations, run.examples)
+    run.report_path.mkdir(parents=True, exist_ok=True)
+    (run.report_path / "plan.json").write_text(json.dumps(document, indent=2) + "\n")
+
+
+def _show_plan(reporter: Any, state: RunState, run: RunConfig) -> None:
+    """The dry run's listing: each test with its level and estimated generations, per target."""
+    document = plan_document(state.plan, run.budget_generations, run.examples)
+    reporter.section("dry run: what would run")
+    for test in state.plan:
+        mark = "run " if test.selected else "skip"
+        reporter.write_line(
+            f"{mark} {test.level:<6} ~{test.estimated:>4} gen  {test.nodeid}"
+            f"  [{', '.join(test.capabilities)}]"
+        )
+    budget = run.budget_generations
+    for target_id, totals in document["targets"].items():
+        line = (
+            f"{target_id}: {totals['tests']} tests, ~{totals['estimated_generations']} "
+            f"generation requests (--examples {run.examples})"
+        )
+        if budget is not None:
+            line += (
+                f"; --budget-generations {budget} covers {totals['selected']} tests "
+                f"(~{totals['selected_generations']}), leaves "
+                f"{totals['tests'] - totals['selected']} uncovered"
+            )
+        reporter.write_line(line)
+    reporter.write_line(
+        f"estimates per test: {', '.join(BASIS)}; plan written to "
+        f"{os.path.abspath(run.report_path / 'plan.json')}"
+    )
 
 
 def _load_hypothesis_profile(run: RunConfig) -> None:

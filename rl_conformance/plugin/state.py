@@ -10,7 +10,7 @@ from datetime import datetime
 import pytest
 
 from ..admin import MutationPolicy
-from ..client import Client
+from ..budget import CountingClient, PlannedTest
 from ..config import RunConfig
 from ..matrix import Matrix, TestRecord
 from ..plan import TargetPool
@@ -24,7 +24,11 @@ class RunState:
     pool: TargetPool
     policy: MutationPolicy
     records: list[TestRecord] = field(default_factory=list)
-    client: Client | None = None
+    client: CountingClient | None = None
+    current_target: str = ""
+    """The target of the test now running: the client counts generation requests against it."""
+    plan: list[PlannedTest] = field(default_factory=list)
+    """Each collected test, its estimated generations and whether the budget covers it."""
     active: bool = False
     started_at: datetime | None = None
     timer: threading.Timer | None = None
@@ -55,9 +59,12 @@ class RunState:
             self.weight_sources[target.id] = source
         return source
 
-    def http(self) -> Client:
+    def http(self) -> CountingClient:
         if self.client is None:
-            self.client = Client(deadline_s=self.config.deadline)
+            self.client = CountingClient(
+                deadline_s=self.config.deadline, budget=self.config.budget_generations
+            )
+        self.client.target_id = self.current_target
         return self.client
 
 

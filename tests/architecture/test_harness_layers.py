@@ -34,7 +34,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "strategies",
         ),
     ),
-    ("client", ("client", "breaker", "reproducers")),
+    ("client", ("client", "breaker", "reproducers", "budget")),
     ("targets", ("launchers", "plan", "dynamo_install")),
     (
         "control",
