@@ -5,7 +5,7 @@ suites."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +16,7 @@ from .families import AdminFamily, family_for, update_unavailable
 from .target import Target
 from .verdict import FeatureAbsent, MissingInput, Verdict
 from .weights import WeightSource
+from .wire import Exchange
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,29 @@ def succeed(
     body: Any = None,
 ) -> Any:
     """One administrative call that must succeed; returns the parsed reply."""
-    exchange = admin.call(worker, route, body)
+    return judged(verdict, family, route, worker, admin.call(worker, route, body))
+
+
+def succeed_each(
+    verdict: Verdict,
+    admin: AdminClient,
+    workers: Sequence[AdminWorker],
+    family: AdminFamily,
+    route: str,
+    body: Any = None,
+) -> list[Any]:
+    """One step that must succeed on every worker, sent to them all at once (bounded,
+    `admin.FANOUT`) and judged in the workers' order."""
+    exchanges = admin.call_each(workers, route, body)
+    return [
+        judged(verdict, family, route, worker, exchange)
+        for worker, exchange in zip(workers, exchanges, strict=True)
+    ]
+
+
+def judged(
+    verdict: Verdict, family: AdminFamily, route: str, worker: AdminWorker, exchange: Exchange
+) -> Any:
     try:
         parsed = exchange.json()
     except ValueError:
@@ -103,16 +126,13 @@ def paused(
     family = selection.family
     body = family.pause_body(mode)
     try:
-        for worker in selection.workers:
-            succeed(verdict, admin, worker, family, family.pause, body)
+        succeed_each(verdict, admin, selection.workers, family, family.pause, body)
         yield
     except BaseException:
-        for worker in selection.workers:
-            with contextlib.suppress(Exception):
-                admin.call(worker, family.resume, {})
+        with contextlib.suppress(Exception):
+            admin.call_each(selection.workers, family.resume, {})
         raise
-    for worker in selection.workers:
-        succeed(verdict, admin, worker, family, family.resume, {})
+    succeed_each(verdict, admin, selection.workers, family, family.resume, {})
 
 
 def require_update_routes(selection: Selection) -> None:
@@ -131,13 +151,13 @@ def update_all(
     family = selection.family
     require_update_routes(selection)
     policy = weights.new(family)
-    for worker in selection.workers:
-        if weights.needs_setup(worker):
-            for call in family.setup_calls(policy):
-                succeed(verdict, admin, worker, family, call.route, dict(call.body))
-            weights.setup_done(worker)
-        for call in family.update_calls(policy):
-            succeed(verdict, admin, worker, family, call.route, dict(call.body))
+    unset = [worker for worker in selection.workers if weights.needs_setup(worker)]
+    for call in family.setup_calls(policy) if unset else ():
+        succeed_each(verdict, admin, unset, family, call.route, dict(call.body))
+    for worker in unset:
+        weights.setup_done(worker)
+    for call in family.update_calls(policy):
+        succeed_each(verdict, admin, selection.workers, family, call.route, dict(call.body))
     return policy.version
 
 

@@ -101,10 +101,17 @@ class Coordinator:
             self.failures.append(f"membership changed from {self.membership} to {current}")
 
     def call_all(self, step: str, route: str, body: Any = None) -> list[StepResult]:
-        return [self.call_one(step, worker, route, body) for worker in self.workers]
+        """One step on every worker at once (bounded, `admin.FANOUT`), judged in order."""
+        exchanges = self.admin.call_each(self.workers, route, body)
+        return [
+            self.judge(step, worker, route, exchange)
+            for worker, exchange in zip(self.workers, exchanges, strict=True)
+        ]
 
     def call_one(self, step: str, worker: AdminWorker, route: str, body: Any = None) -> StepResult:
-        exchange = self.admin.call(worker, route, body)
+        return self.judge(step, worker, route, self.admin.call(worker, route, body))
+
+    def judge(self, step: str, worker: AdminWorker, route: str, exchange: Exchange) -> StepResult:
         try:
             parsed = exchange.json()
         except ValueError:
