@@ -77,16 +77,18 @@ def run(
     jobs: int = 1,
 ) -> RunResult:
     """Run the suites against the configured targets. Raises `ConfigurationError` for an
-    inconsistent configuration before anything starts. With `jobs` > 1 the targets' tests run
-    in that many pytest-xdist workers, one target's tests together on one worker, and the
-    matrix is the one a serial run gives (`plugin.distribution`)."""
+    inconsistent configuration before anything starts. With `jobs` > 1 up to that many targets
+    are tested at once, each target's tests together and in order, and the matrix is the one a
+    serial run gives: in forked children where the platform forks (`plugin.forked`), else in
+    pytest-xdist workers (`plugin.distribution`)."""
     import pytest
 
-    from .plugin import ConformanceRun
+    from .plugin import ConformanceRun, forked
 
     config.validate()
+    jobs = 1 if config.fault_matrix else jobs
     parallel: list[str] = []
-    if jobs > 1 and not config.fault_matrix:
+    if jobs > 1 and not forked.available():
         parallel = [
             "-p",
             "xdist",
@@ -96,7 +98,7 @@ def run(
             "rl_conformance.plugin",
             *config.pytest_arguments(),
         ]
-    plugin = ConformanceRun(config, progress=verbosity == "normal")
+    plugin = ConformanceRun(config, progress=verbosity == "normal", jobs=jobs)
     with tempfile.TemporaryDirectory(prefix="rl-conformance-") as scratch:
         ini = Path(scratch) / "pytest.ini"
         ini.write_text(INI)

@@ -154,7 +154,7 @@ class InFlightStream:
                 "extra_fields": ["completion_token_ids", "engine_data", "detailed_finish_reason"]
             },
         }
-        headers = {"x-fake-token-delay-ms": "15"}
+        headers = {"x-fake-token-delay-ms": "10"}
         if chosen.pinned is not None:
             body["nvext"]["backend_instance_id"] = chosen.pinned.instance_id
             headers["x-dynamo-worker-instance-id"] = str(chosen.pinned.instance_id)

@@ -21,6 +21,7 @@ import pytest
 from ..matrix import TestRecord
 from ..target import Target
 from .collection import UNTARGETED_GROUP
+from .forked import FORK_PARENT, FORKED_CHILD
 
 RECORD_PROPERTY = "rl-conformance-record"
 TARGETS_OUTPUT = "rl-conformance-targets"
@@ -28,12 +29,16 @@ DEADLINE_INPUT = "rl-conformance-deadline"
 
 
 def is_worker(config: pytest.Config) -> bool:
-    return hasattr(config, "workerinput")
+    """True in a process that runs some targets' tests for another (an xdist worker, a forked
+    child)."""
+    return hasattr(config, "workerinput") or config.stash.get(FORKED_CHILD, False)
 
 
 def is_controller(config: pytest.Config) -> bool:
     """True in the process that distributes tests (it runs none itself)."""
-    return not is_worker(config) and config.pluginmanager.hasplugin("dsession")
+    if is_worker(config):
+        return False
+    return config.stash.get(FORK_PARENT, False) or config.pluginmanager.hasplugin("dsession")
 
 
 def target_in_nodeid(nodeid: str, target_ids: Sequence[str]) -> str:

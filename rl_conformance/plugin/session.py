@@ -8,6 +8,7 @@ then every launcher stops what it started.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -39,7 +40,7 @@ from ..reports import write_reports
 from ..reports.markdown import render_table
 from ..target import Target
 from ..wire import Exchange
-from . import distribution, fixtures
+from . import distribution, fixtures, forked
 from .collection import capabilities_of, parametrize_targets, select_and_order, target_of
 from .recording import record_of, show_as_skipped, verify_reproducers
 from .state import STATE, RunState, state_of
@@ -58,8 +59,11 @@ MARKERS = (
 class ConformanceRun:
     NAME = "rl-conformance-run"
 
-    def __init__(self, config: RunConfig, progress: bool = False) -> None:
+    def __init__(self, config: RunConfig, progress: bool = False, jobs: int = 1) -> None:
         self.config = config
+        self.jobs = jobs
+        """Targets tested at once by forked children (`forked`); 1 runs in this process."""
+        self._send: Any = None
         self.matrix: Matrix | None = None
         """The run's matrix once the session finished (also written to the report files)."""
         self.progress = progress
@@ -158,7 +162,75 @@ class ConformanceRun:
         grace = None if self._deadline is None else self._deadline - time.time() + GRACE_S
         self._activate(state, grace)
 
+    # -- a forked parallel run ------------------------------------------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> bool | None:
+        """With `jobs` > 1, one forked child per target runs that target's tests."""
+        groups = forked.groups_by_target(session.items)
+        config = session.config
+        if (
+            self.jobs < 2
+            or len(groups) < 2
+            or not forked.available()
+            or session.testsfailed  # collection errors: pytest's own loop reports them
+            or config.option.collectonly
+            or distribution.is_worker(config)
+            or distribution.is_controller(config)
+        ):
+            return None
+        config.stash[forked.FORK_PARENT] = True
+        self._total = len(session.items)
+        forked.run_children(
+            session,
+            groups,
+            self.jobs,
+            lambda items, send: self._run_child(session, items, send),
+            self._receive,
+        )
+        return True
+
+    def _run_child(self, session: pytest.Session, items: list[pytest.Item], send: Any) -> None:
+        config = session.config
+        config.stash[forked.FORKED_CHILD] = True
+        self.progress, self._send = False, send
+        forked.silence_terminal(config)
+        forked.restart_capture(config)
+        state = state_of(config)
+        state.timer = None  # the parent's timer thread did not cross the fork
+        try:
+            forked.run_items(session, items)
+        except KeyboardInterrupt:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # clean up before anything else
+            send({"kind": "interrupted"})
+            with contextlib.suppress(Exception):
+                session._setupstate.teardown_exact(None)
+        finally:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            try:
+                reached = [target.describe() for target in state.pool.reached_targets()]
+                send({"kind": "targets", "targets": reached})
+            finally:
+                _shutdown(state)
+
+    def _receive(self, message: dict[str, Any]) -> None:
+        config = self._config
+        if message["kind"] == "report":
+            report = forked.replayed(config, message["report"])
+            config.hook.pytest_runtest_logreport(report=report)
+        elif message["kind"] == "targets":
+            for document in message["targets"]:
+                target = Target.from_description(document)
+                self._worker_targets[target.id] = target
+        elif message["kind"] == "interrupted":
+            state_of(config).incomplete_reason = state_of(config).incomplete_reason or (
+                "a target's tests were interrupted"
+            )
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if self._send is not None:
+            self._send({"kind": "report", "report": forked.serialised(self._config, report)})
+            return
         if not distribution.is_controller(self._config):
             return
         found = distribution.record_in(report)

@@ -1,6 +1,7 @@
-"""The suites under pytest-xdist (`pytest -p rl_conformance.plugin -n auto`) give the matrix a
-serial run gives: every cell's outcome, reason, checks and tests, every target's description.
-Only what differs from run to run anyway (ports, times, instance ids) is set aside."""
+"""A parallel run gives the matrix a serial run gives: every cell's outcome, reason, checks and
+tests, every target's description, whether the targets run in forked children (`rl-conformance
+run --jobs N`) or under pytest-xdist (`pytest -p rl_conformance.plugin -n auto`). Only what
+differs from run to run anyway (ports, times, instance ids) is set aside."""
 
 from __future__ import annotations
 
@@ -47,12 +48,19 @@ def essence(matrix: dict[str, Any]) -> dict[str, Any]:
     return {"cells": cells, "targets": targets, "summary": matrix["summary"]}
 
 
-def test_xdist_run_gives_the_serial_matrix(tmp_path: Path) -> None:
-    serial, parallel = tmp_path / "serial", tmp_path / "parallel"
+def test_parallel_runs_give_the_serial_matrix(tmp_path: Path) -> None:
+    serial, parallel, forked = tmp_path / "serial", tmp_path / "parallel", tmp_path / "forked"
     fakes = [argument for fake in FAKES for argument in ("--fake", fake)]
     command = [sys.executable, "-m", "rl_conformance", "run", "-q", "--jobs", "1", "--seed", "3"]
     subprocess.run(
         [*command, *fakes, "--report-dir", str(serial)],
+        capture_output=True,
+        timeout=300,
+        check=True,
+    )
+    command[command.index("--jobs") + 1] = "2"
+    subprocess.run(
+        [*command, *fakes, "--report-dir", str(forked)],
         capture_output=True,
         timeout=300,
         check=True,
@@ -74,11 +82,15 @@ def test_xdist_run_gives_the_serial_matrix(tmp_path: Path) -> None:
     serial_matrix = json.loads((serial / "matrix.json").read_text())
     parallel_matrix = json.loads((parallel / "matrix.json").read_text())
     assert parallel_matrix["complete"] is True
-    expected, observed = essence(serial_matrix), essence(parallel_matrix)
-    differing = {
-        key: (expected["cells"].get(key), cell)
-        for key, cell in observed["cells"].items()
-        if expected["cells"].get(key) != cell
-    }
-    assert not differing, differing
-    assert observed == expected
+    forked_matrix = json.loads((forked / "matrix.json").read_text())
+    expected = essence(serial_matrix)
+    for matrix in (parallel_matrix, forked_matrix):
+        assert matrix["complete"] is True
+        observed = essence(matrix)
+        differing = {
+            key: (expected["cells"].get(key), cell)
+            for key, cell in observed["cells"].items()
+            if expected["cells"].get(key) != cell
+        }
+        assert not differing, differing
+        assert observed == expected
