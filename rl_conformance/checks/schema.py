@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..schema_registry import schema_names, validator
+from ..schema_registry import fast_accepts, schema_names, validator
 from .base import REGISTRY, Check, CheckResult, CheckSpec, Level, Violation, register
 
 _MAX_VIOLATIONS = 20
@@ -18,6 +18,8 @@ def schema_check_id(name: str) -> str:
 
 def _violations(name: str) -> Any:
     def find(instance: Any, where: str = "") -> Iterator[Violation]:
+        if fast_accepts(name, instance):
+            return  # only an instance the fast engine rejects needs the reference's errors
         errors = sorted(validator(name).iter_errors(instance), key=lambda e: list(e.path))
         for error in errors[:_MAX_VIOLATIONS]:
             path = "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in error.path)
