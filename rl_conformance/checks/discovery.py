@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from operator import itemgetter
 from typing import Any
 
 from .base import MISSING, Findings, Level, Violation, check, describe, get_path, is_int
@@ -10,6 +12,7 @@ SECTION = "Discover Workers Safely"
 PROTOCOL_VERSION = 1
 OPTIONAL_WORKER_FIELDS = ("system_url", "admin_base_url", "model", "world_size", "error")
 MAX_U64 = 2**64 - 1
+STABLE_FIELDS = ("transport", "request_plane_url", "system_url", "model", "routes")
 
 
 def workers_of(body: Any) -> list[dict[str, Any]]:
@@ -22,12 +25,19 @@ def workers_of(body: Any) -> list[dict[str, Any]]:
 
 def identity(worker: dict[str, Any]) -> tuple[Any, Any, Any, Any]:
     """A worker's identity: never its position in the list."""
-    return (
-        worker.get("namespace"),
-        worker.get("component"),
-        worker.get("endpoint"),
-        worker.get("instance_id"),
-    )
+    try:
+        return _IDENTITY(worker)
+    except KeyError:
+        return (
+            worker.get("namespace"),
+            worker.get("component"),
+            worker.get("endpoint"),
+            worker.get("instance_id"),
+        )
+
+
+_IDENTITY = itemgetter("namespace", "component", "endpoint", "instance_id")
+_STABLE = itemgetter(*STABLE_FIELDS)
 
 
 @check(
@@ -50,7 +60,7 @@ def protocol_version(body: Any) -> Findings:
         )
 
 
-DYNAMO_IDENTITY = ("namespace", "component", "endpoint", "instance_id")
+DYNAMO_IDENTITY = frozenset({"namespace", "component", "endpoint", "instance_id"})
 
 
 def foreign_listener(body: Any) -> str | None:
@@ -62,7 +72,7 @@ def foreign_listener(body: Any) -> str | None:
     different body. A client that trusted the number would read gateway ids as Dynamo workers."""
     if not isinstance(body, dict):
         return None
-    workers = [w for w in workers_of(body) if not any(key in w for key in DYNAMO_IDENTITY)]
+    workers = [w for w in workers_of(body) if w.keys().isdisjoint(DYNAMO_IDENTITY)]
     gateway_keys = {"id", "url", "engine", "capabilities", "health"}
     gateway_like = [w for w in workers if gateway_keys & set(w)]
     if not gateway_like and not ("total" in body and "namespace" not in body):
@@ -94,6 +104,25 @@ def dynamo_listener(body: Any) -> Findings:
         yield Violation(reason, "(root)", "Dynamo RL listener body (namespace, workers)", observed)
 
 
+def _strictly_ascending_names(routes: list[Any], known: dict[tuple[Any, ...], bool]) -> bool:
+    """Whether `routes` are non-empty strings in strictly ascending order (so sorted and unique),
+    decided in C: sorting mixed types or unhashable entries raises, and "" would sort first.
+    `known` remembers the answer for each distinct list."""
+    try:
+        key = tuple(routes)
+        found = known.get(key)
+        if found is None:
+            found = routes == sorted(set(routes)) and (not routes or _is_name(routes[0]))
+            known[key] = found
+        return found
+    except TypeError:
+        return False
+
+
+def _is_name(value: Any) -> bool:
+    return isinstance(value, str) and value != ""
+
+
 @check(
     "discovery.routes_well_formed",
     title="routes are non-empty strings, sorted and unique",
@@ -102,9 +131,12 @@ def dynamo_listener(body: Any) -> Findings:
     section=SECTION,
 )
 def routes_well_formed(body: Any) -> Findings:
+    well_formed: dict[tuple[Any, ...], bool] = {}  # workers mostly share their route lists
     for position, worker in enumerate(workers_of(body)):
-        where = f"workers[{position}].routes"
         routes = worker.get("routes", MISSING)
+        if isinstance(routes, list) and _strictly_ascending_names(routes, well_formed):
+            continue
+        where = f"workers[{position}].routes"
         if not isinstance(routes, list):
             yield Violation(
                 f"{where}: required array missing or not an array",
@@ -119,8 +151,9 @@ def routes_well_formed(body: Any) -> Findings:
                 f"{where}: entries must be non-empty strings", where, "non-empty strings", bad
             )
             continue
-        if len(set(routes)) != len(routes):
-            dupes = sorted({route for route in routes if routes.count(route) > 1})
+        counts = Counter(routes)
+        if len(counts) != len(routes):
+            dupes = sorted(route for route, count in counts.items() if count > 1)
             yield Violation(f"{where}: duplicated routes {dupes}", where, "unique routes", routes)
         if routes != sorted(routes):
             yield Violation(f"{where}: routes not sorted ascending", where, sorted(routes), routes)
@@ -135,8 +168,8 @@ def routes_well_formed(body: Any) -> Findings:
 )
 def request_plane_url(body: Any) -> Findings:
     for position, worker in enumerate(workers_of(body)):
-        expected = "dyn://{}.{}.{}".format(
-            worker.get("namespace"), worker.get("component"), worker.get("endpoint")
+        expected = (
+            f"dyn://{worker.get('namespace')}.{worker.get('component')}.{worker.get('endpoint')}"
         )
         observed = worker.get("request_plane_url", MISSING)
         if observed != expected:
@@ -160,8 +193,8 @@ def instance_ids(body: Any) -> Findings:
     seen: dict[tuple[Any, ...], int] = {}
     for position, worker in enumerate(workers_of(body)):
         value = worker.get("instance_id", MISSING)
-        where = f"workers[{position}].instance_id"
-        if not is_int(value) or not 0 <= value <= MAX_U64:
+        if not (type(value) is int or is_int(value)) or not 0 <= value <= MAX_U64:
+            where = f"workers[{position}].instance_id"
             hint = " (a float loses precision above 2^53)" if isinstance(value, float) else ""
             yield Violation(
                 f"{where}: expected an exact unsigned 64-bit integer{hint}",
@@ -172,6 +205,7 @@ def instance_ids(body: Any) -> Findings:
             continue
         key = identity(worker)
         if key in seen:
+            where = f"workers[{position}].instance_id"
             yield Violation(
                 f"{where}: identity {key} already used by workers[{seen[key]}]",
                 where,
@@ -238,7 +272,7 @@ def error_fails_closed(body: Any) -> Findings:
 def identity_stable(first: Any, second: Any) -> Findings:
     before = {identity(worker): worker for worker in workers_of(first)}
     after = {identity(worker): worker for worker in workers_of(second)}
-    if before and after and not set(before) & set(after):
+    if before and after and before.keys().isdisjoint(after):
         yield Violation(
             "no worker identity survives between two consecutive reads of a steady deployment",
             "workers[*].instance_id",
@@ -246,8 +280,15 @@ def identity_stable(first: Any, second: Any) -> Findings:
             sorted(map(str, after)),
         )
         return
-    for key in sorted(set(before) & set(after), key=str):
-        for name in ("transport", "request_plane_url", "system_url", "model", "routes"):
+    # The keys of the smaller read, as `set(before) & set(after)` would name them.
+    small, large = (after, before) if len(after) <= len(before) else (before, after)
+    changed = [
+        key
+        for key in small
+        if key in large and _stable_view(before[key]) != _stable_view(after[key])
+    ]
+    for key in sorted(changed, key=str):
+        for name in STABLE_FIELDS:
             if before[key].get(name, MISSING) != after[key].get(name, MISSING):
                 yield Violation(
                     f"worker {key}: {name} changed between two reads",
@@ -255,3 +296,10 @@ def identity_stable(first: Any, second: Any) -> Findings:
                     describe(before[key].get(name, MISSING)),
                     describe(after[key].get(name, MISSING)),
                 )
+
+
+def _stable_view(worker: dict[str, Any]) -> tuple[Any, ...]:
+    try:
+        return _STABLE(worker)
+    except KeyError:
+        return tuple(worker.get(name, MISSING) for name in STABLE_FIELDS)
