@@ -3,16 +3,22 @@
 Bytes arrive in arbitrary pieces: an event, a line, a CRLF pair or a multi-byte UTF-8 character
 may be split anywhere. The parser keeps the unfinished tail between `feed` calls and only
 dispatches an event at a blank line, so what it yields never depends on how the transport
-chunked the stream.
+chunked the stream. It holds only the unfinished line and the current event's fields, so its
+memory does not grow with the length of the stream, and each piece is split once (linear time
+in the piece, however many lines it carries).
 """
 
 from __future__ import annotations
 
 import codecs
+import re
 from dataclasses import dataclass
 
+_LINE_BREAK = re.compile("\r\n|\r|\n")
+"""The three line terminators of an event stream: CRLF, LF, CR."""
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, slots=True)
 class SSEEvent:
     """One dispatched event. `data` joins the event's `data:` lines with newlines."""
 
@@ -35,7 +41,8 @@ class SSEParser:
 
     def __init__(self) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="strict")
-        self._buffer = ""
+        self._tail: list[str] = []
+        """The unfinished line, in the pieces it arrived in."""
         self._pending_cr = False
         self._data: list[str] = []
         self._event_type = ""
@@ -59,9 +66,9 @@ class SSEParser:
         except UnicodeDecodeError as exc:
             raise SSEDecodeError(f"event stream ends inside a UTF-8 sequence: {exc}") from exc
         events = self._consume(tail)
-        if self._buffer or self._has_fields:
+        if any(self._tail) or self._has_fields:
             self.truncated = True
-        self._buffer = ""
+        self._tail = []
         self._data = []
         self._has_fields = False
         return events
@@ -69,20 +76,29 @@ class SSEParser:
     def _consume(self, text: str) -> list[SSEEvent]:
         if not text:
             return []
-        if self._pending_cr and text.startswith("\n"):
-            text = text[1:]
-        self._pending_cr = False
-        self._buffer += text
+        if self._pending_cr:
+            self._pending_cr = False
+            if text.startswith("\n"):
+                text = text[1:]
+        if "\n" not in text and "\r" not in text:
+            self._tail.append(text)  # the line goes on; joined once it ends
+            return []
+        self._tail.append(text)
+        buffer = "".join(self._tail)
+        # One split per chunk (never a slice per line, which is quadratic in the chunk size).
+        if "\r" in buffer:
+            lines = _LINE_BREAK.split(buffer)
+            # A CR at the very end may be the first half of a CRLF split across chunks.
+            self._pending_cr = buffer.endswith("\r")
+        else:
+            lines = buffer.split("\n")
+        self._tail = [lines.pop()]
         events: list[SSEEvent] = []
-        while True:
-            cut = _first_line_break(self._buffer)
-            if cut is None:
-                break
-            end, width = cut
-            line = self._buffer[:end]
-            if width == 1 and self._buffer[end] == "\r" and end + 1 == len(self._buffer):
-                self._pending_cr = True
-            self._buffer = self._buffer[end + width :]
+        for line in lines:
+            if line.startswith("data:"):
+                self._data.append(line[6:] if line.startswith("data: ") else line[5:])
+                self._has_fields = True
+                continue
             event = self._process_line(line)
             if event is not None:
                 events.append(event)
@@ -110,25 +126,11 @@ class SSEParser:
         return None
 
     def _dispatch(self) -> SSEEvent | None:
-        has_data = bool(self._data)
-        event = SSEEvent(
-            data="\n".join(self._data),
-            event=self._event_type or "message",
-            id=self._last_id,
-            retry=self._retry,
-        )
-        self._data = []
+        data, event_type = self._data, self._event_type or "message"
         self._event_type = ""
         self._has_fields = False
-        return event if has_data else None
-
-
-def _first_line_break(buffer: str) -> tuple[int, int] | None:
-    """Position and width of the first CRLF, LF or CR; None if there is none yet."""
-    lf = buffer.find("\n")
-    cr = buffer.find("\r", 0, lf if lf >= 0 else len(buffer))
-    if cr >= 0:
-        return (cr, 2) if cr + 1 == lf else (cr, 1)
-    if lf >= 0:
-        return lf, 1
-    return None
+        if not data:
+            return None
+        event = SSEEvent("\n".join(data), event_type, self._last_id, self._retry)
+        data.clear()
+        return event
