@@ -4,9 +4,12 @@ Every request has a deadline covering connect, headers and the whole body; a ser
 drips bytes or streams forever is cut off at the deadline and the exchange is returned with
 `error` set, never raised past the caller and never left hanging. Bodies are capped in size
 (a declared Content-Length over the cap is refused before reading), streams in bytes and in
-events; each cut names the limit it hit. Streams are parsed incrementally and driven through
-`StreamMachine`. A `CircuitBreaker` counts transport failures per plane: once a plane stopped
-answering, requests to it raise `PlaneUnavailable` at once instead of waiting out a deadline.
+events; each cut names the limit it hit. Streams are parsed incrementally, driven through
+`StreamMachine` and folded (`checks.stream_fold.StreamFold`) event by event; the exchange keeps
+at most `keep_events` of them (the first and last halves of a longer stream), so a stream's
+length costs memory only in its folded token ids and logprobs. A `CircuitBreaker` counts
+transport failures per plane: once a plane stopped answering, requests to it raise
+`PlaneUnavailable` at once instead of waiting out a deadline.
 
 The core is asynchronous (so a deadline is a real cancellation); `Client` is a synchronous facade
 that runs it on a private event-loop thread, which is what pytest suites and hypothesis want.
@@ -26,7 +29,8 @@ from typing import Any, TypeVar
 import httpx
 
 from .breaker import CircuitBreaker
-from .sse import SSEDecodeError, SSEParser
+from .checks.stream_fold import StreamFold
+from .sse import SSEDecodeError, SSEEvent, SSEParser
 from .stream_state import (
     DONE,
     StreamMachine,
@@ -34,13 +38,15 @@ from .stream_state import (
     TerminalDetector,
     openai_terminals,
 )
-from .wire import Exchange, WireRequest, parse_json
+from .wire import KEPT_EVENTS, STREAM_BODY_HEAD, Exchange, WireRequest, parse_json
 
 T = TypeVar("T")
 
 DEFAULT_DEADLINE_S = 30.0
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
-DEFAULT_MAX_STREAM_EVENTS = 100_000
+DEFAULT_MAX_STREAM_EVENTS = 1_000_000
+DEFAULT_MAX_STREAM_BYTES = 512 * 1024 * 1024
+"""A stream is not held in memory (see `keep_events`): its caps bound time, not memory."""
 # The most recent exchanges stay inspectable; evidence keeps its own references.
 LOG_LENGTH = 64
 
@@ -56,10 +62,14 @@ class AsyncClient:
         max_stream_events: int = DEFAULT_MAX_STREAM_EVENTS,
         transport: httpx.AsyncBaseTransport | None = None,
         breaker: CircuitBreaker | None = None,
+        max_stream_bytes: int = DEFAULT_MAX_STREAM_BYTES,
+        keep_events: int = KEPT_EVENTS,
     ) -> None:
         self.deadline_s = deadline_s
         self.max_body_bytes = max_body_bytes
         self.max_stream_events = max_stream_events
+        self.max_stream_bytes = max_stream_bytes
+        self.keep_events = max(keep_events, 2)
         self.breaker = breaker if breaker is not None else CircuitBreaker()
         self._http = httpx.AsyncClient(
             transport=transport,
@@ -166,63 +176,73 @@ class AsyncClient:
         machine: StreamMachine,
         cancel_after_events: int | None,
     ) -> None:
-        data_events = 0
-        body = bytearray()
-        async for chunk in response.aiter_raw():
-            if len(body) + len(chunk) > self.max_body_bytes:
-                exchange.body_truncated = True
-                exchange.body = bytes(body)
-                exchange.error = (
-                    f"stream exceeded the {self.max_body_bytes}-byte limit; connection closed"
-                )
-                machine.on_transport_error(exchange.error)
-                return
-            body += chunk
-            try:
-                events = parser.feed(chunk)
-            except SSEDecodeError as exc:
-                exchange.body = bytes(body)
-                exchange.error = f"undecodable stream: {exc}"
-                machine.on_unparseable(str(exc))
-                return
-            for event in events:
-                if len(exchange.events) >= self.max_stream_events:
-                    exchange.body = bytes(body)
+        kept = _KeptEvents(exchange, self.keep_events)
+        fold = exchange.fold = StreamFold()
+        head = bytearray()
+        received = 0
+        try:
+            async for chunk in response.aiter_raw():
+                if received + len(chunk) > self.max_stream_bytes:
+                    exchange.body_truncated = True
                     exchange.error = (
-                        f"stream exceeded the {self.max_stream_events}-event limit; "
-                        "connection closed"
+                        f"stream exceeded the {self.max_stream_bytes}-byte limit; connection closed"
                     )
                     machine.on_transport_error(exchange.error)
                     return
-                exchange.events.append(event)
-                self._feed_machine(machine, event.data, len(exchange.events) - 1)
-                data_events += 1
-                if cancel_after_events is not None and data_events >= cancel_after_events:
-                    exchange.body = bytes(body)
-                    machine.on_cancel()
+                received += len(chunk)
+                if len(head) < STREAM_BODY_HEAD:
+                    head += chunk[: STREAM_BODY_HEAD - len(head)]
+                try:
+                    events = parser.feed(chunk)
+                except SSEDecodeError as exc:
+                    exchange.error = f"undecodable stream: {exc}"
+                    machine.on_unparseable(str(exc))
                     return
-        exchange.body = bytes(body)
-        try:
-            exchange.events.extend(parser.close())
-        except SSEDecodeError as exc:
-            machine.on_unparseable(str(exc))
-            return
-        if parser.truncated:
-            machine.on_transport_error("stream ended in the middle of an event")
-            return
-        machine.on_end()
+                for event in events:
+                    if kept.count >= self.max_stream_events:
+                        exchange.error = (
+                            f"stream exceeded the {self.max_stream_events}-event limit; "
+                            "connection closed"
+                        )
+                        machine.on_transport_error(exchange.error)
+                        return
+                    self._feed_machine(machine, fold, event.data, kept.count)
+                    kept.add(event)
+                    if cancel_after_events is not None and kept.count >= cancel_after_events:
+                        machine.on_cancel()
+                        return
+            try:
+                for event in parser.close():
+                    kept.add(event)
+            except SSEDecodeError as exc:
+                machine.on_unparseable(str(exc))
+                return
+            if parser.truncated:
+                machine.on_transport_error("stream ended in the middle of an event")
+                return
+            machine.on_end()
+        finally:
+            exchange.body = bytes(head)
+            exchange.stream_bytes = received
+            kept.close()
 
     @staticmethod
-    def _feed_machine(machine: StreamMachine, data: str, position: int) -> None:
+    def _feed_machine(machine: StreamMachine, fold: StreamFold, data: str, position: int) -> None:
         if data == DONE:
             machine.on_payload(DONE)
+            fold.add(position, DONE)
             return
         try:
-            payload = parse_json(data.encode(), what=f"event {position}")
-        except ValueError as exc:
-            machine.on_unparseable(str(exc))
-            return
+            payload = json.loads(data)  # as `parse_json` reads it; its error only when it fails
+        except ValueError:
+            try:
+                payload = parse_json(data.encode(), what=f"event {position}")
+            except ValueError as exc:
+                machine.on_unparseable(str(exc))
+                fold.add_unparseable(position, str(exc))
+                return
         machine.on_payload(payload)
+        fold.add(position, payload)
 
     def _prepare(
         self,
@@ -268,6 +288,37 @@ class AsyncClient:
         exchange.body = bytes(body)
 
 
+class _KeptEvents:
+    """The events an exchange keeps: all of them up to `keep`, then the first half of `keep`
+    and a window of the last ones."""
+
+    def __init__(self, exchange: Exchange, keep: int) -> None:
+        self.exchange = exchange
+        self.keep = keep
+        self.count = 0
+        self.tail: deque[SSEEvent] | None = None
+
+    def add(self, event: SSEEvent) -> None:
+        self.count += 1
+        events = self.exchange.events
+        if self.tail is None:
+            events.append(event)
+            if len(events) <= self.keep:
+                return
+            half = self.keep // 2
+            self.tail = deque(events[half:], maxlen=self.keep - half)
+            del events[half:]
+            self.exchange.elided_at = half
+        else:
+            self.tail.append(event)
+        self.exchange.events_elided = self.count - self.keep
+
+    def close(self) -> None:
+        if self.tail is not None:
+            self.exchange.events.extend(self.tail)
+            self.tail = None
+
+
 class Client:
     """Synchronous facade over `AsyncClient`, safe to call from tests and hypothesis examples."""
 
@@ -279,6 +330,8 @@ class Client:
         max_stream_events: int = DEFAULT_MAX_STREAM_EVENTS,
         transport: httpx.AsyncBaseTransport | None = None,
         breaker: CircuitBreaker | None = None,
+        max_stream_bytes: int = DEFAULT_MAX_STREAM_BYTES,
+        keep_events: int = KEPT_EVENTS,
     ) -> None:
         self._loop = asyncio.new_event_loop()
         self._pending: set[Future[Any]] = set()
@@ -287,7 +340,15 @@ class Client:
         )
         self._thread.start()
         self._core: AsyncClient = self._run(
-            self._make_core(deadline_s, max_body_bytes, max_stream_events, transport, breaker)
+            self._make_core(
+                deadline_s,
+                max_body_bytes,
+                max_stream_events,
+                transport,
+                breaker,
+                max_stream_bytes,
+                keep_events,
+            )
         )
         self.deadline_s = deadline_s
 
@@ -298,6 +359,8 @@ class Client:
         max_stream_events: int,
         transport: httpx.AsyncBaseTransport | None,
         breaker: CircuitBreaker | None,
+        max_stream_bytes: int,
+        keep_events: int,
     ) -> AsyncClient:
         return AsyncClient(
             deadline_s=deadline_s,
@@ -305,6 +368,8 @@ class Client:
             max_stream_events=max_stream_events,
             transport=transport,
             breaker=breaker,
+            max_stream_bytes=max_stream_bytes,
+            keep_events=keep_events,
         )
 
     @property

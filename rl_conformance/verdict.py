@@ -88,11 +88,12 @@ class Verdict:
 
     def events(self, exchange: Exchange, *, schema: str | None = None) -> list[Any]:
         """Require a 200 event stream (text/event-stream) whose every data event is JSON (or
-        [DONE]); schema-check
-        each JSON event; return the parsed payloads. Does not require terminal success."""
+        [DONE]); schema-check each JSON event; return the parsed payloads. Does not require
+        terminal success. A stream longer than the client keeps whole raises `EventsElided`:
+        judge it through `exchange.fold`."""
         self.status(exchange, 200)
         self.check(
-            http.event_stream(exchange.content_type, len(exchange.events), exchange.body_preview()),
+            http.event_stream(exchange.content_type, exchange.event_count, exchange.body_preview()),
             exchange,
         )
         try:

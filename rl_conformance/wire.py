@@ -14,6 +14,16 @@ from .stream_state import DONE, StreamState
 _BODY_PREVIEW = 300
 WIRE_LOG_BYTES = 64 * 1024
 """A saved wire log keeps at most this much of a body, and events up to this many bytes."""
+KEPT_EVENTS = 2048
+"""A streamed exchange keeps every event up to this many; a longer stream keeps its first and
+last halves of it (the rest is counted in `events_elided` and judged through `fold`)."""
+STREAM_BODY_HEAD = 64 * 1024
+"""A streamed exchange keeps this much of the raw stream, for previews; `stream_bytes` counts
+all of it."""
+
+
+class EventsElided(RuntimeError):
+    """A check asked for every event of a stream whose middle the exchange did not keep."""
 
 
 @dataclass(frozen=True)
@@ -31,8 +41,12 @@ class WireRequest:
 class Exchange:
     """One request and everything observed about its answer.
 
-    `status` is None when no HTTP response arrived (`error` says why). For streams, `events` holds
-    every dispatched SSE event and `state` the terminal state the client's machine reached.
+    `status` is None when no HTTP response arrived (`error` says why). For streams, `state` is
+    the terminal state the client's machine reached, and `events` the dispatched SSE events: all
+    of them up to `KEPT_EVENTS`; of a longer stream the first ones (`elided_at` of them) and the
+    last ones, with `events_elided` counted between. `fold` (a `checks.stream_fold.StreamFold`)
+    has folded every event: the stream checks judge a stream of any length from it. `body` keeps
+    the first `STREAM_BODY_HEAD` bytes of a stream; `stream_bytes` counts them all.
     """
 
     request: WireRequest
@@ -46,10 +60,30 @@ class Exchange:
     error: str | None = None
     elapsed_s: float = 0.0
     first_byte_s: float | None = None
+    events_elided: int = 0
+    elided_at: int = 0
+    stream_bytes: int = 0
+    fold: Any = None
 
     @property
     def streamed(self) -> bool:
         return self.state is not None
+
+    @property
+    def event_count(self) -> int:
+        """Events the stream dispatched, kept or not."""
+        return len(self.events) + self.events_elided
+
+    def numbered_events(self) -> list[tuple[int, SSEEvent]]:
+        """The kept events with their position in the stream."""
+        if not self.events_elided:
+            return list(enumerate(self.events))
+        head = list(enumerate(self.events[: self.elided_at]))
+        offset = self.events_elided
+        return head + [
+            (self.elided_at + offset + index, event)
+            for index, event in enumerate(self.events[self.elided_at :])
+        ]
 
     @property
     def content_type(self) -> str:
@@ -60,7 +94,15 @@ class Exchange:
         return parse_json(self.body, what="response body")
 
     def payloads(self) -> list[Any]:
-        """Parsed data of every event: JSON values, or the string `[DONE]` for the terminator."""
+        """Parsed data of every event: JSON values, or the string `[DONE]` for the terminator.
+        Raises `EventsElided` for a stream that was too long to keep whole: judge it through
+        `fold` instead."""
+        if self.events_elided:
+            raise EventsElided(
+                f"{self.event_count} events streamed; the exchange kept the first "
+                f"{self.elided_at} and the last {len(self.events) - self.elided_at} "
+                f"({self.events_elided} elided): judge the stream through exchange.fold"
+            )
         parsed = []
         for position, event in enumerate(self.events):
             if event.data == DONE:
@@ -116,21 +158,48 @@ class Exchange:
             "first_byte_s": None if self.first_byte_s is None else round(self.first_byte_s, 4),
         }
         if self.streamed:
-            events: list[dict[str, Any]] = []
-            used = 0
-            for event in self.events:
-                used += len(event.data)
-                if used > limit:
-                    events.append({"data": f"... [{len(self.events) - len(events)} more events]"})
-                    break
-                events.append({"event": event.event, "data": event.data})
+            shown = self._events_within(limit)
+            omitted = self.event_count - len(shown)
+            events: list[dict[str, Any]] = [
+                {"event": event.event, "data": event.data} for _, event in shown
+            ]
+            if omitted:
+                cut = next((at for at, (number, _) in enumerate(shown) if number != at), len(shown))
+                events.insert(cut, {"data": f"... [{omitted} events elided]", "elided": omitted})
+                log["events_elided"] = omitted
             log["events"] = events
+            log["event_count"] = self.event_count
+            log["stream_bytes"] = self.stream_bytes
             log["state"] = None if self.state is None else self.state.value
             log["state_reason"] = self.state_reason
         else:
-            log["body"] = text(self.body) + (" [cut by the client]" if self.body_truncated else "")
+            log["body"] = (text(self.body) or "") + (
+                " [cut by the client]" if self.body_truncated else ""
+            )
         log["reproducer"] = self.curl()
         return log
+
+    def _events_within(self, limit: int) -> list[tuple[int, SSEEvent]]:
+        """The numbered events a wire log shows: from the start while they fit in half of
+        `limit` bytes, then from the end (where the terminal chunk and `[DONE]` are) while the
+        rest fits."""
+        numbered = self.numbered_events()
+        if sum(len(event.data) for _, event in numbered) <= limit and not self.events_elided:
+            return numbered
+        head: list[tuple[int, SSEEvent]] = []
+        used = 0
+        for item in numbered:
+            if used + len(item[1].data) > limit // 2:
+                break
+            head.append(item)
+            used += len(item[1].data)
+        tail: list[tuple[int, SSEEvent]] = []
+        for item in reversed(numbered[len(head) :]):
+            if used + len(item[1].data) > limit:
+                break
+            tail.append(item)
+            used += len(item[1].data)
+        return head + tail[::-1]
 
     def describe(self) -> str:
         """One line for messages: request, status and outcome."""

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from . import admin, control, discovery, errors, http, logprobs, streaming, tokens
+from . import admin, control, discovery, errors, http, logprobs, stream_fold, streaming, tokens
 from .aggregate import aggregate_stream
 from .base import REGISTRY, CheckResult, CheckSpec, Level, Violation
 from .schema import schema_check
+from .stream_fold import StreamFold
 
 __all__ = [
     "REGISTRY",
     "CheckResult",
     "CheckSpec",
     "Level",
+    "StreamFold",
     "Violation",
     "admin",
     "aggregate_stream",
@@ -21,6 +23,7 @@ __all__ = [
     "http",
     "logprobs",
     "schema_check",
+    "stream_fold",
     "streaming",
     "tokens",
 ]

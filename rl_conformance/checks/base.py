@@ -87,6 +87,11 @@ class Check(Generic[P]):
         return CheckResult(self.spec, tuple(self._find(*args, **kwargs)))
 
 
+class Folded:
+    """An observation folded as it arrived (`stream_fold.StreamFold`). A check that accepts one
+    in place of the list it stands for judges it as it judges that list."""
+
+
 REGISTRY: dict[str, Check[Any]] = {}
 
 Findings = Iterator[Violation]

@@ -6,9 +6,12 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from .base import MISSING, Findings, Violation, check, describe, get_path
+from .base import MISSING, Findings, Folded, Violation, check, describe, get_path
+
+if TYPE_CHECKING:
+    from .stream_fold import StreamFold
 
 SECTION = "Preserve Token Authority"
 ABS_TOLERANCE = 1e-4
@@ -34,34 +37,38 @@ def positions(choice: Any) -> list[Position] | None:
         return None
     content = logprobs.get("content")
     if isinstance(content, list):
-        found = []
-        for entry in content:
-            entry = entry if isinstance(entry, dict) else {}
-            top = entry.get("top_logprobs")
-            pairs = (
-                [(item.get("token"), item.get("logprob")) for item in top if isinstance(item, dict)]
-                if isinstance(top, list)
-                else None
-            )
-            found.append(
-                Position(
-                    entry.get("token"), entry.get("logprob", MISSING), entry.get("token_id"), pairs
-                )
-            )
-        return found
+        return [content_position(entry) for entry in content]
     values = logprobs.get("token_logprobs")
     if not isinstance(values, list):
         return None
     raw_tokens, raw_tops = logprobs.get("tokens"), logprobs.get("top_logprobs")
     tokens: list[Any] = raw_tokens if isinstance(raw_tokens, list) else []
     tops: list[Any] = raw_tops if isinstance(raw_tops, list) else []
-    found = []
-    for index, value in enumerate(values):
-        token = tokens[index] if index < len(tokens) else MISSING
-        top = tops[index] if index < len(tops) else None
-        pairs = list(top.items()) if isinstance(top, dict) else None
-        found.append(Position(token, value, None, pairs))
-    return found
+    return [
+        completion_position(
+            value,
+            tokens[index] if index < len(tokens) else MISSING,
+            tops[index] if index < len(tops) else None,
+        )
+        for index, value in enumerate(values)
+    ]
+
+
+def content_position(entry: Any) -> Position:
+    """One entry of a chat choice's `logprobs.content`."""
+    entry = entry if isinstance(entry, dict) else {}
+    top = entry.get("top_logprobs")
+    pairs = (
+        [(item.get("token"), item.get("logprob")) for item in top if isinstance(item, dict)]
+        if isinstance(top, list)
+        else None
+    )
+    return Position(entry.get("token"), entry.get("logprob", MISSING), entry.get("token_id"), pairs)
+
+
+def completion_position(value: Any, token: Any, top: Any) -> Position:
+    """Position `i` of a completions choice: `token_logprobs[i]`, `tokens[i]`, `top_logprobs[i]`."""
+    return Position(token, value, None, list(top.items()) if isinstance(top, dict) else None)
 
 
 def close(left: float, right: float) -> bool:
@@ -69,7 +76,7 @@ def close(left: float, right: float) -> bool:
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    return type(value) is float or (isinstance(value, int | float) and not isinstance(value, bool))
 
 
 @check(
@@ -79,15 +86,15 @@ def _is_number(value: Any) -> bool:
     section="Know What Returns to the Trainer",
 )
 def present(body: Any) -> Findings:
+    if isinstance(body, Folded):
+        for index, choice in enumerate(cast("StreamFold", body).merged_choices()):
+            if choice.positions() is None:
+                yield _absent_logprobs(index, choice.logprobs_summary())
+        return
     choices = get_path(body, "choices")
     for index, choice in enumerate(choices if isinstance(choices, list) else []):
         if positions(choice) is None:
-            yield Violation(
-                f"choices[{index}].logprobs is absent or null although logprobs were requested",
-                f"choices[{index}].logprobs",
-                "logprobs object",
-                describe(get_path(choice, "logprobs")),
-            )
+            yield _absent_logprobs(index, get_path(choice, "logprobs"))
 
 
 @check(
@@ -97,65 +104,147 @@ def present(body: Any) -> Findings:
     section=SECTION,
 )
 def selected_alignment(body: Any, completion_ids: Sequence[int]) -> Findings:
+    if isinstance(body, Folded):
+        yield from _folded_selected_alignment(cast("StreamFold", body), completion_ids)
+        return
     choice = get_path(body, "choices", 0)
     found = positions(choice)
     if found is None:
-        yield Violation(
-            "choices[0].logprobs is absent or null although logprobs were requested",
-            "choices[0].logprobs",
-            "logprobs object",
-            describe(get_path(choice, "logprobs")),
-        )
+        yield _absent_logprobs(0, get_path(choice, "logprobs"))
         return
     if len(found) != len(completion_ids):
-        yield Violation(
-            f"{len(found)} selected logprobs for {len(completion_ids)} generated ids",
-            "choices[0].logprobs",
-            len(completion_ids),
-            len(found),
-        )
+        yield _count_differs(len(found), len(completion_ids))
         return
     raw = get_path(choice, "logprobs")
     tokens = raw.get("tokens") if isinstance(raw, dict) else None
     if isinstance(tokens, list) and len(tokens) != len(completion_ids):
-        yield Violation(
-            f"{len(tokens)} logprob tokens for {len(completion_ids)} generated ids",
-            "choices[0].logprobs.tokens",
-            len(completion_ids),
-            len(tokens),
-        )
+        yield _tokens_count_differs(len(tokens), len(completion_ids))
     for index, position in enumerate(found):
         if position.token_id is not None and position.token_id != completion_ids[index]:
-            yield Violation(
-                f"position {index} carries the logprob of another token",
-                f"choices[0].logprobs.content[{index}].token_id",
-                completion_ids[index],
-                position.token_id,
-            )
+            yield _other_token(index, completion_ids[index], position.token_id)
             return
-        own = _own_top_value(position)
-        if own is not None and _is_number(position.logprob) and not close(own, position.logprob):
-            yield Violation(
-                f"position {index}: selected logprob differs from the same token's "
-                "top-logprob entry (values reordered or shifted?)",
-                f"choices[0].logprobs[{index}]",
-                own,
-                position.logprob,
-            )
+        own = own_top_disagreement(position)
+        if own is not None:
+            yield _own_differs(index, own, position.logprob)
             return
     engine = get_path(body, "nvext", "engine_data", "completion_logprobs")
     if isinstance(engine, list):
         selected = [position.logprob for position in found]
-        if len(engine) != len(selected) or not all(
-            _is_number(a) and _is_number(b) and close(a, b)
-            for a, b in zip(engine, selected, strict=False)
-        ):
-            yield Violation(
-                "engine_data.completion_logprobs disagrees with the selected logprobs",
-                "nvext.engine_data.completion_logprobs",
-                selected,
-                engine,
-            )
+        if not _same_logprobs(engine, selected):
+            yield _engine_differs(selected, engine)
+
+
+def _folded_selected_alignment(fold: StreamFold, completion_ids: Sequence[int]) -> Findings:
+    """`selected_alignment` of the merged stream, from what the fold kept."""
+    merged = fold.merged_choices()
+    choice = merged[0] if merged else None
+    found = choice.positions() if choice is not None else None
+    if choice is None or found is None:
+        yield _absent_logprobs(0, choice.logprobs_summary() if choice is not None else MISSING)
+        return
+    if len(found) != len(completion_ids):
+        yield _count_differs(len(found), len(completion_ids))
+        return
+    if "tokens" in choice.lists and choice.lists["tokens"] != len(completion_ids):
+        yield _tokens_count_differs(choice.lists["tokens"], len(completion_ids))
+    if found is choice.completion and choice.unaligned_at is not None:
+        yield Violation(
+            f"event {choice.unaligned_at}: choices[0] logprob arrays of unequal length "
+            "(tokens / top_logprobs / token_logprobs), so positions shift",
+            f"events[{choice.unaligned_at}].choices[0].logprobs",
+            "arrays of one length per chunk",
+            "unequal lengths",
+        )
+        return
+    first_other = None
+    if found.token_id_column is not None:
+        for index in range(len(found.token_id_column)):
+            given = found.token_id(index)
+            if given is not None and given != completion_ids[index]:
+                first_other = index
+                break
+    own = found.own_disagreement
+    if first_other is not None and (own is None or first_other <= own[0]):
+        yield _other_token(first_other, completion_ids[first_other], found.token_id(first_other))
+        return
+    if own is not None:
+        yield _own_differs(*own)
+        return
+    engine = get_path(fold.nvext, "engine_data", "completion_logprobs")
+    if isinstance(engine, list):
+        selected = found.values()
+        if not _same_logprobs(engine, selected):
+            yield _engine_differs(selected, engine)
+
+
+def own_top_disagreement(position: Position) -> float | None:
+    """The token's own top-logprob value when it differs from the selected value, else None."""
+    own = _own_top_value(position)
+    if own is not None and _is_number(position.logprob) and not close(own, position.logprob):
+        return own
+    return None
+
+
+def _same_logprobs(engine: list[Any], selected: list[Any]) -> bool:
+    return len(engine) == len(selected) and all(
+        _is_number(a) and _is_number(b) and close(a, b)
+        for a, b in zip(engine, selected, strict=False)
+    )
+
+
+def _absent_logprobs(choice_index: int, observed: Any) -> Violation:
+    return Violation(
+        f"choices[{choice_index}].logprobs is absent or null although logprobs were requested",
+        f"choices[{choice_index}].logprobs",
+        "logprobs object",
+        describe(observed),
+    )
+
+
+def _count_differs(found: int, expected: int) -> Violation:
+    return Violation(
+        f"{found} selected logprobs for {expected} generated ids",
+        "choices[0].logprobs",
+        expected,
+        found,
+    )
+
+
+def _tokens_count_differs(found: int, expected: int) -> Violation:
+    return Violation(
+        f"{found} logprob tokens for {expected} generated ids",
+        "choices[0].logprobs.tokens",
+        expected,
+        found,
+    )
+
+
+def _other_token(index: int, expected: Any, observed: Any) -> Violation:
+    return Violation(
+        f"position {index} carries the logprob of another token",
+        f"choices[0].logprobs.content[{index}].token_id",
+        expected,
+        observed,
+    )
+
+
+def _own_differs(index: int, own: float, selected: Any) -> Violation:
+    return Violation(
+        f"position {index}: selected logprob differs from the same token's "
+        "top-logprob entry (values reordered or shifted?)",
+        f"choices[0].logprobs[{index}]",
+        own,
+        selected,
+    )
+
+
+def _engine_differs(selected: list[Any], engine: list[Any]) -> Violation:
+    return Violation(
+        "engine_data.completion_logprobs disagrees with the selected logprobs",
+        "nvext.engine_data.completion_logprobs",
+        selected,
+        engine,
+    )
 
 
 def _own_top_value(position: Position) -> float | None:
@@ -174,22 +263,44 @@ def _own_top_value(position: Position) -> float | None:
     section=SECTION,
 )
 def finite_nonpositive(body: Any) -> Findings:
+    if isinstance(body, Folded):
+        for choice_index, choice in enumerate(cast("StreamFold", body).merged_choices()):
+            found = choice.positions()
+            if found is not None and found.not_finite is not None:
+                yield _not_finite(choice_index, *found.not_finite)
+                return
+        return
     choices = get_path(body, "choices")
     for choice_index, choice in enumerate(choices if isinstance(choices, list) else []):
         for index, position in enumerate(positions(choice) or []):
-            values = [("selected", position.logprob)] + [
-                (f"top[{token!r}]", value) for token, value in position.top or []
-            ]
-            for label, value in values:
-                if not _is_number(value) or not math.isfinite(value) or value > POSITIVE_SLACK:
-                    yield Violation(
-                        f"choices[{choice_index}] position {index} {label} logprob "
-                        "is not a finite number <= 0",
-                        f"choices[{choice_index}].logprobs[{index}]",
-                        "finite <= 0",
-                        describe(value),
-                    )
-                    return
+            bad = not_finite_nonpositive(position)
+            if bad is not None:
+                yield _not_finite(choice_index, index, *bad)
+                return
+
+
+def not_finite_nonpositive(position: Position) -> tuple[str, Any] | None:
+    """The first of a position's logprobs (selected, then each top entry) that is not a finite
+    number <= 0, with its label; None when all are."""
+    if not _finite_nonpositive(position.logprob):
+        return "selected", position.logprob
+    for token, value in position.top or ():
+        if not _finite_nonpositive(value):
+            return f"top[{token!r}]", value
+    return None
+
+
+def _finite_nonpositive(value: Any) -> bool:
+    return _is_number(value) and math.isfinite(value) and value <= POSITIVE_SLACK
+
+
+def _not_finite(choice_index: int, index: int, label: str, value: Any) -> Violation:
+    return Violation(
+        f"choices[{choice_index}] position {index} {label} logprob is not a finite number <= 0",
+        f"choices[{choice_index}].logprobs[{index}]",
+        "finite <= 0",
+        describe(value),
+    )
 
 
 @check(

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .aggregate import DONE
-from .base import MISSING, Findings, Violation, check, describe, get_path, is_int
+from .base import MISSING, Findings, Folded, Violation, check, describe, get_path, is_int
+
+if TYPE_CHECKING:
+    from .stream_fold import StreamFold
 
 SECTION = "Handle Streaming and Retries"
 COMPLETION_FINISH_REASONS = frozenset({"stop", "length", "content_filter"})
@@ -30,12 +33,15 @@ def _key(choice: Any, position: int) -> str:
     "canceled, or failed.",
     section=SECTION,
 )
-def single_terminal(payloads: list[Any], expected_choices: int = 1) -> Findings:
+def single_terminal(payloads: list[Any] | StreamFold, expected_choices: int = 1) -> Findings:
     terminals: Counter[str] = Counter()
-    for payload in payloads:
-        for position, choice in enumerate(_choices(payload)):
-            if get_path(choice, "finish_reason") not in (None, MISSING):
-                terminals[_key(choice, position)] += 1
+    if isinstance(payloads, Folded):
+        terminals = payloads.terminals
+    else:
+        for payload in payloads:
+            for position, choice in enumerate(_choices(payload)):
+                if get_path(choice, "finish_reason") not in (None, MISSING):
+                    terminals[_key(choice, position)] += 1
     for index in range(expected_choices):
         count = terminals.get(str(index), 0)
         if count != 1:
@@ -53,7 +59,11 @@ def single_terminal(payloads: list[Any], expected_choices: int = 1) -> Findings:
     spec="Admit only a verified terminal result.",
     section=SECTION,
 )
-def nothing_after_terminal(payloads: list[Any]) -> Findings:
+def nothing_after_terminal(payloads: list[Any] | StreamFold) -> Findings:
+    if isinstance(payloads, Folded):
+        if payloads.after_terminal is not None:
+            yield _after_terminal(*payloads.after_terminal)
+        return
     finished: set[str] = set()
     for event, payload in enumerate(payloads):
         if payload == DONE:
@@ -61,15 +71,19 @@ def nothing_after_terminal(payloads: list[Any]) -> Findings:
         for position, choice in enumerate(_choices(payload)):
             key = _key(choice, position)
             if key in finished:
-                yield Violation(
-                    f"event {event}: choice {key} continues after its terminal event",
-                    f"events[{event}].choices[{position}]",
-                    "no further chunk",
-                    choice,
-                )
+                yield _after_terminal(event, key, position, choice)
                 return
             if get_path(choice, "finish_reason") not in (None, MISSING):
                 finished.add(key)
+
+
+def _after_terminal(event: int, key: str, position: int, choice: Any) -> Violation:
+    return Violation(
+        f"event {event}: choice {key} continues after its terminal event",
+        f"events[{event}].choices[{position}]",
+        "no further chunk",
+        choice,
+    )
 
 
 @check(
@@ -79,19 +93,24 @@ def nothing_after_terminal(payloads: list[Any]) -> Findings:
     "canceled, or failed.",
     section=SECTION,
 )
-def done_last(payloads: list[Any]) -> Findings:
-    count = sum(1 for payload in payloads if payload == DONE)
+def done_last(payloads: list[Any] | StreamFold) -> Findings:
+    if isinstance(payloads, Folded):
+        count, events = payloads.done, payloads.payloads
+        last = payloads.last
+    else:
+        count, events = sum(1 for payload in payloads if payload == DONE), len(payloads)
+        last = payloads[-1] if payloads else MISSING
     if count == 0:
         yield Violation(
             "no data: [DONE] terminator",
             "events[-1]",
             "[DONE]",
-            describe(payloads[-1]) if payloads else "(no events)",
+            describe(last) if events else "(no events)",
         )
     elif count > 1:
         yield Violation(f"{count} [DONE] terminators", "events", 1, count)
-    elif payloads[-1] != DONE:
-        yield Violation("events follow data: [DONE]", "events[-1]", "[DONE]", payloads[-1])
+    elif last != DONE:
+        yield Violation("events follow data: [DONE]", "events[-1]", "[DONE]", last)
 
 
 @check(

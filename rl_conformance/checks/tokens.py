@@ -3,9 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from .base import MISSING, Findings, Level, Violation, check, describe, get_path, is_int_list
+from .base import (
+    MISSING,
+    Findings,
+    Folded,
+    Level,
+    Violation,
+    check,
+    describe,
+    get_path,
+    is_int_list,
+)
+
+if TYPE_CHECKING:
+    from .stream_fold import StreamFold
 
 SECTION = "Preserve Token Authority"
 
@@ -145,7 +158,10 @@ def usage_consistent(
     spec="Use the engine-returned sequence; exact placement depends on the selected interface.",
     section="Know What Returns to the Trainer",
 )
-def stream_concat(chunks: Sequence[Any], unary_ids: Sequence[int]) -> Findings:
+def stream_concat(chunks: Sequence[Any] | StreamFold, unary_ids: Sequence[int]) -> Findings:
+    if isinstance(chunks, Folded):
+        yield from _folded_stream_concat(cast("StreamFold", chunks), unary_ids)
+        return
     streamed: list[int] = []
     for position, chunk in enumerate(chunks):
         delta = get_path(chunk, "nvext", "completion_token_ids")
@@ -161,6 +177,26 @@ def stream_concat(chunks: Sequence[Any], unary_ids: Sequence[int]) -> Findings:
             return
         streamed.extend(delta)
     if streamed != list(unary_ids):
+        yield Violation(
+            _first_difference("streamed ids", list(unary_ids), streamed),
+            "events[*].nvext.completion_token_ids",
+            list(unary_ids),
+            streamed,
+        )
+
+
+def _folded_stream_concat(fold: StreamFold, unary_ids: Sequence[int]) -> Findings:
+    if fold.ids_error is not None:
+        position, delta = fold.ids_error
+        yield Violation(
+            f"chunk {position}: completion_token_ids is not an integer array",
+            f"events[{position}].nvext.completion_token_ids",
+            "integer array",
+            delta,
+        )
+        return
+    if not fold.ids.equals(unary_ids):
+        streamed = fold.ids.tolist()
         yield Violation(
             _first_difference("streamed ids", list(unary_ids), streamed),
             "events[*].nvext.completion_token_ids",
