@@ -57,8 +57,9 @@ def wire_excerpt(wire: dict[str, Any]) -> str:
     )
     if "events" in wire:
         lines += [f"data: {event.get('data')}" for event in wire["events"][:6]]
-        if len(wire["events"]) > 6:
-            lines.append(f"... {len(wire['events']) - 6} more events")
+        total = wire.get("event_count", len(wire["events"]))  # an elided stream had more
+        if total > 6:
+            lines.append(f"... {total - 6} more events")
     elif wire.get("body"):
         lines.append(str(wire["body"]))
     text = "\n".join(lines)
