@@ -38,6 +38,42 @@ def identity(worker: dict[str, Any]) -> tuple[Any, Any, Any, Any]:
 
 _IDENTITY = itemgetter("namespace", "component", "endpoint", "instance_id")
 _STABLE = itemgetter(*STABLE_FIELDS)
+_INSTANCE_ID = itemgetter("instance_id")
+_ROUTES = itemgetter("routes")
+
+
+def _all_well(workers: list[dict[str, Any]], verdict: Any) -> bool:
+    """A check's whole-list verdict computed in C over every worker (`verdict(workers)`), or
+    False when it cannot be (a key missing, an odd type): the check then walks the workers one
+    by one for the exact violations. A fleet of ten thousand conforming workers is judged in
+    milliseconds; a broken one is reported exactly as before."""
+    try:
+        return bool(verdict(workers))
+    except (KeyError, TypeError, ValueError):
+        return False
+
+
+def _ids_well_formed(workers: list[dict[str, Any]]) -> bool:
+    ids = list(map(_INSTANCE_ID, workers))
+    return (
+        all(map(int.__instancecheck__, ids))  # type: ignore[attr-defined]
+        and not any(map(bool.__instancecheck__, ids))  # type: ignore[attr-defined]
+        and (not ids or (min(ids) >= 0 and max(ids) <= MAX_U64))
+        and len(set(map(_IDENTITY, workers))) == len(workers)
+    )
+
+
+def _no_nulls(workers: list[dict[str, Any]]) -> bool:
+    """No value of any worker is null (so no optional field is)."""
+    return not any(None in values for values in map(dict.values, workers))
+
+
+def _routes_ascending(workers: list[dict[str, Any]]) -> bool:
+    lists = list(map(_ROUTES, workers))
+    if not all(map(list.__instancecheck__, lists)):  # type: ignore[attr-defined]
+        return False
+    known: dict[tuple[Any, ...], bool] = {}
+    return all(_strictly_ascending_names(list(routes), known) for routes in set(map(tuple, lists)))
 
 
 @check(
@@ -131,8 +167,11 @@ def _is_name(value: Any) -> bool:
     section=SECTION,
 )
 def routes_well_formed(body: Any) -> Findings:
+    workers = workers_of(body)
+    if _all_well(workers, _routes_ascending):
+        return
     well_formed: dict[tuple[Any, ...], bool] = {}  # workers mostly share their route lists
-    for position, worker in enumerate(workers_of(body)):
+    for position, worker in enumerate(workers):
         routes = worker.get("routes", MISSING)
         if isinstance(routes, list) and _strictly_ascending_names(routes, well_formed):
             continue
@@ -190,8 +229,11 @@ def request_plane_url(body: Any) -> Findings:
     section=SECTION,
 )
 def instance_ids(body: Any) -> Findings:
+    workers = workers_of(body)
+    if _all_well(workers, _ids_well_formed):
+        return
     seen: dict[tuple[Any, ...], int] = {}
-    for position, worker in enumerate(workers_of(body)):
+    for position, worker in enumerate(workers):
         value = worker.get("instance_id", MISSING)
         if not (type(value) is int or is_int(value)) or not 0 <= value <= MAX_U64:
             where = f"workers[{position}].instance_id"
@@ -223,7 +265,10 @@ def instance_ids(body: Any) -> Findings:
     section=SECTION,
 )
 def optional_fields(body: Any) -> Findings:
-    for position, worker in enumerate(workers_of(body)):
+    workers = workers_of(body)
+    if _all_well(workers, _no_nulls):
+        return
+    for position, worker in enumerate(workers):
         for name in OPTIONAL_WORKER_FIELDS:
             if name in worker and worker[name] is None:
                 yield Violation(
@@ -279,6 +324,8 @@ def identity_stable(first: Any, second: Any) -> Findings:
             sorted(map(str, before)),
             sorted(map(str, after)),
         )
+        return
+    if before == after:  # in C: nothing changed (the usual steady read)
         return
     # The keys of the smaller read, as `set(before) & set(after)` would name them.
     small, large = (after, before) if len(after) <= len(before) else (before, after)
