@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 from fake_backends.deployment.assembly import Assembly, DeploymentOptions
 from fake_backends.deployment.ready_line import ready_line
+from fake_backends.deployment.serving import run_fast
 from fake_backends.faults.deployment import FAULT_NAMES, catalogue_lines
 from fake_backends.runtime.personalities import ADMIN_FAMILIES, BACKENDS
 
@@ -147,7 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         log.error("cannot bind: %s", exc)
         return 1
-    asyncio.run(_serve(assembly))
+    run_fast(_serve(assembly))
     return 0
 
 

@@ -14,10 +14,14 @@ import math
 import struct
 from typing import Any
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=True)
+
 
 def dumps(obj: Any) -> str:
-    """Compact JSON; NaN/Infinity are written as bare tokens, non-ASCII as UTF-8."""
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=True)
+    """Compact JSON; NaN/Infinity are written as bare tokens, non-ASCII as UTF-8.
+
+    ``json.dumps`` with these options, without building an encoder per call."""
+    return _ENCODER.encode(obj)
 
 
 def f32_widened(value: float) -> float:

@@ -77,6 +77,10 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+# ``json.loads(raw, parse_constant=...)`` without building a decoder per request.
+_JSON_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
 async def read_json(request: Request) -> Any:
     """The body as JSON, with axum's ``Json`` extractor rules (content type, then syntax)."""
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -84,7 +88,7 @@ async def read_json(request: Request) -> Any:
         raise FrontendError(415, JSON_CONTENT_TYPE_MESSAGE)
     raw = await request.body()
     try:
-        return json.loads(raw, parse_constant=_reject_constant)
+        return _JSON_DECODER.decode(raw.decode(json.detect_encoding(raw), "surrogatepass"))
     except (ValueError, UnicodeDecodeError) as exc:
         raise shape_error(str(exc)) from None
 
@@ -396,9 +400,12 @@ class EchoRequestId:
             await self.app(scope, receive, send)
             return
         echoed = [(k, v) for k, v in scope["headers"] if k.lower() == b"x-request-id"][:1]
+        if not echoed:  # nothing to echo: the response goes out untouched
+            await self.app(scope, receive, send)
+            return
 
         async def send_with_id(message: Message) -> None:
-            if echoed and message["type"] == "http.response.start":
+            if message["type"] == "http.response.start":
                 message = {**message, "headers": [*message.get("headers", []), *echoed]}
             await send(message)
 

@@ -89,7 +89,7 @@ class LiveRequest:
         stream: bool = False,
     ) -> None:
         self.state = state
-        self.route = request.url.path
+        self.route = request.scope["path"]  # ``request.url.path``, without building the URL
         self.endpoint = endpoint
         self.model_label = model_label
         self.response_id = response_id
@@ -278,27 +278,44 @@ class LiveStreamResponse(StreamingResponse):
 async def unless_disconnected(
     request: Request, work: Coroutine[Any, Any, T], *, ignore: bool
 ) -> T | None:
-    """Run ``work``; cancel it and return None if the client disconnects first."""
-    task = asyncio.ensure_future(work)
+    """Run ``work``; cancel it and return None if the client disconnects first.
+
+    The work runs in the caller's task (no task of its own to start and wait for); a watcher
+    cancels that task when the client goes away, and only that cancellation is absorbed."""
     if ignore:
-        return await task
+        return await work
+    current = asyncio.current_task()
+    assert current is not None
+    running = True
+    gone = False
+
+    def on_disconnect(watch: asyncio.Future[None]) -> None:
+        nonlocal gone
+        if running and not watch.cancelled():
+            watch.exception()  # retrieved: a failed watch counts as a disconnect
+            gone = True
+            current.cancel()
+
     watch = asyncio.ensure_future(_wait_disconnect(request.receive))
+    watch.add_done_callback(on_disconnect)
     try:
-        done, _ = await asyncio.wait({task, watch}, return_when=asyncio.FIRST_COMPLETED)
-        if task in done:
-            return task.result()
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        return None
+        result = await work
+    except asyncio.CancelledError:
+        if gone and current.uncancel() == 0:
+            return None  # the work was cancelled because the client went away
+        raise
     finally:
+        running = False
         watch.cancel()
-        if not task.done():
-            task.cancel()
-        await asyncio.gather(watch, task, return_exceptions=True)
+    if gone:  # the work finished anyway: the cancellation meant for it is void
+        current.uncancel()
+    return result
 
 
 def round_robin(lengths: Sequence[int]) -> list[int]:
     """Choice positions in release order: one token of each unfinished choice in turn."""
+    if len(lengths) == 1:
+        return [0] * lengths[0]
     order: list[int] = []
     for step in range(max(lengths, default=0)):
         order.extend(i for i, length in enumerate(lengths) if step < length)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import codecs
 import hashlib
+import math
 import random
 import secrets
 from collections.abc import Sequence
@@ -21,13 +22,14 @@ from dataclasses import dataclass
 from typing import Literal
 
 from fake_backends.model.tokenizer import EOS_ID, token_bytes
-from fake_backends.model.toy_model import Alternative, ToyModel
+from fake_backends.model.toy_model import Alternative, ToyModel, candidate_probabilities
 
 # "cancelled": ended early by an abort (pause in abort mode, abort_request); the engine
 # never produces it itself, the control plane truncates a result with it.
 FinishKind = Literal["eos", "stop", "length", "cancelled"]
 
 DEFAULT_MAX_TOKENS = 16
+_NOTHING: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -120,55 +122,82 @@ def generate_choice(
 ) -> ChoiceResult:
     """Run one choice to completion."""
     context = model.context(prompt_ids)
-    rng = random.Random(choice_seed(params.seed, index))
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    greedy = params.greedy
+    temperature = params.temperature
+    # A greedy choice draws nothing: no generator (nor system randomness) for it.
+    rng = None if greedy else random.Random(choice_seed(params.seed, index))
+    decode = codecs.getincrementaldecoder("utf-8")(errors="replace").decode
     stops = tuple(s for s in params.stop if s)
     longest_stop = max((len(s) for s in stops), default=0)
     stop_ids = frozenset(params.stop_token_ids)
-    end_ids = stop_ids if params.ignore_eos else stop_ids | {EOS_ID}
+    include_eos = not params.ignore_eos
+    end_ids = stop_ids | {EOS_ID} if include_eos else stop_ids
+    min_tokens = params.min_tokens
+    max_tokens = params.max_tokens
+    top_k = params.top_k
     visible = ""
     emitted = 0
     steps: list[Step] = []
+    top: tuple[Alternative, ...]
     finish: FinishKind | None = None
     stop_reason: int | str | None = None
-    for generated in range(params.max_tokens):
-        dist = model.distribution(context, generated, include_eos=not params.ignore_eos)
-        excluded = end_ids if generated < params.min_tokens else frozenset()
-        if params.greedy:
-            token = dist.argmax(excluded)
+    for generated in range(max_tokens):
+        excluded = end_ids if generated < min_tokens else _NOTHING
+        if rng is None and top_k is None and not excluded:
+            # Greedy with nothing excluded and no alternatives asked for: the most likely
+            # candidate (ties: the lower id), which no id outranks, without the whole
+            # Distribution (the same numbers; this is most generations' every step).
+            ids, logits = model.candidates(context, generated, include_eos=include_eos)
+            probs = candidate_probabilities(logits)
+            p = max(probs)
+            if probs.count(p) == 1:
+                token = ids[probs.index(p)]
+            else:
+                token = min(i for i, q in zip(ids, probs, strict=True) if q == p)
+            logprob, rank, top = math.log(p), 1, ()
         else:
-            assert params.temperature is not None
-            token = dist.sample(rng, params.temperature, excluded)
-        top = dist.top(params.top_k) if params.top_k is not None else ()
+            dist = model.distribution(context, generated, include_eos=include_eos)
+            if rng is None:
+                token = dist.argmax(excluded)
+            else:
+                assert temperature is not None
+                token = dist.sample(rng, temperature, excluded)
+            logprob = dist.logprob(token)
+            if top_k is None:
+                top, rank = (), dist.rank(token)
+            else:
+                top = dist.top(top_k)
+                rank = _rank_in(top, token, dist.rank(token))
         context.append(token)
         count = generated + 1
         cut_by_stop_string = False
-        if token == EOS_ID and not params.ignore_eos:
+        if token == EOS_ID and include_eos:
             finish, stop_reason = "eos", EOS_ID
         elif token in stop_ids:
             finish, stop_reason = "stop", token
         else:
             before = len(visible)
-            visible += decoder.decode(token_bytes(token))
-            if stops and count >= params.min_tokens:
+            visible += decode(token_bytes(token))
+            if stops and count >= min_tokens:
                 hit = _first_stop(visible, max(emitted, before - longest_stop + 1), stops)
                 if hit is not None:
                     visible = visible[: hit[0]]
                     finish, stop_reason = "stop", hit[1]
                     cut_by_stop_string = True
-        if finish is None and count >= params.max_tokens:
+        if finish is None and count >= max_tokens:
             finish = "length"
-        if finish is not None and not cut_by_stop_string:
-            visible += decoder.decode(b"", final=True)
-        release = (
-            len(visible) if finish is not None else len(visible) - _held_suffix(visible, stops)
-        )
+        if finish is not None:
+            if not cut_by_stop_string:
+                visible += decode(b"", final=True)
+            release = len(visible)
+        elif stops:
+            release = len(visible) - _held_suffix(visible, stops)
+        else:
+            release = len(visible)
         release = max(release, emitted)
         delta = visible[emitted:release]
         emitted = release
-        steps.append(
-            Step(token, dist.logprob(token), _rank_in(top, token, dist.rank(token)), top, delta)
-        )
+        steps.append(Step(token, logprob, rank, top, delta))
         if finish is not None:
             break
     if finish is None:  # max_tokens < 1 never reaches here after validation

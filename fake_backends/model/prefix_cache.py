@@ -19,6 +19,7 @@ import threading
 from collections.abc import Sequence
 
 BLOCK_SIZE = 16
+_BLOCK = struct.Struct(f"<{BLOCK_SIZE}I")
 
 
 def _block_keys(ids: Sequence[int]) -> list[bytes]:
@@ -27,9 +28,7 @@ def _block_keys(ids: Sequence[int]) -> list[bytes]:
     previous = b""
     for start in range(0, len(ids) - BLOCK_SIZE + 1, BLOCK_SIZE):
         block = ids[start : start + BLOCK_SIZE]
-        previous = hashlib.blake2b(
-            previous + struct.pack(f"<{BLOCK_SIZE}I", *block), digest_size=16
-        ).digest()
+        previous = hashlib.blake2b(previous + _BLOCK.pack(*block), digest_size=16).digest()
         keys.append(previous)
     return keys
 

@@ -86,9 +86,14 @@ def pieces() -> tuple[str, ...]:
 
 
 @functools.cache
-def _piece_table() -> tuple[dict[bytes, int], int]:
+def _piece_table() -> tuple[dict[bytes, int], dict[bytes, tuple[int, ...]]]:
+    """Piece bytes -> id, and each piece's first two bytes -> the lengths of the pieces that
+    start with them, longest first (where the encoder's longest match may stop)."""
     table = {p.encode("ascii"): FIRST_PIECE_ID + i for i, p in enumerate(pieces())}
-    return table, max(len(k) for k in table)
+    lengths: dict[bytes, set[int]] = {}
+    for piece in table:
+        lengths.setdefault(piece[:2], set()).add(len(piece))
+    return table, {head: tuple(sorted(found, reverse=True)) for head, found in lengths.items()}
 
 
 def is_special(token_id: int) -> bool:
@@ -100,11 +105,15 @@ def token_bytes(token_id: int) -> bytes:
     """The bytes a token contributes to generated text (specials contribute none)."""
     if not 0 <= token_id < VOCAB_SIZE:
         raise ValueError(f"token id {token_id} is outside the vocabulary")
-    if token_id < FIRST_BYTE_ID:
-        return b""
-    if token_id < FIRST_PIECE_ID:
-        return bytes((token_id - FIRST_BYTE_ID,))
-    return pieces()[token_id - FIRST_PIECE_ID].encode("ascii")
+    return _token_bytes_table()[token_id]
+
+
+@functools.cache
+def _token_bytes_table() -> tuple[bytes, ...]:
+    """Every token's bytes, by id (looked up once per generated token)."""
+    specials = [b""] * FIRST_BYTE_ID
+    single = [bytes((byte,)) for byte in range(256)]
+    return (*specials, *single, *(piece.encode("ascii") for piece in pieces()))
 
 
 def token_text(token_id: int) -> str:
@@ -138,18 +147,19 @@ def encode(text: str) -> list[int]:
 
     No BOS is added: a text prompt and the ids it encodes to are the same prompt.
     """
-    table, longest = _piece_table()
+    table, lengths = _piece_table()
     data = text.encode("utf-8")
     out: list[int] = []
     i = 0
     size = len(data)
     while i < size:
-        for length in range(min(longest, size - i), 1, -1):
-            found = table.get(data[i : i + length])
-            if found is not None:
-                out.append(found)
-                i += length
-                break
+        for length in lengths.get(data[i : i + 2], ()):
+            if length <= size - i:
+                found = table.get(data[i : i + length])
+                if found is not None:
+                    out.append(found)
+                    i += length
+                    break
         else:
             out.append(FIRST_BYTE_ID + data[i])
             i += 1

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import operator
 import random
 import struct
 from collections.abc import Iterable, Sequence
@@ -31,6 +32,12 @@ CANDIDATE_MASS = 0.99
 MAX_LOGIT = 4.0
 EOS_SLOPE = 0.5
 EOS_ONSET = 8
+# The digest read as the candidates' raw ids (little-endian u32 at bytes 0..31) and their logit
+# scales (little-endian u16 at bytes 32..47).
+_DIGEST_FIELDS = struct.Struct(f"<{CANDIDATES}I{CANDIDATES}H")
+_U32 = struct.Struct("<I")
+_PROBABILITY = operator.itemgetter(1)
+_exp = math.exp
 
 
 @dataclass(frozen=True)
@@ -45,20 +52,26 @@ class Alternative:
 class Distribution:
     """A full next-token distribution over the vocabulary, stored sparsely."""
 
+    __slots__ = ("_logits", "_prob", "_ranked", "tail_prob")
+
     def __init__(self, candidates: Sequence[tuple[int, float]]) -> None:
-        logits = [logit for _, logit in candidates]
-        top = max(logits)
-        weights = [math.exp(logit - top) for logit in logits]
-        total = sum(weights)
-        ranked = sorted(
-            (
-                (tid, CANDIDATE_MASS * w / total)
-                for (tid, _), w in zip(candidates, weights, strict=True)
-            ),
-            key=lambda item: (-item[1], item[0]),
-        )
+        ids, logits = zip(*candidates, strict=True)
+        self._build(ids, logits)
+
+    @classmethod
+    def from_logits(cls, ids: Sequence[int], logits: Sequence[float]) -> Distribution:
+        """The distribution of these candidate ids with these logits (in the same order)."""
+        dist = cls.__new__(cls)
+        dist._build(ids, logits)
+        return dist
+
+    def _build(self, ids: Sequence[int], logits: Sequence[float]) -> None:
+        probs = candidate_probabilities(logits)
+        # Most likely first, ties to the lower id: sorted by id, then stably by probability.
+        ranked = sorted(zip(ids, probs, strict=True))
+        ranked.sort(key=_PROBABILITY, reverse=True)
         self._ranked: tuple[tuple[int, float], ...] = tuple(ranked)
-        self._logits = dict(candidates)
+        self._logits = dict(zip(ids, logits, strict=True))
         self._prob = dict(ranked)
         self.tail_prob = (1.0 - CANDIDATE_MASS) / (VOCAB_SIZE - len(ranked))
 
@@ -76,7 +89,11 @@ class Distribution:
     def rank(self, token_id: int) -> int:
         """vLLM's rank: 1 + the number of ids that are strictly more likely."""
         p = self.prob(token_id)
-        higher = sum(1 for _, q in self._ranked if q > p)
+        higher = 0
+        for _, q in self._ranked:  # most likely first
+            if q <= p:
+                break
+            higher += 1
         if token_id not in self._prob and self.tail_prob > p:  # pragma: no cover - impossible
             higher += VOCAB_SIZE - len(self._ranked)
         return higher + 1
@@ -149,7 +166,7 @@ class Context:
             self._length += len(chunk)
 
     def append(self, token_id: int) -> None:
-        self._hash.update(struct.pack("<I", token_id))
+        self._hash.update(_U32.pack(token_id))
         self._length += 1
 
     def digest(self) -> bytes:
@@ -170,17 +187,39 @@ class ToyModel:
 
     def distribution(self, context: Context, generated: int, *, include_eos: bool) -> Distribution:
         """The next-token distribution after ``context``, ``generated`` tokens into a reply."""
-        digest = context.digest()
-        chosen: list[tuple[int, float]] = []
-        seen: set[int] = set()
-        for j in range(CANDIDATES):
-            raw = int.from_bytes(digest[4 * j : 4 * j + 4], "little") % PIECE_COUNT
-            while raw + FIRST_PIECE_ID in seen:
-                raw = (raw + 1) % PIECE_COUNT
-            tid = raw + FIRST_PIECE_ID
-            seen.add(tid)
-            scale = int.from_bytes(digest[32 + 2 * j : 34 + 2 * j], "little") / 0xFFFF
-            chosen.append((tid, MAX_LOGIT * scale))
+        ids, logits = self.candidates(context, generated, include_eos=include_eos)
+        return Distribution.from_logits(ids, logits)
+
+    def candidates(
+        self, context: Context, generated: int, *, include_eos: bool
+    ) -> tuple[list[int], list[float]]:
+        """The candidate ids of ``distribution`` and their logits, in candidate order."""
+        fields = _DIGEST_FIELDS.unpack_from(context.digest())
+        ids = [value % PIECE_COUNT + FIRST_PIECE_ID for value in fields[:CANDIDATES]]
+        if len(set(ids)) < CANDIDATES:
+            ids = [raw + FIRST_PIECE_ID for raw in _distinct([i - FIRST_PIECE_ID for i in ids])]
+        logits = [MAX_LOGIT * (scale / 0xFFFF) for scale in fields[CANDIDATES:]]
         if include_eos:
-            chosen.append((EOS_ID, EOS_SLOPE * (generated - EOS_ONSET)))
-        return Distribution(chosen)
+            ids.append(EOS_ID)
+            logits.append(EOS_SLOPE * (generated - EOS_ONSET))
+        return ids, logits
+
+
+def candidate_probabilities(logits: Sequence[float]) -> list[float]:
+    """``CANDIDATE_MASS * softmax(logits)``, in the order of ``logits``."""
+    top = max(logits)
+    weights = [_exp(logit - top) for logit in logits]
+    total = sum(weights)
+    return [CANDIDATE_MASS * w / total for w in weights]
+
+
+def _distinct(raws: list[int]) -> list[int]:
+    """Each raw id moved up (cyclically) past the ids taken before it."""
+    seen: set[int] = set()
+    out: list[int] = []
+    for raw in raws:
+        while raw in seen:
+            raw = (raw + 1) % PIECE_COUNT
+        seen.add(raw)
+        out.append(raw)
+    return out

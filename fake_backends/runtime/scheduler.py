@@ -114,14 +114,21 @@ class WorkerRuntime:
         self, gen: Generation, delay_s: float = 0.0, stopped: Callable[[], bool] | None = None
     ) -> bool:
         """Wait until the next token may be produced; False when the request was aborted."""
-        deadline = time.monotonic() + delay_s
-        await asyncio.sleep(0)  # always let admin calls and disconnects in between tokens
-        while not self._ends(gen) and (remaining := deadline - time.monotonic()) > 0:
-            await asyncio.sleep(min(remaining, 0.01))
-        while self.freezes_in_flight() and not self._ends(gen):
+        # Always let admin calls and disconnects in between tokens: a delay sleeps (in slices
+        # of at most 10 ms, so an abort is seen within one), no delay still yields once.
+        if delay_s <= 0 or self._ends(gen):
+            await asyncio.sleep(0)
+        else:
+            deadline = time.monotonic() + delay_s
+            remaining = delay_s
+            while remaining > 0 and not self._ends(gen):
+                await asyncio.sleep(min(remaining, 0.01))
+                remaining = deadline - time.monotonic()
+        while self.paused and self.freezes_in_flight() and not self._ends(gen):
             _check(stopped)
             await asyncio.sleep(POLL_SECONDS)
-        _check(stopped)
+        if stopped is not None:
+            _check(stopped)
         if self._ends(gen):
             return False
         gen.tokens += 1

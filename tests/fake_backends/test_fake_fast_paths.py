@@ -1,0 +1,202 @@
+"""The fake's fast paths answer exactly what the plain ones would (speed is only ever measured by
+`benchmarks/fake_throughput.py`, never asserted here)."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import math
+import random
+from typing import Any
+
+import pytest
+
+from fake_backends.deployment.serving import CoalescingTransport
+from fake_backends.frontend.flow import unless_disconnected
+from fake_backends.model.decoding import SamplingParams, generate_choice
+from fake_backends.model.tokenizer import EOS_ID, FIRST_BYTE_ID, FIRST_PIECE_ID, encode, pieces
+from fake_backends.model.toy_model import ToyModel
+
+
+def _plain_greedy(model: ToyModel, prompt: list[int], params: SamplingParams) -> list[Any]:
+    """Token, logprob and rank of each step, from the whole `Distribution` every step."""
+    context = model.context(prompt)
+    out = []
+    for generated in range(params.max_tokens):
+        dist = model.distribution(context, generated, include_eos=not params.ignore_eos)
+        token = dist.argmax()
+        out.append((token, dist.logprob(token), dist.rank(token)))
+        context.append(token)
+        if token == EOS_ID and not params.ignore_eos:
+            break
+    return out
+
+
+@pytest.mark.parametrize("ignore_eos", [True, False])
+@pytest.mark.parametrize("weights", ["initial", "step-3"])
+def test_greedy_fast_path_matches_the_distribution(ignore_eos: bool, weights: str) -> None:
+    model = ToyModel(weights)
+    params = SamplingParams(max_tokens=40, ignore_eos=ignore_eos)
+    for n in range(12):
+        prompt = encode(f"prompt {n}: the quick brown fox")
+        fast = generate_choice(model, prompt, params, 0)
+        assert [(s.token_id, s.logprob, s.rank) for s in fast.steps] == _plain_greedy(
+            model, prompt, params
+        )
+        assert all(s.top == () and math.isfinite(s.logprob) for s in fast.steps)
+
+
+@functools.cache
+def _pieces_by_bytes() -> dict[bytes, int]:
+    return {p.encode("ascii"): FIRST_PIECE_ID + i for i, p in enumerate(pieces())}
+
+
+def _plain_encode(text: str) -> list[int]:
+    """Greedy longest match over every length, longest first: the encoder's definition."""
+    table = _pieces_by_bytes()
+    longest = max(len(p) for p in pieces())
+    data, out, i = text.encode("utf-8"), [], 0
+    while i < len(data):
+        for length in range(min(longest, len(data) - i), 1, -1):
+            if data[i : i + length] in table:
+                out.append(table[data[i : i + length]])
+                i += length
+                break
+        else:
+            out.append(FIRST_BYTE_ID + data[i])
+            i += 1
+    return out
+
+
+def test_encode_is_the_plain_longest_match() -> None:
+    rng = random.Random(7)
+    alphabet = "abcdefghijklmnopqrstuvwxyz     .,!?:;-\n0123456789éü中"
+    words = pieces()
+    for _ in range(300):
+        text = "".join(
+            rng.choice(words) + (rng.choice(alphabet) if rng.random() < 0.3 else "")
+            for _ in range(rng.randrange(0, 8))
+        ) + "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 20)))
+        assert encode(text) == _plain_encode(text)
+
+
+class _Transport:
+    def __init__(self) -> None:
+        self.sent: list[bytes] = []
+        self.closed = False
+
+    def write(self, data: bytes) -> None:
+        self.sent.append(data)
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def close(self) -> None:
+        self.closed = True
+
+    def get_extra_info(self, name: str) -> str:
+        return f"info:{name}"
+
+
+def test_coalescing_transport_sends_one_turn_of_writes_at_once() -> None:
+    async def scenario() -> list[list[bytes]]:
+        raw = _Transport()
+        transport = CoalescingTransport(raw)  # type: ignore[arg-type]
+        seen = []
+        transport.write(b"HTTP/1.1 200 OK\r\n\r\n")
+        transport.write(b"body")
+        seen.append(list(raw.sent))  # nothing left yet
+        await asyncio.sleep(0)
+        seen.append(list(raw.sent))  # head and body, in one send
+        transport.write(b"HTTP/1.1 200 OK\r\n\r\n")  # a head alone waits one more turn...
+        await asyncio.sleep(0)
+        seen.append(list(raw.sent))
+        transport.write(b"first event")  # ...for the first body bytes
+        await asyncio.sleep(0)
+        seen.append(list(raw.sent))
+        transport.write(b"last")
+        transport.close()  # close sends what is pending first
+        seen.append(list(raw.sent))
+        assert transport.get_extra_info("peername") == "info:peername"
+        return seen
+
+    empty, first, held, second, last = asyncio.run(scenario())
+    assert empty == []
+    assert first == [b"HTTP/1.1 200 OK\r\n\r\nbody"]
+    assert held == first
+    assert second == [*first, b"HTTP/1.1 200 OK\r\n\r\nfirst event"]
+    assert last == [*second, b"last"]
+
+
+def test_coalescing_transport_sends_a_lone_head_before_closing() -> None:
+    async def scenario() -> _Transport:
+        raw = _Transport()
+        transport = CoalescingTransport(raw)  # type: ignore[arg-type]
+        transport.write(b"HTTP/1.1 204 No Content\r\n\r\n")
+        transport.close()
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        return raw
+
+    raw = asyncio.run(scenario())
+    assert raw.sent == [b"HTTP/1.1 204 No Content\r\n\r\n"] and raw.closed
+
+
+def test_coalescing_transport_drops_writes_to_a_lost_connection() -> None:
+    async def scenario() -> list[bytes]:
+        raw = _Transport()
+        transport = CoalescingTransport(raw)  # type: ignore[arg-type]
+        transport.write(b"data: x\n\n")
+        raw.closed = True
+        await asyncio.sleep(0)
+        return raw.sent
+
+    assert asyncio.run(scenario()) == []
+
+
+class _Request:
+    def __init__(self, disconnect: asyncio.Event) -> None:
+        self._disconnect = disconnect
+
+    async def receive(self) -> dict[str, str]:
+        await self._disconnect.wait()
+        return {"type": "http.disconnect"}
+
+
+def test_unless_disconnected_cancels_the_work_when_the_client_leaves() -> None:
+    async def scenario() -> tuple[Any, Any, bool]:
+        gone = asyncio.Event()
+        cancelled = asyncio.Event()
+
+        async def work(release: asyncio.Event) -> str:
+            try:
+                await release.wait()
+            except asyncio.CancelledError:
+                cancelled.set()
+                raise
+            return "done"
+
+        finished = asyncio.Event()
+        finished.set()
+        completed = await unless_disconnected(_Request(gone), work(finished), ignore=False)  # type: ignore[arg-type]
+        asyncio.get_running_loop().call_later(0.01, gone.set)
+        left = await unless_disconnected(_Request(gone), work(asyncio.Event()), ignore=False)  # type: ignore[arg-type]
+        task = asyncio.current_task()
+        assert task is not None and task.cancelling() == 0
+        return completed, left, cancelled.is_set()
+
+    assert asyncio.run(scenario()) == ("done", None, True)
+
+
+def test_unless_disconnected_lets_an_outside_cancellation_through() -> None:
+    async def scenario() -> None:
+        never = asyncio.Event()
+        task = asyncio.ensure_future(
+            unless_disconnected(_Request(never), never.wait(), ignore=False)  # type: ignore[arg-type]
+        )
+        await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(scenario())
