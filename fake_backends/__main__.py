@@ -77,6 +77,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="SGLang only: expose an engine method as /engine/<path>, "
         "path[=method][:engine|tm] (repeatable; default: $DYN_SGLANG_ENGINE_ROUTES)",
     )
+    parser.add_argument(
+        "--engine-call-delay-ms",
+        type=float,
+        default=0.0,
+        metavar="MS",
+        help="every worker /engine call takes this long before it acts, as a real engine's "
+        "pause or weight update does (default 0)",
+    )
     return parser
 
 
@@ -144,6 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             worker_namespaces=args.worker_namespace,
             admin_family=args.admin_family,
             engine_routes=args.engine_route,
+            engine_call_delay_s=max(0.0, args.engine_call_delay_ms) / 1000,
         )
     except OSError as exc:
         log.error("cannot bind: %s", exc)

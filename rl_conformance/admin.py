@@ -23,10 +23,10 @@ from .client import Client
 from .config import RunConfig
 from .wire import Exchange
 
-FANOUT = 16
+FANOUT = 64
 """Administrative calls in flight at once when one step goes to many workers: a fleet of a
-hundred workers is paused in about the time of a few, and no worker's system server sees more
-than one call from us at a time."""
+hundred workers is paused in about the time of two, each worker's system server still sees one
+call from us at a time, and the client's connection pool (100) is never the queue."""
 READ_ONLY_ROUTES = frozenset(
     {
         "liveness_probe",

@@ -17,6 +17,7 @@ The route tables themselves live with their backends (``vllm_admin``, ``sglang_a
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from typing import Any
@@ -57,8 +58,11 @@ def build_worker_admin_app(
     ledger: AdminLedger,
     routes: AdminRoutes,
     endpoints: tuple[str, ...] = ("rl", "generate"),
+    engine_call_delay_s: float = 0.0,
 ) -> Starlette:
-    """The system server of one worker; ``endpoints`` are the ones ``/health`` reports."""
+    """The system server of one worker; ``endpoints`` are the ones ``/health`` reports.
+    ``engine_call_delay_s`` makes every /engine call take that long before it acts, as a real
+    engine's pause or weight update does (`--engine-call-delay-ms`)."""
 
     async def health(request: Request) -> Response:
         return _text_json(_health_body(worker, endpoints), 200)
@@ -72,6 +76,8 @@ def build_worker_admin_app(
     async def engine(request: Request) -> Response:
         name = request.url.path[len(ENGINE_PREFIX) :]
         raw = await request.body()
+        if engine_call_delay_s > 0:
+            await asyncio.sleep(engine_call_delay_s)
         status, reply, body = await dispatch(worker, routes, name, raw)
         ledger.record(worker.instance_id, request.method, request.url.path, body, status, reply)
         return _text_json(reply, status)

@@ -131,6 +131,7 @@ class Assembly:
         admin_family: str = "python",
         engine_routes: Sequence[str] | str | None = None,
         listener_env: Mapping[str, str] | None = None,
+        engine_call_delay_s: float = 0.0,
     ) -> None:
         options = DeploymentOptions.build(
             backend,
@@ -197,7 +198,7 @@ class Assembly:
             else:
                 endpoints = (GENERATE_ENDPOINT,)
             listener.app = build_worker_admin_app(
-                worker, self.state.admin_ledger, routes, endpoints
+                worker, self.state.admin_ledger, routes, endpoints, engine_call_delay_s
             )
         self.group = ServerGroup(listeners)
 

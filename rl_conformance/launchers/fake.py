@@ -68,6 +68,8 @@ class FakeLauncher:
     workers: int = 2
     faults: tuple[str, ...] = ()
     target_id: str = ""
+    extra_args: tuple[str, ...] = ()
+    """More `python -m fake_backends` options (benchmarks: `--engine-call-delay-ms`)."""
     _process: subprocess.Popen[bytes] | None = None
     log_path: str | None = None
 
@@ -96,7 +98,7 @@ class FakeLauncher:
         ]
         for fault in self.faults:
             command += ["--fault", fault]
-        return command
+        return command + list(self.extra_args)
 
     def start(self) -> Target:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
