@@ -13,12 +13,16 @@ rounds' fake/mocker ratios (each from two measurements a few seconds apart).
   a non-null `finish_reason`, `data: [DONE]` last, no error event).
 
 A non-streamed answer is correct when it is 200 with one choice, a non-null `finish_reason` and
-`usage.completion_tokens == 16`. The load generator is httpx in this process (one client, so one
-connection, per request in flight: httpcore's pool grows costly with many connections), on
-uvloop when importable; it shares the machine's cores with both deployments.
+`usage.completion_tokens == 16`. The load generator runs in this process, on uvloop when
+importable, and shares the machine's cores with both deployments: by default a minimal HTTP/1.1
+keep-alive client (`RawConnection`, one connection per request in flight), so the figures
+measure the deployments rather than the client; `--load-generator httpx` uses httpx (one client
+per request in flight: httpcore's pool grows costly with many connections), which costs about a
+millisecond of CPU per request, as much as the fake's whole answer.
 
 Prints figures; asserts nothing. Usage: python benchmarks/fake_throughput.py [--requests N]
-[--concurrency N] [--streams N] [--rounds N] [--dynamo-python PATH]
+[--concurrency N] [--streams N] [--rounds N] [--load-generator raw|httpx]
+[--dynamo-python PATH]
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -122,6 +127,120 @@ def stream_correct(status: int, text: str) -> bool:
             return False
         finished += sum(1 for c in event.get("choices") or [] if c.get("finish_reason") is not None)
     return finished == 1
+
+
+class RawConnection:
+    """A minimal HTTP/1.1 keep-alive client over asyncio streams: the load generator by default,
+    so the figures measure the deployments, not the client (httpx costs about a millisecond of
+    this machine's CPU per request, as much as the fake's whole answer; `--load-generator
+    httpx` measures with it). Reads Content-Length and chunked bodies; nothing else is needed
+    for a JSON answer or an event stream."""
+
+    def __init__(self, url: str) -> None:
+        parts = urlsplit(url)
+        self.host, self.port, self.path = parts.hostname or "", parts.port or 80, parts.path
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def __aenter__(self) -> RawConnection:
+        self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            with contextlib.suppress(Exception):
+                await self.writer.wait_closed()
+
+    async def post(self, body: dict[str, Any]) -> tuple[int, bytes]:
+        assert self.reader is not None and self.writer is not None
+        payload = json.dumps(body).encode()
+        self.writer.write(
+            f"POST {self.path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n\r\n".encode()
+            + payload
+        )
+        head = await self.reader.readuntil(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        status = int(lines[0].split(" ", 2)[1])
+        headers = {
+            name.strip().lower(): value.strip()
+            for name, _, value in (line.partition(":") for line in lines[1:] if line)
+        }
+        if "content-length" in headers:
+            return status, await self.reader.readexactly(int(headers["content-length"]))
+        if headers.get("transfer-encoding", "").lower() == "chunked":
+            pieces = []
+            while True:
+                size = int((await self.reader.readuntil(b"\r\n")).split(b";")[0], 16)
+                if size == 0:
+                    await self.reader.readuntil(b"\r\n")
+                    return status, b"".join(pieces)
+                pieces.append(await self.reader.readexactly(size))
+                await self.reader.readexactly(2)
+        return status, await self.reader.read()  # until the server closes
+
+
+def raw_unary_correct(status: int, body: bytes) -> bool:
+    if status != 200:
+        return False
+    answer = json.loads(body)
+    choices = answer.get("choices") or []
+    return (
+        len(choices) == 1
+        and choices[0].get("finish_reason") is not None
+        and (answer.get("usage") or {}).get("completion_tokens") == MAX_TOKENS
+    )
+
+
+async def raw_sequential(deployment: Deployment, requests: int) -> Batch:
+    async with RawConnection(deployment.url) as connection:
+        for _ in range(WARM_UP):
+            await connection.post(deployment.body(stream=False))
+        correct = 0
+        started = time.perf_counter()
+        for _ in range(requests):
+            answer = await connection.post(deployment.body(stream=False))
+            correct += raw_unary_correct(*answer)
+        return Batch(time.perf_counter() - started, requests, correct)
+
+
+async def raw_concurrent(deployment: Deployment, requests: int, concurrency: int) -> Batch:
+    async with contextlib.AsyncExitStack() as stack:
+        connections = [
+            await stack.enter_async_context(RawConnection(deployment.url))
+            for _ in range(concurrency)
+        ]
+        await asyncio.gather(*(c.post(deployment.body(stream=False)) for c in connections))
+        left = requests
+        correct = 0
+
+        async def worker(connection: RawConnection) -> None:
+            nonlocal left, correct
+            while left > 0:
+                left -= 1
+                answer = await connection.post(deployment.body(stream=False))
+                correct += raw_unary_correct(*answer)
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker(c) for c in connections))
+        return Batch(time.perf_counter() - started, requests, correct)
+
+
+async def raw_streams(deployment: Deployment, count: int) -> Batch:
+    """`count` streams on `count` new connections, all opened at once."""
+
+    async def one() -> bool:
+        try:
+            async with RawConnection(deployment.url) as connection:
+                status, body = await connection.post(deployment.body(stream=True))
+                return stream_correct(status, body.decode("utf-8", errors="replace"))
+        except (OSError, asyncio.IncompleteReadError, ValueError):
+            return False
+
+    started = time.perf_counter()
+    results = await asyncio.gather(*(one() for _ in range(count)))
+    return Batch(time.perf_counter() - started, count, sum(results))
 
 
 def client() -> httpx.AsyncClient:
@@ -215,27 +334,31 @@ def report(measurement: Measurement, rounds: list[tuple[Batch, Batch]]) -> None:
 
 
 async def measure(fake: Deployment, mocker: Deployment, args: argparse.Namespace) -> None:
+    raw = args.load_generator == "raw"
+    run_sequential = raw_sequential if raw else sequential
+    run_concurrent = raw_concurrent if raw else concurrent
+    run_streams = raw_streams if raw else streams
     measurements = [
         Measurement(
             f"sequential: {args.requests} requests one at a time, per round",
             "req/s",
             lambda b: b.rate,
             lambda f, m: f / m,
-            lambda d: sequential(d, args.requests),
+            lambda d: run_sequential(d, args.requests),
         ),
         Measurement(
             f"concurrent: {args.requests} requests, {args.concurrency} in flight, per round",
             "req/s",
             lambda b: b.rate,
             lambda f, m: f / m,
-            lambda d: concurrent(d, args.requests, args.concurrency),
+            lambda d: run_concurrent(d, args.requests, args.concurrency),
         ),
         Measurement(
             f"streams: {args.streams} opened at once, wall of the batch, per round",
             "s",
             lambda b: b.seconds,
             lambda f, m: m / f,
-            lambda d: streams(d, args.streams),
+            lambda d: run_streams(d, args.streams),
         ),
     ]
     results: list[list[tuple[Batch, Batch]]] = [[] for _ in measurements]
@@ -277,6 +400,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7, help="rounds per measurement (default 7)")
     parser.add_argument("--dynamo-python", type=Path, default=None)
     parser.add_argument(
+        "--load-generator",
+        choices=("raw", "httpx"),
+        default="raw",
+        help="raw: a minimal HTTP/1.1 client (default); httpx: httpx.AsyncClient",
+    )
+    parser.add_argument(
         "--client-loop",
         choices=("uvloop", "asyncio"),
         default="uvloop",
@@ -299,7 +428,12 @@ def main() -> None:
             print(f"{deployment.name}: {target.frontend_url}", *engine, sep="\n  ")
         factory = client_loop(args.client_loop)
         loop_name = "asyncio" if factory is asyncio.new_event_loop else "uvloop"
-        print(f"load generator: httpx {httpx.__version__} on {loop_name}")
+        generator = (
+            "a minimal HTTP/1.1 client"
+            if args.load_generator == "raw"
+            else f"httpx {httpx.__version__}"
+        )
+        print(f"load generator: {generator} on {loop_name}")
         with asyncio.Runner(loop_factory=factory) as runner:
             runner.run(measure(fake, mocker, args))
     finally:

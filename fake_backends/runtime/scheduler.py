@@ -36,6 +36,8 @@ from fake_backends.faults.deployment import active_faults
 from fake_backends.model.prefix_cache import PrefixCache
 
 POLL_SECONDS = 0.002
+UNDELAYED_TOKENS_PER_YIELD = 4
+
 FREEZE_MODES = frozenset({"keep", "retract", "in_place"})
 RESPONSE_ID_PREFIXES = ("cmpl-", "chatcmpl-")
 
@@ -114,10 +116,12 @@ class WorkerRuntime:
         self, gen: Generation, delay_s: float = 0.0, stopped: Callable[[], bool] | None = None
     ) -> bool:
         """Wait until the next token may be produced; False when the request was aborted."""
-        # Always let admin calls and disconnects in between tokens: a delay sleeps (in slices
-        # of at most 10 ms, so an abort is seen within one), no delay still yields once.
+        # Let admin calls and disconnects in between tokens: a delay sleeps (in slices of at
+        # most 10 ms, so an abort is seen within one); without one, a generation yields every
+        # few tokens (each yield is a turn of the event loop, most of an undelayed token's cost).
         if delay_s <= 0 or self._ends(gen):
-            await asyncio.sleep(0)
+            if gen.tokens % UNDELAYED_TOKENS_PER_YIELD == 0 or self._ends(gen):
+                await asyncio.sleep(0)
         else:
             deadline = time.monotonic() + delay_s
             remaining = delay_s
