@@ -55,9 +55,13 @@ class Child:
         with contextlib.suppress(OSError):
             os.kill(self.pid, signal.SIGINT)
 
-    def reap(self) -> None:
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(self.pid, 0)
+    def reap(self) -> int:
+        """The child's exit code (0 when it was already reaped)."""
+        try:
+            _, status = os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            return 0
+        return os.waitstatus_to_exitcode(status)
 
 
 def run_children(
@@ -106,8 +110,10 @@ def run_children(
                 selector.unregister(child.reader)
                 os.close(child.reader)
                 child.open = False
-                child.reap()
+                code = child.reap()
                 del running[child.reader]
+                if code != 0:
+                    receive({"kind": "crashed", "code": code})
                 continue
             child.buffer += chunk
             *lines, child.buffer = child.buffer.split(b"\n")

@@ -64,6 +64,7 @@ class ConformanceRun:
         self.jobs = jobs
         """Targets tested at once by forked children (`forked`); 1 runs in this process."""
         self._send: Any = None
+        self._session: pytest.Session | None = None
         self.matrix: Matrix | None = None
         """The run's matrix once the session finished (also written to the report files)."""
         self.progress = progress
@@ -180,6 +181,7 @@ class ConformanceRun:
         ):
             return None
         config.stash[forked.FORK_PARENT] = True
+        self._session = session
         self._total = len(session.items)
         forked.run_children(
             session,
@@ -222,10 +224,16 @@ class ConformanceRun:
             for document in message["targets"]:
                 target = Target.from_description(document)
                 self._worker_targets[target.id] = target
-        elif message["kind"] == "interrupted":
-            state_of(config).incomplete_reason = state_of(config).incomplete_reason or (
+        elif message["kind"] in ("interrupted", "crashed"):
+            why = (
                 "a target's tests were interrupted"
+                if message["kind"] == "interrupted"
+                else f"the process testing a target exited with code {message.get('code')}"
             )
+            state = state_of(config)
+            state.incomplete_reason = state.incomplete_reason or why
+            if self._session is not None:
+                self._session.shouldstop = why
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if self._send is not None:
