@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from checks.bodies import json_paths as paths
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
@@ -125,17 +126,6 @@ VALUES = st.recursive(
     ),
     max_leaves=6,
 )
-
-
-def paths(node: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    found = [path]
-    if isinstance(node, dict):
-        for key, value in node.items():
-            found += paths(value, (*path, key))
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            found += paths(value, (*path, index))
-    return found
 
 
 def mutate(instance: Any, path: tuple[Any, ...], action: str, value: Any, text: str) -> Any:

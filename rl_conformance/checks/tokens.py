@@ -168,41 +168,37 @@ def stream_concat(chunks: Sequence[Any] | StreamFold, unary_ids: Sequence[int]) 
         if delta is MISSING:
             continue
         if not is_int_list(delta):
-            yield Violation(
-                f"chunk {position}: completion_token_ids is not an integer array",
-                f"events[{position}].nvext.completion_token_ids",
-                "integer array",
-                delta,
-            )
+            yield _not_an_id_array(position, delta)
             return
         streamed.extend(delta)
     if streamed != list(unary_ids):
-        yield Violation(
-            _first_difference("streamed ids", list(unary_ids), streamed),
-            "events[*].nvext.completion_token_ids",
-            list(unary_ids),
-            streamed,
-        )
+        yield _streamed_ids_differ(unary_ids, streamed)
 
 
 def _folded_stream_concat(fold: StreamFold, unary_ids: Sequence[int]) -> Findings:
     if fold.ids_error is not None:
-        position, delta = fold.ids_error
-        yield Violation(
-            f"chunk {position}: completion_token_ids is not an integer array",
-            f"events[{position}].nvext.completion_token_ids",
-            "integer array",
-            delta,
-        )
+        yield _not_an_id_array(*fold.ids_error)
         return
     if not fold.ids.equals(unary_ids):
-        streamed = fold.ids.tolist()
-        yield Violation(
-            _first_difference("streamed ids", list(unary_ids), streamed),
-            "events[*].nvext.completion_token_ids",
-            list(unary_ids),
-            streamed,
-        )
+        yield _streamed_ids_differ(unary_ids, fold.ids.tolist())
+
+
+def _not_an_id_array(position: int, delta: Any) -> Violation:
+    return Violation(
+        f"chunk {position}: completion_token_ids is not an integer array",
+        f"events[{position}].nvext.completion_token_ids",
+        "integer array",
+        delta,
+    )
+
+
+def _streamed_ids_differ(unary_ids: Sequence[int], streamed: list[Any]) -> Violation:
+    return Violation(
+        _first_difference("streamed ids", list(unary_ids), streamed),
+        "events[*].nvext.completion_token_ids",
+        list(unary_ids),
+        streamed,
+    )
 
 
 @check(

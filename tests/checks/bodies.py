@@ -153,3 +153,15 @@ def sglang_final() -> dict[str, Any]:
             "output_token_logprobs": [[-0.5, 10, None], [-1.2, 11, None]],
         },
     }
+
+
+def json_paths(node: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every path into a JSON document (keys and indexes), the root first."""
+    found = [path]
+    if isinstance(node, dict):
+        for key, value in node.items():
+            found += json_paths(value, (*path, key))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            found += json_paths(value, (*path, index))
+    return found

@@ -15,6 +15,8 @@ from rl_conformance.checks import aggregate_stream, logprobs, streaming, tokens
 from rl_conformance.checks.base import CheckResult
 from rl_conformance.checks.stream_fold import StreamFold
 
+from .bodies import json_paths as paths
+
 DONE = "[DONE]"
 TOKENS = ["a", "b", " c", "dé", "e"]
 
@@ -123,17 +125,6 @@ def streams(draw: st.DrawFn) -> tuple[list[Any], list[int]]:
         key = "tokens" if fault == "tokens" else "token_logprobs"
         chunk[key] = [*chunk[key], chunk[key][0]] if draw(st.booleans()) else chunk[key][1:]
     return payloads, first
-
-
-def paths(node: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    found = [path]
-    if isinstance(node, dict):
-        for key, value in node.items():
-            found += paths(value, (*path, key))
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            found += paths(value, (*path, index))
-    return found
 
 
 VALUES = st.one_of(
