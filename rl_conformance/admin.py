@@ -14,7 +14,7 @@ Safety rules, enforced here for every administrative call the suite makes:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -153,8 +153,6 @@ class AdminClient:
         workers: Sequence[AdminWorker],
         route: str,
         body: Any = None,
-        *,
-        body_for: Callable[[AdminWorker], Any] | None = None,
     ) -> list[Exchange]:
         """One step on every worker, at most `FANOUT` calls in flight; the exchanges in the
         workers' order. Every worker is negotiated and permitted before any call is sent."""
@@ -164,7 +162,7 @@ class AdminClient:
                 raise self.policy.refusal(f"{route} on {worker.label}")
 
         def one(worker: AdminWorker) -> Exchange:
-            return self.call(worker, route, body_for(worker) if body_for else body)
+            return self.call(worker, route, body)
 
         if len(workers) <= 1:
             return [one(worker) for worker in workers]

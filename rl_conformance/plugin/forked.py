@@ -49,7 +49,6 @@ class Child:
         self.pid = pid
         self.reader = reader
         self.buffer = b""
-        self.open = True
 
     def interrupt(self) -> None:
         with contextlib.suppress(OSError):
@@ -65,7 +64,6 @@ class Child:
 
 
 def run_children(
-    session: pytest.Session,
     groups: list[list[pytest.Item]],
     jobs: int,
     run_group: Callable[[list[pytest.Item], Callable[[dict[str, Any]], None]], None],
@@ -109,7 +107,6 @@ def run_children(
             if not chunk:
                 selector.unregister(child.reader)
                 os.close(child.reader)
-                child.open = False
                 code = child.reap()
                 del running[child.reader]
                 if code != 0:

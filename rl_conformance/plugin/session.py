@@ -184,7 +184,6 @@ class ConformanceRun:
         self._session = session
         self._total = len(session.items)
         forked.run_children(
-            session,
             groups,
             self.jobs,
             lambda items, send: self._run_child(session, items, send),

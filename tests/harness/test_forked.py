@@ -23,7 +23,7 @@ def test_children_messages_arrive_and_a_crash_is_reported() -> None:
             send({"kind": "item", "value": item, "pid": os.getpid()})
 
     groups: list[list[Any]] = [["a1", "a2", "a3"], ["b1"], ["boom"], ["c1", "c2"]]
-    forked.run_children(None, groups, 2, run_group, received.append)  # type: ignore[arg-type]
+    forked.run_children(groups, 2, run_group, received.append)  # type: ignore[arg-type]
     values = [message["value"] for message in received if message["kind"] == "item"]
     assert sorted(values) == ["a1", "a2", "a3", "b1", "c1", "c2"]
     assert [v for v in values if v.startswith("a")] == ["a1", "a2", "a3"]
