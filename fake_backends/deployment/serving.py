@@ -193,6 +193,7 @@ class ServerGroup:
                     http=protocol,
                     log_level="warning",
                     access_log=False,
+                    proxy_headers=False,  # no proxy in front: X-Forwarded-* is not trusted
                     log_config=None,
                     timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
                 )

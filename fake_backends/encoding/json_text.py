@@ -12,15 +12,41 @@ from __future__ import annotations
 import json
 import math
 import struct
+from collections.abc import Callable, Sequence
 from typing import Any
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=True)
+
+
+def _c_encoder() -> Callable[[Any, int], Sequence[str]] | None:
+    """The C encoder ``_ENCODER`` builds on every call, built once (no circular-reference
+    check: the fake never writes a circular object); None where the C accelerator is missing
+    or does not answer as ``_ENCODER`` does."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return None
+    try:
+        encoder: Callable[[Any, int], Sequence[str]] = make(
+            None, _ENCODER.default, json.encoder.encode_basestring, None, ":", ",",
+            False, False, True,
+        )  # fmt: skip
+        sample = {"a": [1, 2.5, None, True, float("nan"), 2**70], "é": "x\n\u2028"}
+        if "".join(encoder(sample, 0)) != _ENCODER.encode(sample):
+            return None
+    except Exception:  # pragma: no cover - an interpreter whose accelerator differs
+        return None
+    return encoder
+
+
+_C_ENCODE = _c_encoder()
 
 
 def dumps(obj: Any) -> str:
     """Compact JSON; NaN/Infinity are written as bare tokens, non-ASCII as UTF-8.
 
     ``json.dumps`` with these options, without building an encoder per call."""
+    if _C_ENCODE is not None:
+        return "".join(_C_ENCODE(obj, 0))
     return _ENCODER.encode(obj)
 
 

@@ -28,7 +28,6 @@ from typing import Any, TypeVar
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -68,7 +67,8 @@ PIN_HEADERS = ("x-dynamo-worker-instance-id", "x-worker-instance-id")
 CONTEXT_WINDOW = 4096
 JSON_CONTENT_TYPE_MESSAGE = "Expected request with Content-Type application/json"
 
-Handler = Callable[[Request], Awaitable[Response]]
+Reply = Response | LiveStreamResponse
+Handler = Callable[[Request], Awaitable[Reply]]
 T = TypeVar("T")
 CLIENT_CLOSED = 499  # nobody reads it: the client is gone
 
@@ -134,7 +134,7 @@ def pinned_worker(state: DeploymentState, pinned: int | None) -> EngineWorker | 
 def _guarded(handler: Handler, state: DeploymentState, endpoint: str | None = None) -> Handler:
     """Render ``FrontendError``; count refused generation requests in the metrics."""
 
-    async def wrapped(request: Request) -> Response:
+    async def wrapped(request: Request) -> Reply:
         started = time.perf_counter()
         try:
             return await handler(request)
@@ -211,7 +211,7 @@ async def _streamed(
                 yield item
 
 
-def build_frontend_app(state: DeploymentState, extra_routes: Sequence[Route] = ()) -> Starlette:
+def build_frontend_app(state: DeploymentState, extra_routes: Sequence[Route] = ()) -> ASGIApp:
     """The frontend ASGI app of one deployment; `extra_routes` come from the deployment that
     composes it (the frontend knows nothing of the other apps)."""
     endpoints = (
@@ -247,7 +247,7 @@ def build_frontend_app(state: DeploymentState, extra_routes: Sequence[Route] = (
         stream: Callable[[DeploymentState, EngineRun, LiveRequest], AsyncIterator[bytes]],
         body_of: Callable[[DeploymentState, EngineRun], dict[str, Any]],
         unary: Callable[[dict[str, Any]], Response] = json_response,
-    ) -> Response:
+    ) -> Reply:
         received = Received.now()
         _require_model(state)
         body = await read_json(request)
@@ -268,13 +268,13 @@ def build_frontend_app(state: DeploymentState, extra_routes: Sequence[Route] = (
                 live, compute, lambda r: r.total_tokens, lambda r: stream(state, r, live)
             )
             return LiveStreamResponse(frames, ignore_disconnect=ignore, on_close=live.abandon)
-        run = await unless_disconnected(request, _unary_run(live, compute), ignore=ignore)
+        run = await unless_disconnected(request.receive, _unary_run(live, compute), ignore=ignore)
         if run is None:
             live.abandon()  # in case the work was cancelled before it even started
             return Response(status_code=CLIENT_CLOSED)
         return unary(body_of(state, run))
 
-    async def completions(request: Request) -> Response:
+    async def completions(request: Request) -> Reply:
         def parse(body: Any) -> GenerationRequest:
             return parse_completion_request(
                 body,
@@ -291,7 +291,7 @@ def build_frontend_app(state: DeploymentState, extra_routes: Sequence[Route] = (
             return cut_json_response(body)
         return json_response(body)
 
-    async def chat(request: Request) -> Response:
+    async def chat(request: Request) -> Reply:
         return await openai_route(
             request,
             parse_chat_request,
@@ -302,7 +302,7 @@ def build_frontend_app(state: DeploymentState, extra_routes: Sequence[Route] = (
             chat_response,
         )
 
-    async def sglang_generate(request: Request) -> Response:
+    async def sglang_generate(request: Request) -> Reply:
         _require_model(state)
         body = await read_json(request)
         _check_model_first(state, body)
@@ -360,13 +360,14 @@ def build_frontend_app(state: DeploymentState, extra_routes: Sequence[Route] = (
         text = state.metrics.render([state.model_name])
         return Response(text, headers={"content-type": METRICS_CONTENT_TYPE})
 
+    generation = {
+        "/v1/completions": _guarded(completions, state, "completions"),
+        "/v1/chat/completions": _guarded(chat, state, "chat_completions"),
+    }
+    if state.personality.native_generate:
+        generation["/generate"] = _guarded(sglang_generate, state, "generate")
     routes = [
-        Route("/v1/completions", _guarded(completions, state, "completions"), methods=["POST"]),
-        Route(
-            "/v1/chat/completions",
-            _guarded(chat, state, "chat_completions"),
-            methods=["POST"],
-        ),
+        *(Route(path, handler, methods=["POST"]) for path, handler in generation.items()),
         Route("/v1/responses/input_tokens", _guarded(input_tokens, state), methods=["POST"]),
         Route("/v1/models", models, methods=["GET"]),
         Route("/health", health, methods=["GET"]),
@@ -374,15 +375,42 @@ def build_frontend_app(state: DeploymentState, extra_routes: Sequence[Route] = (
         Route("/metrics", metrics, methods=["GET"]),
         *extra_routes,
     ]
-    if state.personality.native_generate:
-        routes.append(
-            Route("/generate", _guarded(sglang_generate, state, "generate"), methods=["POST"])
-        )
-    return Starlette(
+    others = Starlette(
         routes=routes,
-        middleware=[Middleware(EchoRequestId, state=state)],
         exception_handlers={HTTPException: _http_exception, Exception: _internal_error},
     )
+    return EchoRequestId(GenerationFirst(generation, others), state)
+
+
+class GenerationFirst:
+    """The frontend's dispatch: a generation POST goes straight to its handler, every other
+    request through the Starlette app (routing, 404/405, exception handlers).
+
+    Why: under load the generation routes are nearly all the traffic, and a router, an
+    exception middleware and their per-message ``send`` wrappers cost a fake stream about as
+    much as its own work.  A handler's ``FrontendError`` is already rendered (``_guarded``);
+    any other exception answers 500 in Dynamo's shape and is re-raised for the server to log,
+    as Starlette's error middleware does.
+    """
+
+    def __init__(self, generation: Mapping[str, Handler], others: ASGIApp) -> None:
+        self.generation = generation
+        self.others = others
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        handler = None
+        if scope["type"] == "http" and scope["method"] == "POST":
+            handler = self.generation.get(scope["path"])
+        if handler is None:
+            await self.others(scope, receive, send)
+            return
+        request = Request(scope, receive)
+        try:
+            response = await handler(request)
+        except Exception as exc:
+            await (await _internal_error(request, exc))(scope, receive, send)
+            raise
+        await response(scope, receive, send)
 
 
 class EchoRequestId:

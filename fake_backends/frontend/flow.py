@@ -32,7 +32,6 @@ from collections.abc import AsyncGenerator, Callable, Coroutine, Iterator, Seque
 from typing import Any, TypeVar
 
 from starlette.requests import Request
-from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from fake_backends.encoding.sse_frames import SSE_HEADERS
@@ -175,16 +174,24 @@ class LiveRequest:
         if self._replaying:
             return True
         assert self.worker is not None and self.gen is not None
-        tokens = self.gen.tokens
-        if tokens == 0:
-            delay = self.delay_s
-        else:
-            delay = self.token_delay_s if tokens % self.burst == 0 else 0.0
-        if not await self.worker.runtime.next_token(self.gen, delay):
+        if not await self.worker.runtime.next_token(self.gen, self._next_delay()):
             return False
         self.worker.counters.token_sent()
         self.state.request_ledger.count_token(self.record)
         return True
+
+    def may_wait(self) -> bool:
+        """Whether the next ``step`` could give the event loop a turn (True when unsure)."""
+        if self._replaying or self.worker is None or self.gen is None:
+            return True
+        return self.worker.runtime.may_wait(self.gen, self._next_delay())
+
+    def _next_delay(self) -> float:
+        assert self.gen is not None
+        tokens = self.gen.tokens
+        if tokens == 0:
+            return self.delay_s
+        return self.token_delay_s if tokens % self.burst == 0 else 0.0
 
     def abandon(self) -> None:
         """The client is gone: end as cancelled unless the attempt already ended."""
@@ -245,11 +252,16 @@ async def _wait_disconnect(receive: Receive) -> None:
         pass
 
 
-class LiveStreamResponse(StreamingResponse):
-    """An SSE response that notices a client disconnect at once and stops the stream.
+_SSE_RAW_HEADERS = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in SSE_HEADERS.items()]
 
-    Starlette's own streaming response may only find out at the next write; generation
-    must stop when the client goes away, not when the next token is ready.
+
+class LiveStreamResponse:
+    """An SSE response (an ASGI callable) that notices a client disconnect at once and stops
+    the stream.
+
+    A response that only writes may find out at the next write; generation must stop when the
+    client goes away, not when the next token is ready.  The frames are relayed in the
+    request's own task (``unless_disconnected``): no task per stream to start and wait for.
     """
 
     def __init__(
@@ -260,35 +272,27 @@ class LiveStreamResponse(StreamingResponse):
         on_close: Callable[[], None] | None = None,
     ) -> None:
         """``on_close`` runs last, whatever happened (even if ``frames`` never started)."""
-        super().__init__(frames, headers=SSE_HEADERS)
         self._frames = frames
         self._ignore_disconnect = ignore_disconnect
         self._on_close = on_close
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        pump = asyncio.create_task(self.stream_response(send))
-        watch = asyncio.create_task(_wait_disconnect(receive))
         try:
-            waiting: set[asyncio.Task[None]] = {pump, watch}
-            while True:
-                done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-                if pump in done or not self._ignore_disconnect:
-                    break
-                waiting = {pump}  # disconnected, but the fault says: keep generating
+            await unless_disconnected(receive, self._relay(send), ignore=self._ignore_disconnect)
         finally:
-            watch.cancel()
-            if not pump.done():
-                pump.cancel()
-            await asyncio.gather(watch, pump, return_exceptions=True)
             await self._frames.aclose()
             if self._on_close is not None:
                 self._on_close()
-        if not pump.cancelled() and pump.exception() is not None:
-            raise pump.exception()  # type: ignore[misc]
+
+    async def _relay(self, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": _SSE_RAW_HEADERS})
+        async for chunk in self._frames:
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 async def unless_disconnected(
-    request: Request, work: Coroutine[Any, Any, T], *, ignore: bool
+    receive: Receive, work: Coroutine[Any, Any, T], *, ignore: bool
 ) -> T | None:
     """Run ``work``; cancel it and return None if the client disconnects first.
 
@@ -308,7 +312,7 @@ async def unless_disconnected(
             gone = True
             current.cancel()
 
-    watch = asyncio.ensure_future(_wait_disconnect(request.receive))
+    watch = asyncio.ensure_future(_wait_disconnect(receive))
     watch.add_done_callback(on_disconnect)
     try:
         result = await work

@@ -47,34 +47,43 @@ async def stream_frames(
     *,
     include_usage: bool,
 ) -> AsyncIterator[bytes]:
+    """The stream's frames, those released between two turns of the event loop joined into one
+    item (a burst of tokens leaves in one write, each token still in its own event)."""
     released = {view.index: 0 for view in views}
     aborted = False
+    pending: list[bytes] = []
     for view, position in interleave(views):
+        if pending and live.may_wait():
+            yield b"".join(pending)
+            pending.clear()
         if not await live.step():
             aborted = True
             break
         released[view.index] += 1
         if state.fault("stream_truncated"):
             live.end("completed")
-            yield frame(dialect.token_chunk(view, position, terminal=False))
+            pending.append(frame(dialect.token_chunk(view, position, terminal=False)))
+            yield b"".join(pending)
             return
         terminal = position == len(view.result.steps) - 1
         chunk = dialect.token_chunk(view, position, terminal=terminal)
-        yield frame(chunk)
+        pending.append(frame(chunk))
         if terminal and state.fault("double_terminal"):
-            yield frame(chunk)
+            pending.append(frame(chunk))
         if terminal and state.fault("content_after_terminal"):
-            yield frame(dialect.trailing_chunk(view))
+            pending.append(frame(dialect.trailing_chunk(view)))
     final = list(views)
     if aborted:
         final = [truncated_view(state, v, released[v.index]) for v in views]
         live.end("aborted")
         for before, after in zip(views, final, strict=True):
             if after is not before:
-                yield frame(dialect.cancel_chunk(after))
+                pending.append(frame(dialect.cancel_chunk(after)))
     else:
         live.end("completed", views[0].result.token_ids if views else ())
     if include_usage:
-        yield frame(dialect.usage_chunk(final))
+        pending.append(frame(dialect.usage_chunk(final)))
     if not state.fault("done_missing"):
-        yield DONE_FRAME
+        pending.append(DONE_FRAME)
+    if pending:
+        yield b"".join(pending)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from fake_backends.model.tokenizer import EOS_ID, token_bytes
-from fake_backends.model.toy_model import Alternative, ToyModel, candidate_probabilities
+from fake_backends.model.toy_model import Alternative, ToyModel
 
 # "cancelled": ended early by an abort (pause in abort mode, abort_request); the engine
 # never produces it itself, the control plane truncates a result with it.
@@ -144,16 +144,7 @@ def generate_choice(
     for generated in range(max_tokens):
         excluded = end_ids if generated < min_tokens else _NOTHING
         if rng is None and top_k is None and not excluded:
-            # Greedy with nothing excluded and no alternatives asked for: the most likely
-            # candidate (ties: the lower id), which no id outranks, without the whole
-            # Distribution (the same numbers; this is most generations' every step).
-            ids, logits = model.candidates(context, generated, include_eos=include_eos)
-            probs = candidate_probabilities(logits)
-            p = max(probs)
-            if probs.count(p) == 1:
-                token = ids[probs.index(p)]
-            else:
-                token = min(i for i, q in zip(ids, probs, strict=True) if q == p)
+            token, p = model.greedy(context, generated, include_eos=include_eos)
             logprob, rank, top = math.log(p), 1, ()
         else:
             dist = model.distribution(context, generated, include_eos=include_eos)

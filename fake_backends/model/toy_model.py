@@ -38,6 +38,9 @@ _DIGEST_FIELDS = struct.Struct(f"<{CANDIDATES}I{CANDIDATES}H")
 _U32 = struct.Struct("<I")
 _PROBABILITY = operator.itemgetter(1)
 _exp = math.exp
+# A logit scale (u16) as its logit, the same float ``MAX_LOGIT * (scale / 0xFFFF)`` gives.
+_LOGIT_OF_SCALE = tuple(MAX_LOGIT * (scale / 0xFFFF) for scale in range(0x10000))
+_logit_of = _LOGIT_OF_SCALE.__getitem__
 
 
 @dataclass(frozen=True)
@@ -198,11 +201,32 @@ class ToyModel:
         ids = [value % PIECE_COUNT + FIRST_PIECE_ID for value in fields[:CANDIDATES]]
         if len(set(ids)) < CANDIDATES:
             ids = [raw + FIRST_PIECE_ID for raw in _distinct([i - FIRST_PIECE_ID for i in ids])]
-        logits = [MAX_LOGIT * (scale / 0xFFFF) for scale in fields[CANDIDATES:]]
+        logits = list(map(_logit_of, fields[CANDIDATES:]))
         if include_eos:
             ids.append(EOS_ID)
             logits.append(EOS_SLOPE * (generated - EOS_ONSET))
         return ids, logits
+
+    def greedy(self, context: Context, generated: int, *, include_eos: bool) -> tuple[int, float]:
+        """``distribution``'s most likely id (ties: the lower id) and its probability, the same
+        numbers without the distribution: most generations' every step."""
+        fields = _DIGEST_FIELDS.unpack_from(context.digest())
+        logits = list(map(_logit_of, fields[CANDIDATES:]))
+        if include_eos:
+            logits.append(EOS_SLOPE * (generated - EOS_ONSET))
+        top = max(logits)
+        # The top candidate's weight is exp(0) == 1: its probability is CANDIDATE_MASS / total.
+        probability = CANDIDATE_MASS / sum([_exp(logit - top) for logit in logits])
+        position = logits.index(top)
+        if logits.count(top) == 1:
+            if position == CANDIDATES:
+                return EOS_ID, probability
+            raw = fields[position] % PIECE_COUNT
+            # Only an id that an earlier candidate took is moved (see ``_distinct``).
+            if raw not in [value % PIECE_COUNT for value in fields[:position]]:
+                return raw + FIRST_PIECE_ID, probability
+        ids, _ = self.candidates(context, generated, include_eos=include_eos)
+        return min(i for i, logit in zip(ids, logits, strict=True) if logit == top), probability
 
 
 def candidate_probabilities(logits: Sequence[float]) -> list[float]:

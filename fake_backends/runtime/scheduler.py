@@ -138,6 +138,16 @@ class WorkerRuntime:
         gen.tokens += 1
         return True
 
+    def may_wait(self, gen: Generation, delay_s: float = 0.0) -> bool:
+        """Whether ``next_token(gen, delay_s)`` could give the event loop a turn (True when
+        unsure): what a stream released before it must leave before it."""
+        return (
+            delay_s > 0
+            or gen.tokens % UNDELAYED_TOKENS_PER_YIELD == 0
+            or self.paused
+            or self._ends(gen)
+        )
+
     def _ends(self, gen: Generation) -> bool:
         return gen.abort_requested or self.closing
 

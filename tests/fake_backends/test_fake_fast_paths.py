@@ -5,13 +5,19 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import math
 import random
+import struct
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from fake_backends.deployment.serving import CoalescingTransport
+from fake_backends.encoding.json_text import dumps
 from fake_backends.frontend.flow import unless_disconnected
 from fake_backends.model.decoding import SamplingParams, generate_choice
 from fake_backends.model.tokenizer import EOS_ID, FIRST_BYTE_ID, FIRST_PIECE_ID, encode, pieces
@@ -44,6 +50,39 @@ def test_greedy_fast_path_matches_the_distribution(ignore_eos: bool, weights: st
             model, prompt, params
         )
         assert all(s.top == () and math.isfinite(s.logprob) for s in fast.steps)
+
+
+def test_greedy_step_is_the_distributions_argmax_including_ties_and_moved_ids() -> None:
+    """Ordinary contexts, and the rare ones searched for: two candidates sharing the top logit
+    (the lower id wins) and a top candidate whose id an earlier candidate took (moved up)."""
+    model = ToyModel()
+    chosen: dict[str, list[tuple[Any, int, bool]]] = {"ordinary": [], "tie": [], "moved": []}
+    for n in range(400_000):
+        context = model.context([FIRST_PIECE_ID + n % 1000, n // 1000])
+        generated, include_eos = n % 24, n % 3 != 0
+        fields = struct.unpack_from("<8I8H", context.digest())
+        scales = list(fields[8:])
+        top = max(scales)
+        position = scales.index(top)
+        raws = [value % (len(pieces())) for value in fields[:8]]
+        if scales.count(top) > 1:
+            kind = "tie"
+        elif raws[position] in raws[:position]:
+            kind = "moved"
+        else:
+            kind = "ordinary"
+        if len(chosen[kind]) < 500:
+            chosen[kind].append((context, generated, include_eos))
+        if all(len(found) >= 3 for found in chosen.values()) and n > 2000:
+            break
+    assert all(len(found) >= 3 for found in chosen.values()), {k: len(v) for k, v in chosen.items()}
+    for context, generated, include_eos in (c for found in chosen.values() for c in found):
+        dist = model.distribution(context, generated, include_eos=include_eos)
+        token = dist.argmax()
+        assert model.greedy(context, generated, include_eos=include_eos) == (
+            token,
+            dist.prob(token),
+        )
 
 
 @functools.cache
@@ -154,13 +193,14 @@ def test_coalescing_transport_drops_writes_to_a_lost_connection() -> None:
     assert asyncio.run(scenario()) == []
 
 
-class _Request:
-    def __init__(self, disconnect: asyncio.Event) -> None:
-        self._disconnect = disconnect
+def _receive(disconnect: asyncio.Event) -> Callable[[], Awaitable[dict[str, Any]]]:
+    """An ASGI ``receive`` whose only message is the client's disconnect."""
 
-    async def receive(self) -> dict[str, str]:
-        await self._disconnect.wait()
+    async def receive() -> dict[str, Any]:
+        await disconnect.wait()
         return {"type": "http.disconnect"}
+
+    return receive
 
 
 def test_unless_disconnected_cancels_the_work_when_the_client_leaves() -> None:
@@ -178,9 +218,9 @@ def test_unless_disconnected_cancels_the_work_when_the_client_leaves() -> None:
 
         finished = asyncio.Event()
         finished.set()
-        completed = await unless_disconnected(_Request(gone), work(finished), ignore=False)  # type: ignore[arg-type]
+        completed = await unless_disconnected(_receive(gone), work(finished), ignore=False)
         asyncio.get_running_loop().call_later(0.01, gone.set)
-        left = await unless_disconnected(_Request(gone), work(asyncio.Event()), ignore=False)  # type: ignore[arg-type]
+        left = await unless_disconnected(_receive(gone), work(asyncio.Event()), ignore=False)
         task = asyncio.current_task()
         assert task is not None and task.cancelling() == 0
         return completed, left, cancelled.is_set()
@@ -192,7 +232,7 @@ def test_unless_disconnected_lets_an_outside_cancellation_through() -> None:
     async def scenario() -> None:
         never = asyncio.Event()
         task = asyncio.ensure_future(
-            unless_disconnected(_Request(never), never.wait(), ignore=False)  # type: ignore[arg-type]
+            unless_disconnected(_receive(never), never.wait(), ignore=False)
         )
         await asyncio.sleep(0.01)
         task.cancel()
@@ -200,3 +240,21 @@ def test_unless_disconnected_lets_an_outside_cancellation_through() -> None:
             await task
 
     asyncio.run(scenario())
+
+
+_JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**80), max_value=2**80)
+    | st.floats()  # NaN and the infinities included: the fake writes them bare
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(_JSON_VALUES)
+def test_dumps_writes_what_json_dumps_writes_with_the_frontends_options(value: Any) -> None:
+    assert dumps(value) == json.dumps(
+        value, separators=(",", ":"), ensure_ascii=False, allow_nan=True
+    )
