@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import socket
 from collections.abc import Callable, Coroutine, Generator
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ import uvicorn
 from starlette.types import ASGIApp
 
 GRACEFUL_SHUTDOWN_SECONDS = 2
+YOUNG_GC_THRESHOLD = 10_000
 LISTEN_BACKLOG = 2048  # a thousand clients connecting at once are not dropped (uvicorn's default)
 
 T = TypeVar("T")
@@ -45,6 +47,17 @@ def run_fast(main: Coroutine[Any, Any, T]) -> T:
     """``asyncio.run(main)`` on the fastest event loop available (``loop_factory``)."""
     with asyncio.Runner(loop_factory=loop_factory()) as runner:
         return runner.run(main)
+
+
+def settle_heap(warm: Callable[[], object] = lambda: None) -> None:
+    """Before serving, in a process of its own: run ``warm`` (tables built on first use), then
+    exempt everything start-up built from garbage collection (``gc.freeze``) and collect the
+    youngest generation every 10,000 allocations instead of 700. Why: with a thousand streams
+    in flight each collection walks all of them, a few per cent of a stream's time."""
+    warm()
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(YOUNG_GC_THRESHOLD, *gc.get_threshold()[1:])
 
 
 def bind_socket(host: str, port: int = 0) -> socket.socket:

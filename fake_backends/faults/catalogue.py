@@ -66,20 +66,29 @@ class ActiveFaults:
 
     def __init__(self, catalogue: Catalogue, names: Iterable[str] = ()) -> None:
         self.catalogue = catalogue
-        self._active = frozenset(catalogue.validate(names))
         self._lock = threading.Lock()
+        self._active: frozenset[str] = frozenset()
+        self.flags: Mapping[str, bool] = {}
+        self._switch(catalogue.validate(names))
 
     def active(self, name: str) -> bool:
-        if name not in self.catalogue.by_name:
-            raise KeyError(f"no {self.catalogue.kind} named {name!r} in the catalogue")
-        return name in self._active
+        try:
+            return self.flags[name]
+        except KeyError:
+            raise KeyError(f"no {self.catalogue.kind} named {name!r} in the catalogue") from None
 
     def set(self, names: Iterable[str]) -> tuple[str, ...]:
         """Replace the active set (validated as a whole: nothing changes on error)."""
         valid = self.catalogue.validate(names)
         with self._lock:
-            self._active = frozenset(valid)
+            self._switch(valid)
         return valid
+
+    def _switch(self, names: Iterable[str]) -> None:
+        active = frozenset(names)
+        # Every catalogue name, switched on or off: one lookup answers (and a typo raises).
+        self.flags = {name: name in active for name in self.catalogue.names}
+        self._active = active
 
     @property
     def names(self) -> tuple[str, ...]:

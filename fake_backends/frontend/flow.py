@@ -12,7 +12,8 @@ worker's runtime and to the request ledger:
   ``x-fake-token-delay-ms`` between later ones (streams default to one token a
   millisecond, in bursts of four, so they take real time); it yields to the event loop at
   least every few tokens, so admin calls and disconnects act between tokens; it returns
-  False when the worker aborted the request;
+  False when the worker aborted the request (``step_now`` releases a token at once when no
+  wait is due, and says so);
 * ``end`` closes the ledger entry with the outcome, feeds the prefix cache and metrics.
 
 Disconnects: ``LiveStreamResponse`` and ``unless_disconnected`` watch the connection and
@@ -176,15 +177,23 @@ class LiveRequest:
         assert self.worker is not None and self.gen is not None
         if not await self.worker.runtime.next_token(self.gen, self._next_delay()):
             return False
-        self.worker.counters.token_sent()
-        self.state.request_ledger.count_token(self.record)
+        self._count_token(self.worker)
         return True
 
-    def may_wait(self) -> bool:
-        """Whether the next ``step`` could give the event loop a turn (True when unsure)."""
-        if self._replaying or self.worker is None or self.gen is None:
-            return True
-        return self.worker.runtime.may_wait(self.gen, self._next_delay())
+    def step_now(self) -> bool:
+        """Release one token if that needs no turn of the event loop (no delay, no yield, no
+        pause or abort to look at); False, and nothing released, when ``step`` is needed."""
+        worker = self.worker
+        if self._replaying or worker is None or self.gen is None:
+            return False
+        if not worker.runtime.release_now(self.gen, self._next_delay()):
+            return False
+        self._count_token(worker)
+        return True
+
+    def _count_token(self, worker: EngineWorker) -> None:
+        worker.counters.token_sent()
+        self.state.request_ledger.count_token(self.record)
 
     def _next_delay(self) -> float:
         assert self.gen is not None

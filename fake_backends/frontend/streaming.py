@@ -53,12 +53,13 @@ async def stream_frames(
     aborted = False
     pending: list[bytes] = []
     for view, position in interleave(views):
-        if pending and live.may_wait():
-            yield b"".join(pending)
-            pending.clear()
-        if not await live.step():
-            aborted = True
-            break
+        if not live.step_now():
+            if pending:  # what was released leaves before the event loop turns
+                yield b"".join(pending)
+                pending.clear()
+            if not await live.step():
+                aborted = True
+                break
         released[view.index] += 1
         if state.fault("stream_truncated"):
             live.end("completed")

@@ -138,15 +138,19 @@ class WorkerRuntime:
         gen.tokens += 1
         return True
 
-    def may_wait(self, gen: Generation, delay_s: float = 0.0) -> bool:
-        """Whether ``next_token(gen, delay_s)`` could give the event loop a turn (True when
-        unsure): what a stream released before it must leave before it."""
-        return (
+    def release_now(self, gen: Generation, delay_s: float = 0.0) -> bool:
+        """``next_token(gen, delay_s)`` when it would not give the event loop a turn: the token
+        is released and True returned; False (nothing done) when it would, or might, wait."""
+        if (
             delay_s > 0
             or gen.tokens % UNDELAYED_TOKENS_PER_YIELD == 0
             or self.paused
-            or self._ends(gen)
-        )
+            or gen.abort_requested
+            or self.closing
+        ):
+            return False
+        gen.tokens += 1
+        return True
 
     def _ends(self, gen: Generation) -> bool:
         return gen.abort_requested or self.closing

@@ -40,7 +40,8 @@ class DeploymentState:
         self.router = Router(self.workers)
 
     def fault(self, name: str) -> bool:
-        return self.faults.active(name)
+        """Whether fault ``name`` is on now (a name outside the catalogue raises KeyError)."""
+        return self.faults.flags[name]
 
     def reported_model(self) -> str:
         """The model name generation responses carry (a fault can make it lie)."""

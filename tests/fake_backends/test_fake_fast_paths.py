@@ -19,9 +19,15 @@ from hypothesis import strategies as st
 from fake_backends.deployment.serving import CoalescingTransport
 from fake_backends.encoding.json_text import dumps
 from fake_backends.frontend.flow import unless_disconnected
-from fake_backends.model.decoding import SamplingParams, generate_choice
+from fake_backends.model.decoding import (
+    SamplingParams,
+    _any_choice,
+    _greedy_choice,
+    generate_choice,
+)
 from fake_backends.model.tokenizer import EOS_ID, FIRST_BYTE_ID, FIRST_PIECE_ID, encode, pieces
 from fake_backends.model.toy_model import ToyModel
+from fake_backends.runtime.scheduler import Generation, WorkerRuntime
 
 
 def _plain_greedy(model: ToyModel, prompt: list[int], params: SamplingParams) -> list[Any]:
@@ -50,6 +56,26 @@ def test_greedy_fast_path_matches_the_distribution(ignore_eos: bool, weights: st
             model, prompt, params
         )
         assert all(s.top == () and math.isfinite(s.logprob) for s in fast.steps)
+
+
+@pytest.mark.parametrize("ignore_eos", [True, False])
+@pytest.mark.parametrize("max_tokens", [0, 1, 5, 40])
+def test_greedy_choice_is_the_general_loops_choice(ignore_eos: bool, max_tokens: int) -> None:
+    """The greedy loop against the loop for any parameters, EOS and stop-id endings included."""
+    model = ToyModel()
+    for n in range(8):
+        prompt = encode(f"prompt {n}: the quick brown fox")
+        params = SamplingParams(max_tokens=max_tokens, ignore_eos=ignore_eos)
+        plain = _any_choice(model, prompt, params, 0)
+        stop_at = plain.token_ids[len(plain.token_ids) // 2 :][:1]
+        for stops in ((), tuple(stop_at)):
+            params = SamplingParams(
+                max_tokens=max_tokens, ignore_eos=ignore_eos, stop_token_ids=stops
+            )
+            assert _greedy_choice(model, prompt, params, n) == _any_choice(model, prompt, params, n)
+            assert generate_choice(model, prompt, params, n) == _any_choice(
+                model, prompt, params, n
+            )
 
 
 def test_greedy_step_is_the_distributions_argmax_including_ties_and_moved_ids() -> None:
@@ -258,3 +284,47 @@ def test_dumps_writes_what_json_dumps_writes_with_the_frontends_options(value: A
     assert dumps(value) == json.dumps(
         value, separators=(",", ":"), ensure_ascii=False, allow_nan=True
     )
+
+
+def _finishes_at_once(coroutine: Any) -> tuple[bool, Any]:
+    """Run a coroutine one step: (True, its result) when it ended without waiting."""
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return True, done.value
+    coroutine.close()
+    return False, None
+
+
+@pytest.mark.parametrize("tokens", [0, 1, 3, 4, 5])
+@pytest.mark.parametrize("delay_s", [0.0, 0.004])
+@pytest.mark.parametrize("state", ["running", "paused", "aborted", "closing"])
+def test_release_now_is_next_token_when_that_would_not_wait(
+    tokens: int, delay_s: float, state: str
+) -> None:
+    """`release_now` releases only when `next_token` would finish without giving the event loop
+    a turn, with the same effect (and, running undelayed between yields, does release);
+    otherwise it changes nothing."""
+
+    def make() -> tuple[WorkerRuntime, Generation]:
+        runtime = WorkerRuntime()
+        if state == "paused":  # paused keeping requests in flight: they freeze between tokens
+            runtime.paused, runtime.pause_mode = True, "keep"
+        runtime.closing = state == "closing"
+        gen = Generation("attempt", "cmpl-1", admitted=True, tokens=tokens)
+        gen.abort_requested = state == "aborted"
+        return runtime, gen
+
+    async def scenario() -> None:
+        runtime, gen = make()
+        released = runtime.release_now(gen, delay_s)
+        reference_runtime, reference = make()
+        at_once, result = _finishes_at_once(reference_runtime.next_token(reference, delay_s))
+        if released:
+            assert at_once and result is True and gen.tokens == reference.tokens == tokens + 1
+        else:
+            assert gen.tokens == tokens
+        if state == "running" and delay_s == 0 and tokens % 4:
+            assert released
+
+    asyncio.run(scenario())

@@ -33,6 +33,8 @@ class NvextComposer:
         self._run = run
         self._nvext = run.request.nvext
         self._first_token_ms: float | None = None
+        # Whether a chunk that finishes nothing can carry anything (most streams: no).
+        self._on_every_chunk = self._wants("worker_id") or self._wants("completion_token_ids")
 
     def _wants(self, selector: str) -> bool:
         return self._nvext.wants(selector)
@@ -124,6 +126,8 @@ class NvextComposer:
     ) -> dict[str, Any] | None:
         """nvext of the stream chunk carrying token ``position`` of a choice."""
         self.mark_first_token()
+        if not (terminal or self._on_every_chunk):
+            return None
         dropped = terminal and self._state.fault("stream_ids_differ")
         step = view.result.steps[position]
         ids = reported_completion_ids(self._state, [step.token_id], step.text_delta)
