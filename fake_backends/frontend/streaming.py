@@ -29,6 +29,10 @@ class StreamDialect(Protocol):
 
     def token_chunk(self, view: ChoiceView, position: int, *, terminal: bool) -> dict[str, Any]: ...
 
+    def token_frame(self, view: ChoiceView, position: int, *, terminal: bool) -> bytes:
+        """``frame(token_chunk(...))``, the same bytes, written faster where it can be."""
+        ...
+
     def cancel_chunk(self, view: ChoiceView) -> dict[str, Any]: ...
 
     def trailing_chunk(self, view: ChoiceView) -> dict[str, Any]: ...
@@ -63,14 +67,14 @@ async def stream_frames(
         released[view.index] += 1
         if state.fault("stream_truncated"):
             live.end("completed")
-            pending.append(frame(dialect.token_chunk(view, position, terminal=False)))
+            pending.append(dialect.token_frame(view, position, terminal=False))
             yield b"".join(pending)
             return
         terminal = position == len(view.result.steps) - 1
-        chunk = dialect.token_chunk(view, position, terminal=terminal)
-        pending.append(frame(chunk))
+        token_frame = dialect.token_frame(view, position, terminal=terminal)
+        pending.append(token_frame)
         if terminal and state.fault("double_terminal"):
-            pending.append(frame(chunk))
+            pending.append(token_frame)
         if terminal and state.fault("content_after_terminal"):
             pending.append(frame(dialect.trailing_chunk(view)))
     final = list(views)

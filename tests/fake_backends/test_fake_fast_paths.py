@@ -16,9 +16,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from fake_backends.deployment.assembly import Assembly
 from fake_backends.deployment.serving import CoalescingTransport
 from fake_backends.encoding.json_text import dumps
+from fake_backends.encoding.sse_frames import frame
 from fake_backends.frontend.flow import unless_disconnected
+from fake_backends.frontend.render.chat import _ChatChunks, chat_views
+from fake_backends.frontend.render.completions import _CompletionChunks, completion_views
+from fake_backends.frontend.requests import parse_chat_request, parse_completion_request
+from fake_backends.frontend.runs import Received, run_request
+from fake_backends.frontend.views import interleave
 from fake_backends.model.decoding import (
     SamplingParams,
     _any_choice,
@@ -328,3 +335,67 @@ def test_release_now_is_next_token_when_that_would_not_wait(
             assert released
 
     asyncio.run(scenario())
+
+
+_TOKEN_FRAME_BODIES: dict[str, list[dict[str, Any]]] = {
+    "completions": [
+        {"prompt": "the quick brown fox", "max_tokens": 6},
+        {"prompt": "the quick brown fox", "max_tokens": 5, "n": 2, "seed": 3, "temperature": 1},
+        {"prompt": "the quick brown fox", "max_tokens": 4, "logprobs": 2},
+        {
+            "prompt": "the quick brown fox",
+            "max_tokens": 4,
+            "nvext": {"extra_fields": ["completion_token_ids", "worker_id"]},
+        },
+        {"prompt": "the fox", "max_tokens": 4, "nvext": {"extra_fields": ["engine_data"]}},
+    ],
+    "chat": [
+        {"messages": [{"role": "user", "content": "hi \u00e9\n"}], "max_tokens": 6},
+        {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 5, "n": 2, "seed": 3,
+         "temperature": 1},
+        {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4, "logprobs": True,
+         "top_logprobs": 2},
+        {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4,
+         "nvext": {"extra_fields": ["completion_token_ids"]}},
+    ],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("endpoint", ["completions", "chat"])
+@pytest.mark.parametrize("faults", [(), ("stream_ids_differ", "completion_ids_retokenized")])
+@pytest.mark.parametrize("switch_model_fault", [False, True])
+def test_token_frames_are_the_token_chunks_framed(
+    endpoint: str, faults: tuple[str, ...], switch_model_fault: bool
+) -> None:
+    """A token's frame is its chunk written as a frame, byte for byte, whichever way it is
+    written (from a text template or the whole chunk), and a fault switched on mid-stream
+    shows in the next frame."""
+    assembly = Assembly("vllm", workers=1, faults=faults)
+    try:
+        state = assembly.state
+        used_templates = 0
+        for body in _TOKEN_FRAME_BODIES[endpoint]:
+            state.faults.set(faults)
+            body = {"model": state.model_name, "stream": True, **body}
+            if endpoint == "completions":
+                parsed = parse_completion_request(body)
+                run = run_request(state, parsed, state.workers[0], Received.now(), "cmpl-1")
+                views: list[Any] = completion_views(state, run)
+                chunks: Any = _CompletionChunks(state, run)
+            else:
+                parsed = parse_chat_request(body)
+                run = run_request(state, parsed, state.workers[0], Received.now(), "chatcmpl-1")
+                views = chat_views(state, run)
+                chunks = _ChatChunks(state, run)
+            for turn, (view, position) in enumerate(interleave(views)):
+                if switch_model_fault and turn == 2:
+                    state.faults.set([*faults, "model_identity_mismatch"])
+                terminal = position == len(view.result.steps) - 1
+                written = chunks.token_frame(view, position, terminal=terminal)
+                assert written == frame(chunks.token_chunk(view, position, terminal=terminal))
+                if switch_model_fault and turn >= 2:
+                    assert b'"model":"other-model"' in written
+            used_templates += len(chunks._text_frames._templates)
+        assert used_templates > 0  # the template path was taken, not only the whole chunks
+    finally:
+        assembly.group.close_sockets()

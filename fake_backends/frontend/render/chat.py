@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from fake_backends.encoding.json_text import f32_shortest
+from fake_backends.encoding.sse_frames import TextFrames, frame
 from fake_backends.frontend.flow import LiveRequest
 from fake_backends.frontend.render.logprobs import chat_logprob_content
 from fake_backends.frontend.render.nvext import NvextComposer
@@ -58,10 +59,29 @@ class _ChatChunks:
         self._state = state
         self._run = run
         self._nvext = NvextComposer(state, run)
+        self._text_frames = TextFrames()
+
+    def token_frame(self, view: ChoiceView, position: int, *, terminal: bool) -> bytes:
+        text = view.result.steps[position].text_delta
+        if terminal or view.selected is not None or self._nvext.on_every_chunk:
+            return frame(self._token_chunk(view, position, text, terminal=terminal))
+        # A plain chunk: only its text differs from the choice's other plain chunks (the
+        # first one also carries the role).
+        self._nvext.mark_first_token()
+        return self._text_frames.frame(
+            (view.index, position == 0, self._state.reported_model()),
+            text,
+            lambda t: self._token_chunk(view, position, t, terminal=False),
+        )
 
     def token_chunk(self, view: ChoiceView, position: int, *, terminal: bool) -> dict[str, Any]:
-        step = view.result.steps[position]
-        delta: dict[str, Any] = {"content": step.text_delta}
+        text = view.result.steps[position].text_delta
+        return self._token_chunk(view, position, text, terminal=terminal)
+
+    def _token_chunk(
+        self, view: ChoiceView, position: int, text: str, *, terminal: bool
+    ) -> dict[str, Any]:
+        delta: dict[str, Any] = {"content": text}
         if position == 0:
             delta["role"] = "assistant"
         choice = {

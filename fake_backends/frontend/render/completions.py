@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
+from fake_backends.encoding.sse_frames import TextFrames, frame
 from fake_backends.frontend.flow import LiveRequest
 from fake_backends.frontend.render.logprobs import completion_logprobs
 from fake_backends.frontend.render.nvext import NvextComposer
@@ -51,10 +52,28 @@ class _CompletionChunks:
         self._state = state
         self._run = run
         self._nvext = NvextComposer(state, run)
+        self._text_frames = TextFrames()
+
+    def token_frame(self, view: ChoiceView, position: int, *, terminal: bool) -> bytes:
+        text = view.result.steps[position].text_delta
+        if terminal or view.selected is not None or self._nvext.on_every_chunk:
+            return frame(self._token_chunk(view, position, text, terminal=terminal))
+        # A plain chunk: only its text differs from the choice's other plain chunks.
+        self._nvext.mark_first_token()
+        return self._text_frames.frame(
+            (view.index, self._state.reported_model()),
+            text,
+            lambda t: self._token_chunk(view, position, t, terminal=False),
+        )
 
     def token_chunk(self, view: ChoiceView, position: int, *, terminal: bool) -> dict[str, Any]:
-        step = view.result.steps[position]
-        choice: dict[str, Any] = {"text": step.text_delta, "index": view.index}
+        text = view.result.steps[position].text_delta
+        return self._token_chunk(view, position, text, terminal=terminal)
+
+    def _token_chunk(
+        self, view: ChoiceView, position: int, text: str, *, terminal: bool
+    ) -> dict[str, Any]:
+        choice: dict[str, Any] = {"text": text, "index": view.index}
         if view.selected is not None:
             choice["logprobs"] = completion_logprobs(view, [position])
         if terminal:

@@ -34,7 +34,7 @@ class NvextComposer:
         self._nvext = run.request.nvext
         self._first_token_ms: float | None = None
         # Whether a chunk that finishes nothing can carry anything (most streams: no).
-        self._on_every_chunk = self._wants("worker_id") or self._wants("completion_token_ids")
+        self.on_every_chunk = self._wants("worker_id") or self._wants("completion_token_ids")
 
     def _wants(self, selector: str) -> bool:
         return self._nvext.wants(selector)
@@ -126,7 +126,7 @@ class NvextComposer:
     ) -> dict[str, Any] | None:
         """nvext of the stream chunk carrying token ``position`` of a choice."""
         self.mark_first_token()
-        if not (terminal or self._on_every_chunk):
+        if not (terminal or self.on_every_chunk):
             return None
         dropped = terminal and self._state.fault("stream_ids_differ")
         step = view.result.steps[position]
