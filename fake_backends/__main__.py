@@ -20,7 +20,6 @@ from fake_backends.deployment.assembly import Assembly, DeploymentOptions
 from fake_backends.deployment.ready_line import ready_line
 from fake_backends.deployment.serving import run_fast, settle_heap
 from fake_backends.faults.deployment import FAULT_NAMES, catalogue_lines
-from fake_backends.model.tokenizer import decode, encode
 from fake_backends.runtime.personalities import ADMIN_FAMILIES, BACKENDS
 
 log = logging.getLogger("fake_backends")
@@ -158,7 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         log.error("cannot bind: %s", exc)
         return 1
-    settle_heap(warm=lambda: decode(encode("warm the tokenizer's tables")))
+    settle_heap()
     run_fast(_serve(assembly))
     return 0
 

@@ -49,12 +49,11 @@ def run_fast(main: Coroutine[Any, Any, T]) -> T:
         return runner.run(main)
 
 
-def settle_heap(warm: Callable[[], object] = lambda: None) -> None:
-    """Before serving, in a process of its own: run ``warm`` (tables built on first use), then
-    exempt everything start-up built from garbage collection (``gc.freeze``) and collect the
-    youngest generation every 10,000 allocations instead of 700. Why: with a thousand streams
-    in flight each collection walks all of them, a few per cent of a stream's time."""
-    warm()
+def settle_heap() -> None:
+    """Before serving, in a process of its own: exempt everything start-up built from garbage
+    collection (``gc.freeze``) and collect the youngest generation every 10,000 allocations
+    instead of 700. Why: with a thousand streams in flight each collection walks all of them,
+    a few per cent of a stream's time."""
     gc.collect()
     gc.freeze()
     gc.set_threshold(YOUNG_GC_THRESHOLD, *gc.get_threshold()[1:])
