@@ -20,6 +20,7 @@ from fake_backends.deployment.assembly import Assembly
 from fake_backends.deployment.serving import CoalescingTransport
 from fake_backends.encoding.json_text import dumps
 from fake_backends.encoding.sse_frames import frame
+from fake_backends.frontend.app import GenerationFirst
 from fake_backends.frontend.flow import unless_disconnected
 from fake_backends.frontend.render.chat import _ChatChunks, chat_views
 from fake_backends.frontend.render.completions import _CompletionChunks, completion_views
@@ -275,13 +276,17 @@ def test_unless_disconnected_lets_an_outside_cancellation_through() -> None:
     asyncio.run(scenario())
 
 
+def _json_containers(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4)
+
+
 _JSON_VALUES = st.recursive(
     st.none()
     | st.booleans()
     | st.integers(min_value=-(2**80), max_value=2**80)
     | st.floats()  # NaN and the infinities included: the fake writes them bare
     | st.text(),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    _json_containers,
     max_leaves=20,
 )
 
@@ -399,3 +404,47 @@ def test_token_frames_are_the_token_chunks_framed(
         assert used_templates > 0  # the template path was taken, not only the whole chunks
     finally:
         assembly.group.close_sockets()
+
+
+def test_generation_first_answers_a_bug_with_500_and_routes_the_rest() -> None:
+    """A generation handler that fails unexpectedly answers 500 in Dynamo's flat error shape
+    and the exception still reaches the server (which logs it); any other request, a GET on a
+    generation path included, goes through the router."""
+
+    async def broken(request: Any) -> Any:
+        raise RuntimeError("a bug in the fake")
+
+    routed: list[tuple[str, str]] = []
+
+    async def others(scope: Any, receive: Any, send: Any) -> None:
+        routed.append((scope["method"], scope["path"]))
+
+    app = GenerationFirst({"/v1/completions": broken}, others)
+
+    def call(method: str, path: str) -> tuple[list[dict[str, Any]], BaseException | None]:
+        sent: list[dict[str, Any]] = []
+
+        async def receive() -> dict[str, Any]:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+
+        scope = {"type": "http", "method": method, "path": path, "headers": []}
+        try:
+            asyncio.run(app(scope, receive, send))
+        except RuntimeError as exc:
+            return sent, exc
+        return sent, None
+
+    sent, raised = call("POST", "/v1/completions")
+    assert str(raised) == "a bug in the fake"
+    assert sent[0]["status"] == 500
+    assert json.loads(sent[1]["body"]) == {
+        "message": "Internal server error",
+        "type": "Internal Server Error",
+        "code": 500,
+    }
+    assert call("GET", "/v1/completions") == ([], None)
+    assert call("POST", "/v1/models") == ([], None)
+    assert routed == [("GET", "/v1/completions"), ("POST", "/v1/models")]
