@@ -12,14 +12,14 @@ stream only carries them in ``nvext`` with the opt-in.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Hashable, Sequence
 from typing import Any
 
 from fake_backends.encoding.json_text import f32_shortest
-from fake_backends.encoding.sse_frames import TextFrames, frame
 from fake_backends.frontend.flow import LiveRequest
 from fake_backends.frontend.render.logprobs import chat_logprob_content
 from fake_backends.frontend.render.nvext import NvextComposer
+from fake_backends.frontend.render.token_chunks import TokenChunks
 from fake_backends.frontend.runs import EngineRun
 from fake_backends.frontend.streaming import TRAILING_TEXT, stream_frames
 from fake_backends.frontend.usage import usage
@@ -54,29 +54,9 @@ def _usage(state: DeploymentState, run: EngineRun, views: Sequence[ChoiceView]) 
     )
 
 
-class _ChatChunks:
-    def __init__(self, state: DeploymentState, run: EngineRun) -> None:
-        self._state = state
-        self._run = run
-        self._nvext = NvextComposer(state, run)
-        self._text_frames = TextFrames()
-
-    def token_frame(self, view: ChoiceView, position: int, *, terminal: bool) -> bytes:
-        text = view.result.steps[position].text_delta
-        if terminal or view.selected is not None or self._nvext.on_every_chunk:
-            return frame(self._token_chunk(view, position, text, terminal=terminal))
-        # A plain chunk: only its text differs from the choice's other plain chunks (the
-        # first one also carries the role).
-        self._nvext.mark_first_token()
-        return self._text_frames.frame(
-            (view.index, position == 0, self._state.reported_model()),
-            text,
-            lambda t: self._token_chunk(view, position, t, terminal=False),
-        )
-
-    def token_chunk(self, view: ChoiceView, position: int, *, terminal: bool) -> dict[str, Any]:
-        text = view.result.steps[position].text_delta
-        return self._token_chunk(view, position, text, terminal=terminal)
+class _ChatChunks(TokenChunks):
+    def _plain_key(self, view: ChoiceView, position: int) -> Hashable:
+        return view.index, position == 0  # the first chunk also carries the role
 
     def _token_chunk(
         self, view: ChoiceView, position: int, text: str, *, terminal: bool

@@ -8,13 +8,13 @@ the chunk that finishes a choice.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Hashable, Sequence
 from typing import Any
 
-from fake_backends.encoding.sse_frames import TextFrames, frame
 from fake_backends.frontend.flow import LiveRequest
 from fake_backends.frontend.render.logprobs import completion_logprobs
 from fake_backends.frontend.render.nvext import NvextComposer
+from fake_backends.frontend.render.token_chunks import TokenChunks
 from fake_backends.frontend.runs import EngineRun
 from fake_backends.frontend.streaming import TRAILING_TEXT, stream_frames
 from fake_backends.frontend.usage import usage
@@ -47,28 +47,9 @@ def _usage(state: DeploymentState, run: EngineRun, views: Sequence[ChoiceView]) 
     )
 
 
-class _CompletionChunks:
-    def __init__(self, state: DeploymentState, run: EngineRun) -> None:
-        self._state = state
-        self._run = run
-        self._nvext = NvextComposer(state, run)
-        self._text_frames = TextFrames()
-
-    def token_frame(self, view: ChoiceView, position: int, *, terminal: bool) -> bytes:
-        text = view.result.steps[position].text_delta
-        if terminal or view.selected is not None or self._nvext.on_every_chunk:
-            return frame(self._token_chunk(view, position, text, terminal=terminal))
-        # A plain chunk: only its text differs from the choice's other plain chunks.
-        self._nvext.mark_first_token()
-        return self._text_frames.frame(
-            (view.index, self._state.reported_model()),
-            text,
-            lambda t: self._token_chunk(view, position, t, terminal=False),
-        )
-
-    def token_chunk(self, view: ChoiceView, position: int, *, terminal: bool) -> dict[str, Any]:
-        text = view.result.steps[position].text_delta
-        return self._token_chunk(view, position, text, terminal=terminal)
+class _CompletionChunks(TokenChunks):
+    def _plain_key(self, view: ChoiceView, position: int) -> Hashable:
+        return view.index
 
     def _token_chunk(
         self, view: ChoiceView, position: int, text: str, *, terminal: bool
