@@ -18,7 +18,9 @@ that runs it on a private event-loop thread, which is what pytest suites and hyp
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
+import ssl
 import threading
 import time
 from collections import deque
@@ -51,6 +53,13 @@ DEFAULT_MAX_STREAM_BYTES = 512 * 1024 * 1024
 LOG_LENGTH = 64
 
 
+@functools.cache
+def default_tls() -> ssl.SSLContext:
+    """httpx's default verifying TLS context, built once per process and shared by every client:
+    building one reads the whole CA bundle (tens of milliseconds), once per client otherwise."""
+    return httpx.create_ssl_context(trust_env=False)  # as the clients: no SSL_CERT_* variables
+
+
 class AsyncClient:
     """Asynchronous HTTP client producing `Exchange` records."""
 
@@ -76,6 +85,7 @@ class AsyncClient:
             follow_redirects=False,
             timeout=httpx.Timeout(deadline_s),
             trust_env=False,
+            verify=default_tls(),
         )
         self.log: deque[Exchange] = deque(maxlen=LOG_LENGTH)
 
