@@ -67,7 +67,6 @@ class ActiveFaults:
     def __init__(self, catalogue: Catalogue, names: Iterable[str] = ()) -> None:
         self.catalogue = catalogue
         self._lock = threading.Lock()
-        self._active: frozenset[str] = frozenset()
         self.flags: Mapping[str, bool] = {}
         self._switch(catalogue.validate(names))
 
@@ -88,8 +87,7 @@ class ActiveFaults:
         active = frozenset(names)
         # Every catalogue name, switched on or off: one lookup answers (and a typo raises).
         self.flags = {name: name in active for name in self.catalogue.names}
-        self._active = active
 
     @property
     def names(self) -> tuple[str, ...]:
-        return tuple(sorted(self._active))
+        return tuple(sorted(name for name, on in self.flags.items() if on))

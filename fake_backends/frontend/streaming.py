@@ -27,10 +27,8 @@ from fake_backends.runtime.state import DeploymentState
 class StreamDialect(Protocol):
     """The per-endpoint chunk builders."""
 
-    def token_chunk(self, view: ChoiceView, position: int, *, terminal: bool) -> dict[str, Any]: ...
-
     def token_frame(self, view: ChoiceView, position: int, *, terminal: bool) -> bytes:
-        """``frame(token_chunk(...))``, the same bytes, written faster where it can be."""
+        """The frame of the chunk carrying token ``position`` of a choice."""
         ...
 
     def cancel_chunk(self, view: ChoiceView) -> dict[str, Any]: ...
