@@ -16,7 +16,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from fake_backends.deployment.assembly import Assembly, DeploymentOptions
+from fake_backends.deployment.assembly import LISTING_ORDERS, Assembly, DeploymentOptions
 from fake_backends.deployment.ready_line import ready_line
 from fake_backends.deployment.serving import run_fast, settle_heap
 from fake_backends.faults.deployment import FAULT_NAMES, catalogue_lines
@@ -78,6 +78,14 @@ def build_parser() -> argparse.ArgumentParser:
         "path[=method][:engine|tm] (repeatable; default: $DYN_SGLANG_ENGINE_ROUTES)",
     )
     parser.add_argument(
+        "--rl-worker-order",
+        choices=LISTING_ORDERS,
+        default="sorted",
+        help="order of the RL listener's workers: sorted (default, as the real listener), or "
+        "the same workers rotated or shuffled anew on every read (legal: clients must never "
+        "read list position as identity)",
+    )
+    parser.add_argument(
         "--engine-call-delay-ms",
         type=float,
         default=0.0,
@@ -131,6 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             worker_namespaces=args.worker_namespace,
             admin_family=args.admin_family,
             engine_routes=args.engine_route,
+            listing_order=args.rl_worker_order,
         )
     except ValueError as exc:
         parser.error(str(exc))
@@ -153,6 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             admin_family=args.admin_family,
             engine_routes=args.engine_route,
             engine_call_delay_s=max(0.0, args.engine_call_delay_ms) / 1000,
+            listing_order=args.rl_worker_order,
         )
     except OSError as exc:
         log.error("cannot bind: %s", exc)

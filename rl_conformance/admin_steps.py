@@ -9,7 +9,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .admin import AdminClient, AdminWorker, RouteNotAdvertised
+from .admin import AdminClient, AdminWorker, MutationPolicy, RouteNotAdvertised
 from .capabilities import RL_WORKERS, Backend, Support
 from .checks import admin as admin_checks
 from .families import AdminFamily, family_for, update_unavailable
@@ -23,10 +23,14 @@ from .wire import Exchange
 class Selection:
     """The workers a test acts on, and the worker its generations are pinned to.
 
-    When the first administrable worker's identity is known, the test acts on it alone and pins
-    every generation to it. When it is not (a worker given by URL whose system server names no
-    instance id), the test acts on every given worker of the same family at once and leaves
-    generations unpinned: whichever worker serves them is one the test acted on.
+    The worker is chosen by its identity, never by its place in discovery's list (a listener may
+    list the same workers in another order on every read): the administrable worker with the
+    lowest (namespace, instance_id), preferring one the run may mutate. Every test of a run so
+    acts on the same worker, and what one test leaves on it (the checkpoint it loaded last) is
+    what the next test finds there. When no administrable worker's identity is known (workers
+    given by URL whose system servers name no instance id), the test acts on every given worker
+    of the first one's family at once and leaves generations unpinned: whichever worker serves
+    them is one the test acted on.
     """
 
     workers: tuple[AdminWorker, ...]
@@ -58,9 +62,35 @@ def administered(target: Target, workers: list[AdminWorker]) -> list[AdminWorker
     )
 
 
-def select(target: Target, workers: list[AdminWorker]) -> Selection:
-    """See `Selection`."""
-    candidates = administered(target, workers)
+def by_identity(
+    workers: Sequence[AdminWorker], policy: MutationPolicy | None = None
+) -> list[AdminWorker]:
+    """The workers in identity order: those `policy` lets the run mutate first (when it names
+    any); discovery's workers before workers given by URL; known instance ids by (namespace,
+    instance_id), then workers of unknown identity in the order the user gave their URLs.
+    Discovery's own order plays no part."""
+
+    def key(worker: AdminWorker) -> tuple[bool, bool, bool, str, float, str]:
+        instance_id = worker.instance_id
+        # a listener may send an id that is no integer (a rounded float): it still sorts
+        numeric = isinstance(instance_id, (int, float)) and not isinstance(instance_id, bool)
+        return (
+            policy is not None and policy.allowed and not policy.permits(instance_id),
+            worker.routes is None,
+            instance_id is None,
+            worker.namespace,
+            instance_id if numeric and instance_id is not None else 0,
+            "" if numeric or instance_id is None else str(instance_id),
+        )
+
+    return sorted(workers, key=key)
+
+
+def select(
+    target: Target, workers: list[AdminWorker], policy: MutationPolicy | None = None
+) -> Selection:
+    """See `Selection`; `policy`, when given, makes a worker the run may mutate preferred."""
+    candidates = by_identity(administered(target, workers), policy)
     first = candidates[0]
     family = family_for(target, first)
     if family is None:

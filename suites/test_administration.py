@@ -75,7 +75,7 @@ def test_unadvertised_route_is_a_404(
     rl_admin: AdminClient,
     rl_admin_workers: list[AdminWorker],
 ) -> None:
-    worker = select(rl_target, rl_admin_workers).workers[0]
+    worker = select(rl_target, rl_admin_workers, rl_admin.policy).workers[0]
     assert worker.system_url is not None
     if not rl_admin.policy.permits(worker.instance_id):
         raise rl_admin.policy.refusal(f"a request to an unadvertised route of {worker.label}")
@@ -96,7 +96,8 @@ def test_update_succeeds_by_status_and_body(
     rl_weights: WeightSource,
 ) -> None:
     """Pause, apply a named version, resume: each reply must say success in its body."""
-    apply_update(rl_verdict, rl_admin, select(rl_target, rl_admin_workers), rl_weights)
+    chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
+    apply_update(rl_verdict, rl_admin, chosen, rl_weights)
 
 
 def _json(exchange: object) -> object:

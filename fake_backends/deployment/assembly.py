@@ -5,8 +5,9 @@ in-process API); ``FakeDeployment`` runs an assembly in a background thread with
 event loop, for tests that want a live deployment inside the test process.
 
 ``DeploymentOptions`` validates everything that can be wrong with the configuration
-(backend, worker namespaces, admin family, SGLang engine routes) before any socket is
-bound, so the CLI can exit 2 with the reason and the in-process API raises ValueError.
+(backend, worker namespaces, admin family, SGLang engine routes, the RL listener's listing
+order) before any socket is bound, so the CLI can exit 2 with the reason and the in-process
+API raises ValueError.
 """
 
 from __future__ import annotations
@@ -41,7 +42,13 @@ from fake_backends.deployment.serving import (
     bind_socket,
     socket_url,
 )
-from fake_backends.discovery.listener import ALL_METHODS, WORKERS_PATH, build_rl_app, list_workers
+from fake_backends.discovery.listener import (
+    ALL_METHODS,
+    LISTING_ORDERS,
+    WORKERS_PATH,
+    build_rl_app,
+    list_workers,
+)
 from fake_backends.encoding.replies import json_response
 from fake_backends.faults.deployment import active_faults
 from fake_backends.frontend.app import build_frontend_app
@@ -71,6 +78,7 @@ class DeploymentOptions:
     worker_namespaces: tuple[str, ...] = ()
     admin_family: str = "python"
     engine_routes: tuple[EngineRouteDescriptor, ...] = ()
+    listing_order: str = "sorted"
 
     @classmethod
     def build(
@@ -82,6 +90,7 @@ class DeploymentOptions:
         worker_namespaces: Sequence[str] = (),
         admin_family: str = "python",
         engine_routes: Sequence[str] | str | None = None,
+        listing_order: str = "sorted",
     ) -> DeploymentOptions:
         """Validate; ``engine_routes`` None means the ``DYN_SGLANG_ENGINE_ROUTES`` variable."""
         personality = get_personality(backend)
@@ -107,7 +116,12 @@ class DeploymentOptions:
             raw = os.environ.get(ENGINE_ROUTES_ENV) if engine_routes is None else engine_routes
             descriptors = parse_engine_routes(raw)
             resolve_engine_routes(descriptors)  # unknown or colliding methods fail now
-        return cls(workers, model, namespaces, admin_family, tuple(descriptors))
+        if listing_order not in LISTING_ORDERS:
+            raise ValueError(
+                f"unknown listing order {listing_order!r}; choose one of: "
+                f"{', '.join(LISTING_ORDERS)}"
+            )
+        return cls(workers, model, namespaces, admin_family, tuple(descriptors), listing_order)
 
     def namespace_of(self, index: int) -> str:
         return self.worker_namespaces[index] if index < len(self.worker_namespaces) else NAMESPACE
@@ -132,6 +146,7 @@ class Assembly:
         engine_routes: Sequence[str] | str | None = None,
         listener_env: Mapping[str, str] | None = None,
         engine_call_delay_s: float = 0.0,
+        listing_order: str = "sorted",
     ) -> None:
         options = DeploymentOptions.build(
             backend,
@@ -140,6 +155,7 @@ class Assembly:
             worker_namespaces=worker_namespaces,
             admin_family=admin_family,
             engine_routes=engine_routes,
+            listing_order=listing_order,
         )
         personality = get_personality(backend)
         active = active_faults(faults)
@@ -183,6 +199,7 @@ class Assembly:
             faults=active,
             admin_family=options.admin_family,
             listener_env_override=None if listener_env is None else dict(listener_env),
+            listing_order=options.listing_order,
         )
         self.frontend_url = socket_url(frontend_sock, host)
         self.rl_url = socket_url(rl_sock, host)
@@ -276,8 +293,11 @@ class FakeDeployment:
         admin_family: str = "python",
         engine_routes: Sequence[str] | str | None = None,
         listener_env: Mapping[str, str] | None = None,
+        listing_order: str = "sorted",
     ) -> None:
         """See ``Assembly``.  ``listener_env`` None: the RL listener reads ``os.environ``.
+        ``listing_order``: ``sorted`` (the real listener's), ``rotated`` or ``shuffled`` (the
+        same workers in another order on every read, which the contract allows).
 
         ``engine_routes`` (SGLang): descriptors, or None for ``DYN_SGLANG_ENGINE_ROUTES``.
         Configuration errors raise ValueError here, before any socket is bound.
@@ -289,6 +309,7 @@ class FakeDeployment:
             worker_namespaces=worker_namespaces,
             admin_family=admin_family,
             engine_routes=engine_routes,
+            listing_order=listing_order,
         )
         active_faults(faults)  # validate now, before any socket is bound
         self._options: dict[str, Any] = {
@@ -303,6 +324,7 @@ class FakeDeployment:
             "admin_family": admin_family,
             "engine_routes": engine_routes,
             "listener_env": None if listener_env is None else dict(listener_env),
+            "listing_order": listing_order,
         }
         self.backend = backend
         self._assembly: Assembly | None = None

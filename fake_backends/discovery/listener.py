@@ -10,10 +10,17 @@ body (axum's defaults, no fallback installed).
 Which workers are listed depends on the listener's *own* environment, read at every
 request (``namespaces``): the top-level ``namespace`` is the scope, each worker carries
 its own namespace and a ``request_plane_url`` built from it.
+
+The order of ``workers`` is no part of the contract ("Discover Workers Safely": never read list
+position as worker identity), so a deployment option (``listing_order``, not a fault) makes the
+listener list the same workers in another order on every read: ``rotated`` (read ``n`` starts at
+the ``n mod len``-th sorted worker) or ``shuffled`` (a permutation seeded by the read's number,
+never the previous read's).  Both differ between consecutive reads of two or more workers.
 """
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 from starlette.applications import Starlette
@@ -39,6 +46,7 @@ PROBE_ERROR = "worker routes request failed"
 RENAMED_PREFIX = "engine/"
 REQUIRED_ROUTE = "update_weights_from_disk"
 SIDECAR_FINISH_ROUTE = "update/finish_weight_update"
+LISTING_ORDERS = ("sorted", "rotated", "shuffled")
 
 
 def _describe(worker: EngineWorker, instance_id: int, routes: tuple[str, ...]) -> dict[str, Any]:
@@ -113,6 +121,7 @@ def list_workers(state: DeploymentState) -> dict[str, Any]:
         by_index[1]["instance_id"] = by_index[0]["instance_id"]
     _break_route_lists(state, entries)
     entries.sort(key=lambda e: (e["namespace"], e["component"], e["endpoint"], e["instance_id"]))
+    entries = _listing_order(state, entries, read)
     if state.fault("instance_id_rounded"):
         for entry in entries:
             entry["instance_id"] = float(entry["instance_id"])
@@ -120,6 +129,26 @@ def list_workers(state: DeploymentState) -> dict[str, Any]:
     if state.fault("rl_listener_gateway_body"):
         return gateway_body(state)
     return {"protocol_version": version, "namespace": scope.reported, "workers": entries}
+
+
+def _listing_order(
+    state: DeploymentState, entries: list[dict[str, Any]], read: int
+) -> list[dict[str, Any]]:
+    """The sorted entries in the deployment's listing order (see the module docstring)."""
+    count = len(entries)
+    if state.listing_order == "sorted" or count < 2:
+        return entries
+    if state.listing_order == "rotated":
+        shift = read % count
+        order = tuple(range(shift, count)) + tuple(range(shift))
+    else:
+        drawn = list(range(count))
+        random.Random(read).shuffle(drawn)
+        order = tuple(drawn)
+        if order == state.last_listing:
+            order = order[1:] + order[:1]
+    state.last_listing = order
+    return [entries[position] for position in order]
 
 
 def gateway_body(state: DeploymentState) -> dict[str, Any]:

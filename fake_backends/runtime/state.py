@@ -29,6 +29,11 @@ class DeploymentState:
     admin_family: str = "python"  # vLLM only: "python" workers or the native "sidecar"
     created: int = field(default_factory=lambda: int(time.time()))
     rl_reads: itertools.count[int] = field(default_factory=itertools.count)
+    # The order the RL listener lists its workers in (``discovery.listener.LISTING_ORDERS``):
+    # "sorted" as the real listener does, or another legal order on every read; and the
+    # permutation of the last read (so a shuffled read never repeats the one before it).
+    listing_order: str = "sorted"
+    last_listing: tuple[int, ...] = ()
     router: Router = field(init=False)
     # None: the RL listener reads the process environment, like the real frontend does.
     listener_env_override: Mapping[str, str] | None = None
