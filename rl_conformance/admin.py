@@ -153,6 +153,8 @@ class AdminClient:
         workers: Sequence[AdminWorker],
         route: str,
         body: Any = None,
+        *,
+        deadline_s: float | None = None,
     ) -> list[Exchange]:
         """One step on every worker, at most `FANOUT` calls in flight; the exchanges in the
         workers' order. Every worker is negotiated and permitted before any call is sent."""
@@ -162,7 +164,7 @@ class AdminClient:
                 raise self.policy.refusal(f"{route} on {worker.label}")
 
         def one(worker: AdminWorker) -> Exchange:
-            return self.call(worker, route, body)
+            return self.call(worker, route, body, deadline_s=deadline_s)
 
         if len(workers) <= 1:
             return [one(worker) for worker in workers]

@@ -12,11 +12,14 @@ from typing import Any
 from .admin import AdminClient, AdminWorker, MutationPolicy, RouteNotAdvertised
 from .capabilities import RL_WORKERS, Backend, Support
 from .checks import admin as admin_checks
-from .families import AdminFamily, family_for, update_unavailable
+from .families import AdminFamily, NewWeights, family_for, update_unavailable
 from .target import Target
 from .verdict import FeatureAbsent, MissingInput, Verdict
 from .weights import WeightSource
 from .wire import Exchange
+
+DRAIN_DEADLINE_S = 300.0
+"""A pause that waits for the requests in flight: as long as an in-flight stream may take."""
 
 
 @dataclass(frozen=True)
@@ -123,10 +126,11 @@ def succeed_each(
     family: AdminFamily,
     route: str,
     body: Any = None,
+    deadline_s: float | None = None,
 ) -> list[Any]:
     """One step that must succeed on every worker, sent to them all at once (bounded,
     `admin.FANOUT`) and judged in the workers' order."""
-    exchanges = admin.call_each(workers, route, body)
+    exchanges = admin.call_each(workers, route, body, deadline_s=deadline_s)
     return [
         judged(verdict, family, route, worker, exchange)
         for worker, exchange in zip(workers, exchanges, strict=True)
@@ -152,11 +156,13 @@ def paused(
     verdict: Verdict, admin: AdminClient, selection: Selection, mode: str | None = None
 ) -> Iterator[None]:
     """Pause every selected worker (checked), run the body, and always resume them all: a
-    failing step never leaves a worker paused for the tests after it."""
+    failing step never leaves a worker paused for the tests after it. A `wait` pause is answered
+    when the requests in flight have finished, so it is given as long as a stream is."""
     family = selection.family
     body = family.pause_body(mode)
+    deadline = DRAIN_DEADLINE_S if mode == "wait" else None
     try:
-        succeed_each(verdict, admin, selection.workers, family, family.pause, body)
+        succeed_each(verdict, admin, selection.workers, family, family.pause, body, deadline)
         yield
     except BaseException:
         with contextlib.suppress(Exception):
@@ -174,13 +180,18 @@ def require_update_routes(selection: Selection) -> None:
 
 
 def update_all(
-    verdict: Verdict, admin: AdminClient, selection: Selection, weights: WeightSource
+    verdict: Verdict,
+    admin: AdminClient,
+    selection: Selection,
+    weights: WeightSource,
+    policy: NewWeights | None = None,
 ) -> str:
-    """Apply one new named weight version to every selected worker (already paused): the
-    family's update calls, after its once-per-worker setup (the sidecar's transfer engine)."""
+    """Apply one new named weight version (`policy`, else the source's next) to every selected
+    worker (already paused): the family's update calls, after its once-per-worker setup (the
+    sidecar's transfer engine)."""
     family = selection.family
     require_update_routes(selection)
-    policy = weights.new(family)
+    policy = policy or weights.new(family)
     unset = [worker for worker in selection.workers if weights.needs_setup(worker)]
     for call in family.setup_calls(policy) if unset else ():
         succeed_each(verdict, admin, unset, family, call.route, dict(call.body))
@@ -192,10 +203,15 @@ def update_all(
 
 
 def apply_update(
-    verdict: Verdict, admin: AdminClient, selection: Selection, weights: WeightSource
+    verdict: Verdict,
+    admin: AdminClient,
+    selection: Selection,
+    weights: WeightSource,
+    policy: NewWeights | None = None,
 ) -> str:
-    """Pause, apply a new named weight version, resume; returns the version."""
+    """Pause, apply a new named weight version (`policy`, else the source's next), resume;
+    returns the version."""
     require_update_routes(selection)
     weights.require(selection.family)
     with paused(verdict, admin, selection):
-        return update_all(verdict, admin, selection, weights)
+        return update_all(verdict, admin, selection, weights, policy)

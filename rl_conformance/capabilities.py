@@ -322,6 +322,14 @@ CAPABILITIES: tuple[Capability, ...] = (
         ADMIN,
     ),
     _cap(
+        "refresh.served_policy_verified",
+        "After an update the served policy is the checkpoint that was sent",
+        _REFRESH,
+        "Transfer and apply one target policy. Verify every worker and run post-update "
+        "generation before reopening the fleet.",
+        ADMIN,
+    ),
+    _cap(
         "refresh.kv_invalidation",
         "Flushing invalidates cached prefixes",
         _REFRESH,

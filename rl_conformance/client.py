@@ -134,11 +134,13 @@ class AsyncClient:
         detector: TerminalDetector = openai_terminals,
         cancel_after_events: int | None = None,
         deadline_s: float | None = None,
+        progress: StreamProgress | None = None,
     ) -> Exchange:
         """Send a streaming request and drive its events through the terminal-state machine.
 
         `cancel_after_events` closes the connection after that many data events, as a client
-        that gives up on a rollout would; the exchange then ends `canceled`.
+        that gives up on a rollout would; the exchange then ends `canceled`. `progress` is told
+        each event as it arrives (another thread may read it while the stream runs).
         """
         self.breaker.check(url)
         exchange, request = self._prepare(method, url, json_body, None, headers)
@@ -159,7 +161,9 @@ class AsyncClient:
                         await self._read_body(exchange, response)
                         machine.on_transport_error(_not_a_stream(exchange))
                     else:
-                        await self._pump(exchange, response, parser, machine, cancel_after_events)
+                        await self._pump(
+                            exchange, response, parser, machine, cancel_after_events, progress
+                        )
                 finally:
                     await response.aclose()
         except TimeoutError:
@@ -171,6 +175,8 @@ class AsyncClient:
         exchange.elapsed_s = time.monotonic() - started
         exchange.state = machine.state
         exchange.state_reason = machine.reason
+        if progress is not None:
+            progress.end()
         self._account(exchange, deadline_s)
         return exchange
 
@@ -185,6 +191,7 @@ class AsyncClient:
         parser: SSEParser,
         machine: StreamMachine,
         cancel_after_events: int | None,
+        progress: StreamProgress | None = None,
     ) -> None:
         kept = _KeptEvents(exchange, self.keep_events)
         fold = exchange.fold = StreamFold()
@@ -218,6 +225,8 @@ class AsyncClient:
                         return
                     self._feed_machine(machine, fold, event.data, kept.count)
                     kept.add(event)
+                    if progress is not None:
+                        progress.advance(kept.count, len(fold.ids))
                     if cancel_after_events is not None and kept.count >= cancel_after_events:
                         machine.on_cancel()
                         return
@@ -296,6 +305,41 @@ class AsyncClient:
                 exchange.error = f"response body exceeded the {self.max_body_bytes}-byte limit"
                 return
         exchange.body = bytes(body)
+
+
+class StreamProgress:
+    """How far a running stream has come, for a thread that acts while it runs (a control step
+    taken with a stream in flight): events and completion token ids received so far, whether it
+    ended, and a wait for either that needs no polling. Evidence, not timing: a test states
+    what the stream had delivered when its step was sent and answered."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self.events = 0
+        self.tokens = 0
+        self.ended = False
+
+    def advance(self, events: int, tokens: int) -> None:
+        with self._changed:
+            self.events, self.tokens = events, tokens
+            self._changed.notify_all()
+
+    def end(self) -> None:
+        with self._changed:
+            self.ended = True
+            self._changed.notify_all()
+
+    def snapshot(self) -> tuple[int, bool]:
+        """(tokens received, ended) read together."""
+        with self._changed:
+            return self.tokens, self.ended
+
+    def wait_for_tokens(self, count: int, timeout_s: float) -> bool:
+        """Until `count` tokens arrived (True) or the stream ended or the time ran out (False
+        unless `count` was reached)."""
+        with self._changed:
+            self._changed.wait_for(lambda: self.tokens >= count or self.ended, timeout_s)
+            return self.tokens >= count
 
 
 class _KeptEvents:

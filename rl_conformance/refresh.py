@@ -26,16 +26,19 @@ def pinned_generation(
     *,
     deadline_s: float | None = None,
     max_tokens: int = 8,
+    extra_fields: tuple[str, ...] = ("completion_token_ids", "engine_data"),
+    **fields: Any,
 ) -> Exchange:
     """A greedy completion routed to one worker (nvext.backend_instance_id, and the header);
-    unpinned when the worker, or its identity, is unknown."""
+    unpinned when the worker, or its identity, is unknown. `fields` join the request body."""
     body: dict[str, Any] = {
         "model": target.model,
         "prompt": prompt,
         "max_tokens": max_tokens,
         "temperature": 0,
         "ignore_eos": True,
-        "nvext": {"extra_fields": ["completion_token_ids", "engine_data"]},
+        **fields,
+        "nvext": {"extra_fields": list(extra_fields)},
     }
     headers = {}
     if worker is not None and worker.instance_id is not None:

@@ -3,7 +3,6 @@ generation uses the new weights, KV state is invalidated, and the fleet reopens 
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import Any
 
@@ -17,7 +16,7 @@ from hypothesis.stateful import (
     rule,
 )
 
-from rl_conformance import FeatureAbsent, Unobservable
+from rl_conformance import FeatureAbsent, MissingInput, Unobservable
 from rl_conformance.admin import AdminClient, AdminWorker
 from rl_conformance.admin_steps import (
     Selection,
@@ -31,6 +30,8 @@ from rl_conformance.admin_steps import (
 from rl_conformance.checks import aggregate_stream, control, streaming
 from rl_conformance.client import Client
 from rl_conformance.families import AdminFamily, family_for, new_version
+from rl_conformance.inflight import FIRST_TOKEN_S, InFlightStream, in_flight_budget
+from rl_conformance.policy_reference import ReferenceSource
 from rl_conformance.refresh import (
     Coordinator,
     completion_ids,
@@ -65,7 +66,12 @@ PROMPT = [
     333,
     1999,
 ]
+CACHE_PROMPT = [300 + (index * 7919) % 30000 for index in range(520)]
+"""Long enough to fill whole KV blocks of every common size (16 to 256 tokens; a CPU vLLM's
+smallest is 32): a prompt shorter than one block is never cached, so its flush shows nothing."""
 HELD_S = 0.6
+HELD_TOKENS = 8
+WAIT_TOKENS = 64
 
 
 def generate_ids(
@@ -79,6 +85,37 @@ def generate_ids(
     return ids, reported_version(exchange)
 
 
+FIRST_TOKEN_FACTOR = 5
+"""A held generation is watched for this many times the worker's own unpaused first-token
+time (at least HELD_S): an unpaused worker would have delivered well within it."""
+
+
+def first_token_s(rl_client: Client, rl_target: Target, chosen: Selection) -> float:
+    """The pinned worker's unpaused time to the first token of the probe, measured now."""
+    stream = InFlightStream(
+        rl_client,
+        rl_target,
+        PROMPT,
+        instance_id=instance_of(chosen),
+        max_tokens=HELD_TOKENS,
+    )
+    started = time.monotonic()
+    stream.thread.start()
+    stream.progress.wait_for_tokens(1, FIRST_TOKEN_S)
+    elapsed = time.monotonic() - started
+    stream.wait()
+    if stream.mark().tokens == 0:
+        raise Unobservable(
+            f"the unpaused probe delivered no token within {FIRST_TOKEN_S:g} s "
+            f"({stream.exchange.state_reason or stream.exchange.error or 'no reason given'})"
+        )
+    return elapsed
+
+
+def instance_of(chosen: Selection) -> int | None:
+    return chosen.pinned.instance_id if chosen.pinned is not None else None
+
+
 @capability("refresh.pause_gates")
 def test_pause_holds_new_generation_until_resume(
     rl_client: Client,
@@ -87,16 +124,25 @@ def test_pause_holds_new_generation_until_resume(
     rl_admin: AdminClient,
     rl_admin_workers: list[AdminWorker],
 ) -> None:
-    chosen = select(rl_target, rl_admin_workers)
-    with paused(rl_verdict, rl_admin, chosen):
-        held = pinned_generation(rl_client, rl_target, chosen.pinned, PROMPT, deadline_s=HELD_S)
-    after = pinned_generation(rl_client, rl_target, chosen.pinned, PROMPT)
-    rl_verdict.check(
-        control.pause_gates(
-            completed_while_paused=held.status == 200, completed_after_resume=after.status == 200
-        ),
-        held,
+    """A generation sent to a paused worker delivers no token until resume: it is held, then
+    completes, or it is refused (the native sidecar answers 503 while paused), and one sent
+    after resume completes. The hold is sized from the worker's own pace, so a slow engine
+    cannot pass by being slow."""
+    chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
+    held_s = max(HELD_S, FIRST_TOKEN_FACTOR * first_token_s(rl_client, rl_target, chosen))
+    held = InFlightStream(
+        rl_client, rl_target, PROMPT, instance_id=instance_of(chosen), max_tokens=HELD_TOKENS
     )
+    with paused(rl_verdict, rl_admin, chosen):
+        held.thread.start()
+        held.progress.wait_for_tokens(1, held_s)
+        while_paused = held.mark()
+    held.wait()
+    completed = held.completed()
+    if not completed and held.exchange.status not in (None, 200):
+        after = pinned_generation(rl_client, rl_target, chosen.pinned, PROMPT)
+        completed = after.status == 200
+    rl_verdict.check(control.pause_gates(while_paused.tokens, completed, held_s), held.exchange)
 
 
 @capability("refresh.pause_gates")
@@ -109,92 +155,50 @@ def test_pause_without_a_mode_follows_the_documented_default(
 ) -> None:
     """A pause that names no mode, with a stream in flight: the Python worker keeps it in place
     until resume, the native sidecar aborts it (vLLM's default), SGLang aborts it. Clients that
-    omit the mode depend on this; the two vLLM families differ."""
-    chosen = select(rl_target, rl_admin_workers)
+    omit the mode depend on this; the two vLLM families differ. What the stream had delivered
+    when the pause was sent and answered decides, never how fast it ran: a stream that was not
+    in flight when the pause landed leaves the test inconclusive."""
+    chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
     family = chosen.family
-    stream = InFlightStream(rl_client, rl_target, chosen, max_tokens=40)
-    stream.start()
-    time.sleep(0.15)
-    if stream.finished():
-        raise Unobservable(
-            "a 40-token stream finished before the pause could be sent: no request was in "
-            "flight to observe"
-        )
-    observed = "keep"
+    stream = InFlightStream(
+        rl_client,
+        rl_target,
+        PROMPT,
+        instance_id=instance_of(chosen),
+        max_tokens=in_flight_budget(rl_client, rl_target, len(PROMPT)),
+    )
+    sent = stream.start_and_wait_first_token()
     try:
-        for worker in chosen.workers:
-            rl_admin.call(worker, family.pause, {})
-        if stream.finished() or stream.wait(HELD_S):
-            observed = "wait" if stream.tokens() >= 40 else "abort"
+        rl_admin.call_each(chosen.workers, family.pause, {})
+        answered = stream.mark()
+        if not answered.ended:
+            stream.wait(HELD_S)
+        at_resume = stream.mark()
     finally:
         try:
-            for worker in chosen.workers:
-                rl_admin.call(worker, family.resume, {})
+            rl_admin.call_each(chosen.workers, family.resume, {})
         finally:
-            stream.wait(25)
-    rl_verdict.check(control.pause_default_mode(family.name, family.default_pause_mode, observed))
-
-
-class InFlightStream:
-    """A greedy completion stream in a thread, pinned to the selected worker when it can be.
-    `x-fake-token-delay-ms` slows our fakes' tokens so the stream is still open when the control
-    call arrives; real engines ignore the header."""
-
-    def __init__(
-        self, client: Client, target: Target, chosen: Selection, *, max_tokens: int
-    ) -> None:
-        body: dict[str, Any] = {
-            "model": target.model,
-            "prompt": PROMPT,
-            "max_tokens": max_tokens,
-            "temperature": 0,
-            "ignore_eos": True,
-            "stream": True,
-            "nvext": {
-                "extra_fields": ["completion_token_ids", "engine_data", "detailed_finish_reason"]
-            },
-        }
-        headers = {"x-fake-token-delay-ms": "10"}
-        if chosen.pinned is not None:
-            body["nvext"]["backend_instance_id"] = chosen.pinned.instance_id
-            headers["x-dynamo-worker-instance-id"] = str(chosen.pinned.instance_id)
-        self.result: dict[str, Any] = {}
-        self.thread = threading.Thread(
-            daemon=True,  # never holds the process open; every user waits for it with a bound
-            target=lambda: self.result.update(
-                exchange=client.stream(
-                    "POST",
-                    target.url("/v1/completions"),
-                    json_body=body,
-                    headers=headers,
-                    deadline_s=20,
-                )
-            ),
-        )
-
-    def start(self) -> None:
-        self.thread.start()
-
-    def finished(self) -> bool:
-        return not self.thread.is_alive()
-
-    def wait(self, seconds: float) -> bool:
-        self.thread.join(timeout=seconds)
-        return self.finished()
-
-    @property
-    def exchange(self) -> Any:
-        exchange = self.result.get("exchange")
-        assert exchange is not None, "the in-flight stream never returned"
-        return exchange
-
-    def tokens(self) -> int:
-        try:
-            merged = aggregate_stream(self.exchange.payloads())
-        except Exception:
-            return 0
-        ids = (merged.get("nvext") or {}).get("completion_token_ids")
-        return len(ids) if isinstance(ids, list) else 0
+            stream.wait()
+    evidence = (
+        f"of {stream.max_tokens} tokens: {sent.describe()} when the pause was sent, "
+        f"{answered.describe()} when it was answered, {at_resume.describe()} at resume, "
+        f"{stream.mark().tokens} in all"
+    )
+    if answered.ended:
+        if not stream.completed():
+            observed = "abort"
+        elif sent.tokens >= stream.max_tokens:
+            raise Unobservable(f"the stream ended before the pause was sent ({evidence})")
+        else:
+            observed = "wait"
+    elif at_resume.ended:
+        observed = "none" if stream.completed() else "abort"
+    else:
+        observed = "keep" if stream.completed() else "abort"
+    rl_verdict.check(
+        control.pause_default_mode(family.name, family.default_pause_mode, observed, evidence),
+        stream.exchange,
+    )
 
 
 def reported_versions(
@@ -232,7 +236,7 @@ def test_every_worker_reports_the_applied_version(
     rl_admin_workers: list[AdminWorker],
     rl_weights: WeightSource,
 ) -> None:
-    chosen = select(rl_target, rl_admin_workers)
+    chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
     version = apply_update(rl_verdict, rl_admin, chosen, rl_weights)
     reported = reported_versions(rl_verdict, rl_admin, rl_client, rl_target, chosen)
     rl_verdict.check(control.version_verified(version, reported))
@@ -249,7 +253,7 @@ def test_version_metadata_is_reported_back(
     """The family's version-metadata route (`set_weight_version`, the sidecar's
     `update/update_weight_version`, SGLang's `control/update_weight_version`) names the weights
     without replacing them; every worker then reports that name."""
-    chosen = select(rl_target, rl_admin_workers)
+    chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
     family = chosen.family
     if family.set_version is None:
         raise FeatureAbsent(f"the {family.name} family has no version-metadata route to verify")
@@ -271,17 +275,85 @@ def test_post_update_generation_uses_the_new_weights(
     rl_admin_workers: list[AdminWorker],
     rl_weights: WeightSource,
 ) -> None:
-    chosen = select(rl_target, rl_admin_workers)
+    chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
     before, _ = generate_ids(rl_verdict, rl_client, rl_target, chosen.pinned)
     version = apply_update(rl_verdict, rl_admin, chosen, rl_weights)
     after, seen = generate_ids(rl_verdict, rl_client, rl_target, chosen.pinned)
     rl_verdict.check(control.post_update_generation(before, after, seen, version))
 
 
+PROBE_TOKENS = 16
+
+
+def served_probe(
+    rl_verdict: Verdict, rl_client: Client, rl_target: Target, worker: AdminWorker | None
+) -> tuple[list[int], list[float] | None, list[float | None] | None]:
+    """The served greedy ids, their log probabilities and the prompt tokens' log probabilities
+    (None where the response carries none) of the fixed probe, pinned to `worker`."""
+    exchange = pinned_generation(
+        rl_client,
+        rl_target,
+        worker,
+        PROMPT,
+        max_tokens=PROBE_TOKENS,
+        logprobs=0,
+        prompt_logprobs=0,
+        extra_fields=("completion_token_ids", "prompt_logprobs"),
+    )
+    body = rl_verdict.json(exchange)
+    ids = completion_ids(exchange)
+    if ids is None:
+        raise FeatureAbsent("completion_token_ids unavailable on the pinned route")
+    selected = ((body.get("choices") or [{}])[0].get("logprobs") or {}).get("token_logprobs")
+    listed = (body.get("nvext") or {}).get("prompt_logprobs")
+    prompt: list[float | None] | None = None
+    if isinstance(listed, list) and len(listed) == len(PROMPT):
+        prompt = [
+            None if not isinstance(entry, dict) else (entry.get(str(token)) or {}).get("logprob")
+            for entry, token in zip(listed, PROMPT, strict=True)
+        ]
+    return ids, selected if isinstance(selected, list) else None, prompt
+
+
+@capability("refresh.served_policy_verified")
+def test_the_served_policy_is_the_checkpoint_sent(
+    rl_client: Client,
+    rl_target: Target,
+    rl_verdict: Verdict,
+    rl_admin: AdminClient,
+    rl_admin_workers: list[AdminWorker],
+    rl_weights: WeightSource,
+    rl_references: ReferenceSource,
+) -> None:
+    """After an update from a checkpoint on disk, the worker serves that checkpoint: the greedy
+    ids and the log probabilities of a fixed probe match what the checkpoint itself gives
+    (computed from it with transformers), within `control.SERVED_POLICY_TOLERANCE`. An update
+    that answers success and keeps part of the old weights changes the output, so
+    `refresh.post_update_generation` passes; this does not."""
+    chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
+    require_update_routes(chosen)
+    rl_weights.require(chosen.family)
+    if chosen.family.update_kind != "disk":
+        raise Unobservable(
+            f"the served policy of a {chosen.family.name} worker: its updates are transfers, "
+            "which name no checkpoint directory to compute a reference from"
+        )
+    policy = rl_weights.new(chosen.family)
+    if policy.model_path is None:
+        raise MissingInput(
+            "the served policy needs a real checkpoint to compare with: give "
+            "--update-model-path PATH twice"
+        )
+    reference = rl_references.reference(policy.model_path, PROMPT, PROBE_TOKENS)
+    apply_update(rl_verdict, rl_admin, chosen, rl_weights, policy)
+    ids, selected, prompt = served_probe(rl_verdict, rl_client, rl_target, chosen.pinned)
+    rl_verdict.check(control.served_policy(ids, selected, prompt, reference))
+
+
 def cached_tokens(
     rl_verdict: Verdict, rl_client: Client, rl_target: Target, worker: AdminWorker
 ) -> int:
-    exchange = pinned_generation(rl_client, rl_target, worker, PROMPT, max_tokens=2)
+    exchange = pinned_generation(rl_client, rl_target, worker, CACHE_PROMPT, max_tokens=2)
     body = rl_verdict.json(exchange)
     cached = ((body.get("usage") or {}).get("prompt_tokens_details") or {}).get("cached_tokens")
     if not isinstance(cached, int):
@@ -304,7 +376,7 @@ def test_flush_invalidates_cached_prefixes(
     family's flush route (Python worker), by a pause with `clear_cache` (native sidecar), or
     (SGLang, whose cache reset is a request-plane endpoint) by the weight update itself, which
     flushes by default (`flush_cache` in SGLang's update requests)."""
-    chosen = select(rl_target, rl_admin_workers)
+    chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
     worker = chosen.pinned
     if worker is None:
         raise Unobservable(
@@ -478,7 +550,7 @@ def test_refresh_lifecycle_state_machine(
     rl_admin_workers: list[AdminWorker],
     rl_weights: WeightSource,
 ) -> None:
-    chosen = select(rl_target, rl_admin_workers)
+    chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
     require_update_routes(chosen)
     rl_weights.require(chosen.family)
     family = chosen.family
@@ -517,21 +589,36 @@ def test_streams_in_flight_across_a_refresh_end_in_one_terminal_state(
     """A stream open while its worker is paused (each mode) and updated ends exactly once: it
     completes, or is aborted, or resumes; never hangs, never ends twice. Where the deployment
     names the weights, they are the old or the new version, nothing else."""
-    chosen = select(rl_target, rl_admin_workers)
+    chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
     family = chosen.family
     modes = family.pause_modes
     if mode_index >= len(modes):
         pytest.skip(f"{family.name} has {len(modes)} pause modes")
     mode = modes[mode_index]
     old_version = apply_update(rl_verdict, rl_admin, chosen, rl_weights)
-    stream = InFlightStream(rl_client, rl_target, chosen, max_tokens=40)
-    stream.start()
-    time.sleep(0.1)
+    budget = in_flight_budget(rl_client, rl_target, len(PROMPT))
+    stream = InFlightStream(
+        rl_client,
+        rl_target,
+        PROMPT,
+        instance_id=instance_of(chosen),
+        # a `wait` pause lasts until the stream ends: a short one still crosses the pause
+        max_tokens=min(WAIT_TOKENS, budget) if mode == "wait" else budget,
+    )
+    stream.start_and_wait_first_token()
     try:
+        sent = stream.mark()
         with paused(rl_verdict, rl_admin, chosen, mode):
+            answered = stream.mark()
             version = update_all(rl_verdict, rl_admin, chosen, rl_weights)
     finally:
-        stream.wait(25)
+        stream.wait()
+    ran_out = answered.ended and answered.tokens >= stream.max_tokens
+    if sent.ended or (ran_out and mode != "wait"):
+        raise Unobservable(
+            f"the stream had run to its end ({answered.describe()} of {stream.max_tokens}) "
+            f"when the {mode!r} pause was answered: it did not cross the refresh"
+        )
     exchange = stream.exchange
     payloads = rl_verdict.events(exchange)
     rl_verdict.check(streaming.single_terminal(payloads), exchange)

@@ -66,13 +66,17 @@ def namespace_scope(env: Mapping[str, str], all_namespaces: Iterable[str], body:
     spec="Pause or drain workers when the backend requires it.",
     section=REFRESH,
 )
-def pause_gates(completed_while_paused: bool, completed_after_resume: bool) -> Findings:
-    if completed_while_paused:
+def pause_gates(tokens_while_paused: int, completed_after_resume: bool, held_s: float) -> Findings:
+    """`tokens_while_paused`: tokens a generation sent to the paused worker delivered during
+    `held_s` seconds (a hold the suite sizes from the worker's own unpaused first-token time);
+    `completed_after_resume`: whether that same generation then ran to its end."""
+    if tokens_while_paused:
         yield Violation(
-            "a generation pinned to a paused worker completed before resume",
+            f"a generation pinned to a paused worker delivered {tokens_while_paused} tokens "
+            f"within {held_s:.2f} s, before resume",
             "pause_generation",
-            "held until resume",
-            "completed",
+            "no token until resume",
+            f"{tokens_while_paused} tokens",
         )
     if not completed_after_resume:
         yield Violation(
@@ -90,14 +94,16 @@ def pause_gates(completed_while_paused: bool, completed_after_resume: bool) -> F
     "validate request bodies against the installed backend version.",
     section="Compare vLLM and SGLang Administration",
 )
-def pause_default_mode(family: str, documented: str, observed: str) -> Findings:
-    """`observed`: `keep` (the stream was held until resume), `abort` (it ended early while
-    paused), `wait` (it ran to its end before the pause returned); `documented` from the family's
-    upstream source (Python worker `keep`, native sidecar `abort`, as vLLM)."""
+def pause_default_mode(family: str, documented: str, observed: str, evidence: str = "") -> Findings:
+    """`observed`: `keep` (the stream was held until resume, then ran to its end), `abort` (it
+    ended early while paused), `wait` (the pause was answered only after the stream's end),
+    `none` (the stream ran to its end while its worker was paused); `documented` from the
+    family's upstream source (Python worker `keep`, native sidecar `abort`, as vLLM).
+    `evidence`: what the stream had delivered when the pause was sent and answered."""
     if observed != documented:
         yield Violation(
             f"a {family} pause without a mode behaved as {observed!r}; clients that omit the "
-            "mode rely on the documented default",
+            f"mode rely on the documented default{f' ({evidence})' if evidence else ''}",
             "mode",
             documented,
             observed,
@@ -145,6 +151,77 @@ def post_update_generation(
             expected_version,
             reported_version,
         )
+
+
+SERVED_POLICY_TOLERANCE = 0.01
+"""Nats: the largest difference between a served and a reference log probability (float32 on
+both sides agrees to about 1e-5 on CPU; a different checkpoint differs by whole nats)."""
+
+
+@check(
+    "refresh.served_policy_verified",
+    title="after an update the served policy is the checkpoint that was sent",
+    spec="Transfer and apply one target policy. Verify every worker and run post-update "
+    "generation before reopening the fleet.",
+    section=REFRESH,
+)
+def served_policy(
+    served_ids: Sequence[int],
+    served_logprobs: Sequence[float] | None,
+    served_prompt_logprobs: Sequence[float | None] | None,
+    reference: Any,
+    tolerance: float = SERVED_POLICY_TOLERANCE,
+) -> Findings:
+    """`reference`: a `policy_reference.PolicyReference` (ids, logprobs, margins, prompt
+    logprobs) computed from the checkpoint. Greedy ids must match the reference until its first
+    near-tie (a runner-up within 2 x tolerance, where two faithful implementations may choose
+    differently); the selected and prompt log probabilities within `tolerance` up to there."""
+    where = f"the checkpoint {reference.checkpoint}"
+    for index, expected in enumerate(reference.prompt_logprobs):
+        if expected is None or served_prompt_logprobs is None:
+            continue
+        got = served_prompt_logprobs[index] if index < len(served_prompt_logprobs) else None
+        if not isinstance(got, int | float) or abs(got - expected) > tolerance:
+            yield Violation(
+                f"prompt token {index} has another log probability than {where} gives it: the "
+                "served weights are not that checkpoint",
+                f"prompt_logprobs[{index}]",
+                round(expected, 5),
+                got,
+            )
+            return
+    if len(served_ids) < len(reference.completion_ids):
+        yield Violation(
+            f"{len(served_ids)} greedy tokens served where {len(reference.completion_ids)} "
+            "were asked",
+            "completion_token_ids",
+            len(reference.completion_ids),
+            len(served_ids),
+        )
+        return
+    for index, expected in enumerate(reference.completion_ids):
+        if reference.margins[index] < 2 * tolerance:
+            return  # a near-tie: from here on, faithful implementations may differ
+        if served_ids[index] != expected:
+            yield Violation(
+                f"greedy token {index} is not the one {where} chooses (its lead there is "
+                f"{reference.margins[index]:.3f} nats): the served weights are not that checkpoint",
+                f"completion_token_ids[{index}]",
+                expected,
+                served_ids[index],
+            )
+            return
+        if served_logprobs is not None and index < len(served_logprobs):
+            got = served_logprobs[index]
+            wanted = reference.completion_logprobs[index]
+            if not isinstance(got, int | float) or abs(got - wanted) > tolerance:
+                yield Violation(
+                    f"greedy token {index} has another log probability than {where} gives it",
+                    f"choices[0].logprobs.token_logprobs[{index}]",
+                    round(wanted, 5),
+                    got,
+                )
+                return
 
 
 @check(

