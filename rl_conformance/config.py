@@ -9,6 +9,7 @@ checked once, in `RunConfig.validate`, whichever way the run was started.
 from __future__ import annotations
 
 import argparse
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -170,6 +171,15 @@ OPTIONS: tuple[Option, ...] = (
         metavar="FILE",
     ),
     Option(
+        "record",
+        "--record",
+        "record a fact the deployment does not publish (e.g. vllm=0.11.0, gpu=H100; "
+        "repeatable): written in matrix.json `recorded`, marked as given by the user, never "
+        "as observed",
+        kind="list",
+        metavar="KEY=VALUE",
+    ),
+    Option(
         "report_dir",
         "--report-dir",
         "where matrix.json, matrix.md, junit.xml and matrix.html go",
@@ -259,6 +269,7 @@ class RunConfig:
     read_only: bool = False
     update_model_path: tuple[str, ...] = ()
     weight_transfer: tuple[str, ...] = ()
+    record: tuple[str, ...] = ()
     report_dir: str = "conformance-report"
     seed: int = 0
     examples: int = 8
@@ -346,6 +357,7 @@ class RunConfig:
                     f"{name}: expected a positive number of seconds, observed {number:g}"
                 )
         self.weight_transfers()
+        self.recorded()
         return self
 
     def pytest_arguments(self) -> list[str]:
@@ -363,9 +375,55 @@ class RunConfig:
                 arguments += [option.pytest, str(value)]
         return arguments
 
+    def recorded(self) -> dict[str, str]:
+        """The `--record KEY=VALUE` facts, in the order given (ConfigurationError naming the
+        flag and the value it could not read)."""
+        return parse_records(self.record)
+
     def weight_transfers(self) -> tuple[WeightTransfer, ...]:
         """The `--weight-transfer` files, parsed (ConfigurationError naming the file and field)."""
         return tuple(load_weight_transfer(path) for path in self.weight_transfer)
+
+
+RECORD_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]*")
+RECORD_VALUE_CHARS = 200
+
+
+def parse_records(items: tuple[str, ...] | list[str]) -> dict[str, str]:
+    """`--record KEY=VALUE` items as a mapping: KEY is a name (letters, digits and `._:/@+-`,
+    e.g. `vllm` or `gpu.model`), VALUE one non-empty line of at most `RECORD_VALUE_CHARS`
+    characters; a KEY given twice must have the same VALUE."""
+    recorded: dict[str, str] = {}
+    for item in items:
+        key, equals, value = item.partition("=")
+        key, value = key.strip(), value.strip()
+        if not equals:
+            raise ConfigurationError(f"--record: expected KEY=VALUE, observed {item!r} (no '=')")
+        if not key:
+            raise ConfigurationError(
+                f"--record: expected a KEY before '=', observed {item!r} (empty key)"
+            )
+        if not RECORD_KEY.fullmatch(key):
+            raise ConfigurationError(
+                f"--record: expected a KEY of letters, digits and ._:/@+- starting with a letter "
+                f"or digit, observed {key!r} in {item!r}"
+            )
+        if not value:
+            raise ConfigurationError(
+                f"--record: expected a VALUE after '=', observed {item!r} (empty value)"
+            )
+        if len(value) > RECORD_VALUE_CHARS or any(ord(c) < 32 or ord(c) == 127 for c in value):
+            raise ConfigurationError(
+                f"--record: expected a VALUE of one line of at most {RECORD_VALUE_CHARS} "
+                f"characters, observed {value[:80]!r} for {key!r}"
+            )
+        if recorded.get(key, value) != value:
+            raise ConfigurationError(
+                f"--record: {key!r} given twice with different values, observed "
+                f"{recorded[key]!r} and {value!r}"
+            )
+        recorded[key] = value
+    return recorded
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -33,6 +33,7 @@ from .wire import to_jsonable
 SCHEMA_VERSION = 1
 UNCOVERED_PREFIX = "not covered by --budget-generations"
 SUITE_NAME = "dynamo-rl-conformance"
+RECORD_SOURCE = "--record"
 
 
 class Outcome(StrEnum):
@@ -290,6 +291,8 @@ class RunInfo:
     """How the run was started (the launch commands of targets are in their notes/versions)."""
     budget_generations: int | None = None
     """`--budget-generations`: the cap on generation requests per target, if any."""
+    recorded: dict[str, str] = field(default_factory=dict)
+    """`--record KEY=VALUE`: what the user said of the deployment (not observed)."""
 
 
 def environment(run: RunInfo) -> dict[str, Any]:
@@ -374,6 +377,11 @@ class Matrix:
                 "capabilities": [row.to_json() for row in self.rows],
             }
         )
+        if run.recorded:
+            document["recorded"] = {
+                key: {"value": value, "source": RECORD_SOURCE}
+                for key, value in run.recorded.items()
+            }
         if run.budget_generations is not None:
             document["budget"] = self.budget()
         return document

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import provenance
 from .breaker import origin
 from .client import Client
 from .config import FAKES, RunConfig
@@ -16,7 +18,10 @@ from .releases import MAIN
 from .target import Launcher, Target
 
 DEFAULT_FAKES = FAKES
+LAUNCHER_SOURCE = "launcher (what it started, not read from the deployment)"
 PREFLIGHT_DEADLINE_S = 5.0
+VERSION_WORKERS = 8
+"""Workers whose system server `/metrics` is read for versions (discovery may list thousands)."""
 
 
 @dataclass
@@ -41,10 +46,13 @@ class TargetPool:
             if target_id not in self.started:
                 try:
                     target = self.launchers[target_id].start()
+                    for key in target.versions:
+                        target.version_sources.setdefault(key, LAUNCHER_SOURCE)
                     preflight(target, client)
                     resolve_model(target, client)
                     preflight_generation(target, client)
-                    record_topology(target, client)
+                    workers = record_topology(target, client)
+                    record_versions(target, client, workers)
                 except (LaunchError, ConfigurationError) as exc:
                     self.failures[target_id] = f"{target_id}: {exc}"
                     raise LaunchError(self.failures[target_id]) from exc
@@ -139,14 +147,22 @@ def preflight_generation(target: Target, client: Client) -> None:
         reason = f"preflight POST {url} (one token): {exchange.error}"
         client.breaker.trip(url, reason)
         target.notes.append(f"plane down: {origin(url)} is unavailable: {reason}")
+    elif exchange.status == 200:
+        try:
+            observed = provenance.from_completion(exchange.json())
+        except ValueError:
+            observed = []
+        _observe(target, observed)
 
 
-def record_topology(target: Target, client: Client) -> None:
+def record_topology(target: Target, client: Client) -> list[dict[str, Any]]:
     """What the deployment shows of itself, for the environment record: the workers discovery
     lists (count, world sizes, namespaces, models), the frontend's registered instances (their
     components; a `prefill` component means disaggregated serving) and the workers given by URL.
-    Read once, with a short deadline; what cannot be read is said, never guessed."""
+    Read once, with a short deadline; what cannot be read is said, never guessed. Returns the
+    workers discovery listed."""
     topology: dict[str, Any] = {"workers_given_by_url": len(target.worker_urls)}
+    workers: list[dict[str, Any]] = []
     if target.rl_url:
         try:
             listing = client.get(
@@ -185,6 +201,60 @@ def record_topology(target: Target, client: Client) -> None:
     else:
         topology["disaggregated"] = None  # the frontend's /health lists no instances
     target.topology = topology
+    return workers
+
+
+def record_versions(
+    target: Target, client: Client, workers: list[dict[str, Any]] | None = None
+) -> None:
+    """The versions the deployment publishes (`provenance`), each with where it was read: the
+    frontend's `/openapi.json`, `/v1/models` and `/metrics`, and the `/metrics` of the first
+    `VERSION_WORKERS` workers' system servers (listed by discovery, or given by URL). Read-only,
+    once, each request under the preflight deadline; what is absent or unreadable records
+    nothing and fails nothing. (The completion's `system_fingerprint` is read from the preflight
+    generation.)"""
+    deadline = min(PREFLIGHT_DEADLINE_S, client.deadline_s)
+
+    def read(url: str) -> Any:
+        """The 200 body of a GET, as text; None for anything else."""
+        try:
+            exchange = client.get(url, deadline_s=deadline)
+        except TransportError:
+            return None
+        if exchange.error is not None or exchange.status != 200:
+            return None
+        return exchange.body.decode("utf-8", errors="replace")
+
+    def read_json(url: str) -> Any:
+        text = read(url)
+        if text is None:
+            return None
+        try:
+            return json.loads(text)
+        except ValueError:
+            return None
+
+    _observe(target, provenance.from_openapi(read_json(target.url("/openapi.json"))))
+    _observe(target, provenance.from_models(read_json(target.url("/v1/models")), target.model))
+    frontend = read(target.url("/metrics"))
+    if frontend is not None:
+        scrape = [(target.frontend_url.rstrip("/"), frontend)]
+        _observe(target, provenance.from_scrapes(scrape, "frontend", "frontend"))
+    system_urls = [
+        w["system_url"].rstrip("/") for w in workers or [] if isinstance(w.get("system_url"), str)
+    ]
+    system_urls += [url.rstrip("/") for url in target.worker_urls]
+    scrapes = []
+    for url in list(dict.fromkeys(system_urls))[:VERSION_WORKERS]:
+        text = read(f"{url}/metrics")
+        if text is not None:
+            scrapes.append((url, text))
+    _observe(target, provenance.from_scrapes(scrapes, "worker", "worker system server"))
+
+
+def _observe(target: Target, observed: list[provenance.Observed]) -> None:
+    for item in observed:
+        target.observe(item.key, item.value, item.source)
 
 
 def resolve_model(target: Target, client: Client) -> None:

@@ -47,6 +47,8 @@ class Target:
     rl_url: str | None = None
     model: str | None = None
     versions: dict[str, str] = field(default_factory=dict)
+    """Component -> version: what the launcher started and what the deployment published
+    (`plan.record_versions`); `version_sources` says where each was read."""
     notes: list[str] = field(default_factory=list)
     worker_urls: tuple[str, ...] = ()
     probe: Probe | None = None
@@ -54,10 +56,19 @@ class Target:
     """The Dynamo release the deployment runs (`releases.RELEASES`); `main` unless known."""
     topology: dict[str, Any] = field(default_factory=dict)
     """What the deployment shows of itself when first reached (`plan.record_topology`)."""
+    version_sources: dict[str, str] = field(default_factory=dict)
+    """Key of `versions` -> where that value came from (a launcher, or the request and field
+    the deployment published it in)."""
 
     @property
     def offers(self) -> frozenset[str]:
         return self.probe.offers if self.probe is not None else frozenset()
+
+    def observe(self, key: str, value: str, source: str) -> None:
+        """Record a version and its source; what is already recorded under `key` stays."""
+        if key not in self.versions:
+            self.versions[key] = value
+            self.version_sources[key] = source
 
     def url(self, path: str) -> str:
         return self.frontend_url.rstrip("/") + path
@@ -76,6 +87,7 @@ class Target:
             "rl_url": self.rl_url,
             "model": self.model,
             "versions": dict(self.versions),
+            "version_sources": dict(self.version_sources),
             "notes": list(self.notes),
             "worker_urls": list(self.worker_urls),
             "dynamo_release": self.release,
@@ -93,6 +105,7 @@ class Target:
             rl_url=document.get("rl_url"),
             model=document.get("model"),
             versions=dict(document.get("versions", {})),
+            version_sources=dict(document.get("version_sources", {})),
             notes=list(document.get("notes", [])),
             worker_urls=tuple(document.get("worker_urls", [])),
             release=document.get("dynamo_release", MAIN),

@@ -577,6 +577,19 @@ BAD_CASES: list[Bad] = [
         keyword="required", at=("targets", 0)),
     Bad("target-version-not-string", "matrix", "two-targets",
         ("targets", 0, "versions", "fake_backends"), 1, "type"),
+    Bad("target-version-source-empty", "matrix", "two-targets",
+        ("targets", 1, "version_sources", "dynamo"), "", "minLength"),
+    Bad("target-version-source-not-string", "matrix", "two-targets",
+        ("targets", 0, "version_sources", "fake_backends"), ["launcher"], "type"),
+    Bad("recorded-claims-to-be-observed", "matrix", "two-targets",
+        ("recorded", "sglang", "source"), "frontend GET /openapi.json", "const"),
+    Bad("recorded-without-source", "matrix", "two-targets", ("recorded", "gpu", "source"),
+        keyword="required", at=("recorded", "gpu")),
+    Bad("recorded-value-empty", "matrix", "two-targets", ("recorded", "gpu", "value"), "",
+        "minLength"),
+    Bad("recorded-flat-string", "matrix", "two-targets", ("recorded", "gpu"), "H100", "type"),
+    Bad("recorded-key-with-space", "matrix", "two-targets", ("recorded", "gpu model"),
+        {"value": "H100", "source": "--record"}, "pattern", at=("recorded",)),
     Bad("complete-missing", "matrix", "interrupted-empty", ("complete",), keyword="required",
         at=()),
     Bad("schema-version-2", "matrix", "interrupted-empty", ("schema_version",), 2, "const"),
@@ -615,4 +628,6 @@ def test_optional_target_keys_may_be_omitted() -> None:
     for target in doc["targets"]:
         target.pop("notes", None)
         target.pop("versions", None)
+        target.pop("version_sources", None)
+    doc.pop("recorded")
     assert validator("matrix").is_valid(doc)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import importlib.metadata
 import json
 import math
 import time
@@ -65,6 +66,9 @@ from fake_backends.runtime.workers import COMPONENT, GENERATE_ENDPOINT, RL_ENDPO
 
 PIN_HEADERS = ("x-dynamo-worker-instance-id", "x-worker-instance-id")
 CONTEXT_WINDOW = 4096
+OPENAPI_TITLE = "fake_backends: a fake Dynamo frontend (dynamo-rl-conformance)"
+"""Not Dynamo's title (the real 1.6.1 frontend's is "NVIDIA Dynamo OpenAI Frontend", version
+1.6.1): a fake never claims to be the release it imitates."""
 JSON_CONTENT_TYPE_MESSAGE = "Expected request with Content-Type application/json"
 
 Reply = Response | LiveStreamResponse
@@ -360,6 +364,16 @@ def build_frontend_app(state: DeploymentState, extra_routes: Sequence[Route] = (
         text = state.metrics.render([state.model_name])
         return Response(text, headers={"content-type": METRICS_CONTENT_TYPE})
 
+    async def openapi(request: Request) -> Response:
+        # The real frontend publishes its OpenAPI document, `info.version` its release.
+        paths: dict[str, Any] = {route.path: {} for route in routes}
+        document = {
+            "openapi": "3.1.0",
+            "info": {"title": OPENAPI_TITLE, "version": fake_version()},
+            "paths": paths,
+        }
+        return json_response(document)
+
     generation = {
         "/v1/completions": _guarded(completions, state, "completions"),
         "/v1/chat/completions": _guarded(chat, state, "chat_completions"),
@@ -373,6 +387,7 @@ def build_frontend_app(state: DeploymentState, extra_routes: Sequence[Route] = (
         Route("/health", health, methods=["GET"]),
         Route("/live", live_route, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
+        Route("/openapi.json", openapi, methods=["GET"]),
         *extra_routes,
     ]
     others = Starlette(
@@ -380,6 +395,14 @@ def build_frontend_app(state: DeploymentState, extra_routes: Sequence[Route] = (
         exception_handlers={HTTPException: _http_exception, Exception: _internal_error},
     )
     return EchoRequestId(GenerationFirst(generation, others), state)
+
+
+def fake_version() -> str:
+    """The version of the distribution the fakes ship in, or `in-tree` from a checkout."""
+    try:
+        return importlib.metadata.version("dynamo-rl-conformance")
+    except importlib.metadata.PackageNotFoundError:
+        return "in-tree"
 
 
 class GenerationFirst:

@@ -375,6 +375,7 @@ class ConformanceRun:
                 complete=complete,
                 seed=self.config.seed,
                 budget_generations=self.config.budget_generations,
+                recorded=self.config.recorded(),
                 incomplete_reason=None
                 if complete
                 else state.incomplete_reason or "the run was interrupted",

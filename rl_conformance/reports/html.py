@@ -160,15 +160,35 @@ def _environment(matrix: dict[str, Any]) -> str:
         if env
         else []
     )
+    recorded = matrix.get("recorded") or {}
+    if recorded:
+        facts = ", ".join(
+            f"{escape(str(k))} {escape(str(item.get('value')))}" for k, item in recorded.items()
+        )
+        rows.append(
+            f"<li class='recorded'>recorded by the user (--record, not observed): {facts}</li>"
+        )
     for target in matrix["targets"]:
-        details = {**(target.get("versions") or {}), **(target.get("topology") or {})}
-        shown = "; ".join(f"{escape(str(k))} {escape(str(v))}" for k, v in details.items())
+        topology = target.get("topology") or {}
+        shown = "; ".join(f"{escape(str(k))} {escape(str(v))}" for k, v in topology.items())
         rows.append(
             f"<li><code>{escape(target['id'])}</code> ({escape(target['backend'])}, "
             f"{escape(target['kind'])}, Dynamo {escape(str(target.get('dynamo_release')))}): "
-            f"model {escape(str(target.get('model')))}; {shown}</li>"
+            f"model {escape(str(target.get('model')))}; {shown}"
+            f"<br><span class='versions'>versions: {_versions(target)}</span></li>"
         )
     return f"<details><summary>environment</summary><ul>{''.join(rows)}</ul></details>"
+
+
+def _versions(target: dict[str, Any]) -> str:
+    """Each version with where it was read."""
+    sources = target.get("version_sources") or {}
+    shown = []
+    for key, value in (target.get("versions") or {}).items():
+        source = sources.get(key)
+        where = f" <small>[{escape(str(source))}]</small>" if source else ""
+        shown.append(f"{escape(str(key))} {escape(str(value))}{where}")
+    return "; ".join(shown) or "none observed"
 
 
 def render_html(matrix: dict[str, Any]) -> str:

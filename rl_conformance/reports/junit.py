@@ -13,6 +13,7 @@ def render_junit(matrix: dict[str, Any]) -> str:
     root = ElementTree.Element("testsuites", name=matrix["suite"]["name"])
     for target in matrix["targets"]:
         suite = ElementTree.SubElement(root, "testsuite", name=target["id"])
+        _properties(suite, matrix, target)
         counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
         duration = 0.0
         for row in matrix["capabilities"]:
@@ -47,6 +48,25 @@ def render_junit(matrix: dict[str, Any]) -> str:
         + ElementTree.tostring(root, encoding="unicode")
         + "\n"
     )
+
+
+def _properties(suite: ElementTree.Element, matrix: dict[str, Any], target: dict[str, Any]) -> None:
+    """The target's versions (`version.<key>`: value [where it was read]) and the run's
+    `--record` facts (`recorded.<key>`) as the suite's properties."""
+    sources = target.get("version_sources") or {}
+    found = [
+        (f"version.{key}", f"{value} [{sources[key]}]" if sources.get(key) else str(value))
+        for key, value in (target.get("versions") or {}).items()
+    ]
+    found += [
+        (f"recorded.{key}", f"{item['value']} [{item['source']}]")
+        for key, item in (matrix.get("recorded") or {}).items()
+    ]
+    if not found:
+        return
+    properties = ElementTree.SubElement(suite, "properties")
+    for name, value in found:
+        ElementTree.SubElement(properties, "property", name=name, value=value)
 
 
 def _failure_text(row: dict[str, Any], cell: dict[str, Any]) -> str:

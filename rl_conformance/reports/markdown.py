@@ -72,16 +72,34 @@ def render_environment(matrix: dict[str, Any]) -> list[str]:
             f"Environment: {env.get('python')} on {env.get('platform')} ({env.get('cpus')} CPUs, "
             f"host {env.get('host')}); command `{_short(' '.join(env.get('command', [])), 400)}`."
         )
+    recorded = recorded_text(matrix)
+    if recorded:
+        lines.append(f"Recorded by the user (--record, not observed): {_short(recorded, 600)}.")
     for target in matrix["targets"]:
-        versions = ", ".join(f"{k} {v}" for k, v in (target.get("versions") or {}).items())
         topology = target.get("topology") or {}
         shown = ", ".join(f"{k} {v}" for k, v in topology.items())
         lines.append(
             f"- `{target['id']}` ({target['backend']}, {target['kind']}, Dynamo "
             f"{target.get('dynamo_release', '?')}): model {target.get('model')}; "
-            f"{versions or 'no versions reported'}; {shown or 'topology not read'}"
+            f"{shown or 'topology not read'}"
         )
+        lines.append(f"  - versions: {_short(versions_text(target), 600)}")
     return [*lines, ""] if lines else []
+
+
+def versions_text(target: dict[str, Any]) -> str:
+    """A target's versions, each with where it was read: `dynamo 1.6.1 [frontend GET ...]`."""
+    sources = target.get("version_sources") or {}
+    shown = [
+        f"{key} {value}" + (f" [{sources[key]}]" if sources.get(key) else "")
+        for key, value in (target.get("versions") or {}).items()
+    ]
+    return "; ".join(shown) or "none observed"
+
+
+def recorded_text(matrix: dict[str, Any]) -> str:
+    """The `--record` facts of the run: `vllm 0.11.0, gpu H100`."""
+    return ", ".join(f"{k} {item['value']}" for k, item in (matrix.get("recorded") or {}).items())
 
 
 def render_markdown(matrix: dict[str, Any]) -> str:

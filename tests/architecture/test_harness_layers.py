@@ -29,6 +29,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "target",
             "verdict",
             "matrix",
+            "provenance",
             "killmatrix",
             "baseline",
             "strategies",
