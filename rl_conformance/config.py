@@ -21,7 +21,7 @@ from .weight_transfer import WeightTransfer, load_weight_transfer
 BACKENDS = ("vllm", "sglang", "trtllm")
 FAKES = ("vllm", "sglang", "trtllm", "vllm-sidecar")
 """Our fake deployments: one per backend, and vLLM with the native sidecar's routes."""
-LAUNCH_KINDS = ("dynamo-mocker", "dynamo-fake-vllm", "docker")
+LAUNCH_KINDS = ("dynamo-mocker", "dynamo-fake-vllm", "dynamo-vllm", "dynamo-vllm-tied", "docker")
 
 
 @dataclass(frozen=True)
@@ -163,6 +163,21 @@ OPTIONS: tuple[Option, ...] = (
         metavar="PATH",
     ),
     Option(
+        "reference_checkpoint",
+        "--reference-checkpoint",
+        "a local, readable copy of each --update-model-path checkpoint (same order), for "
+        "refresh.served_policy_verified when the deployment's paths are not readable here",
+        kind="list",
+        metavar="PATH",
+    ),
+    Option(
+        "reference_python",
+        "--reference-python",
+        "a Python with torch and transformers that computes the served-policy reference from "
+        "a checkpoint (default: $RL_CONFORMANCE_REFERENCE_PYTHON, else .venv-vllm's)",
+        metavar="PATH",
+    ),
+    Option(
         "weight_transfer",
         "--weight-transfer",
         "a weight transfer for native-sidecar workers, as a JSON file "
@@ -268,6 +283,8 @@ class RunConfig:
     all_workers: bool = False
     read_only: bool = False
     update_model_path: tuple[str, ...] = ()
+    reference_checkpoint: tuple[str, ...] = ()
+    reference_python: str | None = None
     weight_transfer: tuple[str, ...] = ()
     record: tuple[str, ...] = ()
     report_dir: str = "conformance-report"
@@ -323,6 +340,11 @@ class RunConfig:
             raise ConfigurationError(
                 "--rl-url, --backend, --model, --worker-url and --dynamo-release describe an "
                 "external deployment: give --frontend URL too"
+            )
+        if len(self.reference_checkpoint) > len(self.update_model_path):
+            raise ConfigurationError(
+                "--reference-checkpoint: expected at most one per --update-model-path "
+                f"({len(self.update_model_path)} given), observed {len(self.reference_checkpoint)}"
             )
         if self.engine_fault and self.launch != "dynamo-fake-vllm":
             raise ConfigurationError("--engine-fault needs --launch dynamo-fake-vllm")

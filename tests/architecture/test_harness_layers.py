@@ -17,7 +17,19 @@ ROOT = Path(__file__).resolve().parents[2] / "rl_conformance"
 
 # Lowest first. Keep ARCHITECTURE.md's table in step with this one.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("wire", ("version", "errors", "sse", "stream_state", "wire", "prometheus", "admission")),
+    (
+        "wire",
+        (
+            "version",
+            "errors",
+            "sse",
+            "stream_state",
+            "wire",
+            "prometheus",
+            "admission",
+            "engine_side",
+        ),
+    ),
     ("checks", ("checks", "schema_registry", "namespace_scope")),
     (
         "model",
@@ -39,7 +51,17 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("targets", ("launchers", "plan", "dynamo_install")),
     (
         "control",
-        ("admin", "families", "weights", "fleet", "refresh", "admin_steps", "suite_support"),
+        (
+            "admin",
+            "families",
+            "weights",
+            "fleet",
+            "refresh",
+            "admin_steps",
+            "suite_support",
+            "inflight",
+            "policy_reference",
+        ),
     ),
     ("reports", ("reports",)),
     ("certify", ("certify",)),
