@@ -86,6 +86,13 @@ def build_parser() -> argparse.ArgumentParser:
         "read list position as identity)",
     )
     parser.add_argument(
+        "--initial-model-path",
+        default=None,
+        metavar="PATH",
+        help="every worker starts with the weights an update_weights_from_disk of PATH gives "
+        "(a cold start on that checkpoint; default: the toy model's initial weights)",
+    )
+    parser.add_argument(
         "--engine-call-delay-ms",
         type=float,
         default=0.0,
@@ -140,6 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             admin_family=args.admin_family,
             engine_routes=args.engine_route,
             listing_order=args.rl_worker_order,
+            initial_model_path=args.initial_model_path,
         )
     except ValueError as exc:
         parser.error(str(exc))
@@ -163,6 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             engine_routes=args.engine_route,
             engine_call_delay_s=max(0.0, args.engine_call_delay_ms) / 1000,
             listing_order=args.rl_worker_order,
+            initial_model_path=args.initial_model_path,
         )
     except OSError as exc:
         log.error("cannot bind: %s", exc)

@@ -18,9 +18,12 @@ from .errors import ConfigurationError
 from .releases import MAIN
 
 LISTENER_RESTART = "listener_restart"
+COLD_START = "cold_start"
 CHANNELS: Mapping[str, str] = {
     LISTENER_RESTART: "restarting the RL listener under a chosen environment, which only a "
     "deployment the suite launched offers (our fakes, --launch dynamo-*)",
+    COLD_START: "starting the same deployment fresh on a checkpoint, which only a deployment "
+    "the suite launched offers (our fakes)",
 }
 """Channels a probe may offer, and what a cell says when a target lacks one."""
 
@@ -32,6 +35,15 @@ class Probe(Protocol):
 
     def rescope_listener(self, env: Mapping[str, str]) -> None:
         """Restart (or re-read) the RL listener with these namespace variables only."""
+
+
+class ColdStartProbe(Probe, Protocol):
+    """A probe that offers `COLD_START`."""
+
+    def cold_start_probe(self, model_path: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        """Start the same kind of deployment fresh on the checkpoint `model_path`, POST `body`
+        to its /v1/completions (the model named for it), and return the JSON response; the
+        deployment is always stopped."""
 
 
 @dataclass

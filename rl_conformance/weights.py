@@ -15,12 +15,17 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from .admin import AdminWorker, MutationPolicy
-from .families import AdminFamily, NewWeights, new_version
+from .families import SYNTHETIC_WEIGHTS, AdminFamily, NewWeights, new_version
 from .target import Target
 from .verdict import MissingInput
 from .weight_transfer import WeightTransfer
 
 _T = TypeVar("_T")
+
+
+def synthetic_path(version: str) -> str:
+    """The made-up checkpoint path of a synthetic update (our fakes derive weights from it)."""
+    return f"{SYNTHETIC_WEIGHTS}/{version}"
 
 
 def synthetic_allowed(target: Target) -> bool:
@@ -48,6 +53,9 @@ class WeightSource:
             return NewWeights(version, transfer=WeightTransfer.synthetic(version))
         if self.model_paths:
             return NewWeights(version, model_path=self._next(self.model_paths))
+        if synthetic_allowed(self.target):
+            # The path `AdminFamily.update_calls` sends: named, so a reference can start on it.
+            return NewWeights(version, model_path=synthetic_path(version))
         return NewWeights(version)
 
     def require(self, family: AdminFamily) -> None:

@@ -6,8 +6,8 @@ event loop, for tests that want a live deployment inside the test process.
 
 ``DeploymentOptions`` validates everything that can be wrong with the configuration
 (backend, worker namespaces, admin family, SGLang engine routes, the RL listener's listing
-order) before any socket is bound, so the CLI can exit 2 with the reason and the in-process
-API raises ValueError.
+order, the checkpoint the workers start on) before any socket is bound, so the CLI can exit 2
+with the reason and the in-process API raises ValueError.
 """
 
 from __future__ import annotations
@@ -57,8 +57,10 @@ from fake_backends.runtime.personalities import ADMIN_FAMILIES, get_personality
 from fake_backends.runtime.request_ledger import RequestRecord
 from fake_backends.runtime.scheduler import WorkerRuntime
 from fake_backends.runtime.state import DeploymentState
+from fake_backends.runtime.weights import path_weights
 from fake_backends.runtime.workers import (
     GENERATE_ENDPOINT,
+    INITIAL_WEIGHTS,
     NAMESPACE,
     RL_ENDPOINT,
     EngineWorker,
@@ -79,6 +81,9 @@ class DeploymentOptions:
     admin_family: str = "python"
     engine_routes: tuple[EngineRouteDescriptor, ...] = ()
     listing_order: str = "sorted"
+    initial_model_path: str | None = None
+    """The checkpoint every worker starts on (the weights an ``update_weights_from_disk`` of
+    this path gives); None: the toy model's initial weights."""
 
     @classmethod
     def build(
@@ -91,6 +96,7 @@ class DeploymentOptions:
         admin_family: str = "python",
         engine_routes: Sequence[str] | str | None = None,
         listing_order: str = "sorted",
+        initial_model_path: str | None = None,
     ) -> DeploymentOptions:
         """Validate; ``engine_routes`` None means the ``DYN_SGLANG_ENGINE_ROUTES`` variable."""
         personality = get_personality(backend)
@@ -121,7 +127,24 @@ class DeploymentOptions:
                 f"unknown listing order {listing_order!r}; choose one of: "
                 f"{', '.join(LISTING_ORDERS)}"
             )
-        return cls(workers, model, namespaces, admin_family, tuple(descriptors), listing_order)
+        if initial_model_path is not None and not initial_model_path:
+            raise ValueError("the initial model path must not be empty")
+        return cls(
+            workers,
+            model,
+            namespaces,
+            admin_family,
+            tuple(descriptors),
+            listing_order,
+            initial_model_path,
+        )
+
+    @property
+    def initial_weights(self) -> str:
+        """The weights tag every worker starts with."""
+        if self.initial_model_path is None:
+            return INITIAL_WEIGHTS
+        return path_weights(self.initial_model_path)
 
     def namespace_of(self, index: int) -> str:
         return self.worker_namespaces[index] if index < len(self.worker_namespaces) else NAMESPACE
@@ -147,6 +170,7 @@ class Assembly:
         listener_env: Mapping[str, str] | None = None,
         engine_call_delay_s: float = 0.0,
         listing_order: str = "sorted",
+        initial_model_path: str | None = None,
     ) -> None:
         options = DeploymentOptions.build(
             backend,
@@ -156,6 +180,7 @@ class Assembly:
             admin_family=admin_family,
             engine_routes=engine_routes,
             listing_order=listing_order,
+            initial_model_path=initial_model_path,
         )
         personality = get_personality(backend)
         active = active_faults(faults)
@@ -176,6 +201,7 @@ class Assembly:
                     index,
                     instance_id_for(index),
                     model,
+                    weights_tag=options.initial_weights,
                     started_at=now,
                     namespace=options.namespace_of(index),
                     runtime=WorkerRuntime(active),
@@ -294,10 +320,13 @@ class FakeDeployment:
         engine_routes: Sequence[str] | str | None = None,
         listener_env: Mapping[str, str] | None = None,
         listing_order: str = "sorted",
+        initial_model_path: str | None = None,
     ) -> None:
         """See ``Assembly``.  ``listener_env`` None: the RL listener reads ``os.environ``.
         ``listing_order``: ``sorted`` (the real listener's), ``rotated`` or ``shuffled`` (the
         same workers in another order on every read, which the contract allows).
+        ``initial_model_path``: every worker starts with the weights an update from this path
+        gives (a cold start on that checkpoint); None: the toy model's initial weights.
 
         ``engine_routes`` (SGLang): descriptors, or None for ``DYN_SGLANG_ENGINE_ROUTES``.
         Configuration errors raise ValueError here, before any socket is bound.
@@ -310,6 +339,7 @@ class FakeDeployment:
             admin_family=admin_family,
             engine_routes=engine_routes,
             listing_order=listing_order,
+            initial_model_path=initial_model_path,
         )
         active_faults(faults)  # validate now, before any socket is bound
         self._options: dict[str, Any] = {
@@ -325,6 +355,7 @@ class FakeDeployment:
             "engine_routes": engine_routes,
             "listener_env": None if listener_env is None else dict(listener_env),
             "listing_order": listing_order,
+            "initial_model_path": initial_model_path,
         }
         self.backend = backend
         self._assembly: Assembly | None = None

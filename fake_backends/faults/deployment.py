@@ -210,6 +210,13 @@ CATALOGUE = Catalogue(
             _ADMIN_BACKENDS,
         ),
         _fault(
+            "update_serves_a_mix",
+            "weight updates answer ok and change the version, but the worker then serves "
+            "weights that are neither the old nor the new checkpoint (a partial load): the "
+            "output changes, the policy is not the checkpoint sent",
+            _ADMIN_BACKENDS,
+        ),
+        _fault(
             "kv_not_flushed",
             "cache flushes and weight updates answer ok but the prefix cache is kept "
             "(cached_tokens unchanged)",

@@ -8,7 +8,9 @@ update means the same thing everywhere:
   tokens, and any update changes what generation produces;
 * a declared version is metadata: it changes what ``get_weight_version`` and the
   responses report, never the tokens;
-* loading weights resets the prefix cache (stale KV state must not survive a refresh).
+* loading weights resets the prefix cache (stale KV state must not survive a refresh);
+* a worker started on a checkpoint (``--initial-model-path``) holds the weights an update from
+  that path gives (``path_weights``): a cold start and an update agree.
 
 The control-plane faults that lie about updates are applied here and nowhere else.
 """
@@ -20,6 +22,8 @@ from typing import Any
 
 from fake_backends.runtime.workers import EngineWorker
 
+SERVES_A_MIX = "update_serves_a_mix"
+
 
 def path_weights(model_path: str) -> str:
     """The weights tag of a checkpoint on disk: the toy model hashes it into its seed."""
@@ -30,6 +34,12 @@ def payload_weights(kind: str, payload: Any) -> str:
     """The weights tag of a transfer (distributed, tensor, IPC): a digest of what was sent."""
     canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
     return f"{kind}:{canonical}"
+
+
+def mixed_weights(old: str, new: str) -> str:
+    """The weights tag of a botched update (``update_serves_a_mix``): part old, part new, so
+    neither checkpoint's policy, and unlike both."""
+    return f"mix:{old}|{new}"
 
 
 def declare_version(worker: EngineWorker, version: Any) -> None:
@@ -47,9 +57,20 @@ def load_weights(
     reset_cache: bool = True,
 ) -> None:
     """Swap the weights, declare ``version`` if asked, reset the prefix cache if asked."""
-    if not worker.runtime.faults.active("update_keeps_old_weights"):
+    if worker.runtime.faults.active("update_keeps_old_weights"):
+        pass
+    elif _serves_a_mix(worker):
+        worker.load_weights(mixed_weights(worker.weights_tag, tag))
+    else:
         worker.load_weights(tag)
     if declare:
         declare_version(worker, version)
     if reset_cache:
         worker.runtime.flush()
+
+
+def _serves_a_mix(worker: EngineWorker) -> bool:
+    # A fault of the fake deployment's catalogue only: the toy engine behind the real Dynamo
+    # frontend (``faults.engine``) has no such fault.
+    faults = worker.runtime.faults
+    return SERVES_A_MIX in faults.catalogue.by_name and faults.active(SERVES_A_MIX)

@@ -31,6 +31,8 @@ RL_ENDPOINT = "rl"
 # Worker 0's id is above 2**53 on purpose: clients that parse JSON numbers as doubles
 # corrupt it, which the discovery checks must catch.
 FIRST_INSTANCE_ID = 7587886443219045121
+INITIAL_WEIGHTS = "initial"
+"""The weights tag of a worker started on no particular checkpoint."""
 
 
 def instance_id_for(index: int, generation: int = 0) -> int:
@@ -46,7 +48,7 @@ class EngineWorker:
     index: int
     instance_id: int
     model_name: str
-    weights_tag: str = "initial"
+    weights_tag: str = INITIAL_WEIGHTS
     version: Any = None
     version_declared: bool = False
     system_url: str | None = None

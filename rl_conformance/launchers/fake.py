@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import selectors
@@ -13,14 +14,16 @@ import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 
 from ..errors import LaunchError
-from ..target import LISTENER_RESTART, Target, check_backend
+from ..target import COLD_START, LISTENER_RESTART, Target, check_backend
 
 READY_TIMEOUT_S = 30.0
 CONTROL_TIMEOUT_S = 10.0
+COLD_START_REQUEST_TIMEOUT_S = 30.0
 # The control port is plain HTTP on loopback: no certificate store to load for every call.
 _PLAIN_HTTP_ONLY = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 # Backends whose workers discovery does not list: their users give each worker's system URL
@@ -34,13 +37,59 @@ FLAVOURS: Mapping[str, tuple[str, tuple[str, ...]]] = {
     "vllm-sidecar": ("vllm", ("--admin-family", "sidecar")),
 }
 
+# Fakes whose updates load a checkpoint from disk: a fresh start of the same fake on that
+# checkpoint (`--initial-model-path`) is the reference an update from it must reach.
+COLD_STARTS = frozenset({"vllm", "sglang"})
+
 
 @dataclass(frozen=True)
 class ControlPortProbe:
-    """The fake's loopback control port, as the one probe a launched fake offers."""
+    """The fake-only channels of a launched fake: its loopback control port, and (`flavour` in
+    `COLD_STARTS`) a fresh fake of the same flavour started on a checkpoint."""
 
     control_url: str
     offers: frozenset[str] = frozenset({LISTENER_RESTART})
+    flavour: str | None = None
+
+    @classmethod
+    def of(cls, control_url: str, flavour: str) -> ControlPortProbe:
+        offers = {LISTENER_RESTART} | ({COLD_START} if flavour in COLD_STARTS else set())
+        return cls(control_url, frozenset(offers), flavour)
+
+    def cold_start_probe(self, model_path: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        """Start `python -m fake_backends` of this flavour (one worker, no faults) on
+        `model_path`, POST `body` to its /v1/completions and return the JSON; always stopped."""
+        if COLD_START not in self.offers or self.flavour is None:
+            raise LaunchError(f"this fake ({self.flavour}) offers no {COLD_START} channel")
+        launcher = FakeLauncher(
+            self.flavour,
+            workers=1,
+            target_id=f"cold-start-{self.flavour}",
+            extra_args=("--initial-model-path", model_path, "--port", "0"),
+        )
+        try:
+            fresh = launcher.start()
+            request = {**body, "model": fresh.model or _served_model(fresh)}
+            reply = _post(fresh.url("/v1/completions"), request)
+            if reply.status_code != 200:
+                raise LaunchError(
+                    f"the cold start on {model_path} answered the probe with HTTP "
+                    f"{reply.status_code}: {reply.text[:300]}"
+                )
+            try:
+                answer = reply.json()
+            except ValueError as exc:
+                raise LaunchError(
+                    f"the cold start on {model_path} answered no JSON: {reply.text[:300]!r}"
+                ) from exc
+            if not isinstance(answer, dict):
+                raise LaunchError(f"the cold start on {model_path} answered {answer!r}")
+            return answer
+        finally:
+            launcher.stop()
+            if launcher.log_path is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(launcher.log_path)
 
     def rescope_listener(self, env: Mapping[str, str]) -> None:
         try:
@@ -129,7 +178,7 @@ class FakeLauncher:
                 rl_url=ready.get("rl"),
                 model=ready.get("model"),
                 worker_urls=worker_urls,
-                probe=ControlPortProbe(ready["control"]),
+                probe=ControlPortProbe.of(ready["control"], self.flavour),
                 versions={"fake_backends": "in-tree"},
                 notes=self._notes(),
             )
@@ -161,6 +210,33 @@ class FakeLauncher:
         finally:
             if process.stdout is not None:
                 process.stdout.close()
+
+
+def _post(url: str, body: Mapping[str, Any]) -> httpx.Response:
+    try:
+        return httpx.post(
+            url,
+            json=dict(body),
+            timeout=COLD_START_REQUEST_TIMEOUT_S,
+            trust_env=False,
+            verify=_PLAIN_HTTP_ONLY,
+        )
+    except httpx.HTTPError as exc:
+        raise LaunchError(f"the cold-started fake did not answer {url}: {exc}") from exc
+
+
+def _served_model(target: Target) -> str:
+    """The model a fake serves, from its /v1/models (when the ready line names none)."""
+    try:
+        reply = httpx.get(
+            target.url("/v1/models"),
+            timeout=CONTROL_TIMEOUT_S,
+            trust_env=False,
+            verify=_PLAIN_HTTP_ONLY,
+        )
+        return str(reply.json()["data"][0]["id"])
+    except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as exc:
+        raise LaunchError(f"the cold-started fake names no model on /v1/models: {exc}") from exc
 
 
 def _read_ready_line(process: subprocess.Popen[bytes], timeout_s: float, log_path: str) -> str:

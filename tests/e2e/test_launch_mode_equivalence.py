@@ -1,7 +1,8 @@
 """A faithful fake reached the way our users reach their deployments, by URL with nothing but the
 documented flags, gets the verdicts it gets when the suite launches it: no `fail`, no `error`,
-and every capability the launched run passes passes by URL too (namespace.scope aside: it needs
-a listener restart, which only a launched deployment offers).
+and every capability the launched run passes passes by URL too (namespace.scope and
+refresh.served_policy_verified aside: they need a listener restart and a cold start on a
+checkpoint, which only a launched deployment offers).
 
 Read-only by URL, every mutating capability is `skipped` with the flag to give named."""
 
@@ -26,7 +27,12 @@ FLAVOURS = {  # fake deployment name -> (backend, admin family)
     "trtllm": ("trtllm", "python"),
     "vllm-sidecar": ("vllm", "sidecar"),
 }
-NEEDS_A_LAUNCHER = {"namespace.scope"}
+NEEDS_A_LAUNCHER = {
+    "namespace.scope",  # a listener restart
+    # Its reference for our fakes' made-up checkpoints is a cold start on the checkpoint (the
+    # `cold_start` channel); by URL, /checkpoints/a is not readable here, so it is skipped.
+    "refresh.served_policy_verified",
+}
 CHECKPOINTS = ("--update-model-path", "/checkpoints/a", "--update-model-path", "/checkpoints/b")
 
 

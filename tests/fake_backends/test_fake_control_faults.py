@@ -129,6 +129,32 @@ def test_update_keeps_old_weights(client: httpx.Client, dep: FakeDeployment) -> 
     assert after["nvext"]["engine_data"]["weight_version"] == "v2"
 
 
+@shows("update_serves_a_mix")
+def test_update_serves_a_mix(client: httpx.Client, dep: FakeDeployment) -> None:
+    """The update answers success and the output changes, but the worker serves neither the
+    old weights nor the checkpoint sent: not what a fresh start on that checkpoint serves."""
+    base = dep.workers[0]["system_url"]
+    before = ids(greedy(client, dep))
+    with FakeDeployment("vllm", workers=1, initial_model_path="/c") as cold:
+        checkpoint = ids(greedy(client, cold))
+    admin(client, base, "pause_generation")
+    with faulted(dep, "update_serves_a_mix"):
+        update = {"model_path": "/c", "weight_version": "v2"}
+        assert admin(client, base, "update_weights_from_disk", update)["status"] == "ok"
+        assert admin(client, base, "get_weight_version")["version"] == "v2"
+        admin(client, base, "resume_generation")
+        after = greedy(client, dep)
+    assert ids(after) != before and ids(after) != checkpoint
+    assert after["nvext"]["engine_data"]["weight_version"] == "v2"
+    # Faithful, the same update serves the checkpoint (from a fresh worker's old weights).
+    with FakeDeployment("vllm", workers=1) as clean:
+        clean_base = clean.workers[0]["system_url"]
+        admin(client, clean_base, "pause_generation")
+        admin(client, clean_base, "update_weights_from_disk", {"model_path": "/c"})
+        admin(client, clean_base, "resume_generation")
+        assert ids(greedy(client, clean)) == checkpoint
+
+
 @shows("kv_not_flushed")
 def test_kv_not_flushed(client: httpx.Client, dep: FakeDeployment) -> None:
     base = dep.workers[0]["system_url"]

@@ -52,5 +52,5 @@ def test_fixture_factory_with_faults(faulty_trtllm: FakeDeployment) -> None:
 
 
 def test_catalogue_is_described() -> None:
-    assert len(FAULTS) == 63
+    assert len(FAULTS) == 64
     assert all(f.description and f.applies_to for f in FAULTS.values())
