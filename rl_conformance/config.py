@@ -219,9 +219,10 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "budget_generations",
         "--budget-generations",
-        "send at most N generation requests to each target; the tests run are chosen MUST "
-        "before SHOULD, the cheapest evidence first, from estimates per test, and the matrix "
-        "names what the budget left uncovered (default: no limit)",
+        "send at most N generation requests to each target; the tests run are chosen from "
+        "estimates per test, one test per capability first (the cheapest, MUST first), property "
+        "tests with fewer examples rather than none, and the matrix names what the budget left "
+        "uncovered (default: no limit)",
         kind="int",
         metavar="N",
     ),
@@ -230,7 +231,8 @@ OPTIONS: tuple[Option, ...] = (
         "--dry-run",
         "start nothing and send nothing: list the tests a run would run on each target with "
         "their estimated generation requests (and, with --budget-generations, which ones the "
-        "budget covers); also written as plan.json in --report-dir",
+        "budget covers) and the budget that covers every capability once; also written as "
+        "plan.json in --report-dir",
         kind="flag",
     ),
     Option(

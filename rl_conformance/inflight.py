@@ -85,10 +85,13 @@ class InFlightStream:
         self.max_tokens = max_tokens
         self.progress = StreamProgress()
         self.result: dict[str, Exchange] = {}
-        self.thread = threading.Thread(
-            daemon=True,  # never holds the process open; every user waits for it with a bound
-            target=lambda: self.result.update(
-                exchange=client.stream(
+        self.failure: Exception | None = None
+        """What the stream's request raised instead of answering (a budget spent, a generation
+        a read-only run refuses, an open breaker): raised again where its exchange is read."""
+
+        def send() -> None:
+            try:
+                self.result["exchange"] = client.stream(
                     "POST",
                     target.url("/v1/completions"),
                     json_body=body,
@@ -96,8 +99,12 @@ class InFlightStream:
                     deadline_s=STREAM_DEADLINE_S,
                     progress=self.progress,
                 )
-            ),
-        )
+            except Exception as exc:
+                self.failure = exc
+                self.progress.end()  # nobody waits a deadline for a stream that never started
+
+        # daemon: never holds the process open; every user waits for it with a bound
+        self.thread = threading.Thread(daemon=True, target=send)
 
     def start_and_wait_first_token(self) -> Mark:
         """Start the stream and return once its first token arrived; `Unobservable` if it
@@ -105,6 +112,8 @@ class InFlightStream:
         self.thread.start()
         self.progress.wait_for_tokens(1, FIRST_TOKEN_S)
         mark = self.mark()
+        if self.failure is not None:
+            raise self.failure
         if mark.tokens == 0:
             raise Unobservable(
                 f"a {self.max_tokens}-token stream delivered no token "
@@ -132,6 +141,8 @@ class InFlightStream:
     @property
     def exchange(self) -> Exchange:
         exchange = self.result.get("exchange")
+        if exchange is None and self.failure is not None:
+            raise self.failure
         if exchange is None:
             raise AssertionError("the in-flight stream never returned")
         return exchange

@@ -1,6 +1,8 @@
 """`rl-conformance diff OLD.json NEW.json`: regressions (pass -> fail/error), fixes, newly
-failing cells, new and removed capabilities and targets. Exit 1 on a regression only, 2 on an
-unreadable file."""
+failing cells, coverage lost (pass -> skipped/unsupported/not-advertised, or a passing cell gone
+with its capability or target), changed failure causes (fail -> fail with other failing checks
+or violated fields), new and removed capabilities and targets. Exit 1 on a regression (and, with
+--fail-on-coverage-loss, on coverage lost), 2 on an unreadable file."""
 
 from __future__ import annotations
 
@@ -21,11 +23,21 @@ def register(commands: Any) -> None:
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--markdown", action="store_true", help="Markdown (a CI step summary)")
     output.add_argument("--json", action="store_true", help="the diff as JSON")
+    parser.add_argument(
+        "--fail-on-coverage-loss",
+        action="store_true",
+        help="exit 1 also when coverage was lost: a cell that passed is now skipped, "
+        "unsupported or not-advertised, or is gone with its capability or target",
+    )
     parser.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
-    result = diff_matrices(load_matrix(args.old), load_matrix(args.new))
+    result = diff_matrices(
+        load_matrix(args.old),
+        load_matrix(args.new),
+        fail_on_coverage_loss=args.fail_on_coverage_loss,
+    )
     if args.json:
         print(json.dumps(result.to_json(), indent=2))
     else:

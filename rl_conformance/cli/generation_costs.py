@@ -12,11 +12,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..budget import COSTS_RESOURCE, cost_key
+from ..budget import COSTS_RESOURCE, FEWEST_EXAMPLES, cost_key
 from ..config import RunConfig
 from ..runner import parallel_jobs, run
 
-LOW, HIGH = 2, 8
+LOW, HIGH = FEWEST_EXAMPLES, 8
+"""The example counts measured: a budget never gives a property test fewer than LOW."""
 
 
 def register(commands: Any) -> None:

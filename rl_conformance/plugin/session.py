@@ -9,7 +9,6 @@ then every launcher stops what it started.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import threading
@@ -21,15 +20,6 @@ import pytest
 
 from .. import capabilities as capability_registry
 from ..admin import MutationPolicy
-from ..budget import (
-    BASIS,
-    LEVEL_ORDER,
-    PlannedTest,
-    choose,
-    estimate,
-    plan_document,
-    uncovered_reason,
-)
 from ..checks.base import rule_ids
 from ..config import RunConfig
 from ..errors import ConfigurationError
@@ -40,7 +30,7 @@ from ..reports import write_reports
 from ..reports.markdown import render_table
 from ..target import Target
 from ..wire import Exchange
-from . import distribution, fixtures, forked
+from . import budgeting, distribution, fixtures, forked
 from .collection import capabilities_of, parametrize_targets, select_and_order, target_of
 from .recording import record_of, show_as_skipped, verify_reproducers
 from .state import STATE, RunState, state_of
@@ -108,6 +98,7 @@ class ConformanceRun:
         if getattr(config.option, "hypothesis_seed", None) is None:
             config.option.hypothesis_seed = str(run.seed)
         config.pluginmanager.register(fixtures, f"{self.NAME}-fixtures")
+        config.pluginmanager.register(budgeting, f"{self.NAME}-budget")
 
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         parametrize_targets(metafunc, state_of(metafunc.config).pool.ids)
@@ -118,12 +109,12 @@ class ConformanceRun:
         state = state_of(config)
         wanted = set(self.config.capability or capability_registry.BY_ID)
         select_and_order(config, items, wanted, state.pool.ids)
-        state.plan = _plan(items, self.config)
+        state.plan = budgeting.plan(items, self.config, state.pool)
         if self.config.dry_run:
             config.hook.pytest_deselected(items=list(items))
             items[:] = []
             return
-        _skip_uncovered(items, state.plan, self.config.budget_generations)
+        budgeting.prepare(items, state.plan, self.config.budget_generations)
         self._order = {
             item.nodeid: (position, target_of(item) or "?", _area(item))
             for position, item in enumerate(items)
@@ -350,7 +341,7 @@ class ConformanceRun:
         restore a deployment's state must find it still running."""
         state = state_of(session.config)
         if self.config.dry_run:
-            _write_plan(state, self.config)
+            budgeting.write_plan(state, self.config)
             _shutdown(state)
             return
         if not state.active:
@@ -408,7 +399,7 @@ class ConformanceRun:
         self, terminalreporter: Any, exitstatus: int, config: pytest.Config
     ) -> None:
         if self.config.dry_run:
-            _show_plan(terminalreporter, state_of(config), self.config)
+            budgeting.show_plan(terminalreporter, state_of(config), self.config)
             return
         found = state_of(config).matrix
         if found is None:
@@ -435,73 +426,6 @@ class ConformanceRun:
         terminalreporter.write_line(
             f"reports written to {os.path.abspath(self.config.report_path)}"
         )
-
-
-def _plan(items: list[pytest.Item], run: RunConfig) -> list[PlannedTest]:
-    planned = []
-    for item in items:
-        marked = capabilities_of(item)
-        levels = [
-            capability_registry.BY_ID[c].level.value
-            for c in marked
-            if c in capability_registry.BY_ID
-        ]
-        target = target_of(item)
-        planned.append(
-            PlannedTest(
-                nodeid=item.nodeid,
-                target_id=target,
-                capabilities=marked,
-                level=min(levels, key=lambda level: LEVEL_ORDER.get(level, 3), default="MAY"),
-                estimated=estimate(item.nodeid, target, run.examples),
-            )
-        )
-    return choose(planned, run.budget_generations)
-
-
-def _skip_uncovered(items: list[pytest.Item], plan: list[PlannedTest], budget: int | None) -> None:
-    """The tests the budget does not cover are skipped (their cells say so), not dropped: a
-    parallel run's controller learns of them from their reports."""
-    if budget is None:
-        return
-    for item, planned in zip(items, plan, strict=True):
-        if not planned.selected:
-            item.add_marker(pytest.mark.skip(reason=uncovered_reason(planned, budget)))
-
-
-def _write_plan(state: RunState, run: RunConfig) -> None:
-    document = plan_document(state.plan, run.budget_generations, run.examples)
-    run.report_path.mkdir(parents=True, exist_ok=True)
-    (run.report_path / "plan.json").write_text(json.dumps(document, indent=2) + "\n")
-
-
-def _show_plan(reporter: Any, state: RunState, run: RunConfig) -> None:
-    """The dry run's listing: each test with its level and estimated generations, per target."""
-    document = plan_document(state.plan, run.budget_generations, run.examples)
-    reporter.section("dry run: what would run")
-    for test in state.plan:
-        mark = "run " if test.selected else "skip"
-        reporter.write_line(
-            f"{mark} {test.level:<6} ~{test.estimated:>4} gen  {test.nodeid}"
-            f"  [{', '.join(test.capabilities)}]"
-        )
-    budget = run.budget_generations
-    for target_id, totals in document["targets"].items():
-        line = (
-            f"{target_id}: {totals['tests']} tests, ~{totals['estimated_generations']} "
-            f"generation requests (--examples {run.examples})"
-        )
-        if budget is not None:
-            line += (
-                f"; --budget-generations {budget} covers {totals['selected']} tests "
-                f"(~{totals['selected_generations']}), leaves "
-                f"{totals['tests'] - totals['selected']} uncovered"
-            )
-        reporter.write_line(line)
-    reporter.write_line(
-        f"estimates per test: {', '.join(BASIS)}; plan written to "
-        f"{os.path.abspath(run.report_path / 'plan.json')}"
-    )
 
 
 def _load_hypothesis_profile(run: RunConfig) -> None:

@@ -1,4 +1,5 @@
-"""`rl-conformance diff`: crafted pairs of matrices, one per kind of change."""
+"""`rl-conformance diff`: crafted pairs of matrices, one per kind of change: regressions, fixes,
+newly failing cells, coverage lost (and `--fail-on-coverage-loss`), changed failure causes."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from rl_conformance.baseline import diff_matrices, load_matrix, render_diff
+from rl_conformance.baseline import REMOVED, diff_matrices, load_matrix, render_diff
 from rl_conformance.errors import ConfigurationError
 
 
@@ -41,18 +42,22 @@ BASE = {("a", "t1"): "pass", ("b", "t1"): "fail", ("c", "t1"): "skipped", ("d", 
         ({("a", "t1"): "error"}, "regressions"),
         ({("b", "t1"): "pass"}, "fixes"),
         ({("c", "t1"): "fail"}, "newly_failing"),
-        ({("a", "t1"): "skipped"}, "other_changes"),
+        ({("a", "t1"): "skipped"}, "coverage_lost"),
+        ({("a", "t1"): "unsupported"}, "coverage_lost"),
+        ({("a", "t1"): "not-advertised"}, "coverage_lost"),
         ({("b", "t1"): "error"}, "other_changes"),
+        ({("c", "t1"): "pass"}, "other_changes"),
     ],
 )
 def test_each_transition_is_classified(changes: dict[tuple[str, str], str], kind: str) -> None:
     result = diff_matrices(matrix(BASE), matrix(BASE | changes))
     found = result.to_json()
     assert len(found[kind]) == 1
-    assert (
-        sum(len(found[k]) for k in ("regressions", "fixes", "newly_failing", "other_changes")) == 1
-    )
+    kinds = ("regressions", "fixes", "newly_failing", "coverage_lost", "other_changes")
+    assert sum(len(found[k]) for k in (*kinds, "changed_causes")) == 1
     assert result.exit_status == (1 if kind == "regressions" else 0)
+    strict = diff_matrices(matrix(BASE), matrix(BASE | changes), fail_on_coverage_loss=True)
+    assert strict.exit_status == (1 if kind in ("regressions", "coverage_lost") else 0)
 
 
 def test_new_and_removed_rows_and_targets_are_listed_not_regressions() -> None:
@@ -64,6 +69,61 @@ def test_new_and_removed_rows_and_targets_are_listed_not_regressions() -> None:
     assert result.new_targets == ["t2"]
     assert result.removed_targets == []
     assert result.exit_status == 0
+    # the passing cells that went with a removed row are coverage lost; failing ones are not
+    assert [(c.capability, c.target, c.new) for c in result.coverage_lost] == [("d", "t1", REMOVED)]
+    assert "capability is not in NEW" in result.coverage_lost[0].reason
+
+
+def test_a_removed_target_loses_the_coverage_of_its_passing_cells() -> None:
+    old = matrix(BASE | {("a", "t2"): "pass", ("b", "t2"): "fail"})
+    result = diff_matrices(old, matrix(BASE))
+    assert result.removed_targets == ["t2"]
+    lost = [(c.capability, c.target, c.new, c.reason) for c in result.coverage_lost]
+    assert lost == [("a", "t2", REMOVED, "the target is not in NEW")]
+    assert result.exit_status == 0
+    assert diff_matrices(old, matrix(BASE), fail_on_coverage_loss=True).exit_status == 1
+
+
+def failing(checks: list[str], fields: list[str]) -> dict[str, Any]:
+    """A failing cell whose checks failed with findings on those fields."""
+    return {
+        "outcome": "fail",
+        "reason": f"{checks[0]} failed on {fields[0]}",
+        "checks": [{"id": "stream.schema", "outcome": "pass", "count": 3}]
+        + [{"id": check, "outcome": "fail", "count": 1} for check in checks],
+        "evidence": [
+            {"check_id": check, "field": field, "message": "m", "expected": 1, "observed": 2}
+            for check, field in zip(checks, fields, strict=True)
+        ],
+    }
+
+
+@pytest.mark.parametrize(
+    ("after", "changed"),
+    [
+        (failing(["logprobs.align"], ["choices[0].logprobs"]), False),
+        (failing(["logprobs.finite"], ["choices[0].logprobs"]), True),
+        (failing(["logprobs.align"], ["nvext.completion_token_ids"]), True),
+        (failing(["logprobs.align", "tokens.ids"], ["choices[0].logprobs", "x"]), True),
+    ],
+)
+def test_a_failure_that_fails_for_another_reason_is_named(
+    after: dict[str, Any], changed: bool
+) -> None:
+    old, new = matrix(BASE), matrix(BASE)
+    old["capabilities"][1]["cells"]["t1"] = failing(["logprobs.align"], ["choices[0].logprobs"])
+    new["capabilities"][1]["cells"]["t1"] = after
+    result = diff_matrices(old, new)
+    assert len(result.changed_causes) == int(changed)
+    assert result.regressions == result.other_changes == [] and result.exit_status == 0
+    if changed:
+        (cause,) = result.changed_causes
+        assert (cause.capability, cause.target) == ("b", "t1")
+        assert cause.old_checks == ["logprobs.align"] and cause.old_fields == [
+            "choices[0].logprobs"
+        ]
+        text = render_diff(result, markdown=True)
+        assert "### Changed failure causes" in text and "`b` on `t1`: fail -> fail, " in text
 
 
 def test_identical_matrices_have_no_change() -> None:
@@ -82,6 +142,15 @@ def test_markdown_puts_regressions_first_and_says_when_a_run_was_incomplete() ->
     assert "NEW is an incomplete run" in text
 
 
+def test_coverage_lost_has_its_own_section() -> None:
+    result = diff_matrices(matrix(BASE), matrix(BASE | {("a", "t1"): "skipped"}))
+    text = render_diff(result)
+    assert text.startswith("0 regression(s), 0 fix(es), 0 newly failing, 1 coverage lost")
+    assert "Coverage lost: passed before, no longer shown to pass (1):" in text
+    assert "  a on t1: pass -> skipped (skipped because)" in text
+    assert "Other changes" not in text
+
+
 def test_the_cli_exits_1_on_regressions_only(tmp_path: Path) -> None:
     old, same, worse = tmp_path / "old.json", tmp_path / "same.json", tmp_path / "worse.json"
     old.write_text(json.dumps(matrix(BASE)))
@@ -97,6 +166,34 @@ def test_the_cli_exits_1_on_regressions_only(tmp_path: Path) -> None:
     )
     assert broke.returncode == 1
     assert json.loads(broke.stdout)["regressions"][0]["capability"] == "d"
+
+
+def test_the_cli_fails_on_coverage_loss_when_asked(tmp_path: Path) -> None:
+    old, lost = tmp_path / "old.json", tmp_path / "lost.json"
+    old.write_text(json.dumps(matrix(BASE)))
+    lost.write_text(json.dumps(matrix(BASE | {("d", "t1"): "unsupported"})))
+    command = [sys.executable, "-m", "rl_conformance", "diff"]
+    plain = subprocess.run(
+        [*command, "--markdown", str(old), str(lost)], capture_output=True, text=True, timeout=60
+    )
+    assert plain.returncode == 0, plain.stderr
+    assert "### Coverage lost: passed before, no longer shown to pass (1)" in plain.stdout
+    strict = subprocess.run(
+        [*command, "--json", "--fail-on-coverage-loss", str(old), str(lost)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert strict.returncode == 1, strict.stderr
+    found = json.loads(strict.stdout)
+    assert found["coverage_lost"][0] == {
+        "capability": "d",
+        "target": "t1",
+        "old": "pass",
+        "new": "unsupported",
+        "reason": "unsupported because",
+    }
+    assert found["exit_status"] == 1 and found["regressions"] == []
 
 
 @pytest.mark.parametrize(
