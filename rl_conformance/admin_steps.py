@@ -191,7 +191,7 @@ def update_all(
     sidecar's transfer engine)."""
     family = selection.family
     require_update_routes(selection)
-    policy = policy or weights.new(family)
+    policy = policy or weights.new(family, selection.workers)
     unset = [worker for worker in selection.workers if weights.needs_setup(worker)]
     for call in family.setup_calls(policy) if unset else ():
         succeed_each(verdict, admin, unset, family, call.route, dict(call.body))
@@ -199,6 +199,7 @@ def update_all(
         weights.setup_done(worker)
     for call in family.update_calls(policy):
         succeed_each(verdict, admin, selection.workers, family, call.route, dict(call.body))
+    weights.loaded(selection.workers, policy)
     return policy.version
 
 

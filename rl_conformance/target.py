@@ -71,6 +71,9 @@ class Target:
     version_sources: dict[str, str] = field(default_factory=dict)
     """Key of `versions` -> where that value came from (a launcher, or the request and field
     the deployment published it in)."""
+    update_model_paths: tuple[str, ...] = ()
+    """Checkpoints a launcher made for this deployment's updates: what a user gives with
+    `--update-model-path` (which, when given, wins)."""
 
     @property
     def offers(self) -> frozenset[str]:

@@ -10,7 +10,7 @@ when built, so a test first reports what it can observe without mutating.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -42,9 +42,21 @@ class WeightSource:
     counter: Iterator[int] = field(default_factory=itertools.count)
     initialised: set[str] = field(default_factory=set)
     """Workers whose transfer engine this run has initialised (keyed by URL)."""
+    held: dict[str, str] = field(default_factory=dict)
+    """The checkpoint each worker (keyed by URL) last loaded in this run (`loaded`)."""
 
-    def new(self, family: AdminFamily) -> NewWeights:
-        """The next policy for `family`, or the refusal/missing input that prevents one."""
+    def new(
+        self,
+        family: AdminFamily,
+        workers: Sequence[AdminWorker] = (),
+        avoid: Collection[str | None] = (),
+    ) -> NewWeights:
+        """The next policy for `family`, or the refusal/missing input that prevents one. Given
+        the `workers` it is for, a checkpoint none of them holds is preferred (tests that update
+        one worker leave the fleet on different checkpoints; an update to the checkpoint a
+        worker already holds changes nothing there), and before that one not in `avoid` (what
+        the workers held when a test took its baseline: two updates in a row must not return to
+        it)."""
         self.require(family)
         version = new_version()
         if family.update_kind == "transfer":
@@ -52,7 +64,24 @@ class WeightSource:
                 return NewWeights(version, transfer=self._next(self.transfers))
             return NewWeights(version, transfer=WeightTransfer.synthetic(version))
         if self.model_paths:
-            return NewWeights(version, model_path=self._next(self.model_paths))
+            holding = {self.held.get(_key(worker)) for worker in workers}
+            start = next(self.counter)
+            count = len(self.model_paths)
+            order = [self.model_paths[(start + step) % count] for step in range(count)]
+            path = next(
+                (
+                    candidate
+                    for wanted in (
+                        lambda c: c not in avoid and c not in holding,
+                        lambda c: c not in avoid,
+                        lambda c: c not in holding,
+                    )
+                    for candidate in order
+                    if wanted(candidate)
+                ),
+                order[0],
+            )
+            return NewWeights(version, model_path=path)
         if synthetic_allowed(self.target):
             # The path `AdminFamily.update_calls` sends: named, so a reference can start on it.
             return NewWeights(version, model_path=synthetic_path(version))
@@ -81,6 +110,16 @@ class WeightSource:
 
     def setup_done(self, worker: AdminWorker) -> None:
         self.initialised.add(_key(worker))
+
+    def loaded(self, workers: Sequence[AdminWorker], weights: NewWeights) -> None:
+        """These workers answered success to an update from `weights`."""
+        if weights.model_path is not None:
+            for worker in workers:
+                self.held[_key(worker)] = weights.model_path
+
+    def holding(self, workers: Sequence[AdminWorker]) -> set[str | None]:
+        """The checkpoints these workers were last sent by this run (None: not sent one)."""
+        return {self.held.get(_key(worker)) for worker in workers}
 
     def _next(self, choices: tuple[_T, ...]) -> _T:
         return choices[next(self.counter) % len(choices)]

@@ -181,7 +181,7 @@ def served_policy(
         if expected is None or served_prompt_logprobs is None:
             continue
         got = served_prompt_logprobs[index] if index < len(served_prompt_logprobs) else None
-        if not isinstance(got, int | float) or abs(got - expected) > tolerance:
+        if not _within(got, expected, tolerance):
             yield Violation(
                 f"prompt token {index} has another log probability than {where} gives it: the "
                 "served weights are not that checkpoint",
@@ -200,8 +200,23 @@ def served_policy(
         )
         return
     for index, expected in enumerate(reference.completion_ids):
-        if reference.margins[index] < 2 * tolerance:
-            return  # a near-tie: from here on, faithful implementations may differ
+        margin = reference.margins[index]
+        if margin < 2 * tolerance:
+            # A near-tie: either leading token is faithful, and what follows depends on the
+            # pick; the served token's log probability still lies within the margin.
+            got = (
+                served_logprobs[index] if served_logprobs and index < len(served_logprobs) else 0.0
+            )
+            wanted = reference.completion_logprobs[index]
+            if served_logprobs is not None and not _within(got, wanted, margin + tolerance):
+                yield Violation(
+                    f"greedy token {index} has another log probability than {where} gives "
+                    "either of its two leading tokens",
+                    f"choices[0].logprobs.token_logprobs[{index}]",
+                    round(wanted, 5),
+                    got,
+                )
+            return
         if served_ids[index] != expected:
             yield Violation(
                 f"greedy token {index} is not the one {where} chooses (its lead there is "
@@ -214,7 +229,7 @@ def served_policy(
         if served_logprobs is not None and index < len(served_logprobs):
             got = served_logprobs[index]
             wanted = reference.completion_logprobs[index]
-            if not isinstance(got, int | float) or abs(got - wanted) > tolerance:
+            if not _within(got, wanted, tolerance):
                 yield Violation(
                     f"greedy token {index} has another log probability than {where} gives it",
                     f"choices[0].logprobs.token_logprobs[{index}]",
@@ -222,6 +237,11 @@ def served_policy(
                     got,
                 )
                 return
+
+
+def _within(got: Any, wanted: float, tolerance: float) -> bool:
+    """A number within `tolerance` of `wanted` (NaN and non-numbers never are)."""
+    return isinstance(got, int | float) and abs(got - wanted) <= tolerance
 
 
 @check(

@@ -6,7 +6,8 @@
 - `rl_admin`: administrative calls under the run's mutation policy for the target;
 - `rl_admin_workers`: the workers discovery lists plus those given by URL;
 - `rl_weights`: the new weights of updates, a checkpoint or a transfer (refuses when asked);
-- `rl_probe`: the target's fake-only channels, for tests marked `needs(...)`.
+- `rl_probe`: the target's fake-only channels, for tests marked `needs(...)`;
+- `rl_references`: what a checkpoint itself says a probe gives (`policy_reference`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pytest
 from ..admin import AdminClient, AdminWorker
 from ..client import Client
 from ..fleet import resolve_workers
+from ..policy_reference import ReferenceSource
 from ..target import CHANNELS, Probe, Target
 from ..verdict import Unobservable, Verdict
 from ..weights import WeightSource
@@ -72,3 +74,10 @@ def rl_weights(request: pytest.FixtureRequest, rl_target: Target) -> WeightSourc
     it refuses when asked, not at setup, so a test first reports what it can observe without
     mutating (an absent feature)."""
     return state_of(request.config).weights_for(rl_target)
+
+
+@pytest.fixture
+def rl_references(request: pytest.FixtureRequest, rl_target: Target) -> ReferenceSource:
+    """References for the served policy of this target's checkpoints (computed when asked, so a
+    test reports what it can observe first; without an input it names the flag)."""
+    return state_of(request.config).references_for(rl_target)

@@ -14,6 +14,7 @@ from ..budget import CountingClient, PlannedTest
 from ..config import RunConfig
 from ..matrix import Matrix, TestRecord
 from ..plan import TargetPool
+from ..policy_reference import ReferenceSource
 from ..target import Target
 from ..weights import WeightSource
 
@@ -35,6 +36,7 @@ class RunState:
     incomplete_reason: str | None = None
     matrix: Matrix | None = None
     weight_sources: dict[str, WeightSource] = field(default_factory=dict)
+    references: dict[str, ReferenceSource] = field(default_factory=dict)
 
     def policy_for(self, target: Target) -> MutationPolicy:
         """Explicit flags win; our own fakes may be mutated unless --read-only; any other
@@ -53,11 +55,27 @@ class RunState:
             source = WeightSource(
                 self.policy_for(target),
                 target,
-                model_paths=self.config.update_model_path,
+                model_paths=self.config.update_model_path or target.update_model_paths,
                 transfers=self.config.weight_transfers(),
             )
             self.weight_sources[target.id] = source
         return source
+
+    def references_for(self, target: Target) -> ReferenceSource:
+        """Where the served-policy references of this target's checkpoints come from (their files,
+        or a cold start on them through the target's probe); each is computed once per run."""
+        found = self.references.get(target.id)
+        if found is None:
+            from ..launchers.dynamo import find_dynamo_python
+
+            found = self.references[target.id] = ReferenceSource.build(
+                self.config.reference_python,
+                self.config.update_model_path or target.update_model_paths,
+                self.config.reference_checkpoint,
+                fallback_python=find_dynamo_python(vllm=True),
+                probe=target.probe,
+            )
+        return found
 
     def http(self) -> CountingClient:
         if self.client is None:

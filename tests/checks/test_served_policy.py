@@ -55,3 +55,15 @@ def test_fewer_tokens_than_asked_fail() -> None:
 def test_absent_logprobs_leave_the_ids_to_decide() -> None:
     assert control.served_policy(IDS, None, None, REFERENCE).passed
     assert not control.served_policy([12, 11, 12, 13], None, None, REFERENCE).passed
+
+
+def test_a_near_tie_still_bounds_the_served_logprob() -> None:
+    """At a near-tie either leading token is faithful, but not any log probability."""
+    assert not control.served_policy(IDS, [-1.0, -3.0, -2.0, -0.1], PROMPT, REFERENCE).passed
+    assert control.served_policy(IDS, [-1.0, -0.503, -2.0, -0.1], PROMPT, REFERENCE).passed
+
+
+def test_nan_is_never_within_the_tolerance() -> None:
+    nan = float("nan")
+    assert not control.served_policy(IDS, [nan, -0.5, -2.0, -0.1], PROMPT, REFERENCE).passed
+    assert not control.served_policy(IDS, SELECTED, [None, nan, -4.5], REFERENCE).passed

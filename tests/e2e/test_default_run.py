@@ -56,6 +56,8 @@ EXPECTED: dict[str, tuple[str, str, str, str]] = {  # (vllm, sglang, trtllm, vll
     "refresh.pause_gates": ADMIN,
     "refresh.version_verified": ADMIN,
     "refresh.post_update_generation": ADMIN,
+    # the sidecar's updates are transfers: no checkpoint directory to hold the served policy to
+    "refresh.served_policy_verified": (P, P, U, "skipped"),
     "refresh.kv_invalidation": ADMIN,
     "refresh.lifecycle": ADMIN,
     "refresh.inflight_terminal": ADMIN,
