@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from rl_conformance.checks import schema_check
+from rl_conformance.checks import admin, errors, schema_check
 
 ROOT = Path(__file__).resolve().parents[1] / "fixtures" / "dynamo-1.6.1"
 FIXTURES = sorted(ROOT.glob("*/*.json"))
@@ -59,3 +59,48 @@ def test_schemas_accept_recorded_dynamo_output(path: Path) -> None:
 
 def test_fixtures_were_found() -> None:
     assert len(FIXTURES) > 100
+
+
+VLLM_CPU = ROOT / "vllm-cpu"
+ENGINE_REPLIES = sorted(
+    path
+    for path in VLLM_CPU.glob("*.json")
+    if json.loads(path.read_text())["request"]["url_path"].startswith("/engine/")
+)
+
+
+@pytest.mark.parametrize("path", ENGINE_REPLIES, ids=[p.stem for p in ENGINE_REPLIES])
+def test_real_vllm_admin_replies_are_judged_by_status_and_body(path: Path) -> None:
+    """Every `/engine/<route>` reply of the real vLLM worker fits the admin-reply schema, and
+    the success rule (HTTP 200 and `status: "ok"`) calls success exactly the replies that
+    said ok: handled failures are HTTP 200 with `status: "error"`."""
+    fixture = json.loads(path.read_text())
+    route = fixture["request"]["url_path"].removeprefix("/engine/")
+    response = fixture["response"]
+    body = response["body"]
+    result = schema_check("admin-reply", body)
+    assert result.passed, result.explain()
+    judged = admin.success_semantics("vllm", route, response["status"], body)
+    succeeded = response["status"] == 200 and body.get("status") == "ok"
+    assert judged.passed == succeeded, judged.explain()
+
+
+REAL_VLLM_ERRORS = sorted(
+    path
+    for path in VLLM_CPU.glob("*.json")
+    if json.loads(path.read_text())["request"]["target"] == "frontend"
+    and json.loads(path.read_text())["response"]["status"] >= 400
+)
+
+
+@pytest.mark.parametrize("path", REAL_VLLM_ERRORS, ids=[p.stem for p in REAL_VLLM_ERRORS])
+def test_real_vllm_errors_are_flat(path: Path) -> None:
+    """Every error of the OpenAI routes in front of real vLLM (validation, context length with
+    its `details`, vocabulary, unknown model) passes the flat-error rule the suite applies."""
+    response = json.loads(path.read_text())["response"]
+    result = errors.status_and_body(response["status"], response["body"], response["status"])
+    assert result.passed, result.explain()
+
+
+def test_real_vllm_recordings_were_found() -> None:
+    assert len(ENGINE_REPLIES) > 40 and len(REAL_VLLM_ERRORS) > 10

@@ -56,6 +56,21 @@ def shape_error(message: str) -> FrontendError:
     return FrontendError(400, DESERIALIZE_PREFIX + message)
 
 
+INVALID_REQUEST = "Invalid request"
+
+
+def invalid_request(**details: Any) -> FrontendError:
+    """400 ``Invalid request``: what 1.6.1 answers for a request the engine cannot take (a
+    prompt token outside the vocabulary, a prompt beyond the context window), with the
+    typed ``details`` object when Dynamo has one (``{"type": "context_length", "limit",
+    "actual"}``). Recorded with real vLLM 0.31.0 (``vllm-cpu/completions_prompt_too_long``,
+    ``completions_token_beyond_vocab``)."""
+    body = flat_error_body(400, INVALID_REQUEST)
+    if details:
+        body["details"] = details
+    return FrontendError(400, INVALID_REQUEST, body=body)
+
+
 def flat_error_body(status: int, message: str) -> dict[str, Any]:
     return {"message": message, "type": HTTPStatus(status).phrase, "code": status}
 

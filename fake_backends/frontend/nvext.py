@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from fake_backends.frontend.error_bodies import FrontendError, shape_error
+from fake_backends.frontend.error_bodies import FrontendError, invalid_request, shape_error
 from fake_backends.model.tokenizer import VOCAB_SIZE
 
 NVEXT_KEYS: tuple[str, ...] = (
@@ -131,7 +131,7 @@ def parse_nvext(raw: Any) -> NvextRequest:
             raise _invalid("`token_data` must be an array of token ids")
         bad = [t for t in token_data if not 0 <= t < VOCAB_SIZE]
         if bad:
-            raise FrontendError(400, f"Validation: token id {bad[0]} is outside the vocabulary")
+            raise invalid_request()  # real vLLM: no word on which token (chat_token_beyond_vocab)
         tokens = tuple(token_data)
     extra = raw.get("extra_fields")
     selectors: frozenset[str] = frozenset()

@@ -15,9 +15,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from fake_backends.frontend.error_bodies import FrontendError, shape_error, validation_error
+from fake_backends.frontend.error_bodies import (
+    FrontendError,
+    invalid_request,
+    shape_error,
+    validation_error,
+)
 from fake_backends.frontend.nvext import SINGLE_CHOICE_MESSAGE, NvextRequest, parse_nvext
 from fake_backends.model.decoding import DEFAULT_MAX_TOKENS, SamplingParams
+from fake_backends.model.directory import CONTEXT_LENGTH
 from fake_backends.model.tokenizer import BOS_ID, VOCAB_SIZE, encode, render_chat
 
 Endpoint = Literal["completions", "chat"]
@@ -91,6 +97,8 @@ def _token_list(value: Any, what: str) -> list[int]:
         raise shape_error(f"{what}: invalid type, expected a sequence of u32")
     for token in value:
         if not 0 <= token < VOCAB_SIZE:
+            if what == "prompt":  # recorded with real vLLM (completions_token_beyond_vocab)
+                raise invalid_request()
             raise validation_error(f"token id {token} in {what} is outside the vocabulary")
     return list(value)
 
@@ -181,6 +189,33 @@ def _check_single_choice(nvext: NvextRequest, n: int) -> None:
         raise validation_error(SINGLE_CHOICE_MESSAGE)
 
 
+def _check_diverse(body: Mapping[str, Any], n: int) -> None:
+    """The 1.6.1 frontend refuses several choices at an explicit temperature 0 (after the
+    single-choice check; an omitted temperature passes): ``vllm-cpu/completions_n2.json``."""
+    temperature = body.get("temperature")
+    if n > 1 and _is_number(temperature) and temperature == 0:
+        raise validation_error(
+            f"When n > 1, temperature must be greater than 0 to ensure diverse outputs. "
+            f"Got n={n}, temperature=0"
+        )
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _check_context(prompt: list[int], max_tokens: int | None) -> None:
+    """400 ``Invalid request`` with ``details.type: context_length`` when the prompt, or the
+    prompt plus ``max_tokens``, exceeds the context window; ``actual`` is the prompt length
+    when the prompt alone is too long (``vllm-cpu/completions_prompt_too_long.json``,
+    ``completions_prompt_plus_max_tokens_too_long.json``)."""
+    actual = len(prompt)
+    if actual <= CONTEXT_LENGTH and max_tokens is not None:
+        actual += max_tokens
+    if actual > CONTEXT_LENGTH:
+        raise invalid_request(type="context_length", limit=CONTEXT_LENGTH, actual=actual)
+
+
 def _require_object(body: Any) -> Mapping[str, Any]:
     if not isinstance(body, Mapping):
         raise shape_error("invalid type: expected a JSON object")
@@ -215,12 +250,15 @@ def parse_completion_request(
     if single_choice_ids:
         _check_single_choice(nvext, n)
     stream, include_usage = _stream_flags(body)
+    params = _common(body, nvext, max_tokens, logprobs)
+    _check_diverse(body, n)
+    _check_context(prompt, max_tokens)
     return GenerationRequest(
         endpoint="completions",
         model=model,
         prompt_ids=tuple(prompt),
         n=n,
-        params=_common(body, nvext, max_tokens, logprobs),
+        params=params,
         logprobs=logprobs,
         prompt_logprobs=prompt_logprobs,
         stream=stream,
@@ -263,12 +301,15 @@ def parse_chat_request(raw: Any) -> GenerationRequest:
     n = _choices(body)
     _check_single_choice(nvext, n)
     stream, include_usage = _stream_flags(body)
+    params = _common(body, nvext, max_tokens, logprobs)
+    _check_diverse(body, n)
+    _check_context(prompt, max_tokens)
     return GenerationRequest(
         endpoint="chat",
         model=model,
         prompt_ids=tuple(prompt),
         n=n,
-        params=_common(body, nvext, max_tokens, logprobs),
+        params=params,
         logprobs=logprobs,
         prompt_logprobs=prompt_logprobs,
         stream=stream,

@@ -16,7 +16,9 @@ import math
 import threading
 from collections.abc import Iterable, Mapping
 
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+CONTENT_TYPE = "text/plain; charset=utf-8"
+"""As recorded from every real 1.6.1 frontend (``*/metrics_content_type.json``,
+``vllm-cpu/frontend_metrics.json``): no Prometheus ``version=0.0.4`` parameter."""
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
 Labels = tuple[tuple[str, str], ...]

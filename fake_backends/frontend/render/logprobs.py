@@ -73,10 +73,14 @@ def chat_logprob_content(view: ChoiceView, positions: Iterable[int]) -> list[dic
 def vllm_prompt_logprobs(
     positions: Sequence[PromptPosition | None], number: Callable[[float], float]
 ) -> list[dict[str, dict[str, Any]] | None]:
-    """vLLM's shape: per position null or ``{"<id>": {logprob, rank, decoded_token}}``.
+    """vLLM's shape: per position null or ``{"<id>": {logprob, rank}}``.
 
     The actual prompt token comes first with its true rank, then the top-k (ranks 1..k).
     Keys are decimal strings: integer keys make the real frontend fail the request.
+    No ``decoded_token``: Dynamo's vLLM worker copies it only when vLLM detokenized the
+    prompt, which it does not behind the Dynamo frontend (real vLLM 0.31.0 recordings,
+    ``fixtures/dynamo-1.6.1/vllm-cpu/completions_rl_fields.json``); the toy recording
+    engine added it (``toy-worker``).
     """
     out: list[dict[str, dict[str, Any]] | None] = []
     for position in positions:
@@ -87,7 +91,6 @@ def vllm_prompt_logprobs(
             str(position.token_id): {
                 "logprob": number(position.logprob),
                 "rank": position.rank,
-                "decoded_token": token_text(position.token_id),
             }
         }
         for alt in position.top:
@@ -96,7 +99,6 @@ def vllm_prompt_logprobs(
                 {
                     "logprob": number(alt.logprob),
                     "rank": alt.rank,
-                    "decoded_token": token_text(alt.token_id),
                 },
             )
         out.append(entry)

@@ -53,15 +53,31 @@ class NvextComposer:
         return None if scores is None else reported_prompt_positions(self._state, scores)
 
     def _engine_data(self, view: ChoiceView) -> dict[str, Any]:
-        """vLLM-like engine data, forwarded verbatim by the frontend (worker f64 values)."""
+        """vLLM's engine data, forwarded verbatim by the frontend (worker f64 values).
+
+        Keys in the order Dynamo's vLLM worker writes them (real vLLM 0.31.0,
+        ``fixtures/dynamo-1.6.1/vllm-cpu/completions_rl_fields.json``): ``prompt_token_ids``,
+        ``kv_cache_hit`` (single-choice requests only), ``prompt_logprobs`` when asked,
+        ``completion_token_ids``, ``finished``, ``completion_logprobs`` when asked. The
+        fake adds ``weight_version``, which real vLLM does not send (fixtures/KNOWN_DIFFERENCES.md).
+        """
         raw_ids = list(view.result.token_ids)
         if self._state.fault("engine_data_ids_differ") and raw_ids:
             raw_ids[-1] += 1
-        data: dict[str, Any] = {"completion_token_ids": raw_ids}
+        prompt_ids = list(self._run.request.prompt_ids)
+        data: dict[str, Any] = {"prompt_token_ids": prompt_ids}
+        if self._state.personality.name == "vllm" and self._run.request.n == 1:
+            data["kv_cache_hit"] = {
+                "prompt_tokens": len(prompt_ids),
+                "reused_tokens": self._run.cached_tokens,
+            }
+        positions = self._positions()
+        if positions is not None:
+            data["prompt_logprobs"] = vllm_prompt_logprobs(positions, float)
+        data["completion_token_ids"] = raw_ids
+        data["finished"] = True
         if view.selected is not None:
             data["completion_logprobs"] = list(view.selected)
-        data["prompt_token_ids"] = list(self._run.request.prompt_ids)
-        data["finished"] = True
         # The version of the weights that produced these tokens, not the worker's current
         # one: a request held across an update was generated after it.
         data["weight_version"] = (
@@ -69,9 +85,6 @@ class NvextComposer:
             if self._state.fault("weight_version_misreported")
             else self._run.weight_version
         )
-        positions = self._positions()
-        if positions is not None:
-            data["prompt_logprobs"] = vllm_prompt_logprobs(positions, float)
         return data
 
     def prompt_logprobs(self, number: Callable[[float], float] = f32_widened) -> list[Any] | None:
@@ -101,7 +114,10 @@ class NvextComposer:
         if finished is not None:
             if self._wants("timing"):
                 out["timing"] = self._timing()
-            if self._wants("engine_data"):
+            # A stop string is matched by the frontend, which then drops the engine's final
+            # output and its engine_data (real vLLM: vllm-cpu/completions_stop_string.json).
+            by_stop_string = isinstance(finished.result.stop_reason, str)
+            if self._wants("engine_data") and not by_stop_string:
                 out["engine_data"] = self._engine_data(finished)
             if self._wants("stop_reason") and finished.result.stop_reason is not None:
                 out["stop_reason"] = finished.result.stop_reason
@@ -135,9 +151,10 @@ class NvextComposer:
         return self._compose(ids, view if terminal else None, with_ids=with_ids)
 
     def for_cancel(self, view: ChoiceView) -> dict[str, Any] | None:
-        """nvext of the token-less chunk that ends an aborted choice."""
+        """nvext of the token-less chunk that ends an aborted choice: its ids are ``[]`` (real
+        vLLM, ``vllm-cpu/stream_during_pause_abort_all_selectors.json``)."""
         self.mark_first_token()
-        return self._compose(None, view, with_ids=False)
+        return self._compose([], view, with_ids=self._wants("completion_token_ids"))
 
     def for_response(self, views: Sequence[ChoiceView]) -> dict[str, Any] | None:
         """nvext of a non-streaming response: ids concatenated, the rest from the last finisher."""
