@@ -71,8 +71,9 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "dynamo_release",
         "--dynamo-release",
-        "the Dynamo release the external deployment runs; capabilities are judged against what "
-        "that release has (default: main, the release the spec documents)",
+        "the Dynamo release the external deployment runs, as declared (a release the frontend "
+        "publishes wins); capabilities are judged against what that release has (without "
+        "either, the release is reported unknown and judged as main, what the spec documents)",
         choices=RELEASES,
     ),
     Option(

@@ -18,7 +18,7 @@ import platform
 import socket
 import sys
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -127,6 +127,9 @@ class TestRecord:
     failure (a refresh sequence, a feature found absent)."""
     generations: int = 0
     """Generation requests the test sent (`budget`)."""
+    wire: dict[str, Any] | None = None
+    """The wire log of `reproducer`'s requests (`wire.sequence_wire_log`), when it is a
+    sequence: what a cell's evidence built from this record refers to."""
 
     def to_json(self) -> dict[str, Any]:
         """A record as JSON, to cross a process boundary (a parallel run's workers)."""
@@ -141,6 +144,7 @@ class TestRecord:
             "evidence": [item.to_json() for item in self.evidence],
             "reproducer": self.reproducer,
             "generations": self.generations,
+            "wire": self.wire,
         }
 
     @classmethod
@@ -156,6 +160,7 @@ class TestRecord:
             evidence=[Evidence.from_json(item) for item in document.get("evidence", [])],
             reproducer=document.get("reproducer"),
             generations=int(document.get("generations", 0)),
+            wire=document.get("wire"),
         )
 
 
@@ -257,6 +262,7 @@ def build_cell(
                     f"{capability.title} ({documented.value} for {target.backend})",
                     absent.reason,
                     absent.reproducer,
+                    absent.wire,
                 )
             ]
     tests = [
@@ -293,16 +299,23 @@ class RunInfo:
     """`--budget-generations`: the cap on generation requests per target, if any."""
     recorded: dict[str, str] = field(default_factory=dict)
     """`--record KEY=VALUE`: what the user said of the deployment (not observed)."""
+    environment: dict[str, Any] = field(default_factory=dict)
+    """Where the run happened, when known from elsewhere (a matrix rebuilt from the run's
+    journal on another machine); empty: this process's."""
 
 
 def environment(run: RunInfo) -> dict[str, Any]:
     """Where and how the matrix was produced: suite, Python, host, command, seed, times."""
-    return {
+    found = {
         "suite_version": __version__,
         "python": f"{platform.python_implementation()} {platform.python_version()}",
         "platform": platform.platform(),
         "host": socket.gethostname(),
         "cpus": os.cpu_count(),
+    }
+    found.update({key: run.environment[key] for key in found if key in run.environment})
+    return {
+        **found,
         "command": _command(run.command),
         "seed": run.seed,
         "started_at": _iso(run.started_at),
@@ -330,6 +343,32 @@ class Row:
         }
 
 
+@dataclass(frozen=True)
+class ExitRule:
+    """What makes a command exit 1: a cell whose outcome is in `failing`, on a target not in
+    `exempt`, or any of `problems`; and, always, an incomplete run. The default is a conformance
+    run's: any `fail` or `error` cell. A study states its own (`rl-conformance profiles`: a `fail`
+    is an answer, only an `error` is not; `certify-adapter --reference`: the broken twins are
+    meant to fail, the adapters under test decide)."""
+
+    failing: tuple[Outcome, ...] = (Outcome.FAIL, Outcome.ERROR)
+    exempt: Mapping[str, str] = field(default_factory=dict)
+    """Target id -> why its cells do not decide the exit status."""
+    problems: tuple[str, ...] = ()
+    """Further reasons the command failed (a broken twin that did not fail as reviewed)."""
+
+    @property
+    def is_default(self) -> bool:
+        return self == ExitRule()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "failing": [outcome.value for outcome in self.failing],
+            "exempt": dict(self.exempt),
+            "problems": list(self.problems),
+        }
+
+
 @dataclass
 class Matrix:
     run: RunInfo
@@ -337,6 +376,7 @@ class Matrix:
     rows: list[Row]
     generations: dict[str, int] = field(default_factory=dict)
     """Generation requests sent to each target by the tests (every test's count, summed)."""
+    exit_rule: ExitRule = field(default_factory=ExitRule)
 
     @property
     def summary(self) -> dict[str, int]:
@@ -346,10 +386,18 @@ class Matrix:
 
     @property
     def exit_status(self) -> int:
-        """0 if and only if the run completed and no cell is fail or error."""
-        summary = self.summary
-        failed = summary[Outcome.FAIL.value] + summary[Outcome.ERROR.value]
-        return 0 if failed == 0 and self.run.complete else 1
+        """0 if and only if the run completed and no cell is fail or error (`exit_rule`: the
+        outcomes that count, the targets that do not, and any further problem)."""
+        rule = self.exit_rule
+        if not self.run.complete or rule.problems:
+            return 1
+        failed = any(
+            cell.outcome in rule.failing
+            for row in self.rows
+            for target_id, cell in row.cells.items()
+            if target_id not in rule.exempt
+        )
+        return 1 if failed else 0
 
     def cell(self, capability_id: str, target_id: str) -> Cell:
         row = next(row for row in self.rows if row.capability.id == capability_id)
@@ -384,6 +432,8 @@ class Matrix:
             }
         if run.budget_generations is not None:
             document["budget"] = self.budget()
+        if not self.exit_rule.is_default:
+            document["exit_rule"] = self.exit_rule.to_json()
         return document
 
     def budget(self) -> dict[str, Any]:

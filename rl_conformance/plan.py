@@ -14,7 +14,7 @@ from .client import Client
 from .config import FAKES, RunConfig
 from .errors import ConfigurationError, LaunchError, TransportError
 from .launchers import ExternalLauncher, FakeLauncher
-from .releases import MAIN
+from .releases import FLAG_SOURCE, OBSERVED_SOURCE
 from .target import Launcher, Target
 
 DEFAULT_FAKES = FAKES
@@ -250,6 +250,22 @@ def record_versions(
         if text is not None:
             scrapes.append((url, text))
     _observe(target, provenance.from_scrapes(scrapes, "worker", "worker system server"))
+    observe_release(target)
+
+
+def observe_release(target: Target) -> None:
+    """The release the deployment publishes (`dynamo`: the Dynamo frontend's OpenAPI version)
+    is what the target runs, whatever the launcher or --dynamo-release said; a declared release
+    it contradicts is kept in the notes."""
+    observed = target.versions.get("dynamo")
+    if observed is None or target.version_sources.get("dynamo") == LAUNCHER_SOURCE:
+        return
+    if target.release_source == FLAG_SOURCE and target.release != observed:
+        target.notes.append(
+            f"--dynamo-release {target.release} was declared; the deployment publishes "
+            f"{observed} ({target.version_sources.get('dynamo')}), which the report uses"
+        )
+    target.release, target.release_source = observed, OBSERVED_SOURCE
 
 
 def _observe(target: Target, observed: list[provenance.Observed]) -> None:
@@ -288,7 +304,7 @@ def plan_targets(config: RunConfig) -> TargetPool:
     """The launchers of a run: an external deployment, a launched one, and/or our fakes (the
     default when nothing else is named). `config` has been validated."""
     if config.fault_matrix:
-        return fault_matrix_pool(config.workers, config.fault_shard)
+        return fault_matrix_pool(config.workers, config.fault_shard, config.report_path / "logs")
     launchers: dict[str, Launcher] = {}
     if config.frontend:
         assert config.backend is not None
@@ -298,7 +314,7 @@ def plan_targets(config: RunConfig) -> TargetPool:
             rl_url=config.rl_url,
             model=config.model,
             worker_urls=config.worker_url,
-            release=config.dynamo_release or MAIN,
+            release=config.dynamo_release,
         )
         launchers[launcher.target_id] = launcher
     if config.launch:
@@ -306,7 +322,9 @@ def plan_targets(config: RunConfig) -> TargetPool:
         launchers[launcher.target_id] = launcher
     default = () if (config.frontend or config.launch) else DEFAULT_FAKES
     for name in config.fake or default:
-        launcher = FakeLauncher(name, workers=config.workers, faults=config.fault)
+        launcher = FakeLauncher(
+            name, workers=config.workers, faults=config.fault, log_dir=config.report_path / "logs"
+        )
         launchers[launcher.target_id] = launcher
     return TargetPool(launchers)
 
@@ -328,10 +346,13 @@ def launched(config: RunConfig, logs_dir: Path) -> Launcher:
     )
 
 
-def fault_matrix_pool(workers: int, shard: tuple[int, int] | None = None) -> TargetPool:
+def fault_matrix_pool(
+    workers: int, shard: tuple[int, int] | None = None, log_dir: Path | None = None
+) -> TargetPool:
     """One clean fake per deployment that has a fault, and one fake per named fault, on the first
     fake deployment the fault applies to (vLLM preferred: it has the widest surface). A shard
-    (index, count) keeps every count-th fault from index, with the clean fakes they compare to."""
+    (index, count) keeps every count-th fault from index, with the clean fakes they compare to.
+    The fakes log to `log_dir` (a run's report directory)."""
     from fake_backends import FAULTS
 
     from .killmatrix import fault_target_id
@@ -341,13 +362,14 @@ def fault_matrix_pool(workers: int, shard: tuple[int, int] | None = None) -> Tar
         if shard is not None and position % shard[1] != shard[0]:
             continue
         flavour = "vllm" if "vllm" in fault.applies_to else sorted(fault.applies_to)[0]
-        clean = FakeLauncher(flavour, workers=workers)
+        clean = FakeLauncher(flavour, workers=workers, log_dir=log_dir)
         launchers.setdefault(clean.target_id, clean)
         faulty = FakeLauncher(
             flavour,
             workers=workers,
             faults=(name,),
             target_id=fault_target_id(flavour, name),
+            log_dir=log_dir,
         )
         launchers[faulty.target_id] = faulty
     return TargetPool(launchers)

@@ -2,9 +2,12 @@
 
 The spec tracks Dynamo main; users run released wheels. A capability is judged against what the
 deployment's release has: a surface its release lacks makes the capability `unsupported` on that
-deployment (with the release named), not `fail`. The release of a target comes from the launcher
-(the installed `ai-dynamo` version) or from `--dynamo-release`; the default is `main`, the
-release the spec documents.
+deployment (with the release named), not `fail`. The release of a target is observed (the
+frontend's `GET /openapi.json` `info.version`, `plan.record_versions`), given by the launcher
+(the installed `ai-dynamo` version) or declared with `--dynamo-release`, and `matrix.json` says
+which (`dynamo_release_source`); when none of them tells, the release is unknown and the
+capabilities are judged against `main`, the release the spec documents (said as such, never
+claimed as the deployment's).
 
 Evidence, per surface and release (details in `fixtures/DYNAMO_RELEASES.md`): for 1.6.1, our
 recordings of the real wheels (`fixtures/dynamo-1.6.1/`) or strings of its `_core.abi3.so`; for
@@ -21,6 +24,38 @@ from types import MappingProxyType
 
 MAIN = "main"
 RELEASES: tuple[str, ...] = ("1.6.1", MAIN)
+OBSERVED_SOURCE = "observed"
+LAUNCHER_SOURCE = "launcher"
+FLAG_SOURCE = "--dynamo-release"
+UNKNOWN_SOURCE = "unknown"
+RELEASE_SOURCES: Mapping[str, str] = MappingProxyType(
+    {
+        OBSERVED_SOURCE: "observed: the deployment published it",
+        LAUNCHER_SOURCE: "the launcher's installed ai-dynamo",
+        FLAG_SOURCE: "declared with --dynamo-release, not observed",
+        UNKNOWN_SOURCE: "not observed",
+    }
+)
+"""How a target's Dynamo release is known (`dynamo_release_source` in `matrix.json`)."""
+
+
+def judged_as(release: str) -> str:
+    """The release whose surfaces a capability is judged against: a release with surfaces here
+    (`RELEASES`), else main (what the spec documents)."""
+    return release if release in RELEASES else MAIN
+
+
+def release_text(release: str, source: str, where: str | None = None) -> str:
+    """How a report states a target's release: `Dynamo 1.6.1 (observed: ...)`, and for an
+    unknown release only what it was judged against."""
+    if source == UNKNOWN_SOURCE:
+        return f"Dynamo release not observed (judged as {judged_as(release)}, the default basis)"
+    how = RELEASE_SOURCES.get(source, source)
+    if source == OBSERVED_SOURCE and where:
+        how = f"observed: {where}"
+    basis = judged_as(release)
+    judged = "" if basis == release else f"; judged as {basis}"
+    return f"Dynamo {release} ({how}{judged})"
 
 
 @dataclass(frozen=True)
@@ -118,10 +153,9 @@ SURFACES: tuple[Surface, ...] = (
 def missing_in(
     release: str, capability_id: str, surfaces: tuple[Surface, ...] = SURFACES
 ) -> list[Surface]:
-    """The surfaces `capability_id` needs that `release` lacks (none for an unknown release:
-    the suite then judges by the spec, which tracks main)."""
-    if release not in RELEASES:
-        return []
+    """The surfaces `capability_id` needs that `release` lacks; a release without surfaces here
+    is judged as main, by the spec (`judged_as`)."""
+    release = judged_as(release)
     return [
         surface
         for surface in surfaces

@@ -69,6 +69,11 @@ def _events(text: str) -> list[Any]:
 
 def replayable(wire: dict[str, Any], capabilities: tuple[str, ...] = ()) -> str | None:
     """Why this exchange must not be re-sent, or None."""
+    if "sequence" in wire:
+        return (
+            f"not replayed: a sequence of {wire.get('requests')} requests (run the script "
+            "yourself: its administration calls mutate the deployment)"
+        )
     for capability in capabilities:
         if capability in MOMENT_BOUND:
             return f"not replayed: {MOMENT_BOUND[capability]}"

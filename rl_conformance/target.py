@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from .capabilities import Backend
 from .errors import ConfigurationError
-from .releases import MAIN
+from .releases import MAIN, UNKNOWN_SOURCE
 
 LISTENER_RESTART = "listener_restart"
 COLD_START = "cold_start"
@@ -65,7 +65,12 @@ class Target:
     worker_urls: tuple[str, ...] = ()
     probe: Probe | None = None
     release: str = MAIN
-    """The Dynamo release the deployment runs (`releases.RELEASES`); `main` unless known."""
+    """The Dynamo release the deployment runs, and the basis its capabilities are judged on
+    (`releases.judged_as`); `main` (the release the spec documents) when not known."""
+    release_source: str = UNKNOWN_SOURCE
+    """How `release` is known (`releases.RELEASE_SOURCES`): observed from the deployment, given
+    by the launcher, declared with --dynamo-release, or unknown (then `main` is only the basis
+    of judging, never a claim)."""
     topology: dict[str, Any] = field(default_factory=dict)
     """What the deployment shows of itself when first reached (`plan.record_topology`)."""
     version_sources: dict[str, str] = field(default_factory=dict)
@@ -106,6 +111,7 @@ class Target:
             "notes": list(self.notes),
             "worker_urls": list(self.worker_urls),
             "dynamo_release": self.release,
+            "dynamo_release_source": self.release_source,
             "topology": dict(self.topology),
         }
 
@@ -124,6 +130,7 @@ class Target:
             notes=list(document.get("notes", [])),
             worker_urls=tuple(document.get("worker_urls", [])),
             release=document.get("dynamo_release", MAIN),
+            release_source=document.get("dynamo_release_source", UNKNOWN_SOURCE),
             topology=dict(document.get("topology", {})),
         )
 

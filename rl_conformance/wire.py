@@ -214,6 +214,37 @@ class Exchange:
         return line
 
 
+SEQUENCE_KEPT = 64
+"""A sequence's wire log keeps every exchange up to this many; of a longer one the first
+quarter and the last three quarters of it, with the rest counted."""
+SEQUENCE_BODY_BYTES = 16 * 1024
+"""Each exchange of a sequence's wire log keeps at most this much of a body."""
+
+
+def sequence_wire_log(exchanges: list[Exchange], reproducer: str | None = None) -> dict[str, Any]:
+    """The wire log of a failure no single exchange shows (a refresh sequence, a feature found
+    absent): every request of the test in order, each as `Exchange.wire_log` (bodies cut at
+    `SEQUENCE_BODY_BYTES`), at most `SEQUENCE_KEPT` of them (`exchanges_elided` counts the
+    rest), with the test's reproducer script."""
+    kept: list[tuple[int, Exchange]] = list(enumerate(exchanges))
+    elided = 0
+    if len(kept) > SEQUENCE_KEPT:
+        head = SEQUENCE_KEPT // 4
+        elided = len(kept) - SEQUENCE_KEPT
+        kept = kept[:head] + kept[head + elided :]
+    steps = []
+    for position, exchange in kept:
+        step = exchange.wire_log(SEQUENCE_BODY_BYTES)
+        step["position"] = position
+        steps.append(step)
+    log: dict[str, Any] = {"requests": len(exchanges), "sequence": steps}
+    if elided:
+        log["exchanges_elided"] = elided
+    if reproducer is not None:
+        log["reproducer"] = reproducer
+    return log
+
+
 class BodyNotJSON(ValueError):
     def __init__(self, what: str, detail: str, raw: bytes) -> None:
         self.what = what

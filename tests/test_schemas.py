@@ -581,6 +581,13 @@ BAD_CASES: list[Bad] = [
         ("targets", 1, "version_sources", "dynamo"), "", "minLength"),
     Bad("target-version-source-not-string", "matrix", "two-targets",
         ("targets", 0, "version_sources", "fake_backends"), ["launcher"], "type"),
+    Bad("target-release-source-guessed", "matrix", "two-targets",
+        ("targets", 0, "dynamo_release_source"), "default", "enum"),
+    Bad("exit-rule-counts-absent", "matrix", "two-targets", ("exit_rule",),
+        {"failing": ["absent"], "exempt": {}, "problems": []}, "enum",
+        at=("exit_rule", "failing", 0)),
+    Bad("exit-rule-without-problems", "matrix", "two-targets", ("exit_rule",),
+        {"failing": ["error"], "exempt": {}}, "required", at=("exit_rule",)),
     Bad("recorded-claims-to-be-observed", "matrix", "two-targets",
         ("recorded", "sglang", "source"), "frontend GET /openapi.json", "const"),
     Bad("recorded-without-source", "matrix", "two-targets", ("recorded", "gpu", "source"),
@@ -629,5 +636,6 @@ def test_optional_target_keys_may_be_omitted() -> None:
         target.pop("notes", None)
         target.pop("versions", None)
         target.pop("version_sources", None)
+        target.pop("dynamo_release_source", None)  # reports written before it existed
     doc.pop("recorded")
     assert validator("matrix").is_valid(doc)

@@ -238,6 +238,7 @@ def profile_target(profile: Profile, deployment: Target) -> Target:
         versions=dict(deployment.versions),
         notes=[f"{profile.framework}'s rollout client as read from {profile.source}"],
         release=deployment.release,
+        release_source=deployment.release_source,
     )
 
 

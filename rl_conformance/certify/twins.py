@@ -4,12 +4,18 @@ its bug shows, and only there (`fixtures/expected/adapter-twins.json`)."""
 
 from __future__ import annotations
 
+import json
 import threading
 import zlib
-from typing import Any
+from collections.abc import Collection, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .protocol import AdapterContext, RolloutRequest, Sample
 from .reference import AttemptFailed, ReferenceAdapter
+
+if TYPE_CHECKING:
+    from .runner import ScenarioResult
 
 VOCABULARY = 32_000
 
@@ -151,3 +157,51 @@ TWINS: dict[str, type[ReferenceAdapter]] = {
     "reopens_after_failed_flush": ReopensAfterFailedFlush,
     "drops_none_logprobs": DropsNoneLogprobs,
 }
+
+REVIEWED = Path(__file__).resolve().parents[2] / "fixtures" / "expected" / "adapter-twins.json"
+"""Each twin's reviewed failures: (scenario -> failed checklist items); in a checkout only."""
+
+
+def reviewed_failures(path: Path = REVIEWED) -> dict[str, dict[str, list[str]]] | None:
+    """The reviewed failures of each twin, or None where they are not at hand (an installed
+    package carries no fixtures)."""
+    try:
+        found: dict[str, dict[str, list[str]]] = json.loads(path.read_text())["failures"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return found
+
+
+def self_check_problems(
+    results: Iterable[ScenarioResult],
+    scenarios: Collection[str],
+    reviewed: dict[str, dict[str, list[str]]] | None = None,
+) -> list[str]:
+    """How the broken twins' results differ from what was reviewed, over the `scenarios` run:
+    a twin that errored, failed elsewhere or not where its bug shows. Empty when they agree
+    (or, without the review at hand, when no twin errored)."""
+    results = [result for result in results if result.adapter in TWINS]
+    problems = [
+        f"broken twin {result.adapter} in scenario {result.scenario.name}: {result.error}"
+        for result in results
+        if result.error is not None
+    ]
+    if reviewed is None:
+        return problems
+    for twin in sorted({result.adapter for result in results}):
+        observed = {
+            result.scenario.name: sorted(finding.check_id for finding in result.failed)
+            for result in results
+            if result.adapter == twin and result.failed
+        }
+        expected = {
+            scenario: sorted(items)
+            for scenario, items in reviewed.get(twin, {}).items()
+            if scenario in scenarios
+        }
+        if observed != expected:
+            problems.append(
+                f"broken twin {twin} failed {observed or 'nothing'}; reviewed: "
+                f"{expected or 'nothing'} (fixtures/expected/adapter-twins.json)"
+            )
+    return problems

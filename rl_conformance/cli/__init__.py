@@ -3,6 +3,7 @@
 rl-conformance run                                  the four fake deployments
 rl-conformance run --frontend URL --rl-url URL --backend vllm [--model M]
 rl-conformance diff OLD.json NEW.json               regressions since a baseline (exit 1 on any)
+rl-conformance report DIR                           a killed run's reports, from its journal
 rl-conformance validate SCHEMA FILE                 a captured JSON body or SSE transcript
 rl-conformance capabilities                         the capability registry
 rl-conformance kill-matrix                          every named fault of our fakes
@@ -31,6 +32,7 @@ from . import (
     kill_matrix,
     passthrough,
     profiles,
+    report,
     run,
     validate,
 )
@@ -47,6 +49,7 @@ COMMANDS = (
     certify_adapter,
     profiles,
     diff,
+    report,
     generation_costs,
 )
 

@@ -1,6 +1,11 @@
 """`rl-conformance certify-adapter MODULE:FACTORY`: an RL framework's rollout client through
 every certification scenario over a recorded fake fleet; writes the adapter matrix (checklist
-items x adapters) as JSON, Markdown, JUnit XML and HTML, plus each scenario's audit log."""
+items x adapters) as JSON, Markdown, JUnit XML and HTML, plus each scenario's audit log.
+
+Exit 0 when every adapter under test (those named, and with `--reference` the reference
+adapter) passes; the broken twins `--reference` adds are meant to fail, so their cells do not
+count, but a twin that does not fail as reviewed (`fixtures/expected/adapter-twins.json`, in a
+checkout) or cannot be run fails the self-check, and the command."""
 
 from __future__ import annotations
 
@@ -56,7 +61,8 @@ def handle(args: argparse.Namespace) -> int:
     from ..certify.reference import ReferenceAdapter
     from ..certify.runner import certify
     from ..certify.scenarios import SCENARIOS
-    from ..certify.twins import TWINS
+    from ..certify.twins import TWINS, reviewed_failures, self_check_problems
+    from ..matrix import ExitRule
     from ..reports import write_reports
 
     adapters = {spec: load_factory(spec) for spec in args.adapters}
@@ -75,6 +81,14 @@ def handle(args: argparse.Namespace) -> int:
         raise ConfigurationError(f"--jobs: expected at least 1, observed {args.jobs}")
     progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     matrix, results = certify(adapters, chosen, progress, jobs=args.jobs)
+    twins = list(TWINS) if args.reference else []
+    if twins:
+        matrix.exit_rule = ExitRule(
+            exempt=dict.fromkeys(twins, TWIN_EXEMPTION),
+            problems=tuple(
+                self_check_problems(results, [s.name for s in chosen], reviewed_failures())
+            ),
+        )
     directory = Path(args.report_dir)
     document = matrix.to_json()
     write_reports(document, directory)
@@ -88,19 +102,31 @@ def handle(args: argparse.Namespace) -> int:
     return EXIT_OK if matrix.exit_status == 0 else EXIT_FAILED
 
 
+TWIN_EXEMPTION = (
+    "a broken twin of the reference adapter, meant to fail: judged against its reviewed "
+    "failures, not by its cells"
+)
+
+
 def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
 
 
 def _table(document: dict[str, Any]) -> str:
     targets = [target["id"] for target in document["targets"]]
+    widths = [max(len(t), 8) for t in targets]  # whole names: a column is an adapter
     lines = []
     for row in document["capabilities"]:
-        cells = " ".join(f"{row['cells'][t]['outcome']:>8}" for t in targets)
+        outcomes = [row["cells"][t]["outcome"] for t in targets]
+        cells = " ".join(f"{o:>{w}}" for o, w in zip(outcomes, widths, strict=True))
         lines.append(f"{row['id']:<36} {cells}")
         for target in targets:
             cell = row["cells"][target]
             if cell["outcome"] in ("fail", "error"):
                 lines.append(f"    {target}: {cell['reason']}")
-    header = f"{'adapter checklist item':<36} " + " ".join(f"{t[:8]:>8}" for t in targets)
+    header = f"{'adapter checklist item':<36} " + " ".join(
+        f"{t:>{width}}" for t, width in zip(targets, widths, strict=True)
+    )
+    rule = document.get("exit_rule") or {}
+    lines += [f"self-check: {problem}" for problem in rule.get("problems", [])]
     return "\n".join([header, *lines])

@@ -1,7 +1,10 @@
 """`rl-conformance profiles`: the rollout requests and administration routes of verl, NeMo RL,
 slime and prime-rl (read from their public sources, `fixtures/framework-profiles/`) replayed
 against the chosen deployments, one column per framework and deployment: will framework X work
-here. Read-only. Takes the deployment flags of `run`; writes the matrix to `--report-dir`."""
+here. Read-only. Takes the deployment flags of `run`; writes the matrix to `--report-dir`.
+
+A `fail` cell is an answer (that framework would not work there), not a failure of the command:
+exit 0 when every cell was answered, 1 when one is `error` (a deployment that did not start)."""
 
 from __future__ import annotations
 
@@ -29,7 +32,7 @@ def register(commands: Any) -> None:
 def handle(args: argparse.Namespace) -> int:
     from ..certify.profiles import PROFILE_CAPABILITIES, PROFILES, profile_target, replay
     from ..client import Client
-    from ..matrix import Outcome, RunInfo, TestRecord, build_matrix, now
+    from ..matrix import ExitRule, Outcome, RunInfo, TestRecord, build_matrix, now
     from ..plan import plan_targets
     from ..reports import write_reports
 
@@ -66,6 +69,7 @@ def handle(args: argparse.Namespace) -> int:
     matrix = build_matrix(
         PROFILE_CAPABILITIES, targets, records, RunInfo(started, now(), True, config.seed)
     )
+    matrix.exit_rule = ExitRule(failing=(Outcome.ERROR,))  # a fail is an answer
     write_reports(matrix.to_json(), config.report_path)
     for row in matrix.rows:
         print(row.capability.id)

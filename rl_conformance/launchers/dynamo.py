@@ -38,7 +38,7 @@ import httpx
 import fake_backends
 
 from ..errors import ConfigurationError, LaunchError
-from ..releases import MAIN, RELEASES
+from ..releases import LAUNCHER_SOURCE, MAIN, RELEASES, UNKNOWN_SOURCE
 from ..target import LISTENER_RESTART, Target
 from .processes import ManagedProcess, free_port
 from .readiness import wait_until_ready
@@ -262,6 +262,7 @@ class DynamoLauncher:
             update_model_paths=self.update_paths,
             versions=versions,
             release=version if version in RELEASES else MAIN,
+            release_source=LAUNCHER_SOURCE if version in RELEASES else UNKNOWN_SOURCE,
             notes=[process.describe() for process in self.processes]
             + [f"logs: {self.keep_logs_in / self.target_id if self.keep_logs_in else self.workdir}"]
             + ([f"engine faults: {', '.join(self.engine_faults)}"] if self.engine_faults else []),

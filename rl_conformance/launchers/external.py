@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..releases import MAIN
+from ..releases import FLAG_SOURCE, MAIN, UNKNOWN_SOURCE
 from ..target import Target, check_backend, check_url
 
 
@@ -17,7 +17,8 @@ class ExternalLauncher:
     rl_url: str | None = None
     model: str | None = None
     worker_urls: tuple[str, ...] = ()
-    release: str = MAIN
+    release: str | None = None
+    """`--dynamo-release`, when declared (a release the deployment publishes wins over it)."""
     target_id: str = ""
 
     def __post_init__(self) -> None:
@@ -38,7 +39,8 @@ class ExternalLauncher:
             rl_url=self.rl_url,
             model=self.model,
             worker_urls=tuple(self.worker_urls),
-            release=self.release,
+            release=self.release or MAIN,
+            release_source=FLAG_SOURCE if self.release else UNKNOWN_SOURCE,
         )
 
     def stop(self) -> None:

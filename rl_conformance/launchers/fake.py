@@ -14,7 +14,8 @@ import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 
 import httpx
 
@@ -119,6 +120,9 @@ class FakeLauncher:
     target_id: str = ""
     extra_args: tuple[str, ...] = ()
     """More `python -m fake_backends` options (benchmarks: `--engine-call-delay-ms`)."""
+    log_dir: Path | None = None
+    """Where the fake's log goes (`<target id>.log`, appended to on each start): a run's report
+    directory. None: a temporary file, removed when the fake stops."""
     _process: subprocess.Popen[bytes] | None = None
     log_path: str | None = None
 
@@ -151,9 +155,7 @@ class FakeLauncher:
 
     def start(self) -> Target:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
-        with tempfile.NamedTemporaryFile(
-            prefix=f"{self.target_id}-", suffix=".log", delete=False
-        ) as log:
+        with self._open_log() as log:
             self.log_path = log.name
             self._process = subprocess.Popen(
                 self.command(),
@@ -197,19 +199,30 @@ class FakeLauncher:
         )
         return notes + ([f"faults: {', '.join(self.faults)}"] if self.faults else [])
 
+    def _open_log(self) -> IO[bytes]:
+        if self.log_dir is None:
+            return tempfile.NamedTemporaryFile(
+                prefix=f"{self.target_id}-", suffix=".log", delete=False
+            )
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        return open(self.log_dir / f"{self.target_id}.log", "ab")
+
     def stop(self) -> None:
         process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        process.send_signal(signal.SIGTERM)
         try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=5)
+            if process is not None and process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+                try:
+                    process.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait(timeout=5)
         finally:
-            if process.stdout is not None:
+            if process is not None and process.stdout is not None:
                 process.stdout.close()
+            if self.log_dir is None and self.log_path is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(self.log_path)
 
 
 def _post(url: str, body: Mapping[str, Any]) -> httpx.Response:

@@ -13,7 +13,7 @@ from ..admin import MutationRefused, RouteNotAdvertised
 from ..matrix import Evidence, Outcome, TestRecord
 from ..reproducers import Reproduction, reproduce
 from ..verdict import ConformanceFailure, FeatureAbsent, Inconclusive, NotAdvertised, Verdict
-from ..wire import Exchange
+from ..wire import Exchange, sequence_wire_log
 from .collection import target_of
 
 TELLING = (
@@ -62,10 +62,12 @@ def record_of(
     if report.passed:
         return record
     error = most_telling(call.excinfo.value if call.excinfo else None)
-    sequence = sequence_reproducer(exchanges or [])
+    exchanges = exchanges or []
+    sequence = sequence_reproducer(exchanges)
     if isinstance(error, FeatureAbsent):
         record.outcome, record.reason = Outcome.ABSENT, str(error)
         record.reproducer = sequence
+        record.wire = sequence_wire_log(exchanges, sequence) if exchanges else None
     elif isinstance(error, NotAdvertised | RouteNotAdvertised):
         record.outcome, record.reason = Outcome.NOT_ADVERTISED, str(error)
     elif isinstance(error, MutationRefused | Inconclusive):
@@ -78,7 +80,11 @@ def record_of(
         record.reason = result.violations[0].message if result.violations else result.spec.title
         exchange = error.exchange
         reproducer = exchange.curl() if exchange is not None else sequence
-        wire = exchange.wire_log() if exchange is not None else None
+        wire: dict[str, Any] | None
+        if exchange is not None:
+            wire = exchange.wire_log()
+        else:  # several requests show it: the wire log of the whole sequence
+            wire = sequence_wire_log(exchanges, sequence) if exchanges else None
         record.evidence = [
             Evidence(
                 result.check_id,

@@ -23,8 +23,9 @@ from ..admin import MutationPolicy
 from ..checks.base import rule_ids
 from ..config import RunConfig
 from ..errors import ConfigurationError
+from ..journal import Journal
 from ..killmatrix import build_kill_matrix, write_kill_matrix
-from ..matrix import Matrix, RunInfo, build_matrix, now
+from ..matrix import Matrix, RunInfo, TestRecord, build_matrix, now
 from ..plan import plan_targets
 from ..reports import write_reports
 from ..reports.markdown import render_table
@@ -70,6 +71,10 @@ class ConformanceRun:
         self._worker_targets: dict[str, Target] = {}
         self._nodes: list[Any] = []
         self._spent_marks: dict[str, int] = {}
+        self._journal: Journal | None = None
+        """`records.jsonl` in the report directory: each record as its test finishes, kept by
+        the process that folds the records (never a parallel run's worker)."""
+        self._hypothesis_home: tuple[bool, Any] = (False, None)
 
     # -- configuration -------------------------------------------------------------------
 
@@ -93,6 +98,7 @@ class ConformanceRun:
             config=run, pool=pool, policy=MutationPolicy.from_config(run)
         )
         _load_hypothesis_profile(run)
+        self._hypothesis_home = _hypothesis_home_in(run.report_path)
         if run.run_timeout is not None:
             self._deadline = time.time() + run.run_timeout
         if getattr(config.option, "hypothesis_seed", None) is None:
@@ -125,9 +131,60 @@ class ConformanceRun:
     def _activate(self, state: RunState, run_timeout: float | None) -> None:
         state.active = True
         state.started_at = now()
-        _install_sigterm()
+        _install_sigterm(state)
         if run_timeout is not None:
             state.timer = _start_run_timer(state, run_timeout)
+        if not distribution.is_worker(self._config):
+            self._journal = Journal.begin(
+                self.config.report_path,
+                self._run_info(state, complete=False),
+                self.config.capability or capability_registry.BY_ID,
+                state.pool.planned_targets(),
+            )
+
+    def _run_info(self, state: RunState, complete: bool) -> RunInfo:
+        return RunInfo(
+            started_at=state.started_at or now(),
+            finished_at=now(),
+            complete=complete,
+            seed=self.config.seed,
+            budget_generations=self.config.budget_generations,
+            recorded=self.config.recorded(),
+            incomplete_reason=None
+            if complete
+            else state.incomplete_reason or "the run was interrupted",
+        )
+
+    def _add_record(self, state: RunState, record: TestRecord) -> None:
+        """Keep a test's record, and append it to the journal at once (its target first, as
+        reached so far)."""
+        state.records.append(record)
+        if self._journal is not None:
+            self._journal_target(state, record.target_id)
+            self._journal.record(record)
+
+    def _journal_target(self, state: RunState, target_id: str) -> None:
+        if self._journal is None:
+            return
+        target = self._worker_targets.get(target_id) or next(
+            (t for t in state.pool.planned_targets() if t.id == target_id), None
+        )
+        if target is not None:
+            self._journal.target(target)
+
+    def pytest_keyboard_interrupt(self, excinfo: Any) -> None:
+        if self._nodes:
+            distribution.interrupt_workers(self._nodes)
+        config = getattr(self, "_config", None)
+        if config is None or STATE not in config.stash:
+            return
+        reason = state_of(config).incomplete_reason or ""
+        reporter = self._reporter
+        if reason.startswith(STOPPED_BY_US) and reporter is not None:
+            # A stop the run was asked for, not a crash: its one line is the run's own
+            # (the incomplete matrix and its reason), not pytest's interrupt banner.
+            with contextlib.suppress(AttributeError, TypeError):
+                reporter._report_keyboardinterrupt = lambda: None
 
     # -- a parallel run's controller ------------------------------------------------------
 
@@ -139,10 +196,6 @@ class ConformanceRun:
     def pytest_configure_node(self, node: Any) -> None:
         distribution.hand_over_deadline(node, self._deadline)
         self._nodes.append(node)
-
-    def pytest_keyboard_interrupt(self, excinfo: Any) -> None:
-        if self._nodes:
-            distribution.interrupt_workers(self._nodes)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
@@ -188,6 +241,9 @@ class ConformanceRun:
         self.progress, self._send = False, send
         forked.silence_terminal(config)
         forked.restart_capture(config)
+        if self._journal is not None:
+            self._journal.detach()  # the parent journals what this child reports
+            self._journal = None
         state = state_of(config)
         state.timer = None  # the parent's timer thread did not cross the fork
         try:
@@ -214,6 +270,7 @@ class ConformanceRun:
             for document in message["targets"]:
                 target = Target.from_description(document)
                 self._worker_targets[target.id] = target
+                self._journal_target(state_of(config), target.id)
         elif message["kind"] in ("interrupted", "crashed"):
             why = (
                 "a target's tests were interrupted"
@@ -236,7 +293,7 @@ class ConformanceRun:
         if found is None:
             return
         record, area = found
-        state_of(self._config).records.append(record)
+        self._add_record(state_of(self._config), record)
         if self.progress and (record.target_id, area) not in self._areas_shown:
             self._areas_shown.add((record.target_id, area))
             reporter = self._reporter
@@ -251,6 +308,7 @@ class ConformanceRun:
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         for target in distribution.targets_reported(node):
             self._worker_targets[target.id] = target
+            self._journal_target(state_of(self._config), target.id)
 
     # -- while tests run -------------------------------------------------------------------
 
@@ -309,6 +367,7 @@ class ConformanceRun:
         if current and (nextitem is None or target_of(nextitem) != current):
             state = state_of(item.config)
             state.pool.release(current, state.client)
+            self._journal_target(state, current)  # with what its release noted
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(
@@ -328,7 +387,7 @@ class ConformanceRun:
                 record.generations = spent - self._spent_marks.get(item.nodeid, spent)
             if self.config.verify_reproducers and record.evidence:
                 verify_reproducers([record])  # at once: later tests change the deployment
-            state.records.append(record)
+            self._add_record(state, record)
             show_as_skipped(item, report, record)
             if distribution.is_worker(item.config):
                 distribution.attach_record(report, record, _area(item))
@@ -360,17 +419,7 @@ class ConformanceRun:
                 state.incomplete_reason = state.incomplete_reason or _timeout_reason(
                     self.config.run_timeout
                 )
-            info = RunInfo(
-                started_at=state.started_at or now(),
-                finished_at=now(),
-                complete=complete,
-                seed=self.config.seed,
-                budget_generations=self.config.budget_generations,
-                recorded=self.config.recorded(),
-                incomplete_reason=None
-                if complete
-                else state.incomplete_reason or "the run was interrupted",
-            )
+            info = self._run_info(state, complete)
             selected = [
                 capability_registry.get(capability_id)
                 for capability_id in self.config.capability or capability_registry.BY_ID
@@ -385,13 +434,23 @@ class ConformanceRun:
             if self.config.fault_matrix:
                 kill = build_kill_matrix(document, rule_ids())
                 write_kill_matrix(kill, self.config.report_path)
+            if self._journal is not None:
+                self._journal.end(info)
             state.matrix = self.matrix = matrix
             if matrix.exit_status != 0 and session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
         finally:
+            self._close_journal()
             _shutdown(state)
 
+    def _close_journal(self) -> None:
+        journal, self._journal = self._journal, None
+        if journal is not None:
+            journal.close()
+
     def pytest_unconfigure(self, config: pytest.Config) -> None:
+        self._close_journal()
+        _restore_hypothesis_home(self._hypothesis_home)
         if STATE in config.stash:
             _shutdown(state_of(config))
 
@@ -448,6 +507,27 @@ def _load_hypothesis_profile(run: RunConfig) -> None:
     settings.load_profile(PROFILE)
 
 
+def _hypothesis_home_in(report_path: Any) -> tuple[bool, Any]:
+    """Hypothesis keeps its files (a cache of each module's constants) under the report
+    directory, not in the working directory, unless HYPOTHESIS_STORAGE_DIRECTORY names a place.
+    Returns what to restore at the end (the run's process may run other sessions after)."""
+    from hypothesis import configuration
+
+    if os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
+        return (False, None)
+    before = vars(configuration).get("__hypothesis_home_directory")
+    configuration.set_hypothesis_home_dir(report_path / ".hypothesis")
+    return (True, before)
+
+
+def _restore_hypothesis_home(saved: tuple[bool, Any]) -> None:
+    changed, before = saved
+    if changed:
+        from hypothesis import configuration
+
+        configuration.set_hypothesis_home_dir(before)
+
+
 def _start_run_timer(state: RunState, seconds: float) -> threading.Timer | None:
     """SIGINT to the main thread after `seconds`: whatever it waits on (a request, a launch)
     is interrupted as by Ctrl-C, and the matrix is still written, marked incomplete."""
@@ -470,12 +550,18 @@ def _timeout_reason(seconds: float | None) -> str:
     return f"--run-timeout: the run was stopped after {seconds or 0:g} s"
 
 
-def _install_sigterm() -> None:
+SIGTERM_REASON = "SIGTERM: the run was stopped"
+STOPPED_BY_US = ("--run-timeout:", SIGTERM_REASON)
+"""How the reasons of the stops a run was asked for start (not a crash, not Ctrl-C)."""
+
+
+def _install_sigterm(state: RunState) -> None:
     """SIGTERM ends the run like Ctrl-C does, so the report is still written (marked incomplete)."""
     if threading.current_thread() is not threading.main_thread():
         return
 
     def interrupt(signum: int, frame: object) -> None:
+        state.incomplete_reason = state.incomplete_reason or SIGTERM_REASON
         raise KeyboardInterrupt(f"signal {signum}")
 
     signal.signal(signal.SIGTERM, interrupt)

@@ -47,6 +47,8 @@ def externalise_wire_logs(matrix: dict[str, Any], directory: Path) -> dict[str, 
 
 
 def wire_excerpt(wire: dict[str, Any]) -> str:
+    if "sequence" in wire:
+        return sequence_excerpt(wire)
     request = wire.get("request", {})
     lines = [f"{request.get('method')} {request.get('url')}"]
     if request.get("body"):
@@ -64,6 +66,27 @@ def wire_excerpt(wire: dict[str, Any]) -> str:
         lines.append(str(wire["body"]))
     text = "\n".join(lines)
     return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS] + " ..."
+
+
+def sequence_excerpt(wire: dict[str, Any]) -> str:
+    """A sequence's wire log in short: each request and its status, in order."""
+    steps = wire.get("sequence") or []
+    lines = [f"{wire.get('requests', len(steps))} request(s) of the test, in order"]
+    for step in steps:
+        request = step.get("request", {})
+        status = step.get("status")
+        answer = f"HTTP {status}" if status is not None else f"no response ({step.get('error')})"
+        lines.append(f"{request.get('method')} {request.get('url')} -> {answer}")
+    if wire.get("exchanges_elided"):
+        lines.insert(1, f"({wire['exchanges_elided']} exchanges elided)")
+    shown, used = lines[-1:], len(lines[0]) + len(lines[-1])
+    for line in reversed(lines[1:-1]):  # the last requests, where the failure shows
+        if used + len(line) + 40 > EXCERPT_CHARS:
+            shown.insert(0, f"... {len(lines) - 1 - len(shown)} earlier")
+            break
+        shown.insert(0, line)
+        used += len(line) + 1
+    return "\n".join([lines[0], *shown])[: EXCERPT_CHARS + 40]
 
 
 def write_reports(matrix: dict[str, Any], directory: Path) -> list[Path]:

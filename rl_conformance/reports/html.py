@@ -9,6 +9,8 @@ import json
 from html import escape
 from typing import Any
 
+from .markdown import exit_rule_text, target_release
+
 OUTCOMES = ("pass", "fail", "error", "unsupported", "not-advertised", "skipped")
 
 STYLE = """
@@ -173,7 +175,7 @@ def _environment(matrix: dict[str, Any]) -> str:
         shown = "; ".join(f"{escape(str(k))} {escape(str(v))}" for k, v in topology.items())
         rows.append(
             f"<li><code>{escape(target['id'])}</code> ({escape(target['backend'])}, "
-            f"{escape(target['kind'])}, Dynamo {escape(str(target.get('dynamo_release')))}): "
+            f"{escape(target['kind'])}; {escape(target_release(target))}): "
             f"model {escape(str(target.get('model')))}; {shown}"
             f"<br><span class='versions'>versions: {_versions(target)}</span></li>"
         )
@@ -214,6 +216,8 @@ def render_html(matrix: dict[str, Any]) -> str:
     if not matrix["complete"]:
         why = matrix.get("incomplete_reason") or "interrupted before every test ran"
         parts.append(f"<p class='banner'>Incomplete run: {escape(why)}.</p>")
+    if exit_rule_text(matrix):
+        parts.append(f"<p class='exit-rule'>{escape(exit_rule_text(matrix))}</p>")
     levels = sorted({row["level"] for row in rows})
     parts.append(
         "<div class='filters'>"

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 from xml.etree import ElementTree
 
+from .markdown import target_release
+
 FAILING = {"fail": "failure", "error": "error"}
 SKIPPING = {"unsupported", "not-advertised", "skipped"}
 
@@ -51,13 +53,15 @@ def render_junit(matrix: dict[str, Any]) -> str:
 
 
 def _properties(suite: ElementTree.Element, matrix: dict[str, Any], target: dict[str, Any]) -> None:
-    """The target's versions (`version.<key>`: value [where it was read]) and the run's
-    `--record` facts (`recorded.<key>`) as the suite's properties."""
+    """The target's versions (`version.<key>`: value [where it was read]), its Dynamo release
+    with how it is known, and the run's `--record` facts (`recorded.<key>`) as the suite's
+    properties."""
     sources = target.get("version_sources") or {}
     found = [
         (f"version.{key}", f"{value} [{sources[key]}]" if sources.get(key) else str(value))
         for key, value in (target.get("versions") or {}).items()
     ]
+    found.append(("dynamo_release", target_release(target)))
     found += [
         (f"recorded.{key}", f"{item['value']} [{item['source']}]")
         for key, item in (matrix.get("recorded") or {}).items()

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..releases import MAIN, UNKNOWN_SOURCE, release_text
+
 SYMBOL = {
     "pass": "pass",
     "fail": "**FAIL**",
@@ -79,12 +81,35 @@ def render_environment(matrix: dict[str, Any]) -> list[str]:
         topology = target.get("topology") or {}
         shown = ", ".join(f"{k} {v}" for k, v in topology.items())
         lines.append(
-            f"- `{target['id']}` ({target['backend']}, {target['kind']}, Dynamo "
-            f"{target.get('dynamo_release', '?')}): model {target.get('model')}; "
-            f"{shown or 'topology not read'}"
+            f"- `{target['id']}` ({target['backend']}, {target['kind']}; {target_release(target)})"
+            f": model {target.get('model')}; {shown or 'topology not read'}"
         )
         lines.append(f"  - versions: {_short(versions_text(target), 600)}")
     return [*lines, ""] if lines else []
+
+
+def target_release(target: dict[str, Any]) -> str:
+    """The target's Dynamo release as `matrix.json` states it, with how it is known."""
+    return release_text(
+        str(target.get("dynamo_release") or MAIN),
+        str(target.get("dynamo_release_source") or UNKNOWN_SOURCE),
+        (target.get("version_sources") or {}).get("dynamo"),
+    )
+
+
+def exit_rule_text(matrix: dict[str, Any]) -> str:
+    """What decided the exit status, when it is not a conformance run's rule."""
+    rule = matrix.get("exit_rule")
+    if not rule:
+        return ""
+    text = f"Exit status {matrix['exit_status']}: only {' or '.join(rule['failing'])} cells count"
+    if rule.get("exempt"):
+        text += "; not counted: " + "; ".join(
+            f"{target} ({why})" for target, why in rule["exempt"].items()
+        )
+    if rule.get("problems"):
+        text += "; failed: " + "; ".join(rule["problems"])
+    return text + "."
 
 
 def versions_text(target: dict[str, Any]) -> str:
@@ -114,6 +139,8 @@ def render_markdown(matrix: dict[str, Any]) -> str:
         f"Cells: {summary}.",
         "",
     ]
+    if exit_rule_text(matrix):
+        lines += [_short(exit_rule_text(matrix), 2000), ""]
     lines += render_environment(matrix)
     failures = [
         (row, target, row["cells"][target])

@@ -41,6 +41,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "target",
             "verdict",
             "matrix",
+            "journal",
             "provenance",
             "killmatrix",
             "baseline",

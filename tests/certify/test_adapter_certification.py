@@ -98,7 +98,10 @@ def test_every_checklist_item_can_fail_and_every_twin_is_caught(self_check: Any)
         for target in failing:
             evidence = row["cells"][target]["evidence"]
             assert evidence and evidence[0]["message"].split(":")[0] in EXPECTED[target]
-    assert exit_code == 1
+    # The twins are meant to fail and failed as reviewed; the adapters under test passed.
+    assert matrix["exit_rule"]["problems"] == []
+    assert set(matrix["exit_rule"]["exempt"]) == set(TWINS)
+    assert exit_code == 0
 
 
 def test_the_adapter_matrix_is_a_valid_matrix_in_every_format(

@@ -46,6 +46,9 @@ def profiles(directory: Path, *flags: str) -> dict[str, dict[str, str]]:
     assert (directory / "matrix.json").exists(), done.stderr[-3000:]
     matrix: dict[str, Any] = json.loads((directory / "matrix.json").read_text())
     assert done.returncode == matrix["exit_status"]
+    # every cell answered (a `fail` is an answer: that framework would not work there)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert matrix["exit_rule"]["failing"] == ["error"]
     return {
         target: {row["id"]: row["cells"][target]["outcome"] for row in matrix["capabilities"]}
         for target in (t["id"] for t in matrix["targets"])

@@ -44,10 +44,11 @@ def kill(kill_directory: Path) -> dict[str, Any]:
 
 def test_every_failure_names_its_requirement_and_reproduces(kill_directory: Path) -> None:
     """Across the fault catalogue, each failing cell carries its evidence and a reproducer: the
-    failing exchange's curl (with its wire log), or the test's requests in order when no single
-    exchange shows it (a refresh sequence). Each single-exchange reproducer that may be re-sent
-    (read-only, not bound to a moment of its test) was re-sent right after the failure with curl
-    and gave the same response; the others say why they were not."""
+    failing exchange's curl with its wire log, or, when no single exchange shows it (a refresh
+    sequence), the test's requests in order with the wire log of all of them. Each
+    single-exchange reproducer that may be re-sent (read-only, not bound to a moment of its
+    test) was re-sent right after the failure with curl and gave the same response; the others
+    say why they were not."""
     matrix = json.loads((kill_directory / "matrix.json").read_text())
     outcomes: Counter[str] = Counter()
     for row in matrix["capabilities"]:
@@ -60,12 +61,15 @@ def test_every_failure_names_its_requirement_and_reproduces(kill_directory: Path
                 where = f"{row['id']} on {target}: {item['message']}"
                 assert item["message"] and "expected" in item and "observed" in item, where
                 assert item["reproducer"], f"{where}: no reproducer"
-                if "wire_log" not in item:
-                    assert item["reproducer"].startswith("# "), where
+                assert (kill_directory / item["wire_log"]).exists(), where  # every failure's
+                if item["reproducer"].startswith("# "):  # the test's requests, in order
                     assert "curl " in item["reproducer"], where
+                    wire = json.loads((kill_directory / item["wire_log"]).read_text())
+                    assert wire["requests"] == len(wire["sequence"]) + wire.get(
+                        "exchanges_elided", 0
+                    ), where
                     outcomes["sequence"] += 1
                     continue
-                assert (kill_directory / item["wire_log"]).exists(), where
                 assert item["reproduced"] is not False, f"{where}: {item['reproduction']}"
                 outcomes[str(item["reproduced"])] += 1
                 if item["reproduced"] is None:

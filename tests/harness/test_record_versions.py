@@ -161,3 +161,44 @@ def test_the_launchers_versions_are_marked_as_the_launchers(client: Client) -> N
     reached = pool.get("dynamo-fake-vllm", client)
     assert reached.version_sources["ai-dynamo"] == plan.LAUNCHER_SOURCE
     assert reached.versions["ai-dynamo"] == "1.6.1" and reached.versions["dynamo"] == "1.6.1"
+
+
+def test_the_release_a_deployment_publishes_is_its_release_marked_observed(client: Client) -> None:
+    reached = target()  # a URL target without --dynamo-release: not known until observed
+    assert (reached.release, reached.release_source) == ("main", "unknown")
+    plan.record_versions(reached, client, [])
+    assert (reached.release, reached.release_source) == ("1.6.1", "observed")
+    described = reached.describe()
+    assert described["dynamo_release"] == "1.6.1"
+    assert described["dynamo_release_source"] == "observed"
+
+
+def test_an_observed_release_wins_over_a_declared_one_and_the_notes_say_so(
+    client: Client,
+) -> None:
+    reached = target(release="main", release_source="--dynamo-release")
+    plan.record_versions(reached, client, [])
+    assert (reached.release, reached.release_source) == ("1.6.1", "observed")
+    assert any("--dynamo-release main was declared" in note for note in reached.notes)
+
+
+def test_a_release_nothing_publishes_stays_declared_or_unknown() -> None:
+    def nothing(request: httpx.Request) -> httpx.Response:
+        return reply(404)
+
+    declared = target(release="1.6.1", release_source="--dynamo-release")
+    unknown = target()
+    with Client(transport=httpx.MockTransport(nothing), deadline_s=5) as quiet:
+        plan.record_versions(declared, quiet, [])
+        plan.record_versions(unknown, quiet, [])
+    assert (declared.release, declared.release_source) == ("1.6.1", "--dynamo-release")
+    assert (unknown.release, unknown.release_source) == ("main", "unknown")
+
+
+def test_the_external_launcher_says_whether_the_release_was_declared() -> None:
+    from rl_conformance.launchers import ExternalLauncher
+
+    given = ExternalLauncher("vllm", "http://f", release="1.6.1").start()
+    assert (given.release, given.release_source) == ("1.6.1", "--dynamo-release")
+    default = ExternalLauncher("vllm", "http://f").start()
+    assert (default.release, default.release_source) == ("main", "unknown")

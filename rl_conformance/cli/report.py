@@ -1,0 +1,44 @@
+"""`rl-conformance report DIR`: the reports of a run rebuilt from its journal (`records.jsonl`,
+every test's record as it finished), for a run that was killed before it wrote them (SIGKILL,
+the OOM killer, an evicted pod): `matrix.json`, `matrix.md`, `junit.xml`, `matrix.html` and the
+failures' wire logs, in DIR. A run that did not finish is marked `complete: false` with the
+reason. Exit 0 if and only if the rebuilt run is complete and no cell is fail or error."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser(
+        "report",
+        help="rebuild a run's reports from the records it journalled (a run that was killed)",
+        description=__doc__,
+    )
+    parser.add_argument("directory", metavar="DIR", help="the run's --report-dir")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print only the outcome line")
+    parser.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    from ..journal import JOURNAL, rebuild
+    from ..reports import write_reports
+    from ..reports.markdown import render_table
+
+    directory = Path(args.directory)
+    matrix = rebuild(directory)
+    document = matrix.to_json()
+    write_reports(document, directory)
+    if not args.quiet:
+        for line in render_table(document):
+            print(line)
+    print(f"reports rebuilt from {directory / JOURNAL} in {directory}")
+    if not matrix.run.complete:
+        print(
+            f"rl-conformance: incomplete run ({matrix.run.incomplete_reason})",
+            file=sys.stderr,
+        )
+    return matrix.exit_status
