@@ -20,7 +20,11 @@ from fake_backends.deployment.hostile import MODES, hostile_server
 
 
 def one_run(mode: str, deadline: float) -> tuple[float, int, dict[str, int], bool]:
-    with hostile_server(mode) as url, tempfile.TemporaryDirectory(prefix="rl-bench-") as scratch:
+    with (
+        hostile_server(mode) as url,
+        hostile_server(mode) as rl_url,  # the RL listener is a listener of its own
+        tempfile.TemporaryDirectory(prefix="rl-bench-") as scratch,
+    ):
         started = time.perf_counter()
         done = subprocess.run(
             [
@@ -34,7 +38,7 @@ def one_run(mode: str, deadline: float) -> tuple[float, int, dict[str, int], boo
                 "--frontend",
                 url,
                 "--rl-url",
-                url,
+                rl_url,
                 "--backend",
                 "vllm",
                 "--model",

@@ -30,11 +30,22 @@ class PlaneUnavailable(TransportError):
     """The plane this request goes to stopped answering earlier in the run."""
 
 
+class PlaneRefused(PlaneUnavailable):
+    """The plane this request goes to is not what the user said it is (a URL that is not
+    Dynamo's RL listener): a wrong input, refused with what showed it (`evidence`)."""
+
+    def __init__(self, reason: str, evidence: tuple[object, ...] = ()) -> None:
+        super().__init__(reason)
+        self.evidence = evidence
+
+
 @dataclass
 class _Plane:
     failures: dict[str, int] = field(default_factory=dict)  # consecutive, by route
     first: dict[str, str] = field(default_factory=dict)
     opened: str | None = None
+    refused: tuple[object, ...] | None = None
+    """Set when the plane was refused as a wrong input: the evidence that showed it."""
 
 
 def origin(url: str) -> str:
@@ -55,6 +66,9 @@ class CircuitBreaker:
         with self._lock:
             plane = self._planes.get(origin(url))
             reason = plane.opened if plane is not None else None
+            refused = plane.refused if plane is not None else None
+        if reason is not None and refused is not None:
+            raise PlaneRefused(reason, refused)
         if reason is not None:
             raise PlaneUnavailable(reason)
 
@@ -86,6 +100,14 @@ class CircuitBreaker:
         key = origin(url)
         with self._lock:
             self._planes.setdefault(key, _Plane()).opened = f"{key} is unavailable: {reason}"
+
+    def refuse(self, url: str, reason: str, evidence: tuple[object, ...] = ()) -> None:
+        """Open the plane of `url` now because it is not what the user said it is: every request
+        to it raises `PlaneRefused` with `reason` (naming the input and the fix) as it is."""
+        key = origin(url)
+        with self._lock:
+            plane = self._planes.setdefault(key, _Plane())
+            plane.opened, plane.refused = reason, tuple(evidence)
 
     def clear(self) -> None:
         with self._lock:

@@ -9,10 +9,12 @@ checked once, in `RunConfig.validate`, whichever way the run was started.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from .errors import ConfigurationError
 from .releases import RELEASES
@@ -36,6 +38,9 @@ class Option:
     metavar: str | None = None
     choices: tuple[str, ...] | None = None
     pytest_flag: str = ""
+    path: bool = False
+    """A path (or paths) on this machine: resolved against the working directory when parsed, so
+    that it means the same wherever the run later starts a process (`resolve_path`)."""
 
     @property
     def pytest(self) -> str:
@@ -115,7 +120,11 @@ OPTIONS: tuple[Option, ...] = (
         choices=LAUNCH_KINDS,
     ),
     Option(
-        "docker_config", "--docker-config", "deployment config for --launch docker", metavar="FILE"
+        "docker_config",
+        "--docker-config",
+        "deployment config for --launch docker",
+        metavar="FILE",
+        path=True,
     ),
     Option(
         "engine_fault",
@@ -129,6 +138,7 @@ OPTIONS: tuple[Option, ...] = (
         "--dynamo-python",
         "python of a virtual environment with ai-dynamo",
         metavar="PATH",
+        path=True,
     ),
     Option(
         "allow_mutations",
@@ -159,9 +169,11 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "update_model_path",
         "--update-model-path",
-        "checkpoint for weight-update tests on a real engine (give two; they alternate)",
+        "checkpoint for weight-update tests on a real engine (give two; they alternate; a "
+        "relative path is resolved against the current directory)",
         kind="list",
         metavar="PATH",
+        path=True,
     ),
     Option(
         "reference_checkpoint",
@@ -170,6 +182,7 @@ OPTIONS: tuple[Option, ...] = (
         "refresh.served_policy_verified when the deployment's paths are not readable here",
         kind="list",
         metavar="PATH",
+        path=True,
     ),
     Option(
         "reference_python",
@@ -177,6 +190,7 @@ OPTIONS: tuple[Option, ...] = (
         "a Python with torch and transformers that computes the served-policy reference from "
         "a checkpoint (default: $RL_CONFORMANCE_REFERENCE_PYTHON, else .venv-vllm's)",
         metavar="PATH",
+        path=True,
     ),
     Option(
         "weight_transfer",
@@ -185,6 +199,7 @@ OPTIONS: tuple[Option, ...] = (
         '{"init_info": {...}, "update_info": [{...}]} (give two; they alternate)',
         kind="list",
         metavar="FILE",
+        path=True,
     ),
     Option(
         "record",
@@ -201,6 +216,7 @@ OPTIONS: tuple[Option, ...] = (
         "where matrix.json, matrix.md, junit.xml and matrix.html go",
         default="conformance-report",
         metavar="DIR",
+        path=True,
     ),
     Option("seed", "--seed", "seed for generated requests", kind="int", default=0),
     Option(
@@ -306,12 +322,19 @@ class RunConfig:
 
     @classmethod
     def from_options(cls, namespace: Any, prefix: str = "") -> RunConfig:
-        """From an argparse namespace (prefix "") or pytest's options (prefix "rl_")."""
+        """From an argparse namespace (prefix "") or pytest's options (prefix "rl_"). Paths are
+        resolved against the working directory now (`Option.path`)."""
         values: dict[str, Any] = {}
         for option in OPTIONS:
             value = getattr(namespace, prefix + option.name, option.default)
             if option.kind in ("list", "int-list"):
                 value = tuple(value or ())
+            if option.path:
+                value = (
+                    tuple(map(resolve_path, value))
+                    if isinstance(value, tuple)
+                    else resolve_path(value)
+                )
             values[option.name] = value
         return cls(**values)
 
@@ -343,6 +366,17 @@ class RunConfig:
             raise ConfigurationError(
                 "--rl-url, --backend, --model, --worker-url and --dynamo-release describe an "
                 "external deployment: give --frontend URL too"
+            )
+        if self.frontend and self.rl_url and same_url(self.frontend, self.rl_url):
+            raise ConfigurationError(
+                f"--rl-url {self.rl_url} is the --frontend URL: Dynamo serves discovery on its "
+                "own RL listener (port 8001 by default; the frontend's is 8000): give the RL "
+                "listener's URL, or leave --rl-url out (the rows that need it are then skipped)"
+            )
+        if self.fault and (self.frontend or self.launch) and not self.fake:
+            raise ConfigurationError(
+                "--fault breaks one of our fakes, and this run tests none: add --fake NAME "
+                "(--fault does not change a deployment given by --frontend or --launch)"
             )
         if len(self.reference_checkpoint) > len(self.update_model_path):
             raise ConfigurationError(
@@ -381,7 +415,32 @@ class RunConfig:
                 raise ConfigurationError(
                     f"{name}: expected a positive number of seconds, observed {number:g}"
                 )
+        for flag, path, what in (
+            ("--dynamo-python", self.dynamo_python, "`rl-conformance install-dynamo` prints one"),
+            (
+                "--reference-python",
+                self.reference_python,
+                "a Python with torch and transformers; `rl-conformance install-vllm` prints one",
+            ),
+            ("--docker-config", self.docker_config, "a deployment config, see deploy/docker"),
+            *(
+                ("--reference-checkpoint", local, "a readable copy of the checkpoint, here")
+                for local in self.reference_checkpoint
+            ),
+        ):
+            if path and not os.path.exists(path):
+                raise ConfigurationError(f"{flag} {path}: no such file or directory ({what})")
         self.weight_transfers()
+        for flag, given, metavar in (
+            ("--update-model-path", self.update_model_path, "PATH"),
+            ("--weight-transfer", self.weight_transfer, "FILE"),
+        ):
+            if len(given) == 1:
+                raise ConfigurationError(
+                    f"{flag}: expected two (consecutive updates alternate between them, so that "
+                    f"every update changes the weights served), observed one ({given[0]}): give "
+                    f"a second {flag} {metavar}"
+                )
         self.recorded()
         return self
 
@@ -397,6 +456,8 @@ class RunConfig:
                 for item in value:
                     arguments += [option.pytest, str(item)]
             elif value is not None and value != option.default:
+                if option.path and value == resolve_path(option.default):
+                    continue  # the default, resolved when parsed
                 arguments += [option.pytest, str(value)]
         return arguments
 
@@ -408,6 +469,30 @@ class RunConfig:
     def weight_transfers(self) -> tuple[WeightTransfer, ...]:
         """The `--weight-transfer` files, parsed (ConfigurationError naming the file and field)."""
         return tuple(load_weight_transfer(path) for path in self.weight_transfer)
+
+
+def resolve_path(value: str | None) -> str | None:
+    """A path flag's value as an absolute path on this machine (`~` expanded, symbolic links
+    kept: a virtual environment's python is one); a URL (`scheme://...`) is kept as given."""
+    if not value or "://" in value:
+        return value
+    return os.path.abspath(os.path.expanduser(value))
+
+
+def same_url(first: str, second: str) -> bool:
+    """Whether two URLs name the same server and path (scheme and host case, a default port and a
+    trailing slash aside)."""
+
+    def key(url: str) -> tuple[str, str, int | None, str]:
+        parts = urlsplit(url.strip())
+        scheme = parts.scheme.lower()
+        try:
+            port = parts.port or {"http": 80, "https": 443}.get(scheme)
+        except ValueError:
+            port = None
+        return scheme, (parts.hostname or "").lower(), port, parts.path.rstrip("/")
+
+    return key(first) == key(second)
 
 
 RECORD_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]*")

@@ -2,6 +2,8 @@
 
     ConformanceError                 base of everything below
     ├── ConfigurationError           bad input from the user (flags, target files, schema names)
+    │   └── WrongInput               an input the deployment contradicts (a model it does not
+    │                                serve, a URL that is not Dynamo's), with what showed it
     ├── LaunchError                  a deployment could not be started or never became ready
     ├── TransportError               the deployment could not be reached or broke the connection
     │   └── DeadlineExceeded         no complete answer within the request deadline
@@ -21,6 +23,18 @@ class ConformanceError(Exception):
 
 class ConfigurationError(ConformanceError):
     """The user asked for something the harness cannot do; the message says what to change."""
+
+
+class WrongInput(ConfigurationError):
+    """An input the user gave that the deployment contradicts (a model it does not serve, a URL
+    that is not Dynamo's, a backend its discovery contradicts): the user's mistake, never the
+    deployment's failure, so its tests report `error`, never `fail`. The message names the input
+    and the fix; `evidence` holds what showed it (`matrix.Evidence` items: the request, its
+    reproducer and wire log)."""
+
+    def __init__(self, message: str, evidence: tuple[object, ...] = ()) -> None:
+        super().__init__(message)
+        self.evidence = evidence
 
 
 class LaunchError(ConformanceError):

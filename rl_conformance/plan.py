@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,14 +13,18 @@ from . import provenance
 from .breaker import origin
 from .client import Client
 from .config import FAKES, RunConfig
-from .errors import ConfigurationError, LaunchError, TransportError
+from .errors import ConfigurationError, LaunchError, TransportError, WrongInput
+from .inputs import check_config, check_target
 from .launchers import ExternalLauncher, FakeLauncher
 from .releases import FLAG_SOURCE, OBSERVED_SOURCE
 from .target import Launcher, Target
+from .wire import Exchange
 
 DEFAULT_FAKES = FAKES
 LAUNCHER_SOURCE = "launcher (what it started, not read from the deployment)"
 PREFLIGHT_DEADLINE_S = 5.0
+PREFLIGHT_AT_ONCE = 8
+"""Planes the preflight asks at once."""
 VERSION_WORKERS = 8
 """Workers whose system server `/metrics` is read for versions (discovery may list thousands)."""
 
@@ -27,11 +32,14 @@ VERSION_WORKERS = 8
 @dataclass
 class TargetPool:
     """Launchers by target id; each is started at most once, on first use, and stopped at the end.
-    A launch failure is remembered, so every test of that target reports the same error."""
+    A launch failure is remembered, so every test of that target reports the same error (a wrong
+    input as `WrongInput`, with what showed it)."""
 
     launchers: dict[str, Launcher]
     started: dict[str, Target] = field(default_factory=dict)
     failures: dict[str, str] = field(default_factory=dict)
+    wrong_inputs: dict[str, tuple[object, ...]] = field(default_factory=dict)
+    """Target id -> the evidence of the wrong input its failure is (`inputs.check_target`)."""
     retired: dict[str, Target] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -42,22 +50,32 @@ class TargetPool:
     def get(self, target_id: str, client: Client) -> Target:
         with self._lock:
             if target_id in self.failures:
-                raise LaunchError(self.failures[target_id])
+                raise self._failure(target_id)
             if target_id not in self.started:
                 try:
                     target = self.launchers[target_id].start()
                     for key in target.versions:
                         target.version_sources.setdefault(key, LAUNCHER_SOURCE)
                     preflight(target, client)
+                    check_target(target, client, min(PREFLIGHT_DEADLINE_S, client.deadline_s))
                     resolve_model(target, client)
                     preflight_generation(target, client)
                     workers = record_topology(target, client)
                     record_versions(target, client, workers)
                 except (LaunchError, ConfigurationError) as exc:
                     self.failures[target_id] = f"{target_id}: {exc}"
-                    raise LaunchError(self.failures[target_id]) from exc
+                    if isinstance(exc, WrongInput):  # the target is reported as given
+                        self.wrong_inputs[target_id] = exc.evidence
+                        target.notes.append(self.failures[target_id])
+                        self.retired[target_id] = target
+                    raise self._failure(target_id) from exc
                 self.started[target_id] = target
             return self.started[target_id]
+
+    def _failure(self, target_id: str) -> LaunchError | WrongInput:
+        if target_id in self.wrong_inputs:
+            return WrongInput(self.failures[target_id], self.wrong_inputs[target_id])
+        return LaunchError(self.failures[target_id])
 
     def planned_targets(self) -> list[Target]:
         """Started targets, plus placeholders for those never started (for the report)."""
@@ -114,18 +132,24 @@ class TargetPool:
 def preflight(target: Target, client: Client) -> None:
     """Ask each plane once, with a short deadline, before any test: a plane that does not answer
     (no complete response, a reset, an oversized body) is opened in the client's breaker, so its
-    tests report `error` at once while the other planes are tested."""
+    tests report `error` at once while the other planes are tested. The planes are asked at
+    once: planes that do not answer cost one preflight deadline, not one each."""
     deadline = min(PREFLIGHT_DEADLINE_S, client.deadline_s)
     probes = [("frontend", target.url("/v1/models"))]
     if target.rl_url:
         probes.append(("RL listener", target.rl("/v1/rl/workers")))
     probes += [("worker system server", f"{url.rstrip('/')}/health") for url in target.worker_urls]
-    for plane, url in probes:
+
+    def ask(url: str) -> Exchange | None:
         try:
-            exchange = client.get(url, deadline_s=deadline)
+            return client.get(url, deadline_s=deadline)
         except TransportError:
-            continue  # already known to be down
-        if exchange.error is not None:
+            return None  # already known to be down
+
+    with ThreadPoolExecutor(max_workers=min(PREFLIGHT_AT_ONCE, len(probes))) as pool:
+        answers = list(pool.map(ask, [url for _, url in probes]))
+    for (plane, url), exchange in zip(probes, answers, strict=True):
+        if exchange is not None and exchange.error is not None:
             reason = f"preflight GET {url} ({plane}): {exchange.error}"
             client.breaker.trip(url, reason)
             target.notes.append(f"plane down: {origin(url)} is unavailable: {reason}")
@@ -292,8 +316,13 @@ def resolve_model(target: Target, client: Client) -> None:
         names = [entry["id"] for entry in data]
     except (ValueError, AttributeError, KeyError, TypeError) as exc:
         raise LaunchError(f"/v1/models body unusable ({exc}): {exchange.body_preview()}") from exc
+    if not names:
+        raise LaunchError(
+            f"GET {target.url('/v1/models')} lists no model: the frontend serves none yet (no "
+            "worker registered?); start one, or wait until it is listed"
+        )
     if len(names) != 1:
-        listed = ", ".join(map(str, names)) or "none"
+        listed = ", ".join(map(str, names))
         raise ConfigurationError(
             f"/v1/models lists {len(names)} models ({listed}); choose one with --model"
         )
@@ -302,7 +331,9 @@ def resolve_model(target: Target, client: Client) -> None:
 
 def plan_targets(config: RunConfig) -> TargetPool:
     """The launchers of a run: an external deployment, a launched one, and/or our fakes (the
-    default when nothing else is named). `config` has been validated."""
+    default when nothing else is named). `config` has been validated; a fault name our fakes do
+    not have is refused here (`inputs.check_config`), before anything starts."""
+    check_config(config)
     if config.fault_matrix:
         return fault_matrix_pool(config.workers, config.fault_shard, config.report_path / "logs")
     launchers: dict[str, Launcher] = {}

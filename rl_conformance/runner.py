@@ -77,15 +77,18 @@ def run(
     jobs: int = 1,
 ) -> RunResult:
     """Run the suites against the configured targets. Raises `ConfigurationError` for an
-    inconsistent configuration before anything starts. With `jobs` > 1 up to that many targets
-    are tested at once, each target's tests together and in order, and the matrix is the one a
-    serial run gives: in forked children where the platform forks (`plugin.forked`), else in
-    pytest-xdist workers (`plugin.distribution`)."""
+    inconsistent configuration, or an input wrong whatever the deployment (`inputs.check_config`),
+    before anything starts. With `jobs` > 1 up to that many targets are tested at once, each
+    target's tests together and in order, and the matrix is the one a serial run gives: in
+    forked children where the platform forks (`plugin.forked`), else in pytest-xdist workers
+    (`plugin.distribution`)."""
     import pytest
 
+    from .inputs import check_config
     from .plugin import ConformanceRun, forked
 
     config.validate()
+    check_config(config)
     jobs = 1 if config.fault_matrix else jobs
     parallel: list[str] = []
     if jobs > 1 and not forked.available():

@@ -267,6 +267,20 @@ def preview(raw: bytes, limit: int = _BODY_PREVIEW) -> str:
     return text if len(raw) <= limit else text + f"... ({len(raw)} bytes)"
 
 
+def shorten(text: str, limit: int) -> str:
+    """`text` on one line, cut to at most `limit` characters between two words, never inside
+    one, and marked " ..." where cut; a first word longer than `limit` is kept whole."""
+    line = " ".join(text.split())
+    if len(line) <= limit:
+        return line
+    cut = line.rfind(" ", 0, limit - 3)
+    if cut <= 0:
+        cut = line.find(" ", limit - 3)
+        if cut < 0:
+            return line
+    return line[:cut].rstrip(" ,;:") + " ..."
+
+
 def to_jsonable(value: Any) -> Any:
     """Make evidence safe for a JSON report: non-finite floats become strings."""
     if isinstance(value, float) and not math.isfinite(value):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from typing import cast
 
 from ..errors import ConfigurationError
@@ -15,6 +17,7 @@ def load_factory(spec: str) -> AdapterFactory:
         raise ConfigurationError(
             f"adapter: expected MODULE:FACTORY (e.g. my_rollouts.dynamo:make_adapter), got {spec!r}"
         )
+    importable_here()
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
@@ -33,3 +36,12 @@ def load_factory(spec: str) -> AdapterFactory:
             "taking an AdapterContext"
         )
     return cast(AdapterFactory, factory)
+
+
+def importable_here() -> None:
+    """Modules in the working directory are importable, as under `python -m` (an installed
+    console script puts only its own directory on `sys.path`): `certify-adapter
+    examples.my_adapter:MyAdapter` works from a checkout's root, as the README says."""
+    here = os.getcwd()
+    if not any(os.path.abspath(entry or os.curdir) == here for entry in sys.path):
+        sys.path.insert(0, here)

@@ -22,7 +22,7 @@ def register(commands: Any) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     try:
-        python = install(args.venv, args.dynamo_version)
+        python = install(args.venv.absolute(), args.dynamo_version)
     except LaunchError as exc:
         print(f"rl-conformance: {exc}", file=sys.stderr)
         return 1

@@ -41,6 +41,8 @@ def handle(args: argparse.Namespace) -> int:
     verbosity = "verbose" if args.verbose else "quiet" if args.quiet else "normal"
     try:
         result = run(config, verbosity=verbosity, pytest_args=args.pytest_args, jobs=jobs)
+    except ConfigurationError:
+        raise  # a wrong input, found before anything started: exit 2 with its message
     except Exception as exc:  # a harness bug: one line, not a traceback
         print(f"rl-conformance: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1

@@ -118,7 +118,8 @@ def installed_version(python: Path, distribution: str) -> str:
         timeout=60,
     )
     if done.returncode != 0:
-        raise LaunchError(f"{python} has no {distribution}: {done.stderr.strip()[-500:]}")
+        said = done.stderr.strip().splitlines()[-1:] or [f"exit code {done.returncode}"]
+        raise LaunchError(f"{python} has no {distribution} ({said[0]})")
     return done.stdout.strip()
 
 

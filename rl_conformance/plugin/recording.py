@@ -3,8 +3,10 @@ rule, feature absent, not advertised, skipped with the reason, or an error of th
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Iterable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -99,13 +101,35 @@ def record_of(
         ]
         record.checks.append((result.check_id, False))
     elif isinstance(error, AssertionError) and call.when == "call":
-        record.outcome = Outcome.FAIL
-        record.reason = str(error).splitlines()[0] if str(error) else "assertion failed"
+        # A bare assert states the suite's own expectation (verdicts go through rl_verdict):
+        # when it does not hold, the harness could not judge, so the test is an error.
+        where, statement = assertion_site(error)
+        said = str(error).splitlines()[0] if str(error) else statement
+        record.outcome = Outcome.ERROR
+        record.reason = f"call: AssertionError at {where}: {said}"
+        record.evidence = [
+            Evidence(ASSERTION, record.reason, where, "the assertion holds", statement, sequence)
+        ]
     else:
         record.outcome = Outcome.ERROR
         name = type(error).__name__ if error is not None else "error"
         record.reason = f"{call.when}: {name}: {error}"
+        found = getattr(error, "evidence", ())  # a wrong input: what showed it
+        record.evidence = [item for item in found if isinstance(item, Evidence)]
     return record
+
+
+ASSERTION = "harness.assertion"
+"""The evidence id of a suite's bare assert that did not hold."""
+
+
+def assertion_site(error: AssertionError) -> tuple[str, str]:
+    """Where a failed assert is (`file:line`) and its statement, from its traceback."""
+    frames = traceback.extract_tb(error.__traceback__)
+    if not frames:
+        return "?", "assert"
+    frame = frames[-1]
+    return f"{Path(frame.filename).name}:{frame.lineno}", (frame.line or "assert").strip()
 
 
 def most_telling(error: BaseException | None) -> BaseException | None:
@@ -127,7 +151,8 @@ def skip_reason(report: pytest.TestReport) -> str:
 
 
 def show_as_skipped(item: pytest.Item, report: pytest.TestReport, record: TestRecord) -> None:
-    """A test that could not apply is reported by pytest as skipped, with the reason."""
+    """A test that could not apply is reported by pytest as skipped, with the reason; a call
+    the record calls an error is marked so that pytest counts it as one (`status_of_call`)."""
     could_not_apply = (Outcome.ABSENT, Outcome.NOT_ADVERTISED, Outcome.SKIPPED)
     if record.outcome in could_not_apply and not report.skipped:
         report.outcome = "skipped"
@@ -136,6 +161,21 @@ def show_as_skipped(item: pytest.Item, report: pytest.TestReport, record: TestRe
             item.location[1] or 0,
             f"{record.outcome.value}: {record.reason}",
         )
+    elif record.outcome is Outcome.ERROR and report.when == "call" and report.failed:
+        report.user_properties.append((SHOWN_AS, "error"))
+
+
+SHOWN_AS = "rl-conformance-shown-as"
+
+
+def status_of_call(report: pytest.TestReport) -> tuple[str, str, str] | None:
+    """pytest's status of a call whose record is an error: ERROR, as for an error in a setup,
+    so that pytest's footer counts what the matrix counts (None: pytest decides)."""
+    if report.when != "call" or not report.failed:
+        return None
+    if any(name == SHOWN_AS and value == "error" for name, value in report.user_properties):
+        return "error", "E", "ERROR"
+    return None
 
 
 def verify_reproducers(records: Iterable[TestRecord]) -> None:

@@ -30,10 +30,10 @@ from ..plan import plan_targets
 from ..reports import write_reports
 from ..reports.markdown import render_table
 from ..target import Target
-from ..wire import Exchange
+from ..wire import Exchange, shorten
 from . import budgeting, distribution, fixtures, forked
 from .collection import capabilities_of, parametrize_targets, select_and_order, target_of
-from .recording import record_of, show_as_skipped, verify_reproducers
+from .recording import record_of, show_as_skipped, status_of_call, verify_reproducers
 from .state import STATE, RunState, state_of
 
 PROFILE = "rl-conformance-run"
@@ -392,6 +392,11 @@ class ConformanceRun:
             if distribution.is_worker(item.config):
                 distribution.attach_record(report, record, _area(item))
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_report_teststatus(self, report: pytest.TestReport) -> tuple[str, str, str] | None:
+        """A call the matrix calls an error, pytest counts as one too."""
+        return status_of_call(report)
+
     # -- the end ---------------------------------------------------------------------------
 
     @pytest.hookimpl(trylast=True)
@@ -476,7 +481,7 @@ class ConformanceRun:
         for capability_id, target, cell in failing[:FAILURES_SHOWN]:
             reason = " ".join(cell["reason"].split())
             terminalreporter.write_line(
-                f"{cell['outcome'].upper()} {capability_id} on {target}: {reason[:240]}"
+                f"{cell['outcome'].upper()} {capability_id} on {target}: {shorten(reason, 240)}"
             )
         if len(failing) > FAILURES_SHOWN:
             terminalreporter.write_line(

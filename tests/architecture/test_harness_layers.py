@@ -49,7 +49,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("client", ("client", "breaker", "reproducers", "budget")),
-    ("targets", ("launchers", "plan", "dynamo_install")),
+    ("targets", ("launchers", "plan", "inputs", "dynamo_install")),
     (
         "control",
         (

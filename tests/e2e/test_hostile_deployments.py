@@ -1,6 +1,7 @@
 """A dead, wedged or hostile deployment ends the run in bounded time with an honest matrix: each
 run finishes within 2 x deadline + 30 s, exits non-zero, writes a matrix in which no cell passes
-and every failed or errored cell says why, and prints no traceback.
+(but the rows that read only a wedged deployment's worker list, which it still answers) and every
+failed or errored cell says why, and prints no traceback.
 
 The wall time of each mode at the default 30 s deadline is measured by
 `python benchmarks/hostile_deployments.py`, not here."""
@@ -24,11 +25,16 @@ DEADLINE_S = 3.0
 
 
 CONCURRENT_RUNS = 4
+LISTENER_ONLY = {"discovery.protocol_version", "discovery.schema"}
+"""Rows that read nothing but the RL listener's worker list, which a wedged deployment still
+answers (an empty, well-formed one): they may pass."""
 """The modes are independent runs that mostly wait on their deadlines: a few at a time."""
 
 
 def run_against(mode: str, directory: Path) -> dict[str, Any]:
-    with hostile_server(mode) as url:
+    # The frontend and the RL listener are two listeners (one URL for both is a wrong input,
+    # refused before anything starts): both behave this way.
+    with hostile_server(mode) as url, hostile_server(mode) as rl_url:
         command = [
             sys.executable,
             "-m",
@@ -37,7 +43,7 @@ def run_against(mode: str, directory: Path) -> dict[str, Any]:
             "--frontend",
             url,
             "--rl-url",
-            url,
+            rl_url,
             "--backend",
             "vllm",
             "--model",
@@ -82,6 +88,12 @@ def test_a_hostile_deployment_ends_the_run_in_bounded_time(
     matrix = found["matrix"]
     assert matrix is not None, run.stderr[-2000:]
     cells = [cell for row in matrix["capabilities"] for cell in row["cells"].values()]
-    assert not [cell for cell in cells if cell["outcome"] == "pass"]
+    passing = {
+        row["id"]
+        for row in matrix["capabilities"]
+        for cell in row["cells"].values()
+        if cell["outcome"] == "pass"
+    }
+    assert passing <= (LISTENER_ONLY if mode == "wedged" else set()), sorted(passing)
     judged = [cell for cell in cells if cell["outcome"] in ("fail", "error")]
     assert judged and all(cell["reason"] for cell in judged)

@@ -1,0 +1,317 @@
+"""A user's mistake is never the deployment's failure: each wrong input, run through the command
+line against servers started here on 127.0.0.1 (our faithful fake vLLM, a plain web server, a
+closed port), is either refused before anything starts (exit 2, one message naming the input and
+the fix) or turns that target's cells into `error` naming the input: never a `fail`. pytest's
+footer counts what the matrix counts, and console lines are cut between words, never inside one.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fake_backends.deployment.assembly import FakeDeployment
+from rl_conformance.checks import schema_check
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[2]
+TIMEOUT_S = 120
+CONSOLE_LINE = re.compile(r"^(ERROR|FAIL) (\S+) on (\S+): (.*)$")
+
+
+class Quiet(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        return None
+
+
+@contextmanager
+def web_server(directory: Path) -> Iterator[str]:
+    """What `python -m http.server --bind 127.0.0.1` serves (a directory listing, HTML error
+    pages), on an ephemeral port: a web server that is not Dynamo."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=directory))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def cli(*arguments: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "rl_conformance", *arguments],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        cwd=cwd,
+        check=False,
+    )
+
+
+def run(directory: Path, *flags: str, cwd: Path | None = None) -> tuple[Any, dict[str, Any]]:
+    """A read-only run; the cells of its one target by capability."""
+    done = cli("run", "-q", "--report-dir", str(directory), *flags, cwd=cwd)
+    matrix_path = directory / "matrix.json"
+    assert matrix_path.exists(), done.stdout[-3000:] + done.stderr[-3000:]
+    assert "Traceback" not in done.stdout + done.stderr, done.stdout + done.stderr
+    matrix = json.loads(matrix_path.read_text())
+    (target,) = matrix["targets"]
+    cells = {row["id"]: row["cells"][target["id"]] for row in matrix["capabilities"]}
+    assert_console_cut_between_words(done.stdout, cells)
+    return done, cells
+
+
+def capabilities(*ids: str) -> list[str]:
+    return [flag for capability in ids for flag in ("--capability", capability)]
+
+
+def assert_target_reported_as_given(directory: Path, url: str) -> None:
+    """The matrix conforms to its schema and names the deployment by the URL the user gave."""
+    matrix = json.loads((directory / "matrix.json").read_text())
+    assert schema_check("matrix", matrix).passed
+    assert matrix["targets"][0]["frontend_url"] == url
+
+
+def assert_no_fail_and_errors_name(cells: dict[str, Any], *needles: str) -> None:
+    """No cell is `fail`; every judged cell is `error` and its reason names the input."""
+    assert not {c: cell["reason"] for c, cell in cells.items() if cell["outcome"] == "fail"}
+    for capability, cell in cells.items():
+        assert cell["outcome"] == "error", (capability, cell["outcome"], cell["reason"])
+        for needle in needles:
+            assert needle in cell["reason"], (capability, needle, cell["reason"])
+
+
+def assert_footer_counts_errors(stdout: str, errors: int | None = None) -> None:
+    """pytest's last line counts the error cells' tests as errors, none as failed."""
+    footer = stdout.strip().splitlines()[-1]
+    assert "failed" not in footer and re.search(rf"\b{errors or '[0-9]+'} errors?\b", footer), (
+        footer
+    )
+
+
+def assert_console_cut_between_words(stdout: str, cells: dict[str, Any]) -> None:
+    for line in stdout.splitlines():
+        found = CONSOLE_LINE.match(line)
+        if found is None or found.group(2) not in cells:
+            continue
+        shown = found.group(4)
+        reason = " ".join(cells[found.group(2)]["reason"].split())
+        if shown == reason:
+            continue
+        assert shown.endswith(" ..."), line
+        kept = shown.removesuffix(" ...")
+        assert reason.startswith(kept), (line, reason)
+        rest = reason[len(kept) :]
+        assert rest[:1] in (" ", ",", ";", ":"), f"cut inside a word: {line!r} / {reason!r}"
+
+
+@pytest.fixture(scope="module")
+def fleet() -> Iterator[FakeDeployment]:
+    with FakeDeployment("vllm") as deployment:
+        yield deployment
+
+
+def by_url(fleet: FakeDeployment, **changes: str) -> list[str]:
+    flags = {
+        "--frontend": fleet.frontend_url,
+        "--rl-url": fleet.rl_url,
+        "--backend": "vllm",
+        **{f"--{name.replace('_', '-')}": value for name, value in changes.items()},
+    }
+    return [item for pair in flags.items() for item in pair]
+
+
+# -- found once the deployment answers: error cells, never fail -----------------------------------
+
+
+def test_a_model_the_deployment_does_not_serve(fleet: FakeDeployment, tmp_path: Path) -> None:
+    done, cells = run(
+        tmp_path,
+        *by_url(fleet, model="no-such-model"),
+        "--read-only",
+        *capabilities("tokens.token_input", "refresh.pause_gates", "refresh.version_verified"),
+    )
+    assert done.returncode == 1
+    assert_no_fail_and_errors_name(cells, "--model no-such-model is not served", "give --model toy")
+    assert_target_reported_as_given(tmp_path, fleet.frontend_url)
+    assert all(
+        item["check_id"] == "input.model" for item in cells["tokens.token_input"]["evidence"]
+    )
+    assert_footer_counts_errors(done.stdout)
+
+
+def test_rl_url_naming_the_frontend_under_another_name(
+    fleet: FakeDeployment, tmp_path: Path
+) -> None:
+    if socket.gethostbyname("localhost") != "127.0.0.1":
+        pytest.skip("localhost is not 127.0.0.1 here")
+    other_name = fleet.frontend_url.replace("127.0.0.1", "localhost")
+    _, cells = run(
+        tmp_path,
+        *by_url(fleet, rl_url=other_name),
+        "--read-only",
+        *capabilities("discovery.schema", "admin.success_semantics", "tokens.token_input"),
+    )
+    assert not [c for c, cell in cells.items() if cell["outcome"] == "fail"], cells
+    assert cells["tokens.token_input"]["outcome"] == "pass"  # the frontend is still judged
+    for capability in ("discovery.schema", "admin.success_semantics"):
+        cell = cells[capability]
+        assert cell["outcome"] == "error", (capability, cell)
+        assert f"--rl-url {other_name} is not Dynamo's RL listener" in cell["reason"]
+        assert "is it the frontend?" in cell["reason"]
+        assert not cell["contradicts_documentation"]
+
+
+def test_a_web_server_that_is_not_dynamo(tmp_path: Path) -> None:
+    with web_server(tmp_path) as frontend, web_server(tmp_path) as listener:
+        done, cells = run(
+            tmp_path / "with-model",
+            *("--frontend", frontend, "--rl-url", listener, "--backend", "vllm", "--model", "toy"),
+            *capabilities("tokens.token_input", "discovery.schema", "stream.done_last"),
+        )
+        assert done.returncode == 1
+        assert_no_fail_and_errors_name(
+            cells, f"--frontend {frontend} is not a Dynamo frontend", "HTML page", "--rl-url"
+        )
+        for cell in cells.values():
+            assert "<" not in cell["reason"]  # the page's text, not its markup
+        assert_target_reported_as_given(tmp_path / "with-model", frontend)
+        done, cells = run(
+            tmp_path / "without-model",
+            *("--frontend", frontend, "--backend", "vllm"),
+            *capabilities("tokens.token_input", "tokens.model_identity"),
+        )
+        assert_no_fail_and_errors_name(cells, f"--frontend {frontend} is not a Dynamo frontend")
+        assert not [cell for cell in cells.values() if "use --model" in cell["reason"]]
+
+
+def test_a_backend_flag_the_discovery_contradicts(fleet: FakeDeployment, tmp_path: Path) -> None:
+    _, cells = run(
+        tmp_path,
+        *by_url(fleet, backend="sglang"),
+        "--read-only",
+        *capabilities("generate.native_route", "discovery.worker_registration"),
+    )
+    assert_no_fail_and_errors_name(
+        cells, "--backend sglang is contradicted by discovery (give --backend vllm)"
+    )
+    assert "resume_generation" in cells["generate.native_route"]["reason"]
+
+
+def test_an_unreachable_frontend_errors_and_pytest_counts_errors(tmp_path: Path) -> None:
+    done, cells = run(
+        tmp_path,
+        *("--frontend", f"http://127.0.0.1:{closed_port()}", "--backend", "vllm"),
+        *capabilities("tokens.model_identity", "tokens.token_input"),
+    )
+    assert done.returncode == 1
+    assert_no_fail_and_errors_name(cells)
+    identity = cells["tokens.model_identity"]
+    assert "AssertionError at test_token_authority.py:" in identity["reason"], identity
+    assert identity["evidence"] and identity["evidence"][0]["observed"].startswith("assert ")
+    assert_footer_counts_errors(done.stdout, 2)
+
+
+# -- known before anything starts: exit 2, one message --------------------------------------------
+
+
+def refused(*arguments: str, cwd: Path | None = None) -> str:
+    done = cli(*arguments, cwd=cwd)
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    (line,) = [line for line in done.stderr.splitlines() if line.strip()]
+    assert line.startswith("rl-conformance: ")
+    return line
+
+
+def test_rl_url_equal_to_the_frontend_is_refused(fleet: FakeDeployment, tmp_path: Path) -> None:
+    said = refused(
+        "run", "--report-dir", str(tmp_path), *by_url(fleet, rl_url=fleet.frontend_url + "/")
+    )
+    assert f"--rl-url {fleet.frontend_url}/ is the --frontend URL" in said
+    assert "give the RL listener's URL" in said
+    assert not (tmp_path / "matrix.json").exists()
+
+
+def test_one_update_path_where_two_are_needed_is_refused(
+    fleet: FakeDeployment, tmp_path: Path
+) -> None:
+    said = refused(
+        "run",
+        *("--report-dir", str(tmp_path), *by_url(fleet), "--allow-mutations", "--all-workers"),
+        *("--update-model-path", "/checkpoints/only"),
+    )
+    assert "--update-model-path: expected two" in said
+    assert "observed one (/checkpoints/only): give a second --update-model-path PATH" in said
+
+
+@pytest.mark.parametrize("jobs", ["auto", "1"])
+def test_an_unknown_fault_is_refused_whole(tmp_path: Path, jobs: str) -> None:
+    said = refused(
+        "run", "--report-dir", str(tmp_path), "--fake", "vllm", "--jobs", jobs,
+        "--fault", "routes_unsortd",
+    )  # fmt: skip
+    assert said.startswith("rl-conformance: --fault routes_unsortd: our fakes have no fault")
+    assert "did you mean routes_unsorted" in said and said.endswith("names")
+    assert "ready line" not in said
+
+
+def test_a_relative_path_is_resolved_where_the_user_is(tmp_path: Path) -> None:
+    said = refused(
+        "run",
+        *("--launch", "dynamo-mocker", "--dynamo-python", ".venv-dynamo/bin/python"),
+        cwd=tmp_path,
+    )
+    assert f"--dynamo-python {tmp_path}/.venv-dynamo/bin/python: no such file" in said
+    python = tmp_path / "venv" / "bin" / "python"  # a python without Dynamo, named relatively
+    python.parent.mkdir(parents=True)
+    python.symlink_to(sys.executable)
+    _, cells = run(
+        tmp_path / "report",
+        *("--launch", "dynamo-mocker", "--dynamo-python", "venv/bin/python"),
+        *capabilities("tokens.token_input"),
+        cwd=tmp_path,
+    )
+    assert_no_fail_and_errors_name(cells, f"{python} has no ai-dynamo")
+
+
+def test_the_readme_adapter_example_runs_from_the_repository_root(tmp_path: Path) -> None:
+    script = Path(sys.executable).parent / "rl-conformance"
+    if not script.exists():
+        pytest.skip("no rl-conformance console script next to this python")
+    done = subprocess.run(
+        [
+            *(str(script), "certify-adapter", "examples.my_adapter:MyAdapter"),
+            *("--report-dir", str(tmp_path), "--scenario", "iteration", "-q"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        cwd=ROOT,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+        check=False,
+    )
+    assert "No module named" not in done.stderr, done.stderr
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert (tmp_path / "matrix.json").exists()
