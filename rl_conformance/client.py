@@ -334,6 +334,12 @@ class StreamProgress:
         with self._changed:
             return self.tokens, self.ended
 
+    def wait_for_events(self, count: int, timeout_s: float) -> bool:
+        """Until `count` data events arrived (True) or the stream ended or the time ran out."""
+        with self._changed:
+            self._changed.wait_for(lambda: self.events >= count or self.ended, timeout_s)
+            return self.events >= count
+
     def wait_for_tokens(self, count: int, timeout_s: float) -> bool:
         """Until `count` tokens arrived (True) or the stream ended or the time ran out (False
         unless `count` was reached)."""

@@ -15,9 +15,10 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from .checks import streaming
 from .client import Client, StreamProgress
 from .target import Target
-from .verdict import Unobservable
+from .verdict import Unobservable, Verdict
 from .wire import Exchange
 
 IN_FLIGHT_TOKENS = 512
@@ -106,14 +107,23 @@ class InFlightStream:
         # daemon: never holds the process open; every user waits for it with a bound
         self.thread = threading.Thread(daemon=True, target=send)
 
-    def start_and_wait_first_token(self) -> Mark:
-        """Start the stream and return once its first token arrived; `Unobservable` if it
-        ended, or delivered nothing, before that."""
+    def start_and_wait_first_token(self, verdict: Verdict | None = None) -> Mark:
+        """Start the stream and return once its first token arrived. A stream the deployment
+        refused or did not answer as a stream fails `verdict` (when given) with its evidence;
+        one that ended, or delivered nothing, before its first token is `Unobservable`."""
         self.thread.start()
         self.progress.wait_for_tokens(1, FIRST_TOKEN_S)
         mark = self.mark()
         if self.failure is not None:
             raise self.failure
+        if mark.ended and verdict is not None:
+            # Ended before the step: a stream that broke fails; only a faithful one that was
+            # simply over already leaves the test inconclusive.
+            self.wait()
+            exchange = self.exchange
+            verdict.events(exchange)
+            state = exchange.state.value if exchange.state else "none"
+            verdict.check(streaming.terminal_success(state, exchange.state_reason), exchange)
         if mark.tokens == 0:
             raise Unobservable(
                 f"a {self.max_tokens}-token stream delivered no token "
@@ -148,5 +158,11 @@ class InFlightStream:
         return exchange
 
     def completed(self) -> bool:
-        """Ended with every token it asked for."""
-        return self.finished() and self.mark().tokens >= self.max_tokens
+        """Ran to its length: every token it asked for arrived, or its choice ended with finish
+        reason `length` (it asked for `max_tokens` with EOS ignored; an abort ends it early,
+        `stop` or `cancelled`). How the stream itself was framed is judged elsewhere."""
+        if not self.finished() or "exchange" not in self.result:
+            return False
+        fold = self.result["exchange"].fold
+        finished_by_length = fold is not None and fold.finish_reasons.get("0") == "length"
+        return finished_by_length or self.mark().tokens >= self.max_tokens

@@ -83,8 +83,9 @@ class WeightSource:
             )
             return NewWeights(version, model_path=path)
         if synthetic_allowed(self.target):
-            # The path `AdminFamily.update_calls` sends: named, so a reference can start on it.
-            return NewWeights(version, model_path=synthetic_path(version))
+            # The path `AdminFamily.update_calls` sends: named, so a reference can start on it;
+            # numbered, so a run's made-up checkpoints (and the kill matrix) are the same each time.
+            return NewWeights(version, model_path=synthetic_path(f"update-{next(self.counter)}"))
         return NewWeights(version)
 
     def require(self, family: AdminFamily) -> None:

@@ -90,8 +90,11 @@ FIRST_TOKEN_FACTOR = 5
 time (at least HELD_S): an unpaused worker would have delivered well within it."""
 
 
-def first_token_s(rl_client: Client, rl_target: Target, chosen: Selection) -> float:
-    """The pinned worker's unpaused time to the first token of the probe, measured now."""
+def first_token_s(
+    rl_verdict: Verdict, rl_client: Client, rl_target: Target, chosen: Selection
+) -> float:
+    """The pinned worker's unpaused time to the first token of the probe, measured now (a
+    stream the deployment refuses fails the verdict with its evidence)."""
     stream = InFlightStream(
         rl_client,
         rl_target,
@@ -105,6 +108,7 @@ def first_token_s(rl_client: Client, rl_target: Target, chosen: Selection) -> fl
     elapsed = time.monotonic() - started
     stream.wait()
     if stream.mark().tokens == 0:
+        rl_verdict.events(stream.exchange)
         raise Unobservable(
             f"the unpaused probe delivered no token within {FIRST_TOKEN_S:g} s "
             f"({stream.exchange.state_reason or stream.exchange.error or 'no reason given'})"
@@ -129,20 +133,26 @@ def test_pause_holds_new_generation_until_resume(
     after resume completes. The hold is sized from the worker's own pace, so a slow engine
     cannot pass by being slow."""
     chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
-    held_s = max(HELD_S, FIRST_TOKEN_FACTOR * first_token_s(rl_client, rl_target, chosen))
+    held_s = max(
+        HELD_S, FIRST_TOKEN_FACTOR * first_token_s(rl_verdict, rl_client, rl_target, chosen)
+    )
     held = InFlightStream(
         rl_client, rl_target, PROMPT, instance_id=instance_of(chosen), max_tokens=HELD_TOKENS
     )
     with paused(rl_verdict, rl_admin, chosen):
         held.thread.start()
-        held.progress.wait_for_tokens(1, held_s)
-        while_paused = held.mark()
+        held.progress.wait_for_events(1, held_s)
+        while_paused = held.progress.events
     held.wait()
-    completed = held.completed()
-    if not completed and held.exchange.status not in (None, 200):
-        after = pinned_generation(rl_client, rl_target, chosen.pinned, PROMPT)
-        completed = after.status == 200
-    rl_verdict.check(control.pause_gates(while_paused.tokens, completed, held_s), held.exchange)
+    # It went on after resume: events came after the ones (none) it had while paused. A held
+    # request the deployment refused, or did not answer as a stream, leaves that to a new one.
+    completed = held.progress.events > while_paused
+    exchange = held.exchange
+    if not completed and (
+        exchange.status != 200 or "text/event-stream" not in exchange.content_type
+    ):
+        completed = pinned_generation(rl_client, rl_target, chosen.pinned, PROMPT).status == 200
+    rl_verdict.check(control.pause_gates(while_paused, completed, held_s), exchange)
 
 
 @capability("refresh.pause_gates")
@@ -167,7 +177,7 @@ def test_pause_without_a_mode_follows_the_documented_default(
         instance_id=instance_of(chosen),
         max_tokens=in_flight_budget(rl_client, rl_target, len(PROMPT)),
     )
-    sent = stream.start_and_wait_first_token()
+    sent = stream.start_and_wait_first_token(rl_verdict)
     try:
         rl_admin.call_each(chosen.workers, family.pause, {})
         answered = stream.mark()
@@ -627,7 +637,7 @@ def test_streams_in_flight_across_a_refresh_end_in_one_terminal_state(
         # a `wait` pause lasts until the stream ends: a short one still crosses the pause
         max_tokens=min(WAIT_TOKENS, budget) if mode == "wait" else budget,
     )
-    stream.start_and_wait_first_token()
+    stream.start_and_wait_first_token(rl_verdict)
     try:
         sent = stream.mark()
         with paused(rl_verdict, rl_admin, chosen, mode):

@@ -66,17 +66,19 @@ def namespace_scope(env: Mapping[str, str], all_namespaces: Iterable[str], body:
     spec="Pause or drain workers when the backend requires it.",
     section=REFRESH,
 )
-def pause_gates(tokens_while_paused: int, completed_after_resume: bool, held_s: float) -> Findings:
-    """`tokens_while_paused`: tokens a generation sent to the paused worker delivered during
-    `held_s` seconds (a hold the suite sizes from the worker's own unpaused first-token time);
-    `completed_after_resume`: whether that same generation then ran to its end."""
-    if tokens_while_paused:
+def pause_gates(
+    delivered_while_paused: int, completed_after_resume: bool, held_s: float
+) -> Findings:
+    """`delivered_while_paused`: stream events a generation sent to the paused worker delivered
+    during `held_s` seconds (a hold the suite sizes from the worker's own unpaused first-token
+    time); `completed_after_resume`: whether generation then went on after resume."""
+    if delivered_while_paused:
         yield Violation(
-            f"a generation pinned to a paused worker delivered {tokens_while_paused} tokens "
+            f"a generation pinned to a paused worker delivered {delivered_while_paused} events "
             f"within {held_s:.2f} s, before resume",
             "pause_generation",
-            "no token until resume",
-            f"{tokens_while_paused} tokens",
+            "nothing until resume",
+            f"{delivered_while_paused} events",
         )
     if not completed_after_resume:
         yield Violation(

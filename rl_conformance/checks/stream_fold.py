@@ -251,6 +251,8 @@ class StreamFold(Folded):
         self.unparseable: tuple[int, str] | None = None
         self.terminals: Counter[str] = Counter()
         self._finished: set[str] = set()
+        self.finish_reasons: dict[str, Any] = {}
+        """Each choice's first finish reason, by its index (as a string)."""
         self.after_terminal: tuple[int, str, int, Any] | None = None
         self.ids = Ints()
         """`nvext.completion_token_ids` of every chunk, concatenated."""
@@ -296,6 +298,7 @@ class StreamFold(Folded):
             self.after_terminal = (event, key, position, choice)
         if reason not in (None, MISSING):
             self.terminals[key] += 1
+            self.finish_reasons.setdefault(key, reason)
             self._finished.add(key)
         if not isinstance(choice, dict):
             return
