@@ -15,10 +15,10 @@ import statistics
 import time
 from unittest import mock
 
-from rl_conformance import admin
-from rl_conformance.admin import AdminClient, MutationPolicy
-from rl_conformance.client import Client
-from rl_conformance.fleet import resolve_workers
+from rl_conformance.client.http import Client
+from rl_conformance.control import admin
+from rl_conformance.control.admin import AdminClient, MutationPolicy
+from rl_conformance.control.fleet import resolve_workers
 from rl_conformance.launchers import FakeLauncher
 
 

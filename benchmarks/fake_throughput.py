@@ -45,7 +45,7 @@ import httpx
 
 from rl_conformance.launchers.dynamo import DynamoLauncher, find_dynamo_python
 from rl_conformance.launchers.fake import FakeLauncher
-from rl_conformance.target import Target
+from rl_conformance.model.target import Target
 
 MAX_TOKENS = 16
 PROMPT = "request {} of the run: the quick brown fox"  # a new prompt per request

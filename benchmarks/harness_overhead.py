@@ -27,11 +27,11 @@ from typing import Any
 import httpx
 
 from rl_conformance.checks import streaming
-from rl_conformance.client import Client
+from rl_conformance.client.http import Client
 from rl_conformance.launchers.dynamo import DynamoLauncher, find_dynamo_python
-from rl_conformance.target import Target
-from rl_conformance.verdict import ConformanceFailure, Verdict
-from rl_conformance.wire import Exchange
+from rl_conformance.model.target import Target
+from rl_conformance.model.verdict import ConformanceFailure, Verdict
+from rl_conformance.wire.exchange import Exchange
 
 MAX_TOKENS = 16
 

@@ -120,8 +120,7 @@ def discovery_body(workers: int, seed: int = 0) -> dict[str, Any]:
 
 
 def bench_discovery(repeat: int, reference: bool) -> None:
-    from rl_conformance import schema_registry
-    from rl_conformance.checks import discovery, schema_check
+    from rl_conformance.checks import discovery, schema_check, schema_registry
 
     text = json.dumps(discovery_body(10_000))
     body, second_read = json.loads(text), json.loads(text)
@@ -202,7 +201,7 @@ def sse_pieces(events: int, piece: int, pool: list[bytes], blob: bytes) -> Itera
 
 
 def parse_all(events: int, piece: int, pool: list[bytes], blob: bytes) -> int:
-    from rl_conformance.sse import SSEParser
+    from rl_conformance.wire.sse import SSEParser
 
     parser = SSEParser()
     count = 0
@@ -315,7 +314,7 @@ def judge(exchange: Any, ids: array[int]) -> list[Any]:
 
 
 def stream_once(url: str, tokens: int, measure: bool, quiet: bool = False, **faults: int) -> None:
-    from rl_conformance.client import Client
+    from rl_conformance.client.http import Client
 
     ids = expected_ids(tokens)
     body = {"model": "Qwen/Qwen3-8B", "max_tokens": tokens, **faults}

@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any
 from .version import __version__
 
 _EXPORTS = {
-    "CAPABILITIES": "capabilities",
-    "Backend": "capabilities",
-    "Capability": "capabilities",
-    "Support": "capabilities",
+    "CAPABILITIES": "model.capabilities",
+    "Backend": "model.capabilities",
+    "Capability": "model.capabilities",
+    "Support": "model.capabilities",
     "REGISTRY": "checks",
     "CheckResult": "checks",
     "Violation": "checks",
-    "Client": "client",
+    "Client": "client.http",
     "ConfigurationError": "errors",
     "ConformanceError": "errors",
     "DeadlineExceeded": "errors",
@@ -27,23 +27,22 @@ _EXPORTS = {
     "TransportError": "errors",
     "ExternalLauncher": "launchers",
     "FakeLauncher": "launchers",
-    "StreamMachine": "stream_state",
-    "StreamState": "stream_state",
-    "Target": "target",
-    "ConformanceFailure": "verdict",
-    "FeatureAbsent": "verdict",
-    "Inconclusive": "verdict",
-    "MissingInput": "verdict",
-    "NotAdvertised": "verdict",
-    "Unobservable": "verdict",
-    "Verdict": "verdict",
-    "Exchange": "wire",
+    "StreamMachine": "wire.stream_state",
+    "StreamState": "wire.stream_state",
+    "Target": "model.target",
+    "ConformanceFailure": "model.verdict",
+    "FeatureAbsent": "model.verdict",
+    "Inconclusive": "model.verdict",
+    "MissingInput": "model.verdict",
+    "NotAdvertised": "model.verdict",
+    "Unobservable": "model.verdict",
+    "Verdict": "model.verdict",
+    "Exchange": "wire.exchange",
 }
 
 if TYPE_CHECKING:
-    from .capabilities import CAPABILITIES, Backend, Capability, Support
     from .checks import REGISTRY, CheckResult, Violation
-    from .client import Client
+    from .client.http import Client
     from .errors import (
         ConfigurationError,
         ConformanceError,
@@ -52,9 +51,9 @@ if TYPE_CHECKING:
         TransportError,
     )
     from .launchers import ExternalLauncher, FakeLauncher
-    from .stream_state import StreamMachine, StreamState
-    from .target import Target
-    from .verdict import (
+    from .model.capabilities import CAPABILITIES, Backend, Capability, Support
+    from .model.target import Target
+    from .model.verdict import (
         ConformanceFailure,
         FeatureAbsent,
         Inconclusive,
@@ -63,7 +62,8 @@ if TYPE_CHECKING:
         Unobservable,
         Verdict,
     )
-    from .wire import Exchange
+    from .wire.exchange import Exchange
+    from .wire.stream_state import StreamMachine, StreamState
 
 
 def __getattr__(name: str) -> Any:

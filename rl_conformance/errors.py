@@ -10,8 +10,8 @@
     └── ResponseTooLarge             the body exceeded the client's size limit
 
 Outcomes of a conformance test are not errors of the harness: a failed check raises
-`ConformanceFailure` (see `rl_conformance.verdict`), a feature the deployment does not offer raises
-`FeatureAbsent`, a route the deployment does not advertise raises `NotAdvertised`.
+`ConformanceFailure` (see `rl_conformance.model.verdict`), a feature the deployment does not
+offer raises `FeatureAbsent`, a route the deployment does not advertise raises `NotAdvertised`.
 """
 
 from __future__ import annotations

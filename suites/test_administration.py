@@ -5,15 +5,15 @@ from __future__ import annotations
 import pytest
 
 from rl_conformance import FeatureAbsent, MissingInput
-from rl_conformance.admin import AdminClient, AdminWorker
-from rl_conformance.admin_steps import administered, apply_update, select
 from rl_conformance.checks import admin as admin_checks
 from rl_conformance.checks import discovery
-from rl_conformance.client import Client
-from rl_conformance.families import TRANSFER_ALL_OR_NONE, discovered_family
-from rl_conformance.target import Target
-from rl_conformance.verdict import Verdict
-from rl_conformance.weights import WeightSource
+from rl_conformance.client.http import Client
+from rl_conformance.control.admin import AdminClient, AdminWorker
+from rl_conformance.control.admin_steps import administered, apply_update, select
+from rl_conformance.control.families import TRANSFER_ALL_OR_NONE, discovered_family
+from rl_conformance.control.weights import WeightSource
+from rl_conformance.model.target import Target
+from rl_conformance.model.verdict import Verdict
 
 capability = pytest.mark.capability
 

@@ -18,14 +18,14 @@ from typing import Any
 import pytest
 
 from rl_conformance import MissingInput, Unobservable
-from rl_conformance.admin import AdminWorker
 from rl_conformance.checks import control
-from rl_conformance.client import Client
-from rl_conformance.fleet import GenerateCounters, generate_counters
-from rl_conformance.stream_state import StreamState
-from rl_conformance.target import Target
-from rl_conformance.verdict import Verdict
-from rl_conformance.wire import Exchange
+from rl_conformance.client.http import Client
+from rl_conformance.control.admin import AdminWorker
+from rl_conformance.control.fleet import GenerateCounters, generate_counters
+from rl_conformance.model.target import Target
+from rl_conformance.model.verdict import Verdict
+from rl_conformance.wire.exchange import Exchange
+from rl_conformance.wire.stream_state import StreamState
 
 capability = pytest.mark.capability
 PROMPT = [512, 733, 1024, 1999, 300]

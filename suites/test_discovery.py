@@ -9,10 +9,10 @@ import pytest
 from rl_conformance import FeatureAbsent
 from rl_conformance.checks import discovery, schema_check
 from rl_conformance.checks.http import status_in
-from rl_conformance.client import Client
-from rl_conformance.target import Target
-from rl_conformance.verdict import Verdict
-from rl_conformance.wire import Exchange
+from rl_conformance.client.http import Client
+from rl_conformance.model.target import Target
+from rl_conformance.model.verdict import Verdict
+from rl_conformance.wire.exchange import Exchange
 
 capability = pytest.mark.capability
 

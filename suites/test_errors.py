@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from rl_conformance.checks import errors
-from rl_conformance.client import Client
-from rl_conformance.target import Target
-from rl_conformance.verdict import Verdict
+from rl_conformance.client.http import Client
+from rl_conformance.model.target import Target
+from rl_conformance.model.verdict import Verdict
 
 capability = pytest.mark.capability
 PROMPT = [512, 733, 1024]

@@ -8,12 +8,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rl_conformance import FeatureAbsent, strategies
+from rl_conformance import FeatureAbsent
 from rl_conformance.checks import aggregate_stream, logprobs, tokens
-from rl_conformance.client import Client
-from rl_conformance.suite_support import chat, completion
-from rl_conformance.target import Target
-from rl_conformance.verdict import Verdict
+from rl_conformance.client.http import Client
+from rl_conformance.control.requests import chat, completion
+from rl_conformance.model import strategies
+from rl_conformance.model.target import Target
+from rl_conformance.model.verdict import Verdict
 
 capability = pytest.mark.capability
 IDS = ("completion_token_ids", "prompt_token_ids")

@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 
 from rl_conformance import FeatureAbsent, MissingInput
 from rl_conformance.checks import control, discovery
-from rl_conformance.client import Client
+from rl_conformance.client.http import Client
 from rl_conformance.errors import LaunchError
-from rl_conformance.target import LISTENER_RESTART, Probe, Target
-from rl_conformance.verdict import Verdict
+from rl_conformance.model.target import LISTENER_RESTART, Probe, Target
+from rl_conformance.model.verdict import Verdict
 
 capability = pytest.mark.capability
 pytestmark = [pytest.mark.mutating, pytest.mark.needs(LISTENER_RESTART)]

@@ -6,11 +6,11 @@ import pytest
 
 from rl_conformance import FeatureAbsent
 from rl_conformance.checks import logprobs, streaming
-from rl_conformance.client import Client
-from rl_conformance.suite_support import sglang_generate
-from rl_conformance.target import Target
-from rl_conformance.verdict import Verdict
-from rl_conformance.wire import Exchange
+from rl_conformance.client.http import Client
+from rl_conformance.control.requests import sglang_generate
+from rl_conformance.model.target import Target
+from rl_conformance.model.verdict import Verdict
+from rl_conformance.wire.exchange import Exchange
 
 capability = pytest.mark.capability
 PROMPT = [640, 1024, 777, 1800, 512]

@@ -17,8 +17,10 @@ from hypothesis.stateful import (
 )
 
 from rl_conformance import FeatureAbsent, MissingInput, Unobservable
-from rl_conformance.admin import AdminClient, AdminWorker
-from rl_conformance.admin_steps import (
+from rl_conformance.checks import aggregate_stream, control, streaming
+from rl_conformance.client.http import Client
+from rl_conformance.control.admin import AdminClient, AdminWorker
+from rl_conformance.control.admin_steps import (
     Selection,
     apply_update,
     paused,
@@ -27,20 +29,18 @@ from rl_conformance.admin_steps import (
     succeed,
     update_all,
 )
-from rl_conformance.checks import aggregate_stream, control, streaming
-from rl_conformance.client import Client
-from rl_conformance.families import AdminFamily, family_for, new_version
-from rl_conformance.inflight import FIRST_TOKEN_S, InFlightStream, in_flight_budget
-from rl_conformance.policy_reference import ReferenceSource
-from rl_conformance.refresh import (
+from rl_conformance.control.families import AdminFamily, family_for, new_version
+from rl_conformance.control.inflight import FIRST_TOKEN_S, InFlightStream, in_flight_budget
+from rl_conformance.control.policy_reference import ReferenceSource
+from rl_conformance.control.refresh import (
     Coordinator,
     completion_ids,
     pinned_generation,
     reported_version,
 )
-from rl_conformance.target import Target
-from rl_conformance.verdict import Verdict
-from rl_conformance.weights import WeightSource
+from rl_conformance.control.weights import WeightSource
+from rl_conformance.model.target import Target
+from rl_conformance.model.verdict import Verdict
 
 capability = pytest.mark.capability
 pytestmark = pytest.mark.mutating

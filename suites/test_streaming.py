@@ -7,11 +7,11 @@ from typing import Any
 import pytest
 
 from rl_conformance.checks import streaming
-from rl_conformance.client import Client
-from rl_conformance.suite_support import chat, completion
-from rl_conformance.target import Target
-from rl_conformance.verdict import Verdict
-from rl_conformance.wire import Exchange
+from rl_conformance.client.http import Client
+from rl_conformance.control.requests import chat, completion
+from rl_conformance.model.target import Target
+from rl_conformance.model.verdict import Verdict
+from rl_conformance.wire.exchange import Exchange
 
 capability = pytest.mark.capability
 PROMPT = [512, 733, 1024, 1999, 300]

@@ -6,11 +6,12 @@ import uuid
 
 import pytest
 
-from rl_conformance import Unobservable, prometheus
+from rl_conformance import Unobservable
 from rl_conformance.checks import control
-from rl_conformance.client import Client
-from rl_conformance.target import Target
-from rl_conformance.verdict import Verdict
+from rl_conformance.client.http import Client
+from rl_conformance.model.target import Target
+from rl_conformance.model.verdict import Verdict
+from rl_conformance.wire import prometheus
 
 capability = pytest.mark.capability
 REQUESTS = 12

@@ -19,8 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from rl_conformance import schema_registry
-from rl_conformance.checks import schema_check
+from rl_conformance.checks import schema_check, schema_registry
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.skipif(

@@ -13,10 +13,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..capabilities import RL_WORKERS, Backend, Capability, Level, Support
-from ..client import Client
-from ..matrix import Evidence, Outcome, TestRecord
-from ..target import Target
+from ..client.http import Client
+from ..model.capabilities import RL_WORKERS, Backend, Capability, Level, Support
+from ..model.matrix import Evidence, Outcome, TestRecord
+from ..model.target import Target
 
 PROMPT = [101, 102, 103, 104, 105]
 MAX_TOKENS = 4

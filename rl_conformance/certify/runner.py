@@ -13,11 +13,11 @@ from typing import Any
 
 from fake_backends import FakeDeployment
 
-from ..capabilities import ALL, Capability, Level
-from ..matrix import Evidence as CellEvidence
-from ..matrix import Matrix, Outcome, RunInfo, TestRecord, build_matrix, now
-from ..target import Target
-from ..wire import to_jsonable
+from ..model.capabilities import ALL, Capability, Level
+from ..model.matrix import Evidence as CellEvidence
+from ..model.matrix import Matrix, Outcome, RunInfo, TestRecord, build_matrix, now
+from ..model.target import Target
+from ..wire.exchange import to_jsonable
 from .audit import WORKER_PREFIX, AuditLog, Step
 from .judge import CHECKS, FAIL, PASS, Admission, Evidence, Finding, judge
 from .protocol import (

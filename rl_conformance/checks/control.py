@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .. import prometheus
-from ..namespace_scope import resolve_scope
+from ..wire import prometheus
 from .base import Findings, Level, Violation, check, get_path
+from .namespace_scope import resolve_scope
 
 REFRESH = "Coordinate Policy Refresh"
 STREAMS = "Handle Streaming and Retries"

@@ -5,78 +5,28 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from .base import MISSING, Findings, Folded, Violation, check, describe, get_path
+from .positions import (  # noqa: F401  (re-exported: the names this module has always offered)
+    ABS_TOLERANCE,
+    POSITIVE_SLACK,
+    REL_TOLERANCE,
+    Position,
+    close,
+    completion_position,
+    content_position,
+    is_number,
+    not_finite_nonpositive,
+    own_top_disagreement,
+    own_top_value,
+    positions,
+)
 
 if TYPE_CHECKING:
     from .stream_fold import StreamFold
 
 SECTION = "Preserve Token Authority"
-ABS_TOLERANCE = 1e-4
-REL_TOLERANCE = 1e-5
-# Dynamo re-encodes logprobs as f32: a value of exactly 0 may come back as a tiny positive number.
-POSITIVE_SLACK = 1e-6
-
-
-@dataclass(frozen=True)
-class Position:
-    """One generated token's logprob data, whatever the response format."""
-
-    token: Any
-    logprob: Any
-    token_id: Any
-    top: list[tuple[Any, Any]] | None
-
-
-def positions(choice: Any) -> list[Position] | None:
-    """Normalise a completions or chat choice's `logprobs`; None when there are none."""
-    logprobs = get_path(choice, "logprobs")
-    if not isinstance(logprobs, dict):
-        return None
-    content = logprobs.get("content")
-    if isinstance(content, list):
-        return [content_position(entry) for entry in content]
-    values = logprobs.get("token_logprobs")
-    if not isinstance(values, list):
-        return None
-    raw_tokens, raw_tops = logprobs.get("tokens"), logprobs.get("top_logprobs")
-    tokens: list[Any] = raw_tokens if isinstance(raw_tokens, list) else []
-    tops: list[Any] = raw_tops if isinstance(raw_tops, list) else []
-    return [
-        completion_position(
-            value,
-            tokens[index] if index < len(tokens) else MISSING,
-            tops[index] if index < len(tops) else None,
-        )
-        for index, value in enumerate(values)
-    ]
-
-
-def content_position(entry: Any) -> Position:
-    """One entry of a chat choice's `logprobs.content`."""
-    entry = entry if isinstance(entry, dict) else {}
-    top = entry.get("top_logprobs")
-    pairs = (
-        [(item.get("token"), item.get("logprob")) for item in top if isinstance(item, dict)]
-        if isinstance(top, list)
-        else None
-    )
-    return Position(entry.get("token"), entry.get("logprob", MISSING), entry.get("token_id"), pairs)
-
-
-def completion_position(value: Any, token: Any, top: Any) -> Position:
-    """Position `i` of a completions choice: `token_logprobs[i]`, `tokens[i]`, `top_logprobs[i]`."""
-    return Position(token, value, None, list(top.items()) if isinstance(top, dict) else None)
-
-
-def close(left: float, right: float) -> bool:
-    return math.isclose(left, right, rel_tol=REL_TOLERANCE, abs_tol=ABS_TOLERANCE)
-
-
-def _is_number(value: Any) -> bool:
-    return type(value) is float or (isinstance(value, int | float) and not isinstance(value, bool))
 
 
 @check(
@@ -177,17 +127,9 @@ def _folded_selected_alignment(fold: StreamFold, completion_ids: Sequence[int]) 
             yield _engine_differs(selected, engine)
 
 
-def own_top_disagreement(position: Position) -> float | None:
-    """The token's own top-logprob value when it differs from the selected value, else None."""
-    own = _own_top_value(position)
-    if own is not None and _is_number(position.logprob) and not close(own, position.logprob):
-        return own
-    return None
-
-
 def _same_logprobs(engine: list[Any], selected: list[Any]) -> bool:
     return len(engine) == len(selected) and all(
-        _is_number(a) and _is_number(b) and close(a, b)
+        is_number(a) and is_number(b) and close(a, b)
         for a, b in zip(engine, selected, strict=False)
     )
 
@@ -247,15 +189,6 @@ def _engine_differs(selected: list[Any], engine: list[Any]) -> Violation:
     )
 
 
-def _own_top_value(position: Position) -> float | None:
-    if position.top is None or position.token is MISSING:
-        return None
-    for token, value in position.top:
-        if token == position.token and _is_number(value):
-            return float(value)
-    return None
-
-
 @check(
     "logprobs.finite_nonpositive",
     title="every logprob is a finite number <= 0",
@@ -277,21 +210,6 @@ def finite_nonpositive(body: Any) -> Findings:
             if bad is not None:
                 yield _not_finite(choice_index, index, *bad)
                 return
-
-
-def not_finite_nonpositive(position: Position) -> tuple[str, Any] | None:
-    """The first of a position's logprobs (selected, then each top entry) that is not a finite
-    number <= 0, with its label; None when all are."""
-    if not _finite_nonpositive(position.logprob):
-        return "selected", position.logprob
-    for token, value in position.top or ():
-        if not _finite_nonpositive(value):
-            return f"top[{token!r}]", value
-    return None
-
-
-def _finite_nonpositive(value: Any) -> bool:
-    return _is_number(value) and math.isfinite(value) and value <= POSITIVE_SLACK
 
 
 def _not_finite(choice_index: int, index: int, label: str, value: Any) -> Violation:
@@ -334,7 +252,7 @@ def topk_consistent(body: Any, k: int, greedy: bool) -> Findings:
                 f"position {index}: fewer top entries than requested", where, k, len(position.top)
             )
             return
-        own = _own_top_value(position)
+        own = own_top_value(position)
         if own is None and (position.top or k > 0):
             yield Violation(
                 f"position {index}: the selected token {position.token!r} is not among "
@@ -345,7 +263,7 @@ def topk_consistent(body: Any, k: int, greedy: bool) -> Findings:
             )
             return
         others = [value for token, value in position.top if token != position.token]
-        if not all(_is_number(value) for value in others):
+        if not all(is_number(value) for value in others):
             continue
         if any(a < b for a, b in itertools.pairwise(others)) and isinstance(
             get_path(choice, "logprobs", "content"), list
@@ -404,7 +322,7 @@ def prompt_alignment(
             )
             return
         value = get_path(entry, key, "logprob")
-        if not _is_number(value) or not math.isfinite(value) or value > POSITIVE_SLACK:
+        if not is_number(value) or not math.isfinite(value) or value > POSITIVE_SLACK:
             yield Violation(
                 f"position {index}: logprob is not a finite number <= 0",
                 f"{where}[{index}][{key!r}].logprob",
@@ -452,7 +370,7 @@ def sglang_alignment(final: Any, prompt_ids: Sequence[int] | None = None) -> Fin
                 describe(token),
             )
             return
-        if not _is_number(value) or not math.isfinite(value) or value > POSITIVE_SLACK:
+        if not is_number(value) or not math.isfinite(value) or value > POSITIVE_SLACK:
             yield Violation(
                 f"output_token_logprobs[{index}][0] is not a finite number <= 0",
                 f"meta_info.output_token_logprobs[{index}][0]",

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..schema_registry import fast_accepts, schema_names, validator
 from .base import REGISTRY, Check, CheckResult, CheckSpec, Level, Violation, register
+from .schema_registry import fast_accepts, schema_names, validator
 
 _MAX_VIOLATIONS = 20
 

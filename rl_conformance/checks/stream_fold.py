@@ -25,7 +25,7 @@ from typing import Any
 
 from .aggregate import DONE
 from .base import MISSING, Folded, get_path, is_int, is_int_list
-from .logprobs import (
+from .positions import (
     Position,
     completion_position,
     content_position,

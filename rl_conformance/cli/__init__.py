@@ -78,3 +78,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("rl-conformance: interrupted", file=sys.stderr)
         return 130
+
+
+__all__ = ["COMMANDS", "EXIT_USAGE", "build_parser", "main"]

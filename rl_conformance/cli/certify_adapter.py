@@ -62,7 +62,7 @@ def handle(args: argparse.Namespace) -> int:
     from ..certify.runner import certify
     from ..certify.scenarios import SCENARIOS
     from ..certify.twins import TWINS, reviewed_failures, self_check_problems
-    from ..matrix import ExitRule
+    from ..model.matrix import ExitRule
     from ..reports import write_reports
 
     adapters = {spec: load_factory(spec) for spec in args.adapters}

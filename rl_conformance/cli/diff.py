@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..baseline import diff_matrices, load_matrix, render_diff
+from ..model.baseline import diff_matrices, load_matrix, render_diff
 
 
 def register(commands: Any) -> None:

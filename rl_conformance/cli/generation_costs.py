@@ -12,9 +12,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..budget import COSTS_RESOURCE, FEWEST_EXAMPLES, cost_key
-from ..config import RunConfig
-from ..runner import parallel_jobs, run
+from ..client.budget import COSTS_RESOURCE, FEWEST_EXAMPLES, cost_key
+from ..model.config import RunConfig
+from ..plugin.runner import parallel_jobs, run
 
 LOW, HIGH = FEWEST_EXAMPLES, 8
 """The example counts measured: a budget never gives a property test fewer than LOW."""

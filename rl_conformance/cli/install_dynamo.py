@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..dynamo_install import DYNAMO_VERSION, install
 from ..errors import LaunchError
+from ..launchers.dynamo_install import DYNAMO_VERSION, install
 
 
 def register(commands: Any) -> None:

@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..dynamo_install import install_vllm
 from ..errors import LaunchError
 from ..launchers.dynamo import VLLM_VENV
+from ..launchers.dynamo_install import install_vllm
 
 
 def register(commands: Any) -> None:

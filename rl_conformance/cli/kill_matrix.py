@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from ..checks.base import rule_ids
-from ..config import RunConfig
 from ..errors import ConfigurationError
-from ..killmatrix import build_kill_matrix, merge_matrix_documents, write_kill_matrix
+from ..model.config import RunConfig
+from ..model.killmatrix import build_kill_matrix, merge_matrix_documents, write_kill_matrix
+from ..plugin.runner import run
 from ..reports import write_reports
-from ..runner import run
 from .shards import default_jobs, run_shards, shard_directory
 
 EXIT_OK, EXIT_FAILED = 0, 1

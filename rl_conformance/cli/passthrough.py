@@ -44,7 +44,7 @@ def register(commands: Any) -> None:
 def handle(args: argparse.Namespace) -> int:
     from fake_backends.faults.engine import ENGINE_FAULT_NAMES
 
-    from .. import passthrough
+    from . import passthrough_study as passthrough
 
     faults = args.engine_fault or list(ENGINE_FAULT_NAMES)
     unknown = sorted(set(faults) - set(ENGINE_FAULT_NAMES))

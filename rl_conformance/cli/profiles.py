@@ -12,8 +12,8 @@ import argparse
 import sys
 from typing import Any
 
-from ..config import RunConfig, add_arguments
 from ..errors import LaunchError
+from ..model.config import RunConfig, add_arguments
 
 EXIT_OK, EXIT_FAILED = 0, 1
 
@@ -31,9 +31,9 @@ def register(commands: Any) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from ..certify.profiles import PROFILE_CAPABILITIES, PROFILES, profile_target, replay
-    from ..client import Client
-    from ..matrix import ExitRule, Outcome, RunInfo, TestRecord, build_matrix, now
-    from ..plan import plan_targets
+    from ..client.http import Client
+    from ..launchers.plan import plan_targets
+    from ..model.matrix import ExitRule, Outcome, RunInfo, TestRecord, build_matrix, now
     from ..reports import write_reports
 
     config = RunConfig.from_options(args).validate()

@@ -24,7 +24,7 @@ def register(commands: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from ..journal import JOURNAL, rebuild
+    from ..model.journal import JOURNAL, rebuild
     from ..reports import write_reports
     from ..reports.markdown import render_table
 

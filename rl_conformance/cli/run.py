@@ -7,9 +7,9 @@ import argparse
 import sys
 from typing import Any
 
-from ..config import RunConfig, add_arguments
 from ..errors import ConfigurationError
-from ..runner import parallel_jobs, run
+from ..model.config import RunConfig, add_arguments
+from ..plugin.runner import parallel_jobs, run
 
 
 def register(commands: Any) -> None:

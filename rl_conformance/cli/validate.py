@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from ..checks import schema_check
+from ..checks.schema_registry import schema_names
 from ..errors import ConfigurationError
-from ..schema_registry import schema_names
-from ..sse import SSEDecodeError, SSEParser
-from ..wire import BodyNotJSON, parse_json
+from ..wire.exchange import BodyNotJSON, parse_json
+from ..wire.sse import SSEDecodeError, SSEParser
 
 EXIT_OK, EXIT_FAILED = 0, 1
 

@@ -9,3 +9,5 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 MAKE_CHECKPOINTS = HERE / "make_checkpoints.py"
 REFERENCE_POLICY = HERE / "reference_policy.py"
+
+__all__ = ["MAKE_CHECKPOINTS", "REFERENCE_POLICY"]

@@ -32,7 +32,7 @@ from docker.models.containers import Container
 from docker.types import DeviceRequest
 
 from ..errors import LaunchError
-from ..target import Target
+from ..model.target import Target
 from .docker_config import (
     ContainerSpec,
     DockerDeployment,

@@ -17,8 +17,8 @@ from typing import Any
 from jsonschema import Draft202012Validator, ValidationError
 from jsonschema.exceptions import best_match
 
+from ..checks.schema_registry import validator
 from ..errors import ConfigurationError
-from ..schema_registry import validator
 
 __all__ = [
     "ContainerSpec",

@@ -38,8 +38,8 @@ import httpx
 import fake_backends
 
 from ..errors import ConfigurationError, LaunchError
-from ..releases import LAUNCHER_SOURCE, MAIN, RELEASES, UNKNOWN_SOURCE
-from ..target import LISTENER_RESTART, Target
+from ..model.releases import LAUNCHER_SOURCE, MAIN, RELEASES, UNKNOWN_SOURCE
+from ..model.target import LISTENER_RESTART, Target
 from .processes import ManagedProcess, free_port
 from .readiness import wait_until_ready
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..releases import FLAG_SOURCE, MAIN, UNKNOWN_SOURCE
-from ..target import Target, check_backend, check_url
+from ..model.releases import FLAG_SOURCE, MAIN, UNKNOWN_SOURCE
+from ..model.target import Target, check_backend, check_url
 
 
 @dataclass

@@ -20,7 +20,7 @@ from typing import IO, Any
 import httpx
 
 from ..errors import LaunchError
-from ..target import COLD_START, LISTENER_RESTART, Target, check_backend
+from ..model.target import COLD_START, LISTENER_RESTART, Target, check_backend
 
 READY_TIMEOUT_S = 30.0
 CONTROL_TIMEOUT_S = 10.0

@@ -3,10 +3,10 @@
 It does nothing unless a run is configured, so having the package installed never changes anyone
 else's pytest session (it is not an auto-loaded entry point):
 
-- `rl_conformance.runner.run(config)` hands pytest a `ConformanceRun` for its `RunConfig`;
+- `rl_conformance.plugin.runner.run(config)` hands pytest a `ConformanceRun` for its `RunConfig`;
 - `pytest -p rl_conformance.plugin --rl-fake vllm ...` (or `--rl-frontend URL --rl-backend ...`)
   builds one from the `--rl-*` options, declared from the same table as the command line's
-  flags (`rl_conformance.config`). With no `--rl-*` option given, the plugin stays inert.
+  flags (`rl_conformance.model.config`). With no `--rl-*` option given, the plugin stays inert.
 
 The modules: `collection` (targets as parameters, selection, ordering), `fixtures` (the `rl_*`
 fixtures the suites use, and adapters may), `recording` (a test's outcome as a record),
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import pytest
 
-from ..config import OPTIONS, RunConfig, add_pytest_options
 from ..errors import ConfigurationError
+from ..model.config import OPTIONS, RunConfig, add_pytest_options
 from .session import ConformanceRun
 
 __all__ = ["ConformanceRun", "pytest_addoption", "pytest_configure"]

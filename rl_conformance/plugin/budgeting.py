@@ -13,9 +13,7 @@ from typing import Any
 
 import pytest
 
-from .. import capabilities as capability_registry
-from ..admin import MutationPolicy
-from ..budget import (
+from ..client.budget import (
     BASIS,
     FEWEST_EXAMPLES,
     LEVEL_ORDER,
@@ -25,9 +23,11 @@ from ..budget import (
     plan_test,
     uncovered_reason,
 )
-from ..config import RunConfig
+from ..control.admin import MutationPolicy
 from ..launchers import FakeLauncher
-from ..plan import TargetPool
+from ..launchers.plan import TargetPool
+from ..model import capabilities as capability_registry
+from ..model.config import RunConfig
 from .collection import capabilities_of, target_of
 from .state import RunState, state_of
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from .. import capabilities as capability_registry
+from ..model import capabilities as capability_registry
 
 TARGET_FIXTURE = "rl_target"
 UNTARGETED_GROUP = "untargeted"

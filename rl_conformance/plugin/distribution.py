@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from ..matrix import TestRecord
-from ..target import Target
+from ..model.matrix import TestRecord
+from ..model.target import Target
 from .collection import UNTARGETED_GROUP
 from .forked import FORK_PARENT, FORKED_CHILD
 

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import pytest
 
-from ..admin import AdminClient, AdminWorker
-from ..client import Client
-from ..fleet import resolve_workers
-from ..policy_reference import ReferenceSource
-from ..target import CHANNELS, Probe, Target
-from ..verdict import Unobservable, Verdict
-from ..weights import WeightSource
+from ..client.http import Client
+from ..control.admin import AdminClient, AdminWorker
+from ..control.fleet import resolve_workers
+from ..control.policy_reference import ReferenceSource
+from ..control.weights import WeightSource
+from ..model.target import CHANNELS, Probe, Target
+from ..model.verdict import Unobservable, Verdict
 from .state import state_of
 
 

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from ..admin import MutationRefused, RouteNotAdvertised
-from ..matrix import Evidence, Outcome, TestRecord
-from ..reproducers import Reproduction, reproduce
-from ..verdict import ConformanceFailure, FeatureAbsent, Inconclusive, NotAdvertised, Verdict
-from ..wire import Exchange, sequence_wire_log
+from ..client.reproducers import Reproduction, reproduce
+from ..control.admin import MutationRefused, RouteNotAdvertised
+from ..model.matrix import Evidence, Outcome, TestRecord
+from ..model.verdict import ConformanceFailure, FeatureAbsent, Inconclusive, NotAdvertised, Verdict
+from ..wire.exchange import Exchange, sequence_wire_log
 from .collection import target_of
 
 TELLING = (

@@ -18,19 +18,19 @@ from typing import Any
 
 import pytest
 
-from .. import capabilities as capability_registry
-from ..admin import MutationPolicy
 from ..checks.base import rule_ids
-from ..config import RunConfig
+from ..control.admin import MutationPolicy
 from ..errors import ConfigurationError
-from ..journal import Journal
-from ..killmatrix import build_kill_matrix, write_kill_matrix
-from ..matrix import Matrix, RunInfo, TestRecord, build_matrix, now
-from ..plan import plan_targets
+from ..launchers.plan import plan_targets
+from ..model import capabilities as capability_registry
+from ..model.config import RunConfig
+from ..model.journal import Journal
+from ..model.killmatrix import build_kill_matrix, write_kill_matrix
+from ..model.matrix import Matrix, RunInfo, TestRecord, build_matrix, now
+from ..model.target import Target
 from ..reports import write_reports
 from ..reports.markdown import render_table
-from ..target import Target
-from ..wire import Exchange, shorten
+from ..wire.exchange import Exchange, shorten
 from . import budgeting, distribution, fixtures, forked
 from .collection import capabilities_of, parametrize_targets, select_and_order, target_of
 from .recording import record_of, show_as_skipped, status_of_call, verify_reproducers

@@ -9,14 +9,14 @@ from datetime import datetime
 
 import pytest
 
-from ..admin import MutationPolicy
-from ..budget import CountingClient, PlannedTest
-from ..config import RunConfig
-from ..matrix import Matrix, TestRecord
-from ..plan import TargetPool
-from ..policy_reference import ReferenceSource
-from ..target import Target
-from ..weights import WeightSource
+from ..client.budget import CountingClient, PlannedTest
+from ..control.admin import MutationPolicy
+from ..control.policy_reference import ReferenceSource
+from ..control.weights import WeightSource
+from ..launchers.plan import TargetPool
+from ..model.config import RunConfig
+from ..model.matrix import Matrix, TestRecord
+from ..model.target import Target
 
 
 @dataclass

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..releases import MAIN, UNKNOWN_SOURCE, release_text
+from ..model.releases import MAIN, UNKNOWN_SOURCE, release_text
 
 SYMBOL = {
     "pass": "pass",

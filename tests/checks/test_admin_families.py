@@ -1,5 +1,5 @@
 """Administration families: success words per route, route negotiation per family, and the
-calls a refresh makes, against the upstream shapes (`rl_conformance.families`)."""
+calls a refresh makes, against the upstream shapes (`rl_conformance.control.families`)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from rl_conformance.admin import AdminWorker
 from rl_conformance.checks import admin
-from rl_conformance.families import (
+from rl_conformance.control.admin import AdminWorker
+from rl_conformance.control.families import (
     SGLANG,
     TRANSFER_ALL_OR_NONE,
     VLLM,
@@ -20,8 +20,8 @@ from rl_conformance.families import (
     discovered_family,
     family_for,
 )
-from rl_conformance.target import Target
-from rl_conformance.weight_transfer import WeightTransfer
+from rl_conformance.model.target import Target
+from rl_conformance.model.weight_transfer import WeightTransfer
 
 RECORDED_LISTING = (
     Path(__file__).parents[2] / "fixtures/dynamo-1.6.1/vllm-sidecar/rl_workers_get.json"

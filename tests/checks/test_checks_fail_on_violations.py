@@ -23,8 +23,8 @@ from rl_conformance.checks import (
 )
 from rl_conformance.checks.aggregate import aggregate_stream
 from rl_conformance.checks.base import rule_ids
-from rl_conformance.policy_reference import PolicyReference
-from rl_conformance.schema_registry import schema_names
+from rl_conformance.checks.schema_registry import schema_names
+from rl_conformance.control.policy_reference import PolicyReference
 
 from . import bodies
 

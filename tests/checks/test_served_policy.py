@@ -4,7 +4,7 @@ within the tolerance, up to the reference's first near-tie and no further."""
 from __future__ import annotations
 
 from rl_conformance.checks import control
-from rl_conformance.policy_reference import PolicyReference
+from rl_conformance.control.policy_reference import PolicyReference
 
 REFERENCE = PolicyReference(
     checkpoint="/checkpoints/b",

@@ -36,7 +36,7 @@ import pytest
 from fake_backends.dynamo.worker import LOG_REQUESTS_ENV
 from rl_conformance.launchers.dynamo import DynamoLauncher
 from rl_conformance.launchers.processes import ManagedProcess
-from rl_conformance.target import Target
+from rl_conformance.model.target import Target
 
 MAX_SYSTEM_PORT = 32767  # DYN_SYSTEM_PORT is an i16 in Dynamo 1.6.1
 SYSTEM_PORT_RANGE = (20000, MAX_SYSTEM_PORT + 1)

@@ -13,7 +13,7 @@ import httpx
 from rl_conformance.launchers.dynamo import READY_TIMEOUT_S, DynamoLauncher, _system_port
 from rl_conformance.launchers.processes import ManagedProcess
 from rl_conformance.launchers.readiness import wait_until_ready
-from rl_conformance.target import Target
+from rl_conformance.model.target import Target
 
 
 @dataclass

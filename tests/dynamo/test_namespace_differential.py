@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from namespace_zoo import NamespaceZooLauncher
 
-from rl_conformance.namespace_scope import resolve_scope
+from rl_conformance.checks.namespace_scope import resolve_scope
 
 pytestmark = pytest.mark.slow
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from rl_conformance.matrix import UNCOVERED_PREFIX
+from rl_conformance.model.matrix import UNCOVERED_PREFIX
 
 pytestmark = pytest.mark.slow
 

@@ -13,8 +13,8 @@ from xml.etree import ElementTree
 
 import pytest
 
-from rl_conformance.capabilities import CAPABILITIES
 from rl_conformance.checks import schema_check
+from rl_conformance.model.capabilities import CAPABILITIES
 
 pytestmark = pytest.mark.slow
 

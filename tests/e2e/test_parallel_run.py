@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from rl_conformance.runner import suites_dir
+from rl_conformance.plugin.runner import suites_dir
 
 pytestmark = pytest.mark.slow
 

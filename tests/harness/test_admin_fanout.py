@@ -9,14 +9,14 @@ import asyncio
 import httpx
 import pytest
 
-from rl_conformance.admin import (
+from rl_conformance.client.http import Client
+from rl_conformance.control.admin import (
     AdminClient,
     AdminWorker,
     MutationPolicy,
     MutationRefused,
     RouteNotAdvertised,
 )
-from rl_conformance.client import Client
 
 ROUTES = ("pause_generation", "resume_generation")
 

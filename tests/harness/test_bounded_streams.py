@@ -10,12 +10,12 @@ from collections.abc import AsyncIterator, Callable, Iterator
 import httpx
 import pytest
 
-from rl_conformance.breaker import CircuitBreaker
 from rl_conformance.checks import logprobs, streaming, tokens
-from rl_conformance.client import Client
-from rl_conformance.reproducers import replayable
-from rl_conformance.stream_state import StreamState
-from rl_conformance.wire import EventsElided
+from rl_conformance.client.breaker import CircuitBreaker
+from rl_conformance.client.http import Client
+from rl_conformance.client.reproducers import replayable
+from rl_conformance.wire.exchange import EventsElided
+from rl_conformance.wire.stream_state import StreamState
 
 URL = "http://deployment.test/v1/completions"
 MakeClient = Callable[..., Client]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rl_conformance.breaker import CircuitBreaker, PlaneUnavailable
-from rl_conformance.wire import Exchange, WireRequest
+from rl_conformance.client.breaker import CircuitBreaker, PlaneUnavailable
+from rl_conformance.wire.exchange import Exchange, WireRequest
 
 
 def exchange(url: str, error: str | None = None, method: str = "POST") -> Exchange:

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from rl_conformance.budget import (
+from rl_conformance.client.budget import (
     FEWEST_EXAMPLES,
     START_GENERATIONS,
     BudgetExhausted,
@@ -185,9 +185,9 @@ def test_every_suite_test_has_a_measured_cost(tmp_path: Path) -> None:
     """`rl-conformance generation-costs` must be re-run when a suite test is added."""
     import json
 
-    from rl_conformance.budget import measured_costs
-    from rl_conformance.config import RunConfig
-    from rl_conformance.runner import run
+    from rl_conformance.client.budget import measured_costs
+    from rl_conformance.model.config import RunConfig
+    from rl_conformance.plugin.runner import run
 
     run(RunConfig(dry_run=True, report_dir=str(tmp_path)), verbosity="quiet")
     plan = json.loads((tmp_path / "plan.json").read_text())

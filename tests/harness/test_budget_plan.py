@@ -14,11 +14,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rl_conformance import capabilities as capability_registry
-from rl_conformance.budget import FEWEST_EXAMPLES, START_GENERATIONS, PlannedTest, cost_of
-from rl_conformance.config import RunConfig
+from rl_conformance.client.budget import FEWEST_EXAMPLES, START_GENERATIONS, PlannedTest, cost_of
+from rl_conformance.model import capabilities as capability_registry
+from rl_conformance.model.config import RunConfig
 from rl_conformance.plugin.budgeting import _examples
-from rl_conformance.runner import run
+from rl_conformance.plugin.runner import run
 
 MUTATING_MODULES = ("test_refresh.py", "test_namespace.py", "test_administration.py")
 

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 import pytest
 
 from fake_backends.deployment.hostile import hostile_server
-from rl_conformance.breaker import CircuitBreaker, PlaneUnavailable
-from rl_conformance.client import Client
-from rl_conformance.stream_state import StreamState
+from rl_conformance.client.breaker import CircuitBreaker, PlaneUnavailable
+from rl_conformance.client.http import Client
+from rl_conformance.wire.stream_state import StreamState
 
 DEADLINE = 1.0
 

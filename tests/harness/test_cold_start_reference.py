@@ -13,13 +13,17 @@ import httpx
 import pytest
 
 from rl_conformance.checks import control
+from rl_conformance.control.families import SGLANG, VLLM, NewWeights
+from rl_conformance.control.policy_reference import (
+    ReferenceSource,
+    cold_start_body,
+    from_cold_start,
+)
+from rl_conformance.control.weights import synthetic_path
 from rl_conformance.errors import LaunchError
-from rl_conformance.families import SGLANG, VLLM, NewWeights
 from rl_conformance.launchers.fake import FakeLauncher
-from rl_conformance.policy_reference import ReferenceSource, cold_start_body, from_cold_start
-from rl_conformance.target import COLD_START, LISTENER_RESTART, Target
-from rl_conformance.verdict import MissingInput
-from rl_conformance.weights import synthetic_path
+from rl_conformance.model.target import COLD_START, LISTENER_RESTART, Target
+from rl_conformance.model.verdict import MissingInput
 
 PROMPT = [640, 1024, 777, 1800, 512, 333, 901, 445, 1203, 377, 1500, 1234]
 TOKENS = 16

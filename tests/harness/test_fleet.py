@@ -8,9 +8,9 @@ from collections.abc import Iterator
 import pytest
 
 from fake_backends.deployment.assembly import FakeDeployment
-from rl_conformance.client import Client
-from rl_conformance.fleet import generate_counters, resolve_workers
-from rl_conformance.target import Target
+from rl_conformance.client.http import Client
+from rl_conformance.control.fleet import generate_counters, resolve_workers
+from rl_conformance.model.target import Target
 
 
 @pytest.fixture(scope="module")

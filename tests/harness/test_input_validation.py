@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from rl_conformance import inputs
-from rl_conformance.breaker import CircuitBreaker, PlaneRefused
 from rl_conformance.cli import build_parser
-from rl_conformance.config import OPTIONS, RunConfig, resolve_path, same_url
+from rl_conformance.client.breaker import CircuitBreaker, PlaneRefused
 from rl_conformance.errors import ConfigurationError
+from rl_conformance.launchers import inputs
+from rl_conformance.model.config import OPTIONS, RunConfig, resolve_path, same_url
 from rl_conformance.plugin.recording import assertion_site
-from rl_conformance.wire import Exchange, WireRequest, shorten
+from rl_conformance.wire.exchange import Exchange, WireRequest, shorten
 
 HTML_404 = (
     b"<!DOCTYPE HTML>\n<html lang='en'><head><title>Error response</title></head>"

@@ -10,13 +10,14 @@ from typing import Any
 
 import pytest
 
-from rl_conformance.capabilities import BY_ID, CAPABILITIES
 from rl_conformance.certify.scenarios import SCENARIOS
 from rl_conformance.certify.twins import self_check_problems
 from rl_conformance.checks import schema_check
+from rl_conformance.client.reproducers import replayable
 from rl_conformance.errors import ConfigurationError
-from rl_conformance.journal import JOURNAL, Journal, read, rebuild
-from rl_conformance.matrix import (
+from rl_conformance.model.capabilities import BY_ID, CAPABILITIES
+from rl_conformance.model.journal import JOURNAL, Journal, read, rebuild
+from rl_conformance.model.matrix import (
     Evidence,
     ExitRule,
     Outcome,
@@ -25,10 +26,9 @@ from rl_conformance.matrix import (
     build_matrix,
     now,
 )
+from rl_conformance.model.target import Target
 from rl_conformance.reports import wire_excerpt, write_reports
-from rl_conformance.reproducers import replayable
-from rl_conformance.target import Target
-from rl_conformance.wire import SEQUENCE_KEPT, Exchange, WireRequest, sequence_wire_log
+from rl_conformance.wire.exchange import SEQUENCE_KEPT, Exchange, WireRequest, sequence_wire_log
 
 VLLM = Target(id="fake-vllm", backend="vllm", kind="fake", frontend_url="http://127.0.0.1:1")
 SGLANG = Target(id="fake-sglang", backend="sglang", kind="fake", frontend_url="http://127.0.0.1:2")

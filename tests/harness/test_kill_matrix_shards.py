@@ -10,8 +10,8 @@ import pytest
 from fake_backends import FAULT_NAMES
 from rl_conformance.cli.kill_matrix import _shard
 from rl_conformance.errors import ConfigurationError
-from rl_conformance.killmatrix import merge_matrix_documents, split_target_id
-from rl_conformance.plan import fault_matrix_pool
+from rl_conformance.launchers.plan import fault_matrix_pool
+from rl_conformance.model.killmatrix import merge_matrix_documents, split_target_id
 
 
 def faults_of(shard: tuple[int, int] | None) -> set[str]:

@@ -6,9 +6,9 @@ from xml.etree import ElementTree
 
 import pytest
 
-from rl_conformance.capabilities import BY_ID, CAPABILITIES
 from rl_conformance.checks import schema_check
-from rl_conformance.matrix import (
+from rl_conformance.model.capabilities import BY_ID, CAPABILITIES
+from rl_conformance.model.matrix import (
     Evidence,
     Outcome,
     RunInfo,
@@ -17,8 +17,8 @@ from rl_conformance.matrix import (
     build_matrix,
     now,
 )
+from rl_conformance.model.target import Target
 from rl_conformance.reports import write_reports
-from rl_conformance.target import Target
 
 VLLM = Target(id="fake-vllm", backend="vllm", kind="fake", frontend_url="http://127.0.0.1:1")
 SGLANG = Target(id="fake-sglang", backend="sglang", kind="fake", frontend_url="http://127.0.0.1:2")
@@ -137,9 +137,9 @@ def test_a_surface_the_release_lacks_makes_the_cell_unsupported() -> None:
     from dataclasses import replace
     from types import MappingProxyType
 
-    from rl_conformance.capabilities import get
-    from rl_conformance.matrix import Outcome, TestRecord, build_cell
-    from rl_conformance.releases import Surface
+    from rl_conformance.model.capabilities import get
+    from rl_conformance.model.matrix import Outcome, TestRecord, build_cell
+    from rl_conformance.model.releases import Surface
 
     surfaces = (
         Surface(

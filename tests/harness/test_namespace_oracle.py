@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rl_conformance.namespace_scope import Scope, ScopeKind, resolve_scope
+from rl_conformance.checks.namespace_scope import Scope, ScopeKind, resolve_scope
 
 
 @pytest.mark.parametrize(

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from rl_conformance.config import RunConfig
 from rl_conformance.errors import ConfigurationError
 from rl_conformance.launchers import ExternalLauncher, FakeLauncher
 from rl_conformance.launchers.docker import DockerLauncher
 from rl_conformance.launchers.dynamo import DynamoLauncher
-from rl_conformance.plan import plan_targets
+from rl_conformance.launchers.plan import plan_targets
+from rl_conformance.model.config import RunConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 

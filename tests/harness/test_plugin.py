@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rl_conformance.runner import suites_dir
+from rl_conformance.plugin.runner import suites_dir
 
 UNRELATED = """
 def test_unrelated(request):

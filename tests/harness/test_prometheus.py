@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rl_conformance import prometheus
+from rl_conformance.wire import prometheus
 
 RECORDED = Path(__file__).resolve().parents[2] / "fixtures" / "dynamo-1.6.1"
 

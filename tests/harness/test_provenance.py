@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from rl_conformance import provenance
-from rl_conformance.provenance import Observed
-from rl_conformance.target import Target
+from rl_conformance.model import provenance
+from rl_conformance.model.provenance import Observed
+from rl_conformance.model.target import Target
 
 RECORDED = Path(__file__).resolve().parents[2] / "fixtures" / "dynamo-1.6.1"
 

@@ -12,9 +12,9 @@ from typing import Any
 import httpx
 import pytest
 
-from rl_conformance import plan
-from rl_conformance.client import Client
-from rl_conformance.target import Target
+from rl_conformance.client.http import Client
+from rl_conformance.launchers import plan
+from rl_conformance.model.target import Target
 
 RECORDED = Path(__file__).resolve().parents[2] / "fixtures" / "dynamo-1.6.1" / "mocker"
 OPENAPI = json.loads((RECORDED / "frontend_openapi.json").read_text())["response"]["body"]

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rl_conformance.sse import SSEDecodeError, SSEEvent, SSEParser
+from rl_conformance.wire.sse import SSEDecodeError, SSEEvent, SSEParser
 
 TRANSCRIPT = (
     ": keep-alive comment\r\n"

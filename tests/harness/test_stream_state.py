@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rl_conformance.stream_state import DONE, StreamMachine, StreamState, sglang_terminals
+from rl_conformance.wire.stream_state import DONE, StreamMachine, StreamState, sglang_terminals
 
 
 def chunk(index: int = 0, finish: str | None = None) -> dict[str, Any]:

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from rl_conformance.admin import AdminWorker, MutationPolicy, MutationRefused
-from rl_conformance.config import RunConfig
+from rl_conformance.control.admin import AdminWorker, MutationPolicy, MutationRefused
+from rl_conformance.control.families import VLLM, VLLM_SIDECAR
+from rl_conformance.control.weights import WeightSource
 from rl_conformance.errors import ConfigurationError
-from rl_conformance.families import VLLM, VLLM_SIDECAR
-from rl_conformance.target import Target
-from rl_conformance.verdict import MissingInput
-from rl_conformance.weight_transfer import load_weight_transfer
-from rl_conformance.weights import WeightSource
+from rl_conformance.model.config import RunConfig
+from rl_conformance.model.target import Target
+from rl_conformance.model.verdict import MissingInput
+from rl_conformance.model.weight_transfer import load_weight_transfer
 
 REAL = Target(id="real", backend="vllm", kind="external", frontend_url="http://x")
 FAKE = Target(id="fake-vllm", backend="vllm", kind="fake", frontend_url="http://x")

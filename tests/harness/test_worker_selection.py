@@ -9,9 +9,9 @@ import itertools
 
 import pytest
 
-from rl_conformance.admin import AdminWorker, MutationPolicy
-from rl_conformance.admin_steps import by_identity, select
-from rl_conformance.target import Target
+from rl_conformance.control.admin import AdminWorker, MutationPolicy
+from rl_conformance.control.admin_steps import by_identity, select
+from rl_conformance.model.target import Target
 
 ROUTES = ("pause_generation", "resume_generation", "update_weights_from_disk")
 VLLM = Target(id="t", backend="vllm", kind="external", frontend_url="http://f", rl_url="http://r")

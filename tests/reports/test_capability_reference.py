@@ -8,8 +8,8 @@ import json
 import re
 from pathlib import Path
 
-from rl_conformance.capabilities import CAPABILITIES
 from rl_conformance.cli.capabilities import faults_by_capability, render_reference
+from rl_conformance.model.capabilities import CAPABILITIES
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from rl_conformance.baseline import REMOVED, diff_matrices, load_matrix, render_diff
 from rl_conformance.errors import ConfigurationError
+from rl_conformance.model.baseline import REMOVED, diff_matrices, load_matrix, render_diff
 
 
 def matrix(cells: dict[tuple[str, str], str], complete: bool = True) -> dict[str, Any]:

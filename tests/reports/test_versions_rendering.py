@@ -8,11 +8,11 @@ from html.parser import HTMLParser
 from typing import Any
 from xml.etree import ElementTree
 
-from rl_conformance.capabilities import CAPABILITIES
 from rl_conformance.checks import schema_check
-from rl_conformance.matrix import RunInfo, build_matrix, now
+from rl_conformance.model.capabilities import CAPABILITIES
+from rl_conformance.model.matrix import RunInfo, build_matrix, now
+from rl_conformance.model.target import Target
 from rl_conformance.reports import render_html, render_junit, render_markdown
-from rl_conformance.target import Target
 
 OPENAPI = 'frontend GET /openapi.json info.version (info.title "NVIDIA Dynamo OpenAI Frontend")'
 UNKNOWN = "Dynamo release not observed (judged as main, the default basis)"

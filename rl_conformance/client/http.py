@@ -1,0 +1,495 @@
+"""The only code that speaks HTTP to a deployment.
+
+Every request has a deadline covering connect, headers and the whole body; a server that stalls,
+drips bytes or streams forever is cut off at the deadline and the exchange is returned with
+`error` set, never raised past the caller and never left hanging. Bodies are capped in size
+(a declared Content-Length over the cap is refused before reading), streams in bytes and in
+events; each cut names the limit it hit. Streams are parsed incrementally, driven through
+`StreamMachine` and folded (`checks.stream_fold.StreamFold`) event by event; the exchange keeps
+at most `keep_events` of them (the first and last halves of a longer stream), so a stream's
+length costs memory only in its folded token ids and logprobs. A `CircuitBreaker` counts
+transport failures per plane: once a plane stopped answering, requests to it raise
+`PlaneUnavailable` at once instead of waiting out a deadline.
+
+The core is asynchronous (so a deadline is a real cancellation); `Client` is a synchronous facade
+that runs it on a private event-loop thread, which is what pytest suites and hypothesis want.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import ssl
+import threading
+import time
+from collections import deque
+from collections.abc import Coroutine
+from concurrent.futures import Future
+from typing import Any, TypeVar
+
+import httpx
+
+from ..checks.stream_fold import StreamFold
+from ..wire.exchange import KEPT_EVENTS, STREAM_BODY_HEAD, Exchange, WireRequest, parse_json
+from ..wire.sse import SSEDecodeError, SSEEvent, SSEParser
+from ..wire.stream_state import (
+    DONE,
+    StreamMachine,
+    StreamState,
+    TerminalDetector,
+    openai_terminals,
+)
+from .breaker import CircuitBreaker
+
+T = TypeVar("T")
+
+DEFAULT_DEADLINE_S = 30.0
+DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
+DEFAULT_MAX_STREAM_EVENTS = 1_000_000
+DEFAULT_MAX_STREAM_BYTES = 512 * 1024 * 1024
+"""A stream is not held in memory (see `keep_events`): its caps bound time, not memory."""
+# The most recent exchanges stay inspectable; evidence keeps its own references.
+LOG_LENGTH = 64
+
+
+@functools.cache
+def default_tls() -> ssl.SSLContext:
+    """httpx's default verifying TLS context, built once per process and shared by every client:
+    building one reads the whole CA bundle (tens of milliseconds), once per client otherwise."""
+    return httpx.create_ssl_context(trust_env=False)  # as the clients: no SSL_CERT_* variables
+
+
+class AsyncClient:
+    """Asynchronous HTTP client producing `Exchange` records."""
+
+    def __init__(
+        self,
+        *,
+        deadline_s: float = DEFAULT_DEADLINE_S,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        max_stream_events: int = DEFAULT_MAX_STREAM_EVENTS,
+        transport: httpx.AsyncBaseTransport | None = None,
+        breaker: CircuitBreaker | None = None,
+        max_stream_bytes: int = DEFAULT_MAX_STREAM_BYTES,
+        keep_events: int = KEPT_EVENTS,
+    ) -> None:
+        self.deadline_s = deadline_s
+        self.max_body_bytes = max_body_bytes
+        self.max_stream_events = max_stream_events
+        self.max_stream_bytes = max_stream_bytes
+        self.keep_events = max(keep_events, 2)
+        self.breaker = breaker if breaker is not None else CircuitBreaker()
+        self._http = httpx.AsyncClient(
+            transport=transport,
+            follow_redirects=False,
+            timeout=httpx.Timeout(deadline_s),
+            trust_env=False,
+            verify=default_tls(),
+        )
+        self.log: deque[Exchange] = deque(maxlen=LOG_LENGTH)
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        json_body: Any = None,
+        content: bytes | None = None,
+        headers: dict[str, str] | None = None,
+        deadline_s: float | None = None,
+    ) -> Exchange:
+        self.breaker.check(url)
+        exchange, request = self._prepare(method, url, json_body, content, headers)
+        started = time.monotonic()
+        try:
+            async with asyncio.timeout(deadline_s or self.deadline_s):
+                response = await self._http.send(request, stream=True)
+                try:
+                    exchange.first_byte_s = time.monotonic() - started
+                    self._record_head(exchange, response)
+                    await self._read_body(exchange, response)
+                finally:
+                    await response.aclose()
+        except TimeoutError:
+            exchange.error = (
+                f"no complete response within the {deadline_s or self.deadline_s:g} s deadline"
+            )
+        except httpx.HTTPError as exc:
+            exchange.error = _transport_message(exc)
+        exchange.elapsed_s = time.monotonic() - started
+        self._account(exchange, deadline_s)
+        return exchange
+
+    async def stream(
+        self,
+        method: str,
+        url: str,
+        *,
+        json_body: Any = None,
+        headers: dict[str, str] | None = None,
+        detector: TerminalDetector = openai_terminals,
+        cancel_after_events: int | None = None,
+        deadline_s: float | None = None,
+        progress: StreamProgress | None = None,
+    ) -> Exchange:
+        """Send a streaming request and drive its events through the terminal-state machine.
+
+        `cancel_after_events` closes the connection after that many data events, as a client
+        that gives up on a rollout would; the exchange then ends `canceled`. `progress` is told
+        each event as it arrives (another thread may read it while the stream runs).
+        """
+        self.breaker.check(url)
+        exchange, request = self._prepare(method, url, json_body, None, headers)
+        machine = StreamMachine(detector=detector)
+        parser = SSEParser()
+        limit = deadline_s or self.deadline_s
+        started = time.monotonic()
+        try:
+            async with asyncio.timeout(limit):
+                response = await self._http.send(request, stream=True)
+                try:
+                    exchange.first_byte_s = time.monotonic() - started
+                    self._record_head(exchange, response)
+                    if (
+                        response.status_code != 200
+                        or "text/event-stream" not in exchange.content_type
+                    ):
+                        await self._read_body(exchange, response)
+                        machine.on_transport_error(_not_a_stream(exchange))
+                    else:
+                        await self._pump(
+                            exchange, response, parser, machine, cancel_after_events, progress
+                        )
+                finally:
+                    await response.aclose()
+        except TimeoutError:
+            exchange.error = f"stream not finished within the {limit:g} s deadline"
+            machine.on_transport_error(exchange.error)
+        except httpx.HTTPError as exc:
+            exchange.error = _transport_message(exc)
+            machine.on_transport_error(exchange.error)
+        exchange.elapsed_s = time.monotonic() - started
+        exchange.state = machine.state
+        exchange.state_reason = machine.reason
+        if progress is not None:
+            progress.end()
+        self._account(exchange, deadline_s)
+        return exchange
+
+    def _account(self, exchange: Exchange, deadline_s: float | None) -> None:
+        """Tell the breaker; a deadline the caller shortened on purpose is not the plane's."""
+        self.breaker.record(exchange, counts=deadline_s is None or deadline_s >= self.deadline_s)
+
+    async def _pump(
+        self,
+        exchange: Exchange,
+        response: httpx.Response,
+        parser: SSEParser,
+        machine: StreamMachine,
+        cancel_after_events: int | None,
+        progress: StreamProgress | None = None,
+    ) -> None:
+        kept = _KeptEvents(exchange, self.keep_events)
+        fold = exchange.fold = StreamFold()
+        head = bytearray()
+        received = 0
+        try:
+            async for chunk in response.aiter_raw():
+                if received + len(chunk) > self.max_stream_bytes:
+                    exchange.body_truncated = True
+                    exchange.error = (
+                        f"stream exceeded the {self.max_stream_bytes}-byte limit; connection closed"
+                    )
+                    machine.on_transport_error(exchange.error)
+                    return
+                received += len(chunk)
+                if len(head) < STREAM_BODY_HEAD:
+                    head += chunk[: STREAM_BODY_HEAD - len(head)]
+                try:
+                    events = parser.feed(chunk)
+                except SSEDecodeError as exc:
+                    exchange.error = f"undecodable stream: {exc}"
+                    machine.on_unparseable(str(exc))
+                    return
+                for event in events:
+                    if kept.count >= self.max_stream_events:
+                        exchange.error = (
+                            f"stream exceeded the {self.max_stream_events}-event limit; "
+                            "connection closed"
+                        )
+                        machine.on_transport_error(exchange.error)
+                        return
+                    self._feed_machine(machine, fold, event.data, kept.count)
+                    kept.add(event)
+                    if progress is not None:
+                        progress.advance(kept.count, len(fold.ids))
+                    if cancel_after_events is not None and kept.count >= cancel_after_events:
+                        machine.on_cancel()
+                        return
+            try:
+                for event in parser.close():
+                    kept.add(event)
+            except SSEDecodeError as exc:
+                machine.on_unparseable(str(exc))
+                return
+            if parser.truncated:
+                machine.on_transport_error("stream ended in the middle of an event")
+                return
+            machine.on_end()
+        finally:
+            exchange.body = bytes(head)
+            exchange.stream_bytes = received
+            kept.close()
+
+    @staticmethod
+    def _feed_machine(machine: StreamMachine, fold: StreamFold, data: str, position: int) -> None:
+        if data == DONE:
+            machine.on_payload(DONE)
+            fold.add(position, DONE)
+            return
+        try:
+            payload = json.loads(data)  # as `parse_json` reads it; its error only when it fails
+        except ValueError:
+            try:
+                payload = parse_json(data.encode(), what=f"event {position}")
+            except ValueError as exc:
+                machine.on_unparseable(str(exc))
+                fold.add_unparseable(position, str(exc))
+                return
+        machine.on_payload(payload)
+        fold.add(position, payload)
+
+    def _prepare(
+        self,
+        method: str,
+        url: str,
+        json_body: Any,
+        content: bytes | None,
+        headers: dict[str, str] | None,
+    ) -> tuple[Exchange, httpx.Request]:
+        all_headers = dict(headers or {})
+        body = content
+        if json_body is not None:
+            body = json.dumps(json_body, separators=(",", ":")).encode()
+            all_headers.setdefault("Content-Type", "application/json")
+        request = self._http.build_request(method, url, content=body, headers=all_headers)
+        wire = WireRequest(method=method, url=str(request.url), headers=all_headers, body=body)
+        exchange = Exchange(request=wire)
+        self.log.append(exchange)
+        return exchange, request
+
+    @staticmethod
+    def _record_head(exchange: Exchange, response: httpx.Response) -> None:
+        exchange.status = response.status_code
+        exchange.headers = {name.lower(): value for name, value in response.headers.items()}
+
+    async def _read_body(self, exchange: Exchange, response: httpx.Response) -> None:
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.max_body_bytes:
+            exchange.body_truncated = True
+            exchange.error = (
+                f"response body of {declared} bytes exceeds the {self.max_body_bytes}-byte "
+                "limit; not read"
+            )
+            return
+        body = bytearray()
+        async for chunk in response.aiter_raw():
+            body += chunk
+            if len(body) > self.max_body_bytes:
+                exchange.body = bytes(body[: self.max_body_bytes])
+                exchange.body_truncated = True
+                exchange.error = f"response body exceeded the {self.max_body_bytes}-byte limit"
+                return
+        exchange.body = bytes(body)
+
+
+class StreamProgress:
+    """How far a running stream has come, for a thread that acts while it runs (a control step
+    taken with a stream in flight): events and completion token ids received so far, whether it
+    ended, and a wait for either that needs no polling. Evidence, not timing: a test states
+    what the stream had delivered when its step was sent and answered."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self.events = 0
+        self.tokens = 0
+        self.ended = False
+
+    def advance(self, events: int, tokens: int) -> None:
+        with self._changed:
+            self.events, self.tokens = events, tokens
+            self._changed.notify_all()
+
+    def end(self) -> None:
+        with self._changed:
+            self.ended = True
+            self._changed.notify_all()
+
+    def snapshot(self) -> tuple[int, bool]:
+        """(tokens received, ended) read together."""
+        with self._changed:
+            return self.tokens, self.ended
+
+    def wait_for_events(self, count: int, timeout_s: float) -> bool:
+        """Until `count` data events arrived (True) or the stream ended or the time ran out."""
+        with self._changed:
+            self._changed.wait_for(lambda: self.events >= count or self.ended, timeout_s)
+            return self.events >= count
+
+    def wait_for_tokens(self, count: int, timeout_s: float) -> bool:
+        """Until `count` tokens arrived (True) or the stream ended or the time ran out (False
+        unless `count` was reached)."""
+        with self._changed:
+            self._changed.wait_for(lambda: self.tokens >= count or self.ended, timeout_s)
+            return self.tokens >= count
+
+
+class _KeptEvents:
+    """The events an exchange keeps: all of them up to `keep`, then the first half of `keep`
+    and a window of the last ones."""
+
+    def __init__(self, exchange: Exchange, keep: int) -> None:
+        self.exchange = exchange
+        self.keep = keep
+        self.count = 0
+        self.tail: deque[SSEEvent] | None = None
+
+    def add(self, event: SSEEvent) -> None:
+        self.count += 1
+        events = self.exchange.events
+        if self.tail is None:
+            events.append(event)
+            if len(events) <= self.keep:
+                return
+            half = self.keep // 2
+            self.tail = deque(events[half:], maxlen=self.keep - half)
+            del events[half:]
+            self.exchange.elided_at = half
+        else:
+            self.tail.append(event)
+        self.exchange.events_elided = self.count - self.keep
+
+    def close(self) -> None:
+        if self.tail is not None:
+            self.exchange.events.extend(self.tail)
+            self.tail = None
+
+
+class Client:
+    """Synchronous facade over `AsyncClient`, safe to call from tests and hypothesis examples."""
+
+    def __init__(
+        self,
+        *,
+        deadline_s: float = DEFAULT_DEADLINE_S,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        max_stream_events: int = DEFAULT_MAX_STREAM_EVENTS,
+        transport: httpx.AsyncBaseTransport | None = None,
+        breaker: CircuitBreaker | None = None,
+        max_stream_bytes: int = DEFAULT_MAX_STREAM_BYTES,
+        keep_events: int = KEPT_EVENTS,
+    ) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._pending: set[Future[Any]] = set()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="rl-conformance-client", daemon=True
+        )
+        self._thread.start()
+        self._core: AsyncClient = self._run(
+            self._make_core(
+                deadline_s,
+                max_body_bytes,
+                max_stream_events,
+                transport,
+                breaker,
+                max_stream_bytes,
+                keep_events,
+            )
+        )
+        self.deadline_s = deadline_s
+
+    @staticmethod
+    async def _make_core(
+        deadline_s: float,
+        max_body_bytes: int,
+        max_stream_events: int,
+        transport: httpx.AsyncBaseTransport | None,
+        breaker: CircuitBreaker | None,
+        max_stream_bytes: int,
+        keep_events: int,
+    ) -> AsyncClient:
+        return AsyncClient(
+            deadline_s=deadline_s,
+            max_body_bytes=max_body_bytes,
+            max_stream_events=max_stream_events,
+            transport=transport,
+            breaker=breaker,
+            max_stream_bytes=max_stream_bytes,
+            keep_events=keep_events,
+        )
+
+    @property
+    def breaker(self) -> CircuitBreaker:
+        return self._core.breaker
+
+    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
+        future: Future[T] = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        self._pending.add(future)
+        try:
+            return future.result()
+        finally:
+            self._pending.discard(future)
+
+    @property
+    def log(self) -> deque[Exchange]:
+        return self._core.log
+
+    def request(self, method: str, url: str, **kwargs: Any) -> Exchange:
+        return self._run(self._core.request(method, url, **kwargs))
+
+    def get(self, url: str, **kwargs: Any) -> Exchange:
+        return self.request("GET", url, **kwargs)
+
+    def post(self, url: str, json_body: Any = None, **kwargs: Any) -> Exchange:
+        return self.request("POST", url, json_body=json_body, **kwargs)
+
+    def stream(self, method: str, url: str, **kwargs: Any) -> Exchange:
+        return self._run(self._core.stream(method, url, **kwargs))
+
+    def close(self) -> None:
+        """Cancel what is still in flight (a caller on another thread then gets
+        `CancelledError` instead of waiting forever on a stopped loop), then close."""
+        if self._loop.is_closed():
+            return
+        for future in list(self._pending):
+            future.cancel()
+        self._run(self._core.aclose())
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=5)
+        self._loop.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def _transport_message(exc: httpx.HTTPError) -> str:
+    name = type(exc).__name__
+    detail = str(exc) or "no detail"
+    return f"transport error ({name}): {detail}"
+
+
+def _not_a_stream(exchange: Exchange) -> str:
+    return (
+        f"expected HTTP 200 with content-type text/event-stream, observed HTTP {exchange.status} "
+        f"with content-type {exchange.content_type or '(none)'}: {exchange.body_preview()}"
+    )
+
+
+__all__ = ["AsyncClient", "Client", "Exchange", "StreamState"]

@@ -1,0 +1,177 @@
+"""Worker administration from the client side: route negotiation and the mutation guard.
+
+Safety rules, enforced here for every administrative call the suite makes:
+- only routes a worker advertises are called, verbatim: `{system_url}/engine/{route}`, never a
+  route with segments prepended, removed or renamed, never a URL derived from `request_plane_url`
+  or `transport`;
+- a worker without `system_url` is not administered;
+- mutating routes need an explicit opt-in (`--allow-mutations`) and a worker chosen with
+  `--worker INSTANCE_ID` or `--all-workers`; read-only routes (the Python worker's
+  `liveness_probe` and `get_weight_version`, the sidecar's `control/is_paused`,
+  `control/is_sleeping` and `control/get_weight_version`) and `/health` are always allowed;
+- redirects are never followed (the client does not follow them at all).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..client.http import Client
+from ..model.config import RunConfig
+from ..wire.exchange import Exchange
+
+FANOUT = 64
+"""Administrative calls in flight at once when one step goes to many workers: a fleet of a
+hundred workers is paused in about the time of two, each worker's system server still sees one
+call from us at a time, and the client's connection pool (100) is never the queue."""
+READ_ONLY_ROUTES = frozenset(
+    {
+        "liveness_probe",
+        "get_weight_version",
+        "control/is_paused",
+        "control/is_sleeping",
+        "control/get_weight_version",
+    }
+)
+
+
+class MutationRefused(Exception):
+    """The run is read-only for this worker; the test is skipped with this reason."""
+
+
+class RouteNotAdvertised(Exception):
+    """The worker does not advertise what the call needs (fail closed)."""
+
+
+@dataclass(frozen=True)
+class MutationPolicy:
+    allowed: bool = False
+    workers: frozenset[int] | None = None
+    """Instance ids that may be mutated; None means every worker (`--all-workers`)."""
+
+    @classmethod
+    def from_config(cls, config: RunConfig) -> MutationPolicy:
+        """`--allow-mutations` with `--worker ID...` or `--all-workers` (validated together in
+        `RunConfig.validate`)."""
+        if not config.allow_mutations:
+            return cls()
+        return cls(allowed=True, workers=None if config.all_workers else frozenset(config.worker))
+
+    def permits(self, instance_id: int | None) -> bool:
+        if not self.allowed:
+            return False
+        return self.workers is None or instance_id in self.workers
+
+    def refusal(self, what: str) -> MutationRefused:
+        """Why `what` is not sent, naming the flags that would allow it."""
+        return MutationRefused(
+            f"{self.describe()}: {what} not sent "
+            "(use --allow-mutations with --worker ID or --all-workers)"
+        )
+
+    def describe(self) -> str:
+        if not self.allowed:
+            return "read-only run"
+        if self.workers is None:
+            return "mutations allowed on every worker"
+        return f"mutations allowed on workers {sorted(self.workers)}"
+
+
+@dataclass(frozen=True)
+class AdminWorker:
+    """A worker as the control plane sees it. `routes` is None when the deployment, not
+    discovery, supplied the worker (SGLang: not registered with /v1/rl/workers)."""
+
+    instance_id: int | None
+    system_url: str | None
+    routes: tuple[str, ...] | None
+    namespace: str = ""
+    model: str | None = None
+
+    @classmethod
+    def from_discovery(cls, worker: Mapping[str, Any]) -> AdminWorker:
+        routes = worker.get("routes")
+        return cls(
+            instance_id=worker.get("instance_id"),
+            system_url=worker.get("system_url"),
+            routes=tuple(routes) if isinstance(routes, list) else (),
+            namespace=str(worker.get("namespace", "")),
+            model=worker.get("model"),
+        )
+
+    @property
+    def label(self) -> str:
+        if self.instance_id is None:
+            return f"worker at {self.system_url}"
+        return f"worker {self.instance_id}"
+
+
+@dataclass
+class AdminClient:
+    client: Client
+    policy: MutationPolicy
+    calls: list[tuple[AdminWorker, str]] = field(default_factory=list)
+
+    def require(self, worker: AdminWorker, routes: Iterable[str]) -> None:
+        """Fail closed unless the worker is administrable and advertises every route."""
+        if not worker.system_url:
+            raise RouteNotAdvertised(
+                f"{worker.label} advertises no system_url; it is not administered"
+            )
+        if worker.routes is None:
+            return
+        missing = [route for route in routes if route not in worker.routes]
+        if missing:
+            raise RouteNotAdvertised(
+                f"{worker.label} does not advertise required route(s) {missing}; "
+                f"advertised: {list(worker.routes)}"
+            )
+
+    def url(self, worker: AdminWorker, route: str) -> str:
+        assert worker.system_url is not None
+        return f"{worker.system_url.rstrip('/')}/engine/{route}"
+
+    def call(
+        self, worker: AdminWorker, route: str, body: Any = None, *, deadline_s: float | None = None
+    ) -> Exchange:
+        self.require(worker, [route])
+        if route not in READ_ONLY_ROUTES and not self.policy.permits(worker.instance_id):
+            raise self.policy.refusal(f"{route} on {worker.label}")
+        self.calls.append((worker, route))
+        return self.client.request(
+            "POST",
+            self.url(worker, route),
+            json_body={} if body is None else body,
+            deadline_s=deadline_s,
+        )
+
+    def call_each(
+        self,
+        workers: Sequence[AdminWorker],
+        route: str,
+        body: Any = None,
+        *,
+        deadline_s: float | None = None,
+    ) -> list[Exchange]:
+        """One step on every worker, at most `FANOUT` calls in flight; the exchanges in the
+        workers' order. Every worker is negotiated and permitted before any call is sent."""
+        for worker in workers:
+            self.require(worker, [route])
+            if route not in READ_ONLY_ROUTES and not self.policy.permits(worker.instance_id):
+                raise self.policy.refusal(f"{route} on {worker.label}")
+
+        def one(worker: AdminWorker) -> Exchange:
+            return self.call(worker, route, body, deadline_s=deadline_s)
+
+        if len(workers) <= 1:
+            return [one(worker) for worker in workers]
+        with ThreadPoolExecutor(max_workers=min(FANOUT, len(workers))) as pool:
+            return list(pool.map(one, workers))
+
+    def health(self, worker: AdminWorker) -> Exchange:
+        if not worker.system_url:
+            raise RouteNotAdvertised(f"{worker.label} advertises no system_url")
+        return self.client.get(f"{worker.system_url.rstrip('/')}/health")

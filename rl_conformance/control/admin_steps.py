@@ -1,0 +1,218 @@
+"""Administrative steps as the suites take them: which workers to act on, each call checked by
+status AND body, pauses that always end in a resume. Shared by the administration and refresh
+suites."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..checks import admin as admin_checks
+from ..model.capabilities import RL_WORKERS, Backend, Support
+from ..model.target import Target
+from ..model.verdict import FeatureAbsent, MissingInput, Verdict
+from ..wire.exchange import Exchange
+from .admin import AdminClient, AdminWorker, MutationPolicy, RouteNotAdvertised
+from .families import AdminFamily, NewWeights, family_for, update_unavailable
+from .weights import WeightSource
+
+DRAIN_DEADLINE_S = 300.0
+"""A pause that waits for the requests in flight: as long as an in-flight stream may take."""
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The workers a test acts on, and the worker its generations are pinned to.
+
+    The worker is chosen by its identity, never by its place in discovery's list (a listener may
+    list the same workers in another order on every read): the administrable worker with the
+    lowest (namespace, instance_id), preferring one the run may mutate. Every test of a run so
+    acts on the same worker, and what one test leaves on it (the checkpoint it loaded last) is
+    what the next test finds there. When no administrable worker's identity is known (workers
+    given by URL whose system servers name no instance id), the test acts on every given worker
+    of the first one's family at once and leaves generations unpinned: whichever worker serves
+    them is one the test acted on.
+    """
+
+    workers: tuple[AdminWorker, ...]
+    family: AdminFamily
+
+    @property
+    def pinned(self) -> AdminWorker | None:
+        first = self.workers[0]
+        return first if len(self.workers) == 1 and first.instance_id is not None else None
+
+    @property
+    def label(self) -> str:
+        return ", ".join(worker.label for worker in self.workers)
+
+
+def administered(target: Target, workers: list[AdminWorker]) -> list[AdminWorker]:
+    """The workers with a system URL, or why there are none: a registering backend (vLLM) that
+    lists none lacks a documented feature; for the others the user has not given their URLs."""
+    found = [worker for worker in workers if worker.system_url]
+    if found:
+        return found
+    if RL_WORKERS[Backend(target.backend)] is Support.SUPPORTED:
+        if not target.rl_url:
+            raise MissingInput("no RL listener URL to discover workers from (give --rl-url)")
+        raise FeatureAbsent("GET /v1/rl/workers lists no worker with a system_url")
+    raise MissingInput(
+        f"{target.backend} workers are not listed by /v1/rl/workers: give each worker's "
+        "system URL with --worker-url"
+    )
+
+
+def by_identity(
+    workers: Sequence[AdminWorker], policy: MutationPolicy | None = None
+) -> list[AdminWorker]:
+    """The workers in identity order: those `policy` lets the run mutate first (when it names
+    any); discovery's workers before workers given by URL; known instance ids by (namespace,
+    instance_id), then workers of unknown identity in the order the user gave their URLs.
+    Discovery's own order plays no part."""
+
+    def key(worker: AdminWorker) -> tuple[bool, bool, bool, str, float, str]:
+        instance_id = worker.instance_id
+        # a listener may send an id that is no integer (a rounded float): it still sorts
+        numeric = isinstance(instance_id, (int, float)) and not isinstance(instance_id, bool)
+        return (
+            policy is not None and policy.allowed and not policy.permits(instance_id),
+            worker.routes is None,
+            instance_id is None,
+            worker.namespace,
+            instance_id if numeric and instance_id is not None else 0,
+            "" if numeric or instance_id is None else str(instance_id),
+        )
+
+    return sorted(workers, key=key)
+
+
+def select(
+    target: Target, workers: list[AdminWorker], policy: MutationPolicy | None = None
+) -> Selection:
+    """See `Selection`; `policy`, when given, makes a worker the run may mutate preferred."""
+    candidates = by_identity(administered(target, workers), policy)
+    first = candidates[0]
+    family = family_for(target, first)
+    if family is None:
+        raise FeatureAbsent(
+            f"{first.label} speaks no known administration family (advertised: "
+            f"{list(first.routes or ())}; expected pause_generation or control/pause_generation)"
+        )
+    if first.instance_id is not None:
+        return Selection((first,), family)
+    same = tuple(worker for worker in candidates if family_for(target, worker) is family)
+    return Selection(same, family)
+
+
+def succeed(
+    verdict: Verdict,
+    admin: AdminClient,
+    worker: AdminWorker,
+    family: AdminFamily,
+    route: str,
+    body: Any = None,
+) -> Any:
+    """One administrative call that must succeed; returns the parsed reply."""
+    return judged(verdict, family, route, worker, admin.call(worker, route, body))
+
+
+def succeed_each(
+    verdict: Verdict,
+    admin: AdminClient,
+    workers: Sequence[AdminWorker],
+    family: AdminFamily,
+    route: str,
+    body: Any = None,
+    deadline_s: float | None = None,
+) -> list[Any]:
+    """One step that must succeed on every worker, sent to them all at once (bounded,
+    `admin.FANOUT`) and judged in the workers' order."""
+    exchanges = admin.call_each(workers, route, body, deadline_s=deadline_s)
+    return [
+        judged(verdict, family, route, worker, exchange)
+        for worker, exchange in zip(workers, exchanges, strict=True)
+    ]
+
+
+def judged(
+    verdict: Verdict, family: AdminFamily, route: str, worker: AdminWorker, exchange: Exchange
+) -> Any:
+    try:
+        parsed = exchange.json()
+    except ValueError:
+        parsed = None
+    verdict.check(
+        admin_checks.success_semantics(family.name, route, exchange.status, parsed, worker.label),
+        exchange,
+    )
+    return parsed
+
+
+@contextlib.contextmanager
+def paused(
+    verdict: Verdict, admin: AdminClient, selection: Selection, mode: str | None = None
+) -> Iterator[None]:
+    """Pause every selected worker (checked), run the body, and always resume them all: a
+    failing step never leaves a worker paused for the tests after it. A `wait` pause is answered
+    when the requests in flight have finished, so it is given as long as a stream is."""
+    family = selection.family
+    body = family.pause_body(mode)
+    deadline = DRAIN_DEADLINE_S if mode == "wait" else None
+    try:
+        succeed_each(verdict, admin, selection.workers, family, family.pause, body, deadline)
+        yield
+    except BaseException:
+        with contextlib.suppress(Exception):
+            admin.call_each(selection.workers, family.resume, {})
+        raise
+    succeed_each(verdict, admin, selection.workers, family, family.resume, {})
+
+
+def require_update_routes(selection: Selection) -> None:
+    """Not advertised, before anything is paused, when a worker cannot take an update."""
+    for worker in selection.workers:
+        missing = selection.family.missing_update_routes(worker)
+        if missing:
+            raise RouteNotAdvertised(update_unavailable(selection.family, worker, missing))
+
+
+def update_all(
+    verdict: Verdict,
+    admin: AdminClient,
+    selection: Selection,
+    weights: WeightSource,
+    policy: NewWeights | None = None,
+) -> str:
+    """Apply one new named weight version (`policy`, else the source's next) to every selected
+    worker (already paused): the family's update calls, after its once-per-worker setup (the
+    sidecar's transfer engine)."""
+    family = selection.family
+    require_update_routes(selection)
+    policy = policy or weights.new(family, selection.workers)
+    unset = [worker for worker in selection.workers if weights.needs_setup(worker)]
+    for call in family.setup_calls(policy) if unset else ():
+        succeed_each(verdict, admin, unset, family, call.route, dict(call.body))
+    for worker in unset:
+        weights.setup_done(worker)
+    for call in family.update_calls(policy):
+        succeed_each(verdict, admin, selection.workers, family, call.route, dict(call.body))
+    weights.loaded(selection.workers, policy)
+    return policy.version
+
+
+def apply_update(
+    verdict: Verdict,
+    admin: AdminClient,
+    selection: Selection,
+    weights: WeightSource,
+    policy: NewWeights | None = None,
+) -> str:
+    """Pause, apply a new named weight version (`policy`, else the source's next), resume;
+    returns the version."""
+    require_update_routes(selection)
+    weights.require(selection.family)
+    with paused(verdict, admin, selection):
+        return update_all(verdict, admin, selection, weights, policy)

@@ -1,0 +1,168 @@
+"""A stream kept in flight while a control step is taken, and the evidence of what it had
+delivered at each moment that matters.
+
+A control-plane verdict about requests in flight must not depend on how fast the engine
+generates: a real engine may finish a 40-token stream before a pause lands, a fake may not. So
+the stream asks for far more tokens than any step takes (`IN_FLIGHT_TOKENS`, bounded by the
+model's context window), the step is sent only once the first token arrived, and the stream's
+own counts, read when the step was sent and when it was answered, say whether it really was in
+flight. When it was not, the test is inconclusive (`Unobservable`), never passed or failed.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from ..checks import streaming
+from ..client.http import Client, StreamProgress
+from ..model.target import Target
+from ..model.verdict import Unobservable, Verdict
+from ..wire.exchange import Exchange
+
+IN_FLIGHT_TOKENS = 512
+"""Tokens a stream in flight asks for: its control step lands milliseconds after the first token,
+and 512 tokens take a second or more on any engine (9 s on this CPU)."""
+FIRST_TOKEN_S = 60.0
+"""How long a stream may take to deliver its first token (a cold CPU engine takes 20 s)."""
+STREAM_DEADLINE_S = 300.0
+
+
+@dataclass(frozen=True)
+class Mark:
+    """What the stream had delivered at one moment: tokens received and whether it had ended."""
+
+    tokens: int
+    ended: bool
+
+    def describe(self) -> str:
+        return f"{self.tokens} tokens{' (ended)' if self.ended else ''}"
+
+
+def in_flight_budget(client: Client, target: Target, prompt_tokens: int) -> int:
+    """`IN_FLIGHT_TOKENS`, within the context window /v1/models states for the model (Dynamo's
+    `context_window`, vLLM's `max_model_len`) when it states one."""
+    try:
+        listed = client.get(target.url("/v1/models")).json().get("data") or []
+        entry = next(item for item in listed if item.get("id") == target.model)
+        window = entry.get("context_window") or entry.get("max_model_len")
+    except (ValueError, AttributeError, StopIteration, TypeError):
+        window = None
+    if isinstance(window, int) and window > prompt_tokens + 16:
+        return min(IN_FLIGHT_TOKENS, window - prompt_tokens - 8)
+    return IN_FLIGHT_TOKENS
+
+
+class InFlightStream:
+    """A greedy completion stream in a thread, pinned to one worker when its identity is known
+    (`nvext.backend_instance_id` and the worker header), asking for `max_tokens` with EOS
+    ignored so that it can only end by its length, an abort, or a failure."""
+
+    def __init__(
+        self,
+        client: Client,
+        target: Target,
+        prompt: list[int],
+        *,
+        instance_id: int | None,
+        max_tokens: int,
+    ) -> None:
+        body: dict[str, Any] = {
+            "model": target.model,
+            "prompt": prompt,
+            "max_tokens": max_tokens,
+            "temperature": 0,
+            "ignore_eos": True,
+            "stream": True,
+            "nvext": {
+                "extra_fields": ["completion_token_ids", "engine_data", "detailed_finish_reason"]
+            },
+        }
+        headers: dict[str, str] = {}
+        if instance_id is not None:
+            body["nvext"]["backend_instance_id"] = instance_id
+            headers["x-dynamo-worker-instance-id"] = str(instance_id)
+        self.max_tokens = max_tokens
+        self.progress = StreamProgress()
+        self.result: dict[str, Exchange] = {}
+        self.failure: Exception | None = None
+        """What the stream's request raised instead of answering (a budget spent, a generation
+        a read-only run refuses, an open breaker): raised again where its exchange is read."""
+
+        def send() -> None:
+            try:
+                self.result["exchange"] = client.stream(
+                    "POST",
+                    target.url("/v1/completions"),
+                    json_body=body,
+                    headers=headers,
+                    deadline_s=STREAM_DEADLINE_S,
+                    progress=self.progress,
+                )
+            except Exception as exc:
+                self.failure = exc
+                self.progress.end()  # nobody waits a deadline for a stream that never started
+
+        # daemon: never holds the process open; every user waits for it with a bound
+        self.thread = threading.Thread(daemon=True, target=send)
+
+    def start_and_wait_first_token(self, verdict: Verdict | None = None) -> Mark:
+        """Start the stream and return once its first token arrived. A stream the deployment
+        refused or did not answer as a stream fails `verdict` (when given) with its evidence;
+        one that ended, or delivered nothing, before its first token is `Unobservable`."""
+        self.thread.start()
+        self.progress.wait_for_tokens(1, FIRST_TOKEN_S)
+        mark = self.mark()
+        if self.failure is not None:
+            raise self.failure
+        if mark.ended and verdict is not None:
+            # Ended before the step: a stream that broke fails; only a faithful one that was
+            # simply over already leaves the test inconclusive.
+            self.wait()
+            exchange = self.exchange
+            verdict.events(exchange)
+            state = exchange.state.value if exchange.state else "none"
+            verdict.check(streaming.terminal_success(state, exchange.state_reason), exchange)
+        if mark.tokens == 0:
+            raise Unobservable(
+                f"a {self.max_tokens}-token stream delivered no token "
+                f"{'before it ended' if mark.ended else f'within {FIRST_TOKEN_S:g} s'}: "
+                "no request was in flight to observe"
+            )
+        if mark.ended:
+            raise Unobservable(
+                f"a {self.max_tokens}-token stream ended ({mark.describe()}) before the control "
+                "step could be sent: no request was in flight to observe"
+            )
+        return mark
+
+    def mark(self) -> Mark:
+        tokens, ended = self.progress.snapshot()
+        return Mark(tokens, ended)
+
+    def finished(self) -> bool:
+        return not self.thread.is_alive()
+
+    def wait(self, seconds: float = STREAM_DEADLINE_S) -> bool:
+        self.thread.join(timeout=seconds)
+        return self.finished()
+
+    @property
+    def exchange(self) -> Exchange:
+        exchange = self.result.get("exchange")
+        if exchange is None and self.failure is not None:
+            raise self.failure
+        if exchange is None:
+            raise AssertionError("the in-flight stream never returned")
+        return exchange
+
+    def completed(self) -> bool:
+        """Ran to its length: every token it asked for arrived, or its choice ended with finish
+        reason `length` (it asked for `max_tokens` with EOS ignored; an abort ends it early,
+        `stop` or `cancelled`). How the stream itself was framed is judged elsewhere."""
+        if not self.finished() or "exchange" not in self.result:
+            return False
+        fold = self.result["exchange"].fold
+        finished_by_length = fold is not None and fold.finish_reasons.get("0") == "length"
+        return finished_by_length or self.mark().tokens >= self.max_tokens

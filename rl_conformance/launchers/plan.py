@@ -1,0 +1,406 @@
+"""Which deployments a run tests, and starting them on demand (and always stopping them)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..client.breaker import origin
+from ..client.http import Client
+from ..errors import ConfigurationError, LaunchError, TransportError, WrongInput
+from ..model import provenance
+from ..model.config import FAKES, RunConfig
+from ..model.releases import FLAG_SOURCE, OBSERVED_SOURCE
+from ..model.target import Launcher, Target
+from ..wire.exchange import Exchange
+from . import ExternalLauncher, FakeLauncher
+from .inputs import check_config, check_target
+
+DEFAULT_FAKES = FAKES
+LAUNCHER_SOURCE = "launcher (what it started, not read from the deployment)"
+PREFLIGHT_DEADLINE_S = 5.0
+PREFLIGHT_AT_ONCE = 8
+"""Planes the preflight asks at once."""
+VERSION_WORKERS = 8
+"""Workers whose system server `/metrics` is read for versions (discovery may list thousands)."""
+
+
+@dataclass
+class TargetPool:
+    """Launchers by target id; each is started at most once, on first use, and stopped at the end.
+    A launch failure is remembered, so every test of that target reports the same error (a wrong
+    input as `WrongInput`, with what showed it)."""
+
+    launchers: dict[str, Launcher]
+    started: dict[str, Target] = field(default_factory=dict)
+    failures: dict[str, str] = field(default_factory=dict)
+    wrong_inputs: dict[str, tuple[object, ...]] = field(default_factory=dict)
+    """Target id -> the evidence of the wrong input its failure is (`inputs.check_target`)."""
+    retired: dict[str, Target] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def ids(self) -> list[str]:
+        return list(self.launchers)
+
+    def get(self, target_id: str, client: Client) -> Target:
+        with self._lock:
+            if target_id in self.failures:
+                raise self._failure(target_id)
+            if target_id not in self.started:
+                try:
+                    target = self.launchers[target_id].start()
+                    for key in target.versions:
+                        target.version_sources.setdefault(key, LAUNCHER_SOURCE)
+                    preflight(target, client)
+                    check_target(target, client, min(PREFLIGHT_DEADLINE_S, client.deadline_s))
+                    resolve_model(target, client)
+                    preflight_generation(target, client)
+                    workers = record_topology(target, client)
+                    record_versions(target, client, workers)
+                except (LaunchError, ConfigurationError) as exc:
+                    self.failures[target_id] = f"{target_id}: {exc}"
+                    if isinstance(exc, WrongInput):  # the target is reported as given
+                        self.wrong_inputs[target_id] = exc.evidence
+                        target.notes.append(self.failures[target_id])
+                        self.retired[target_id] = target
+                    raise self._failure(target_id) from exc
+                self.started[target_id] = target
+            return self.started[target_id]
+
+    def _failure(self, target_id: str) -> LaunchError | WrongInput:
+        if target_id in self.wrong_inputs:
+            return WrongInput(self.failures[target_id], self.wrong_inputs[target_id])
+        return LaunchError(self.failures[target_id])
+
+    def planned_targets(self) -> list[Target]:
+        """Started targets, plus placeholders for those never started (for the report)."""
+        found = []
+        for target_id, launcher in self.launchers.items():
+            if target_id in self.started or target_id in self.retired:
+                found.append(self.started.get(target_id) or self.retired[target_id])
+            else:
+                note = self.failures.get(target_id, "not started")
+                found.append(
+                    Target(
+                        id=target_id,
+                        backend=launcher.backend,
+                        kind="unknown",
+                        frontend_url="",
+                        notes=[note],
+                    )
+                )
+        return found
+
+    def reached_targets(self) -> list[Target]:
+        """The targets this process started or failed to start (what a parallel run's worker
+        reports: the others belong to other workers)."""
+        reached = set(self.started) | set(self.retired) | set(self.failures)
+        return [target for target in self.planned_targets() if target.id in reached]
+
+    def release(self, target_id: str, client: Client | None = None) -> None:
+        """Stop one target once its last test ran; it is relaunched if a test needs it again.
+        The planes the breaker opened go into the target's notes, then the breaker forgets
+        them: the next target may reuse the ports."""
+        with self._lock:
+            launcher = self.launchers.get(target_id)
+            if launcher is None or target_id not in self.started:
+                return
+            target = self.started[target_id]
+            if client is not None:
+                for why in client.breaker.opened().values():
+                    if f"plane down: {why}" not in target.notes:
+                        target.notes.append(f"plane down: {why}")
+                client.breaker.clear()
+            try:
+                launcher.stop()
+            finally:
+                self.retired[target_id] = self.started.pop(target_id)
+
+    def stop_all(self) -> None:
+        for launcher in self.launchers.values():
+            try:
+                launcher.stop()
+            except Exception:
+                continue
+
+
+def preflight(target: Target, client: Client) -> None:
+    """Ask each plane once, with a short deadline, before any test: a plane that does not answer
+    (no complete response, a reset, an oversized body) is opened in the client's breaker, so its
+    tests report `error` at once while the other planes are tested. The planes are asked at
+    once: planes that do not answer cost one preflight deadline, not one each."""
+    deadline = min(PREFLIGHT_DEADLINE_S, client.deadline_s)
+    probes = [("frontend", target.url("/v1/models"))]
+    if target.rl_url:
+        probes.append(("RL listener", target.rl("/v1/rl/workers")))
+    probes += [("worker system server", f"{url.rstrip('/')}/health") for url in target.worker_urls]
+
+    def ask(url: str) -> Exchange | None:
+        try:
+            return client.get(url, deadline_s=deadline)
+        except TransportError:
+            return None  # already known to be down
+
+    with ThreadPoolExecutor(max_workers=min(PREFLIGHT_AT_ONCE, len(probes))) as pool:
+        answers = list(pool.map(ask, [url for _, url in probes]))
+    for (plane, url), exchange in zip(probes, answers, strict=True):
+        if exchange is not None and exchange.error is not None:
+            reason = f"preflight GET {url} ({plane}): {exchange.error}"
+            client.breaker.trip(url, reason)
+            target.notes.append(f"plane down: {origin(url)} is unavailable: {reason}")
+
+
+def preflight_generation(target: Target, client: Client) -> None:
+    """One single-token completion with the run's full deadline: a frontend that lists models
+    but cannot generate (a wedged engine) is opened in the breaker before dozens of tests each
+    wait a deadline for it. Slowness within the deadline is not a failure."""
+    if not target.model:
+        return
+    url = target.url("/v1/completions")
+    body = {"model": target.model, "prompt": [512, 733], "max_tokens": 1, "temperature": 0}
+    try:
+        exchange = client.post(url, body)
+    except TransportError:
+        return
+    if exchange.error is not None:
+        reason = f"preflight POST {url} (one token): {exchange.error}"
+        client.breaker.trip(url, reason)
+        target.notes.append(f"plane down: {origin(url)} is unavailable: {reason}")
+    elif exchange.status == 200:
+        try:
+            observed = provenance.from_completion(exchange.json())
+        except ValueError:
+            observed = []
+        _observe(target, observed)
+
+
+def record_topology(target: Target, client: Client) -> list[dict[str, Any]]:
+    """What the deployment shows of itself, for the environment record: the workers discovery
+    lists (count, world sizes, namespaces, models), the frontend's registered instances (their
+    components; a `prefill` component means disaggregated serving) and the workers given by URL.
+    Read once, with a short deadline; what cannot be read is said, never guessed. Returns the
+    workers discovery listed."""
+    topology: dict[str, Any] = {"workers_given_by_url": len(target.worker_urls)}
+    workers: list[dict[str, Any]] = []
+    if target.rl_url:
+        try:
+            listing = client.get(
+                target.rl("/v1/rl/workers"), deadline_s=min(PREFLIGHT_DEADLINE_S, client.deadline_s)
+            )
+            workers = [
+                w for w in (listing.json() or {}).get("workers") or [] if isinstance(w, dict)
+            ]
+        except (TransportError, ValueError, AttributeError) as exc:
+            topology["discovery"] = f"unreadable: {exc}"
+        else:
+            topology["discovered_workers"] = len(workers)
+            topology["world_sizes"] = sorted(
+                {w["world_size"] for w in workers if "world_size" in w}
+            )
+            topology["namespaces"] = sorted({str(w.get("namespace")) for w in workers})
+            topology["models"] = sorted({str(w["model"]) for w in workers if w.get("model")})
+            topology["workers_with_error"] = sum(1 for w in workers if w.get("error"))
+    try:
+        health = client.get(
+            target.url("/health"), deadline_s=min(PREFLIGHT_DEADLINE_S, client.deadline_s)
+        ).json()
+        instances = health.get("instances") if isinstance(health, dict) else None
+    except (TransportError, ValueError):
+        instances = None
+    if isinstance(instances, list):
+        components = sorted(
+            {
+                str(i.get("component"))
+                for i in instances
+                if isinstance(i, dict) and i.get("component")
+            }
+        )
+        topology["frontend_components"] = components
+        topology["disaggregated"] = any("prefill" in c for c in components)
+    else:
+        topology["disaggregated"] = None  # the frontend's /health lists no instances
+    target.topology = topology
+    return workers
+
+
+def record_versions(
+    target: Target, client: Client, workers: list[dict[str, Any]] | None = None
+) -> None:
+    """The versions the deployment publishes (`provenance`), each with where it was read: the
+    frontend's `/openapi.json`, `/v1/models` and `/metrics`, and the `/metrics` of the first
+    `VERSION_WORKERS` workers' system servers (listed by discovery, or given by URL). Read-only,
+    once, each request under the preflight deadline; what is absent or unreadable records
+    nothing and fails nothing. (The completion's `system_fingerprint` is read from the preflight
+    generation.)"""
+    deadline = min(PREFLIGHT_DEADLINE_S, client.deadline_s)
+
+    def read(url: str) -> Any:
+        """The 200 body of a GET, as text; None for anything else."""
+        try:
+            exchange = client.get(url, deadline_s=deadline)
+        except TransportError:
+            return None
+        if exchange.error is not None or exchange.status != 200:
+            return None
+        return exchange.body.decode("utf-8", errors="replace")
+
+    def read_json(url: str) -> Any:
+        text = read(url)
+        if text is None:
+            return None
+        try:
+            return json.loads(text)
+        except ValueError:
+            return None
+
+    _observe(target, provenance.from_openapi(read_json(target.url("/openapi.json"))))
+    _observe(target, provenance.from_models(read_json(target.url("/v1/models")), target.model))
+    frontend = read(target.url("/metrics"))
+    if frontend is not None:
+        scrape = [(target.frontend_url.rstrip("/"), frontend)]
+        _observe(target, provenance.from_scrapes(scrape, "frontend", "frontend"))
+    system_urls = [
+        w["system_url"].rstrip("/") for w in workers or [] if isinstance(w.get("system_url"), str)
+    ]
+    system_urls += [url.rstrip("/") for url in target.worker_urls]
+    scrapes = []
+    for url in list(dict.fromkeys(system_urls))[:VERSION_WORKERS]:
+        text = read(f"{url}/metrics")
+        if text is not None:
+            scrapes.append((url, text))
+    _observe(target, provenance.from_scrapes(scrapes, "worker", "worker system server"))
+    observe_release(target)
+
+
+def observe_release(target: Target) -> None:
+    """The release the deployment publishes (`dynamo`: the Dynamo frontend's OpenAPI version)
+    is what the target runs, whatever the launcher or --dynamo-release said; a declared release
+    it contradicts is kept in the notes."""
+    observed = target.versions.get("dynamo")
+    if observed is None or target.version_sources.get("dynamo") == LAUNCHER_SOURCE:
+        return
+    if target.release_source == FLAG_SOURCE and target.release != observed:
+        target.notes.append(
+            f"--dynamo-release {target.release} was declared; the deployment publishes "
+            f"{observed} ({target.version_sources.get('dynamo')}), which the report uses"
+        )
+    target.release, target.release_source = observed, OBSERVED_SOURCE
+
+
+def _observe(target: Target, observed: list[provenance.Observed]) -> None:
+    for item in observed:
+        target.observe(item.key, item.value, item.source)
+
+
+def resolve_model(target: Target, client: Client) -> None:
+    """Fill `target.model` from `/v1/models` when not given: the one model listed, or an error.
+    A frontend that is down leaves it unset: its tests report the plane, not the model."""
+    if target.model:
+        return
+    try:
+        exchange = client.get(target.url("/v1/models"), deadline_s=10)
+    except TransportError:
+        return
+    if exchange.status != 200:
+        raise LaunchError(
+            f"GET {target.url('/v1/models')} answered "
+            f"{exchange.status or exchange.error}; cannot choose a model (use --model)"
+        )
+    try:
+        data = exchange.json().get("data", [])
+        names = [entry["id"] for entry in data]
+    except (ValueError, AttributeError, KeyError, TypeError) as exc:
+        raise LaunchError(f"/v1/models body unusable ({exc}): {exchange.body_preview()}") from exc
+    if not names:
+        raise LaunchError(
+            f"GET {target.url('/v1/models')} lists no model: the frontend serves none yet (no "
+            "worker registered?); start one, or wait until it is listed"
+        )
+    if len(names) != 1:
+        listed = ", ".join(map(str, names))
+        raise ConfigurationError(
+            f"/v1/models lists {len(names)} models ({listed}); choose one with --model"
+        )
+    target.model = names[0]
+
+
+def plan_targets(config: RunConfig) -> TargetPool:
+    """The launchers of a run: an external deployment, a launched one, and/or our fakes (the
+    default when nothing else is named). `config` has been validated; a fault name our fakes do
+    not have is refused here (`inputs.check_config`), before anything starts."""
+    check_config(config)
+    if config.fault_matrix:
+        return fault_matrix_pool(config.workers, config.fault_shard, config.report_path / "logs")
+    launchers: dict[str, Launcher] = {}
+    if config.frontend:
+        assert config.backend is not None
+        launcher: Launcher = ExternalLauncher(
+            backend=config.backend,
+            frontend_url=config.frontend,
+            rl_url=config.rl_url,
+            model=config.model,
+            worker_urls=config.worker_url,
+            release=config.dynamo_release,
+        )
+        launchers[launcher.target_id] = launcher
+    if config.launch:
+        launcher = launched(config, config.report_path / "logs")
+        launchers[launcher.target_id] = launcher
+    default = () if (config.frontend or config.launch) else DEFAULT_FAKES
+    for name in config.fake or default:
+        launcher = FakeLauncher(
+            name, workers=config.workers, faults=config.fault, log_dir=config.report_path / "logs"
+        )
+        launchers[launcher.target_id] = launcher
+    return TargetPool(launchers)
+
+
+def launched(config: RunConfig, logs_dir: Path) -> Launcher:
+    if config.launch == "docker":
+        assert config.docker_config is not None
+        from .docker import launcher_from_config
+
+        return launcher_from_config(config.docker_config, log_dir=logs_dir / "docker")
+    from .dynamo import DynamoLauncher
+
+    assert config.launch is not None
+    return DynamoLauncher(
+        engine=config.launch.removeprefix("dynamo-"),
+        python=Path(config.dynamo_python) if config.dynamo_python else None,
+        engine_faults=config.engine_fault,
+        keep_logs_in=logs_dir,
+    )
+
+
+def fault_matrix_pool(
+    workers: int, shard: tuple[int, int] | None = None, log_dir: Path | None = None
+) -> TargetPool:
+    """One clean fake per deployment that has a fault, and one fake per named fault, on the first
+    fake deployment the fault applies to (vLLM preferred: it has the widest surface). A shard
+    (index, count) keeps every count-th fault from index, with the clean fakes they compare to.
+    The fakes log to `log_dir` (a run's report directory)."""
+    from fake_backends import FAULTS
+
+    from ..model.killmatrix import fault_target_id
+
+    launchers: dict[str, Launcher] = {}
+    for position, (name, fault) in enumerate(sorted(FAULTS.items())):
+        if shard is not None and position % shard[1] != shard[0]:
+            continue
+        flavour = "vllm" if "vllm" in fault.applies_to else sorted(fault.applies_to)[0]
+        clean = FakeLauncher(flavour, workers=workers, log_dir=log_dir)
+        launchers.setdefault(clean.target_id, clean)
+        faulty = FakeLauncher(
+            flavour,
+            workers=workers,
+            faults=(name,),
+            target_id=fault_target_id(flavour, name),
+            log_dir=log_dir,
+        )
+        launchers[faulty.target_id] = faulty
+    return TargetPool(launchers)

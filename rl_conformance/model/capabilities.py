@@ -1,0 +1,405 @@
+"""The capability registry: the rows of the compatibility matrix.
+
+Each capability names what it certifies, its level, the spec section and sentence, and the support
+the spec documents per backend (its Backend Compatibility table). Documented support decides how an
+absent feature is reported: absent where documented `supported` is a failure; absent where the spec
+documents anything weaker is `unsupported`. A feature that works where the spec says it does not is
+reported as a contradiction of the documentation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from ..checks.base import Level
+
+
+class Backend(StrEnum):
+    VLLM = "vllm"
+    SGLANG = "sglang"
+    TRTLLM = "trtllm"
+
+
+class Support(StrEnum):
+    SUPPORTED = "supported"
+    EXPERIMENTAL = "experimental"
+    TOPOLOGY_DEPENDENT = "topology-dependent"
+    UNSUPPORTED = "unsupported"
+    UNDOCUMENTED = "undocumented"
+
+
+@dataclass(frozen=True)
+class Capability:
+    id: str
+    title: str
+    area: str
+    level: Level
+    section: str
+    quote: str
+    documented: dict[Backend, Support] = field(default_factory=dict)
+
+    def support_for(self, backend: str) -> Support:
+        return self.documented.get(Backend(backend), Support.SUPPORTED)
+
+
+ALL = {backend: Support.SUPPORTED for backend in Backend}
+RL_WORKERS = {
+    Backend.VLLM: Support.SUPPORTED,
+    Backend.SGLANG: Support.UNSUPPORTED,
+    Backend.TRTLLM: Support.UNSUPPORTED,
+}
+
+_DISCOVERY = "Discover Workers Safely"
+_TOKENS = "Preserve Token Authority"
+_RETURNS = "Know What Returns to the Trainer"
+_STREAM = "Handle Streaming and Retries"
+_COMPAT = "Backend Compatibility"
+_ADMIN = "Compare vLLM and SGLang Administration"
+_REFRESH = "Coordinate Policy Refresh"
+ADMIN = {
+    Backend.VLLM: Support.SUPPORTED,
+    Backend.SGLANG: Support.SUPPORTED,
+    Backend.TRTLLM: Support.UNSUPPORTED,
+}
+
+
+def _cap(
+    id: str,
+    title: str,
+    section: str,
+    quote: str,
+    documented: dict[Backend, Support] = ALL,
+    level: Level = Level.MUST,
+) -> Capability:
+    return Capability(
+        id=id,
+        title=title,
+        area=id.split(".", 1)[0],
+        level=level,
+        section=section,
+        quote=quote,
+        documented=dict(documented),
+    )
+
+
+CAPABILITIES: tuple[Capability, ...] = (
+    _cap(
+        "discovery.protocol_version",
+        "Discovery answers protocol version 1",
+        _DISCOVERY,
+        "Check protocol_version before reading the worker list.",
+    ),
+    _cap(
+        "discovery.schema",
+        "Discovery body matches the protocol v1 schema",
+        _DISCOVERY,
+        "Optional fields such as model, system_url, admin_base_url, and world_size appear only "
+        "when the worker provides them.",
+    ),
+    _cap(
+        "discovery.listener_isolation",
+        "Discovery is served on its own listener only",
+        "Separate the Three Planes",
+        "Discovery: RL listener, normally port 8001. The discovery endpoint is read-only.",
+        level=Level.SHOULD,
+    ),
+    _cap(
+        "discovery.worker_registration",
+        "RL workers register with /v1/rl/workers",
+        _COMPAT,
+        "`/v1/rl/workers` registration: vLLM RL-enabled workers; SGLang and TensorRT-LLM not "
+        "currently registered",
+        RL_WORKERS,
+    ),
+    _cap(
+        "discovery.routes",
+        "Advertised routes are strings, sorted and unique",
+        _DISCOVERY,
+        "`routes`: Worker-advertised Dynamo administration routes",
+        RL_WORKERS,
+    ),
+    _cap(
+        "discovery.endpoint_identity",
+        "Worker identity: request_plane_url and 64-bit instance ids",
+        _DISCOVERY,
+        "`namespace`, `component`, `endpoint`, `instance_id`, `transport`, "
+        "`request_plane_url`: Stable Dynamo endpoint identity",
+        RL_WORKERS,
+    ),
+    _cap(
+        "discovery.identity_not_position",
+        "Workers are identified by identity, not list position",
+        _DISCOVERY,
+        "Do not cache membership indefinitely or interpret list position as worker identity.",
+        RL_WORKERS,
+        level=Level.SHOULD,
+    ),
+    _cap(
+        "discovery.error_fails_closed",
+        "A worker with a probe error fails closed",
+        _DISCOVERY,
+        "`error`: Probe failure; fail closed when a required worker or route is unavailable",
+        RL_WORKERS,
+    ),
+    _cap(
+        "tokens.token_input",
+        "Token input through OpenAI-compatible routes",
+        _COMPAT,
+        "Token input through OpenAI-compatible routes: Supported on vLLM, SGLang, TensorRT-LLM",
+    ),
+    _cap(
+        "tokens.prompt_ids_echo",
+        "nvext.prompt_token_ids echoes the effective prompt",
+        _RETURNS,
+        "Named `nvext.prompt_token_ids` returns the effective single-prompt token sequence used "
+        "after preprocessing, including token arrays or `nvext.token_data`.",
+    ),
+    _cap(
+        "tokens.completion_ids",
+        "Completion token ids through named nvext fields",
+        _COMPAT,
+        "Completion token IDs through named `nvext` fields: Supported (TensorRT-LLM through the "
+        "shared response path)",
+    ),
+    _cap(
+        "tokens.choice_count",
+        "The expected number of choices",
+        _TOKENS,
+        "Generated token IDs are present and contain the expected number of choices.",
+    ),
+    _cap(
+        "tokens.usage_consistent",
+        "Usage counts agree with the token ids",
+        _TOKENS,
+        "The engine token sequence used for training is authoritative.",
+    ),
+    _cap(
+        "tokens.stream_concat",
+        "Streamed ids concatenate to the unary ids",
+        _RETURNS,
+        "Use the engine-returned sequence; exact placement depends on the selected interface.",
+    ),
+    _cap(
+        "tokens.text_token_equivalence",
+        "Text prompt and its token ids generate alike",
+        _TOKENS,
+        "Do not reconstruct it by tokenizing generated text.",
+    ),
+    _cap(
+        "tokens.model_identity",
+        "Model identity agrees across responses, models and discovery",
+        _TOKENS,
+        "The tokenizer and model identity match the selected rollout worker.",
+    ),
+    _cap(
+        "tokens.input_tokens_estimate",
+        "/v1/responses/input_tokens gives an estimate",
+        _TOKENS,
+        "POST /v1/responses/input_tokens estimates input size for preflight decisions.",
+        level=Level.SHOULD,
+    ),
+    _cap(
+        "logprobs.selected_alignment",
+        "Selected logprobs align with the generated ids",
+        _TOKENS,
+        "Selected log probabilities match those token IDs in length and order.",
+    ),
+    _cap(
+        "logprobs.finite_nonpositive",
+        "Logprobs are finite and <= 0",
+        _TOKENS,
+        "Selected log probabilities match those token IDs in length and order.",
+    ),
+    _cap(
+        "logprobs.topk_consistent",
+        "Top-k logprobs are consistent with the selected token",
+        _RETURNS,
+        "Check support and alignment on the exact backend and response path.",
+    ),
+    _cap(
+        "logprobs.prompt_alignment",
+        "Prompt logprobs keep position 0 undefined, unshifted",
+        _COMPAT,
+        "Prompt log probabilities: vLLM Supported; SGLang Topology-dependent; "
+        "TensorRT-LLM No dedicated RL end-to-end coverage recorded here",
+        {
+            Backend.VLLM: Support.SUPPORTED,
+            Backend.SGLANG: Support.TOPOLOGY_DEPENDENT,
+            Backend.TRTLLM: Support.UNDOCUMENTED,
+        },
+    ),
+    _cap(
+        "generate.native_route",
+        "Native RL generation route",
+        _COMPAT,
+        "Native RL generation route: vLLM experimental unary route; SGLang streaming /generate; "
+        "TensorRT-LLM none",
+        {
+            Backend.VLLM: Support.EXPERIMENTAL,
+            Backend.SGLANG: Support.SUPPORTED,
+            Backend.TRTLLM: Support.UNSUPPORTED,
+        },
+    ),
+    _cap(
+        "generate.sglang_logprob_alignment",
+        "Native SGLang logprob triples align with output_ids",
+        "Choose a Request Interface",
+        "Native SGLang token streaming: POST /generate preserves supported SGLang token-input and "
+        "streaming response fields.",
+        {
+            Backend.VLLM: Support.UNSUPPORTED,
+            Backend.SGLANG: Support.SUPPORTED,
+            Backend.TRTLLM: Support.UNSUPPORTED,
+        },
+    ),
+    _cap(
+        "stream.single_terminal",
+        "Exactly one terminal event per choice",
+        _STREAM,
+        "Treat a streaming request as a state machine: accepted, streaming, terminal success, "
+        "canceled, or failed.",
+    ),
+    _cap(
+        "stream.nothing_after_terminal",
+        "Nothing but usage and [DONE] after the terminal",
+        _STREAM,
+        "Admit only a verified terminal result.",
+    ),
+    _cap(
+        "stream.done_last",
+        "Streams end with data: [DONE]",
+        _STREAM,
+        "Treat a streaming request as a state machine.",
+    ),
+    _cap(
+        "stream.finish_reason",
+        "Finish reasons are recognised",
+        _TOKENS,
+        "The response has a terminal state recognized by the framework.",
+    ),
+    _cap(
+        "stream.terminal_success",
+        "Complete streams reach verified terminal success",
+        _STREAM,
+        "Admit only a verified terminal result.",
+    ),
+    _cap(
+        "admin.route_negotiation",
+        "Administered workers advertise system_url and the update path's routes",
+        _DISCOVERY,
+        "Refresh discovery before each control phase and require the complete capability set "
+        "for the selected update path.",
+        RL_WORKERS,
+    ),
+    _cap(
+        "admin.success_semantics",
+        "Admin calls report success by HTTP status and body",
+        _ADMIN,
+        "Python RL routes commonly return a `status` field; built-in SGLang update routes "
+        "commonly return `success` and `message`; check both HTTP status and body",
+        ADMIN,
+    ),
+    _cap(
+        "refresh.pause_gates",
+        "Pause gates new generation until resume",
+        _REFRESH,
+        "Pause or drain workers when the backend requires it.",
+        ADMIN,
+    ),
+    _cap(
+        "refresh.version_verified",
+        "Every worker reports the weight version applied",
+        _REFRESH,
+        "Verify every worker and run post-update generation before reopening the fleet.",
+        ADMIN,
+    ),
+    _cap(
+        "refresh.post_update_generation",
+        "Post-update generation comes from the new weights",
+        _REFRESH,
+        "Verify every worker and run post-update generation before reopening the fleet.",
+        ADMIN,
+    ),
+    _cap(
+        "refresh.served_policy_verified",
+        "After an update the served policy is the checkpoint that was sent",
+        _REFRESH,
+        "Transfer and apply one target policy. Verify every worker and run post-update "
+        "generation before reopening the fleet.",
+        ADMIN,
+    ),
+    _cap(
+        "refresh.kv_invalidation",
+        "Flushing invalidates cached prefixes",
+        _REFRESH,
+        "Invalidate stale KV state. (SGLang: `clear_kv_blocks` is a request-plane endpoint, "
+        "not an /engine route.)",
+        {
+            Backend.VLLM: Support.SUPPORTED,
+            Backend.SGLANG: Support.TOPOLOGY_DEPENDENT,
+            Backend.TRTLLM: Support.UNSUPPORTED,
+        },
+    ),
+    _cap(
+        "refresh.inflight_terminal",
+        "Streams in flight across a refresh end in exactly one terminal state",
+        _REFRESH,
+        "Treat a streaming request as a state machine: accepted, streaming, terminal success, "
+        "canceled, or failed.",
+        ADMIN,
+    ),
+    _cap(
+        "refresh.lifecycle",
+        "The refresh lifecycle keeps the fleet gated until verified",
+        _REFRESH,
+        "Per-worker success is not fleet-wide atomicity. Keep generation gated when "
+        "membership changes, an update fails, cache reset fails, or post-update generation does "
+        "not pass.",
+        ADMIN,
+    ),
+    _cap(
+        "namespace.scope",
+        "The RL listener's namespace scope follows its environment",
+        "Scope Discovery by Namespace",
+        "The RL listener reads the set of Dynamo namespaces it searches from its own process "
+        "environment, and from nothing else.",
+        RL_WORKERS,
+    ),
+    _cap(
+        "cancel.propagation",
+        "A client's cancellation reaches the engine",
+        _STREAM,
+        "Dynamo propagates supported cancellations and serving failures.",
+    ),
+    _cap(
+        "retry.attempt_identity",
+        "Attempts stay identifiable across retries",
+        _STREAM,
+        "Preserve attempt identity when retrying, because a timed-out request may have completed "
+        "after the client stopped waiting and generation is not idempotent.",
+    ),
+    _cap(
+        "telemetry.bounded_labels",
+        "Metrics carry no high-cardinality labels",
+        "Integration Checklist",
+        "Framework identity can be correlated with Dynamo telemetry without high-cardinality "
+        "metric labels.",
+        level=Level.SHOULD,
+    ),
+    _cap(
+        "errors.validation",
+        "Invalid requests are rejected with 4xx and a flat error body",
+        "Integration Checklist",
+        "Request, worker, and update failures have a tested recovery path.",
+    ),
+)
+
+BY_ID: dict[str, Capability] = {capability.id: capability for capability in CAPABILITIES}
+
+
+def get(capability_id: str) -> Capability:
+    try:
+        return BY_ID[capability_id]
+    except KeyError:
+        raise KeyError(f"unknown capability {capability_id!r}") from None

@@ -1,0 +1,159 @@
+"""What the suite knows about one deployment under test, and the interface of the launchers
+that produce one (see `rl_conformance.launchers`).
+
+A target holds only what a user of a real deployment could tell the suite (URLs, backend, model,
+the system URLs of workers that discovery does not list) plus, for deployments we launched
+ourselves, a `Probe`: the one declared door to channels no real deployment offers. Suites reach a
+probe through the `needs` marker, never by URL, so a verdict cannot silently depend on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..errors import ConfigurationError
+from .capabilities import Backend
+from .releases import MAIN, UNKNOWN_SOURCE
+
+LISTENER_RESTART = "listener_restart"
+COLD_START = "cold_start"
+CHANNELS: Mapping[str, str] = {
+    LISTENER_RESTART: "restarting the RL listener under a chosen environment, which only a "
+    "deployment the suite launched offers (our fakes, --launch dynamo-*)",
+    COLD_START: "starting the same deployment fresh on a checkpoint, which only a deployment "
+    "the suite launched offers (our fakes)",
+}
+"""Channels a probe may offer, and what a cell says when a target lacks one."""
+
+
+class Probe(Protocol):
+    """Fake-only channels of a launched deployment."""
+
+    offers: frozenset[str]
+
+    def rescope_listener(self, env: Mapping[str, str]) -> None:
+        """Restart (or re-read) the RL listener with these namespace variables only."""
+
+
+class ColdStartProbe(Probe, Protocol):
+    """A probe that offers `COLD_START`."""
+
+    def cold_start_probe(self, model_path: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        """Start the same kind of deployment fresh on the checkpoint `model_path`, POST `body`
+        to its /v1/completions (the model named for it), and return the JSON response; the
+        deployment is always stopped."""
+
+
+@dataclass
+class Target:
+    """One deployment. `model` may be None until resolved from `/v1/models`. `worker_urls` are
+    system URLs of workers that discovery does not list (`--worker-url`; SGLang and TensorRT-LLM
+    workers do not register with /v1/rl/workers)."""
+
+    id: str
+    backend: str
+    kind: str
+    frontend_url: str
+    rl_url: str | None = None
+    model: str | None = None
+    versions: dict[str, str] = field(default_factory=dict)
+    """Component -> version: what the launcher started and what the deployment published
+    (`plan.record_versions`); `version_sources` says where each was read."""
+    notes: list[str] = field(default_factory=list)
+    worker_urls: tuple[str, ...] = ()
+    probe: Probe | None = None
+    release: str = MAIN
+    """The Dynamo release the deployment runs, and the basis its capabilities are judged on
+    (`releases.judged_as`); `main` (the release the spec documents) when not known."""
+    release_source: str = UNKNOWN_SOURCE
+    """How `release` is known (`releases.RELEASE_SOURCES`): observed from the deployment, given
+    by the launcher, declared with --dynamo-release, or unknown (then `main` is only the basis
+    of judging, never a claim)."""
+    topology: dict[str, Any] = field(default_factory=dict)
+    """What the deployment shows of itself when first reached (`plan.record_topology`)."""
+    version_sources: dict[str, str] = field(default_factory=dict)
+    """Key of `versions` -> where that value came from (a launcher, or the request and field
+    the deployment published it in)."""
+    update_model_paths: tuple[str, ...] = ()
+    """Checkpoints a launcher made for this deployment's updates: what a user gives with
+    `--update-model-path` (which, when given, wins)."""
+
+    @property
+    def offers(self) -> frozenset[str]:
+        return self.probe.offers if self.probe is not None else frozenset()
+
+    def observe(self, key: str, value: str, source: str) -> None:
+        """Record a version and its source; what is already recorded under `key` stays."""
+        if key not in self.versions:
+            self.versions[key] = value
+            self.version_sources[key] = source
+
+    def url(self, path: str) -> str:
+        return self.frontend_url.rstrip("/") + path
+
+    def rl(self, path: str) -> str:
+        if not self.rl_url:
+            raise ConfigurationError(f"target {self.id} has no RL listener URL (--rl-url)")
+        return self.rl_url.rstrip("/") + path
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "backend": self.backend,
+            "kind": self.kind,
+            "frontend_url": self.frontend_url,
+            "rl_url": self.rl_url,
+            "model": self.model,
+            "versions": dict(self.versions),
+            "version_sources": dict(self.version_sources),
+            "notes": list(self.notes),
+            "worker_urls": list(self.worker_urls),
+            "dynamo_release": self.release,
+            "dynamo_release_source": self.release_source,
+            "topology": dict(self.topology),
+        }
+
+    @classmethod
+    def from_description(cls, document: Mapping[str, Any]) -> Target:
+        """The inverse of `describe` (without a probe: that stays with the launcher)."""
+        return cls(
+            id=document["id"],
+            backend=document["backend"],
+            kind=document["kind"],
+            frontend_url=document["frontend_url"],
+            rl_url=document.get("rl_url"),
+            model=document.get("model"),
+            versions=dict(document.get("versions", {})),
+            version_sources=dict(document.get("version_sources", {})),
+            notes=list(document.get("notes", [])),
+            worker_urls=tuple(document.get("worker_urls", [])),
+            release=document.get("dynamo_release", MAIN),
+            release_source=document.get("dynamo_release_source", UNKNOWN_SOURCE),
+            topology=dict(document.get("topology", {})),
+        )
+
+
+class Launcher(Protocol):
+    target_id: str
+    backend: str
+
+    def start(self) -> Target: ...
+
+    def stop(self) -> None: ...
+
+
+def check_backend(value: str) -> str:
+    try:
+        return Backend(value).value
+    except ValueError:
+        raise ConfigurationError(
+            f"--backend: expected one of {', '.join(b.value for b in Backend)}, observed {value!r}"
+        ) from None
+
+
+def check_url(flag: str, url: str) -> str:
+    if not url.startswith(("http://", "https://")):
+        raise ConfigurationError(f"{flag}: expected an http(s) URL, observed {url!r}")
+    return url

@@ -1,0 +1,125 @@
+"""`run(config) -> RunResult`: one conformance run, in process, from a validated `RunConfig` to
+the matrix in memory (and written to the report files). The command line, the kill matrix and
+the pass-through study all run through here."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from ..model.config import RunConfig
+from ..model.matrix import Matrix
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+MAX_JOBS = 4
+INI = """[pytest]
+filterwarnings =
+    ignore:Module already imported so cannot be rewritten:pytest.PytestAssertRewriteWarning
+"""
+# The suites judge through `rl_verdict`, not through assert introspection, and use neither
+# async tests nor unraisable-exception warnings: each process of a run is spared rewriting
+# modules on import (no bytecode cache where PYTHONDONTWRITEBYTECODE is set) and the
+# plugins' start-up and end-of-session garbage collections.
+LEAN = [
+    "--assert=plain",
+    "-p",
+    "no:anyio",
+    "-p",
+    "no:asyncio",
+    "-p",
+    "no:unraisableexception",
+    "-p",
+    "no:threadexception",
+]
+VERBOSITY = {
+    "quiet": ["-q", "-rN", "--tb=no", "--no-header"],
+    "normal": ["-q", "-rN", "--tb=no"],
+    "verbose": ["-rfE", "--tb=short"],
+}
+
+
+@dataclass(frozen=True)
+class RunResult:
+    matrix: Matrix | None
+    """None when no test could run (a configuration pytest refused, an internal error)."""
+    pytest_exit: int
+
+    @property
+    def exit_status(self) -> int:
+        """0 if and only if the matrix exists and no cell is fail or error."""
+        if self.matrix is None:
+            return EXIT_USAGE if self.pytest_exit in (3, 4) else EXIT_FAILED
+        return EXIT_OK if self.matrix.exit_status == 0 else EXIT_FAILED
+
+
+def suites_dir() -> Path:
+    return Path(str(resources.files("rl_conformance.suites")))
+
+
+def parallel_jobs(config: RunConfig, most: int = MAX_JOBS) -> int:
+    """Worker processes for a run: one per target, at most `most` and twice the cores (a
+    target's tests mostly wait on its deployment); 1 (in process) for a single target."""
+    from ..launchers.plan import plan_targets
+
+    targets = len(plan_targets(config).ids)
+    return max(1, min(targets, most, 2 * (os.cpu_count() or 1)))
+
+
+def run(
+    config: RunConfig,
+    *,
+    verbosity: str = "normal",
+    pytest_args: Sequence[str] = (),
+    jobs: int = 1,
+) -> RunResult:
+    """Run the suites against the configured targets. Raises `ConfigurationError` for an
+    inconsistent configuration, or an input wrong whatever the deployment (`inputs.check_config`),
+    before anything starts. With `jobs` > 1 up to that many targets are tested at once, each
+    target's tests together and in order, and the matrix is the one a serial run gives: in
+    forked children where the platform forks (`plugin.forked`), else in pytest-xdist workers
+    (`plugin.distribution`)."""
+    import pytest
+
+    from ..launchers.inputs import check_config
+    from . import ConformanceRun, forked
+
+    config.validate()
+    check_config(config)
+    jobs = 1 if config.fault_matrix else jobs
+    parallel: list[str] = []
+    if jobs > 1 and not forked.available():
+        parallel = [
+            "-p",
+            "xdist",
+            "-n",
+            str(jobs),
+            "-p",
+            "rl_conformance.plugin",
+            *config.pytest_arguments(),
+        ]
+    plugin = ConformanceRun(config, progress=verbosity == "normal", jobs=jobs)
+    with tempfile.TemporaryDirectory(prefix="rl-conformance-") as scratch:
+        ini = Path(scratch) / "pytest.ini"
+        ini.write_text(INI)
+        args = [
+            str(suites_dir()),
+            "-c",
+            str(ini),
+            "--rootdir",
+            str(suites_dir()),
+            # conftest.py files above the suites (a checkout's own) are not the run's
+            "--confcutdir",
+            str(suites_dir()),
+            "-p",
+            "no:cacheprovider",
+            *LEAN,
+            *VERBOSITY[verbosity],
+            *parallel,
+            *pytest_args,
+        ]
+        code = pytest.main(args, plugins=[plugin])
+    return RunResult(plugin.matrix, int(code))
