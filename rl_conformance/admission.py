@@ -115,3 +115,6 @@ def _one_logprob(value: float | None) -> bool:
         and value == value
         and -math.inf < value <= 0.0
     )
+
+
+__all__ = ["TERMINAL_FINISH_REASONS", "AdmissionError", "admit_sample"]

@@ -70,3 +70,6 @@ def certify_scenario() -> Callable[[AdapterFactory, str], Certification]:
         )
 
     return run
+
+
+__all__ = ["Certification", "CertificationFailed", "assert_passed", "certify_scenario"]
