@@ -1,0 +1,290 @@
+"""Docs are tests: every shell command README.md shows runs verbatim here, or is allowlisted.
+
+Every ```sh block of README.md is read; backslash-continued lines are joined and `# comments`
+dropped. Each command is either RUN (as written, `shell=True`, the venv's bin first on PATH, in a
+fresh directory, with a bounded timeout, exit status as documented) or ALLOWLISTED (with the
+reason and the test or CI step that covers it instead). A README command that is neither fails
+`test_every_readme_command_is_run_or_allowlisted`, so the documentation cannot drift.
+
+The only change a RUN command undergoes is placeholder substitution, token by token: the
+README's placeholders (`http://HOST:8000`, `INSTANCE_ID`, `A`, ...) become the URLs and ids of a
+fake deployment this module starts (`FakeDeployment("vllm", workers=2)`) and files it makes. A
+placeholder this module does not know fails the test instead of reaching the shell.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from fake_backends.deployment.assembly import FakeDeployment
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+
+
+def readme_commands(text: str) -> list[str]:
+    """The shell commands of every ```sh block, in order: continuations joined, comments gone."""
+    commands: list[str] = []
+    for block in re.findall(r"^```sh\n(.*?)^```", text, flags=re.MULTILINE | re.DOTALL):
+        joined = re.sub(r"\\\n", " ", block)
+        for line in joined.splitlines():
+            command = re.sub(r"(^|\s)#.*$", "", line)  # no README command quotes a `#`
+            command = " ".join(command.split())
+            if command:
+                commands.append(command)
+    return commands
+
+
+COMMANDS = readme_commands(README.read_text())
+
+
+@dataclass(frozen=True)
+class Run:
+    """How a README command is run: `deployment` substitutes the placeholders from the fake
+    deployment; `workspace` runs it in the quick-start directory (after `rl-conformance run`
+    wrote ./conformance-report there); `checkout` links the checkout's `examples/` into its
+    directory (the README means a command run in a checkout)."""
+
+    what: str
+    deployment: bool = False
+    workspace: bool = False
+    checkout: bool = False
+    status: int = 0
+    timeout: float = 420
+    writes: tuple[str, ...] = ()
+
+
+QUICK_START = "rl-conformance run"
+HOST_RUN = (
+    "rl-conformance run --frontend http://HOST:8000 --rl-url http://HOST:8001 --backend vllm "
+)
+
+RUN: dict[str, Run] = {
+    QUICK_START: Run(
+        "the four fakes, once (~1-2 min on the loaded 2-core CI machine); exit 0 means no cell "
+        "failed or errored",
+        writes=tuple(
+            f"conformance-report/{name}"
+            for name in ("matrix.json", "matrix.md", "junit.xml", "matrix.html", "records.jsonl")
+        ),
+    ),
+    HOST_RUN + "--model NAME --report-dir DIR --seed N --examples N --deadline SECONDS "
+    "--record KEY=VALUE": Run(
+        "read-only against the fake deployment by URL, every optional flag given",
+        deployment=True,
+        writes=("report/matrix.json",),
+    ),
+    HOST_RUN + "--allow-mutations --worker INSTANCE_ID --update-model-path A "
+    "--update-model-path B": Run(
+        "mutations on one chosen worker of two, two checkpoint directories made here",
+        deployment=True,
+        writes=("conformance-report/matrix.json",),
+    ),
+    HOST_RUN + "--allow-mutations --all-workers --update-model-path A --update-model-path B": Run(
+        "mutations on every worker, two checkpoint directories made here",
+        deployment=True,
+        writes=("conformance-report/matrix.json",),
+    ),
+    "rl-conformance diff baseline/matrix.json conformance-report/matrix.json --markdown": Run(
+        "in the quick-start directory, last night's matrix being that run's own (as nightly.yml "
+        "keeps it in baseline/): no regression, exit 0",
+        workspace=True,
+    ),
+    HOST_RUN + "--budget-generations 200 --dry-run": Run(
+        "starts and sends nothing; given the fake deployment's URLs",
+        deployment=True,
+        writes=("conformance-report/plan.json",),
+    ),
+    "rl-conformance certify-adapter examples.my_adapter:MyAdapter --report-dir adapter-report": Run(
+        "in a directory holding the checkout's examples/ (the README's shim), 14 scenarios",
+        checkout=True,
+        writes=("adapter-report/matrix.json",),
+    ),
+}
+
+# Commands CI cannot run cheaply here: the reason, and where they are run instead, as
+# (file relative to the checkout, a string that file must contain).
+ALLOWLIST: dict[str, tuple[str, tuple[str, str]]] = {
+    "python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[dev]'": (
+        "builds the environment this test runs in (network, minutes); .ci/run does exactly "
+        "this before the test run",
+        (".ci/run", "python -m pip install --quiet -e '.[dev]'"),
+    ),
+    "rl-conformance install-dynamo": (
+        "downloads ai-dynamo (~1 min, network); .ci/run runs it before the test run",
+        (".ci/run", "rl-conformance install-dynamo"),
+    ),
+    "rl-conformance run --launch dynamo-mocker": (
+        "the real Dynamo 1.6.1 frontend and mocker; run by the real-Dynamo e2e test",
+        ("tests/e2e/test_real_dynamo.py", '"dynamo-mocker"'),
+    ),
+    "rl-conformance run --launch dynamo-fake-vllm --allow-mutations --all-workers": (
+        "the real Dynamo frontend with our engine; run by the real-Dynamo e2e test",
+        ("tests/e2e/test_real_dynamo.py", '"--all-workers"'),
+    ),
+    "rl-conformance run --launch dynamo-fake-vllm --engine-fault NAME": (
+        "one real-Dynamo stack per engine fault; `passthrough` launches it for every fault",
+        ("tests/e2e/test_passthrough.py", '"passthrough"'),
+    ),
+    "rl-conformance passthrough": (
+        "a real-Dynamo stack per engine fault (minutes); run by its own e2e test",
+        ("tests/e2e/test_passthrough.py", '"passthrough"'),
+    ),
+    "rl-conformance install-vllm": (
+        "downloads vLLM's CPU build (~3 min, 0.75 GB); .ci/run runs it before the test run",
+        (".ci/run", "rl-conformance install-vllm"),
+    ),
+    "rl-conformance run --launch dynamo-vllm --allow-mutations --all-workers": (
+        "real vLLM on CPU behind real Dynamo (~3.2 GB, minutes); run by the real-vLLM e2e test",
+        ("tests/e2e/test_real_vllm.py", '"dynamo-vllm"'),
+    ),
+    "rl-conformance run --launch dynamo-vllm-tied --allow-mutations --all-workers": (
+        "real vLLM on CPU, tied embeddings (minutes); run by the real-vLLM e2e test",
+        ("tests/e2e/test_real_vllm.py", '"dynamo-vllm-tied"'),
+    ),
+    "python benchmarks/verdict_spread.py --runs 10": (
+        "a benchmark: ten mutating real-vLLM runs (tens of minutes); prints figures, asserts "
+        "nothing; one such run is the real-vLLM e2e test",
+        ("tests/e2e/test_real_vllm.py", '"--launch"'),
+    ),
+    "ruff check . && python -m pytest -q": (
+        "the CI test command itself (this test is part of it: running it here would recurse); "
+        ".ci/run ends with it",
+        (".ci/run", "ruff check . && python -m pytest -q"),
+    ),
+}
+
+PLACEHOLDER = re.compile(r"(HOST|^[A-Z][A-Z_]*(=[A-Z][A-Z_]*)?$)")
+
+
+def test_every_readme_command_is_run_or_allowlisted() -> None:
+    assert COMMANDS, "no ```sh command found in README.md"
+    assert not set(RUN) & set(ALLOWLIST)
+    unhandled = [command for command in COMMANDS if command not in RUN and command not in ALLOWLIST]
+    assert not unhandled, (
+        "README.md shows commands this test neither runs nor allowlists (add each to RUN, or to "
+        f"ALLOWLIST with the reason and the test that covers it): {unhandled}"
+    )
+    stale = sorted((set(RUN) | set(ALLOWLIST)) - set(COMMANDS))
+    assert not stale, f"entries for commands README.md no longer shows: {stale}"
+
+
+@pytest.mark.parametrize("command", sorted(ALLOWLIST))
+def test_allowlisted_command_is_covered_elsewhere(command: str) -> None:
+    reason, (path, needle) = ALLOWLIST[command]
+    assert reason
+    assert needle in (ROOT / path).read_text(), f"{command!r}: {path} no longer runs it"
+
+
+def environment() -> dict[str, str]:
+    bin_dir = Path(sys.executable).parent  # the harness venv's bin, unresolved
+    env = dict(os.environ)
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    env["VIRTUAL_ENV"] = str(bin_dir.parent)
+    env.pop("PYTHONHOME", None)
+    return env
+
+
+def shell(command: str, cwd: Path, timeout: float) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        command,
+        shell=True,
+        cwd=cwd,
+        env=environment(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def said(done: subprocess.CompletedProcess[str]) -> str:
+    return f"exit {done.returncode}\nstdout:\n{done.stdout[-5000:]}\nstderr:\n{done.stderr[-3000:]}"
+
+
+@pytest.fixture
+def deployment() -> Iterator[FakeDeployment]:
+    """A fresh fleet per command: a run that updates chosen workers leaves them serving its last
+    checkpoint, so a second run on the same fleet would see two policies."""
+    with FakeDeployment("vllm", workers=2) as fleet:
+        yield fleet
+
+
+@pytest.fixture(scope="module")
+def quick_start(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """`rl-conformance run` verbatim, once, in a fresh directory (its ./conformance-report)."""
+    directory = tmp_path_factory.mktemp("quick-start")
+    return directory, shell(QUICK_START, directory, RUN[QUICK_START].timeout)
+
+
+def substitute(command: str, fleet: FakeDeployment, directory: Path) -> str:
+    """The README command with its placeholders replaced, token by token, by what the fake
+    deployment serves and files made in `directory`; nothing else changes."""
+    checkpoints = {name: directory / "checkpoints" / name for name in ("a", "b")}
+    for path in checkpoints.values():
+        path.mkdir(parents=True, exist_ok=True)
+    values = {
+        "http://HOST:8000": fleet.frontend_url,
+        "http://HOST:8001": fleet.rl_url,
+        "NAME": fleet.state.model_name,
+        "DIR": "report",
+        "N": "2",
+        "SECONDS": "30",
+        "KEY=VALUE": "readme=ci",
+        "INSTANCE_ID": str(fleet.workers[0]["instance_id"]),
+        "A": str(checkpoints["a"]),
+        "B": str(checkpoints["b"]),
+    }
+    tokens = [values.get(token, token) for token in shlex.split(command)]
+    unknown = [token for token in tokens if PLACEHOLDER.search(token)]
+    assert not unknown, f"{command!r}: placeholders this test cannot fill: {unknown}"
+    return shlex.join(tokens)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [command for command in COMMANDS if command in RUN],
+    ids=[f"{n:02d}:{command[:60]}" for n, command in enumerate(COMMANDS, 1) if command in RUN],
+)
+def test_readme_command_runs_verbatim(
+    command: str,
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+) -> None:
+    how = RUN[command]
+    if command == QUICK_START or how.workspace:
+        directory, first = request.getfixturevalue("quick_start")
+        assert first.returncode == 0, said(first)
+        if command == QUICK_START:
+            done = first
+        else:
+            baseline = directory / "baseline"
+            baseline.mkdir(exist_ok=True)
+            shutil.copy(directory / "conformance-report" / "matrix.json", baseline / "matrix.json")
+            done = shell(command, directory, how.timeout)
+    else:
+        directory = tmp_path
+        if how.checkout:
+            (directory / "examples").symlink_to(ROOT / "examples", target_is_directory=True)
+        runnable = command
+        if how.deployment:
+            runnable = substitute(command, request.getfixturevalue("deployment"), directory)
+        else:
+            assert not any(PLACEHOLDER.search(token) for token in shlex.split(command)), command
+        done = shell(runnable, directory, how.timeout)
+    assert done.returncode == how.status, said(done)
+    missing = [path for path in how.writes if not (directory / path).is_file()]
+    assert not missing, f"{command!r} did not write {missing}\n{said(done)}"
