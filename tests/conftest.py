@@ -20,42 +20,37 @@ _NO_VLLM: list[str] = []
 _NO_BROWSER: list[str] = []
 
 
-@pytest.fixture(scope="session")
-def dynamo_python() -> Path:
-    python = find_dynamo_python()
+def installed_python(vllm: bool, variable: str, command: str, skipped: list[str]) -> Path:
+    """The environment `command` makes; a loud skip where $`variable` says why it could not
+    be installed, a failure in CI where nobody said why, a skip with the command elsewhere."""
+    python = find_dynamo_python(vllm=vllm)
     if python is not None:
         return python
-    reason = os.environ.get("RL_CONFORMANCE_NO_DYNAMO")
+    what = "vLLM" if vllm else "Dynamo"
+    reason = os.environ.get(variable)
     if reason:
-        _SKIPPED.append(reason)
-        pytest.skip(f"REAL DYNAMO NOT AVAILABLE: {reason}")
+        skipped.append(reason)
+        pytest.skip(f"REAL {what.upper()} NOT AVAILABLE: {reason}")
     if os.environ.get("CI"):
         pytest.fail(
-            "ai-dynamo is not installed although this is CI: .ci/run must run "
-            "`rl-conformance install-dynamo` (or set RL_CONFORMANCE_NO_DYNAMO=<why>)"
+            f"{what} is not installed although this is CI: .ci/run must run "
+            f"`{command}` (or set {variable}=<why>)"
         )
-    _SKIPPED.append("not installed on this machine")
-    pytest.skip("real Dynamo not installed: run `rl-conformance install-dynamo` first")
+    skipped.append("not installed on this machine")
+    pytest.skip(f"real {what} not installed: run `{command}` first")
+
+
+@pytest.fixture(scope="session")
+def dynamo_python() -> Path:
+    return installed_python(
+        False, "RL_CONFORMANCE_NO_DYNAMO", "rl-conformance install-dynamo", _SKIPPED
+    )
 
 
 @pytest.fixture(scope="session")
 def vllm_python() -> Path:
-    """The environment of `rl-conformance install-vllm` (real Dynamo with vLLM on CPU); a loud
-    skip where it could not be installed, a failure in CI where nobody said why."""
-    python = find_dynamo_python(vllm=True)
-    if python is not None:
-        return python
-    reason = os.environ.get("RL_CONFORMANCE_NO_VLLM")
-    if reason:
-        _NO_VLLM.append(reason)
-        pytest.skip(f"REAL vLLM NOT AVAILABLE: {reason}")
-    if os.environ.get("CI"):
-        pytest.fail(
-            "vLLM is not installed although this is CI: .ci/run must run "
-            "`rl-conformance install-vllm` (or set RL_CONFORMANCE_NO_VLLM=<why>)"
-        )
-    _NO_VLLM.append("not installed on this machine")
-    pytest.skip("real vLLM not installed: run `rl-conformance install-vllm` first")
+    """The environment of `rl-conformance install-vllm`: real Dynamo with vLLM on CPU."""
+    return installed_python(True, "RL_CONFORMANCE_NO_VLLM", "rl-conformance install-vllm", _NO_VLLM)
 
 
 @pytest.fixture(scope="session")

@@ -82,7 +82,9 @@ def leftover_processes() -> list[str]:
     return found
 
 
-def run_launch(directory: Path, *arguments: str) -> dict[str, Any]:
+def run_launch(directory: Path, *arguments: str, timeout_s: float = 600) -> dict[str, Any]:
+    """`rl-conformance run` with these arguments; its matrix, with the run's stdout tail under
+    `stdout` for the assertions' messages."""
     command = [
         sys.executable,
         "-m",
@@ -95,9 +97,11 @@ def run_launch(directory: Path, *arguments: str) -> dict[str, Any]:
         "3",
         *arguments,
     ]
-    run = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    run = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
     assert (directory / "matrix.json").exists(), run.stdout[-4000:] + run.stderr[-4000:]
-    return json.loads((directory / "matrix.json").read_text())
+    matrix: dict[str, Any] = json.loads((directory / "matrix.json").read_text())
+    matrix["stdout"] = run.stdout[-6000:]
+    return matrix
 
 
 @pytest.fixture(scope="module")

@@ -6,15 +6,13 @@ finding about vLLM or Dynamo, or a defect of the suite, never noise."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from .test_real_dynamo import leftover_processes
+from .test_real_dynamo import run_launch as run_dynamo
 
 pytestmark = pytest.mark.slow
 P, S, U = "pass", "skipped", "unsupported"
@@ -25,25 +23,8 @@ UNSUPPORTED = {
 
 
 def run_launch(directory: Path, *arguments: str) -> dict[str, Any]:
-    command = [
-        sys.executable,
-        "-m",
-        "rl_conformance",
-        "run",
-        "-q",
-        "--report-dir",
-        str(directory),
-        "--examples",
-        "3",
-        "--allow-mutations",
-        "--all-workers",
-        *arguments,
-    ]
-    run = subprocess.run(command, capture_output=True, text=True, timeout=1200)
-    assert (directory / "matrix.json").exists(), run.stdout[-4000:] + run.stderr[-4000:]
-    matrix: dict[str, Any] = json.loads((directory / "matrix.json").read_text())
-    matrix["stdout"] = run.stdout[-6000:]
-    return matrix
+    """A mutating run on every worker (a real engine takes minutes: a longer bound)."""
+    return run_dynamo(directory, "--allow-mutations", "--all-workers", *arguments, timeout_s=1200)
 
 
 def cells(matrix: dict[str, Any], target: str) -> dict[str, dict[str, Any]]:
