@@ -104,13 +104,13 @@ def first_token_s(
     )
     started = time.monotonic()
     stream.thread.start()
-    stream.progress.wait_for_tokens(1, FIRST_TOKEN_S)
+    stream.progress.wait_for_events(1, FIRST_TOKEN_S)
     elapsed = time.monotonic() - started
     stream.wait()
-    if stream.mark().tokens == 0:
+    if stream.progress.events == 0:
         rl_verdict.events(stream.exchange)
         raise Unobservable(
-            f"the unpaused probe delivered no token within {FIRST_TOKEN_S:g} s "
+            f"the unpaused probe delivered nothing within {FIRST_TOKEN_S:g} s "
             f"({stream.exchange.state_reason or stream.exchange.error or 'no reason given'})"
         )
     return elapsed

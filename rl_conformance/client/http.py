@@ -60,6 +60,12 @@ def default_tls() -> ssl.SSLContext:
     return httpx.create_ssl_context(trust_env=False)  # as the clients: no SSL_CERT_* variables
 
 
+KEEPALIVE_EXPIRY_S = 2.0
+"""An idle connection is not reused after this long. Servers commonly close idle connections
+after 5 s (uvicorn's default, and httpx's own expiry): a request sent on one at that moment is
+reset before any answer and would read as the deployment's transport failure."""
+
+
 class AsyncClient:
     """Asynchronous HTTP client producing `Exchange` records."""
 
@@ -84,6 +90,7 @@ class AsyncClient:
             transport=transport,
             follow_redirects=False,
             timeout=httpx.Timeout(deadline_s),
+            limits=httpx.Limits(keepalive_expiry=KEEPALIVE_EXPIRY_S),
             trust_env=False,
             verify=default_tls(),
         )
