@@ -162,31 +162,44 @@ def check_target(target: Target, client: Client, deadline_s: float) -> None:
         target.notes.append(f"plane down: {message}")
 
 
+NOT_JSON = object()
+
+
+def answer_problem(exchange: Exchange, serves: str) -> tuple[str | None, Any]:
+    """What every plane's first answer is read for: a redirect, a route not served (`serves`
+    names what the URL should serve), an HTML page or a body that is not JSON is a problem;
+    else (None, the parsed body), or (None, NOT_JSON) for an answer that is the deployment's
+    own (no answer, a server error, a refusal)."""
+    status = exchange.status
+    if status is None:
+        return None, NOT_JSON
+    answered = f"GET {urlsplit(exchange.request.url).path} answered HTTP {status}"
+    if 300 <= status < 400:
+        where = exchange.headers.get("location") or "nowhere"
+        return f"{answered}, a redirect to {where} (the suite follows no redirect)", NOT_JSON
+    if status in NOT_SERVED_STATUSES:
+        return f"{answered} ({describe_body(exchange)}): it serves no {serves}", NOT_JSON
+    if not 200 <= status < 300:
+        return None, NOT_JSON
+    if is_html(exchange):
+        return f"{answered} with an HTML page ({describe_body(exchange)})", NOT_JSON
+    try:
+        return None, exchange.json()
+    except BodyNotJSON:
+        return f"{answered} with a body that is not JSON ({describe_body(exchange)})", NOT_JSON
+
+
 def frontend_problem(exchange: Exchange) -> str | None:
     """Why this answer to `GET /v1/models` shows a server that is not a Dynamo frontend (no
     model listing, an HTML page, a redirect, JSON of another shape), or None. A server error
     (5xx) or a refusal (401/403) is the deployment's answer, not a wrong URL."""
-    status = exchange.status
-    if status is None:
-        return None
-    answered = f"GET {urlsplit(exchange.request.url).path} answered HTTP {status}"
-    if 300 <= status < 400:
-        where = exchange.headers.get("location") or "nowhere"
-        return f"{answered}, a redirect to {where} (the suite follows no redirect)"
-    if status in NOT_SERVED_STATUSES:
-        return f"{answered} ({describe_body(exchange)}): it serves no model listing"
-    if not 200 <= status < 300:
-        return None
-    if is_html(exchange):
-        return f"{answered} with an HTML page ({describe_body(exchange)})"
-    try:
-        body = exchange.json()
-    except BodyNotJSON:
-        return f"{answered} with a body that is not JSON ({describe_body(exchange)})"
+    problem, body = answer_problem(exchange, "model listing")
+    if problem is not None or body is NOT_JSON:
+        return problem
     if not isinstance(body, dict) or not isinstance(body.get("data"), list):
         return (
-            f"{answered} with JSON that is not a model listing (no `data` list): "
-            f"{describe_body(exchange)}"
+            f"GET {urlsplit(exchange.request.url).path} answered HTTP {exchange.status} with "
+            f"JSON that is not a model listing (no `data` list): {describe_body(exchange)}"
         )
     return None
 
@@ -196,30 +209,17 @@ def listener_problem(exchange: Exchange) -> str | None:
     (the route not served, an HTML page, a redirect, another product's worker list), or None. A
     Dynamo-shaped body that breaks the protocol (a version 2, a worker without routes) is the
     deployment's, judged by the discovery tests."""
-    status = exchange.status
-    if status is None:
-        return None
-    answered = f"GET {urlsplit(exchange.request.url).path} answered HTTP {status}"
-    if 300 <= status < 400:
-        where = exchange.headers.get("location") or "nowhere"
-        return f"{answered}, a redirect to {where} (the suite follows no redirect)"
-    if status in NOT_SERVED_STATUSES:
-        return f"{answered} ({describe_body(exchange)}): it serves no discovery"
-    if not 200 <= status < 300:
-        return None
-    if is_html(exchange):
-        return f"{answered} with an HTML page ({describe_body(exchange)})"
-    try:
-        body = exchange.json()
-    except BodyNotJSON:
-        return f"{answered} with a body that is not JSON ({describe_body(exchange)})"
+    problem, body = answer_problem(exchange, "discovery")
+    if problem is not None or body is NOT_JSON:
+        return problem
     foreign = foreign_listener(body)
     if foreign is not None:
         return foreign
     if not isinstance(body, dict) or not ({"protocol_version", "workers"} & set(body)):
         return (
-            f"{answered} with JSON that is not a discovery body (neither protocol_version nor "
-            f"workers): {describe_body(exchange)}"
+            f"GET {urlsplit(exchange.request.url).path} answered HTTP {exchange.status} with "
+            "JSON that is not a discovery body (neither protocol_version nor workers): "
+            f"{describe_body(exchange)}"
         )
     return None
 
