@@ -249,6 +249,13 @@ def test_every_worker_reports_the_applied_version(
     chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
     version = apply_update(rl_verdict, rl_admin, chosen, rl_weights)
     reported = reported_versions(rl_verdict, rl_admin, rl_client, rl_target, chosen)
+    rl_verdict.measure(
+        policy_update={
+            "target_version": str(version),
+            "workers_targeted": len(chosen.workers),
+            "workers_verified": sum(value == version for value in reported.values()),
+        }
+    )
     rl_verdict.check(control.version_verified(version, reported))
 
 

@@ -50,6 +50,7 @@ TARGETS: dict[str, str] = {
     "admin-reply.invalid_json": "admin-reply.json#/$defs/invalid_json",
     "matrix": "matrix.json",
     "docker-deployment": "docker-deployment.json",
+    "rl-validation-record": "rl-validation-record.json",
 }
 
 #: The request nvext keys of Dynamo 1.6.1 (dynamo-contract-facts §3.1, serde field table).
@@ -288,6 +289,7 @@ NV = ("nvext",)
 MI = ("meta_info",)
 CAP0 = ("capabilities", 0)
 CELL = ("capabilities", 0, "cells", "fake-vllm")
+VR = "default-run-fake-vllm"
 OPENAI_ENVELOPE = {"error": {"message": "bad", "type": "Bad Request", "param": None, "code": 400}}
 
 # fmt: off
@@ -603,6 +605,29 @@ BAD_CASES: list[Bad] = [
     Bad("started-at-not-rfc3339", "matrix", "interrupted-empty", ("started_at",),
         "02/12/2026 13:00", "pattern"),
     Bad("suite-renamed", "matrix", "interrupted-empty", ("suite", "name"), "other-suite", "const"),
+    # rl-validation-record (the structure of Dynamo's check_rl_validation_record.py)
+    Bad("record-schema-v2", "rl-validation-record", VR, ("schema",), "dynamo.rl.validation.v2",
+        "const"),
+    Bad("record-state-done", "rl-validation-record", VR, ("record_state",), "done", "enum"),
+    Bad("record-placement-missing", "rl-validation-record", VR, ("topology", "placement"),
+        keyword="required", at=("topology",)),
+    Bad("record-serving-mode-pd", "rl-validation-record", VR, ("topology", "serving_mode"), "pd",
+        "enum"),
+    Bad("record-nodes-string", "rl-validation-record", VR, ("hardware", "nodes"), "2", "type"),
+    Bad("record-gate-skipped", "rl-validation-record", VR, ("gates", "token_logprob", "status"),
+        "skipped", "enum"),
+    Bad("record-prompt-logprobs-yes", "rl-validation-record", VR,
+        ("gates", "token_logprob", "prompt_logprobs"), "yes", "enum"),
+    Bad("record-cache-flushed", "rl-validation-record", VR,
+        ("gates", "policy_update", "cache_handling"), "flushed", "enum"),
+    Bad("record-gate-missing", "rl-validation-record", VR, ("gates", "trace_correlation"),
+        keyword="required", at=("gates",)),
+    Bad("record-overhead-text", "rl-validation-record", VR,
+        ("gates", "trace_correlation", "trace_overhead_percent"), "n/a", "type"),
+    Bad("record-time-without-offset", "rl-validation-record", VR, ("run", "started_at"),
+        "2026-12-03T18:36:21", "pattern"),
+    Bad("record-commands-string", "rl-validation-record", VR, ("run", "commands"),
+        "rl-conformance run", "type"),
 ]
 # fmt: on
 

@@ -288,6 +288,18 @@ CATALOGUE = Catalogue(
             "metrics_high_cardinality",
             "/metrics labels dynamo_frontend_requests_total with each request's id",
         ),
+        _fault(
+            "metrics_rl_attempt_label",
+            "/metrics labels dynamo_frontend_requests_total with each request's X-RL-Attempt-ID",
+        ),
+        _fault(
+            "trace_stream_headers_dropped",
+            "the request trace's payload rows of streamed chat requests carry no captured headers",
+        ),
+        _fault(
+            "trace_stream_end_missing",
+            "streamed requests get no request_end row in the request trace",
+        ),
     ),
 )
 

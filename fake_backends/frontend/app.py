@@ -262,6 +262,8 @@ def build_frontend_app(state: DeploymentState, extra_routes: Sequence[Route] = (
         live = live_request(
             request, endpoint, response_id, parsed.prompt_ids, pin, stream=parsed.stream
         )
+        if endpoint == "chat_completions":
+            live.traced_request = body
 
         def compute(worker: EngineWorker, cached: int) -> EngineRun:
             return run_request(state, parsed, worker, received, response_id, cached)

@@ -112,6 +112,13 @@ class LiveRequest:
         else:
             self.token_delay_s = 0.0
         self.started = time.perf_counter()
+        self.received_ms = int(time.time() * 1000)
+        self.stream = stream
+        trace = state.request_trace
+        self.trace_headers = trace.captured(request.headers) if trace is not None else {}
+        self.rl_attempt = request.headers.get("x-rl-attempt-id")
+        self.traced_request: Any = None
+        """The chat request body, for the trace's payload row (chat completions only)."""
         self.record = state.request_ledger.open(self.attempt_id, self.route, response_id)
         self.worker: EngineWorker | None = None
         self.gen: Generation | None = None
@@ -235,13 +242,43 @@ class LiveRequest:
             status=_STATUS.get(outcome, "error"),
             duration_s=time.perf_counter() - self.started,
             request_id=self.attempt_id if state.fault("metrics_high_cardinality") else None,
+            rl_attempt_id=self.rl_attempt if state.fault("metrics_rl_attempt_label") else None,
         )
+        self._trace(outcome)
         namesakes = state.running.get(self.attempt_id)
         if namesakes is not None:
             with contextlib.suppress(ValueError):
                 namesakes.remove(self)
             if not namesakes:
                 del state.running[self.attempt_id]
+
+    def _trace(self, outcome: Outcome) -> None:
+        """The request's trace rows: its payload (chat only), then its end unless the client
+        went away (upstream's join fixtures: a disconnected request has no end row)."""
+        trace = self.state.request_trace
+        if trace is None:
+            return
+        request_id = self.response_id.split("-", 1)[-1]
+        if self.traced_request is not None:
+            dropped = self.stream and self.state.fault("trace_stream_headers_dropped")
+            trace.payload(
+                request_id,
+                self.model_label,
+                self.traced_request,
+                {} if dropped else self.trace_headers,
+                complete=outcome == "completed",
+            )
+        if outcome == "cancelled" or self.worker is None:
+            return
+        if self.stream and self.state.fault("trace_stream_end_missing"):
+            return
+        trace.end(
+            request_id,
+            input_tokens=len(self.prompt_ids),
+            output_tokens=self.gen.tokens if self.gen is not None else 0,
+            received_ms=self.received_ms,
+            worker_id=self.worker.instance_id,
+        )
 
     @contextlib.contextmanager
     def outcome_guard(self) -> Iterator[None]:

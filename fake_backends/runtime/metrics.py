@@ -101,11 +101,15 @@ class Metrics:
         status: str,
         duration_s: float,
         request_id: str | None = None,
+        rl_attempt_id: str | None = None,
     ) -> None:
-        """Count one generation request; ``request_id`` only under the cardinality fault."""
+        """Count one generation request; ``request_id`` and ``rl_attempt_id`` only under the
+        cardinality faults."""
         labels: Labels = (("model", model), ("endpoint", endpoint), ("status", status))
         if request_id is not None:
             labels = (*labels, ("request_id", request_id))
+        if rl_attempt_id is not None:
+            labels = (*labels, ("rl_attempt_id", rl_attempt_id))
         with self._lock:
             self._add("dynamo_frontend_requests_total", labels)
             self._observe(

@@ -14,6 +14,7 @@ from fake_backends.runtime.admin_ledger import AdminLedger
 from fake_backends.runtime.metrics import Metrics
 from fake_backends.runtime.personalities import Personality
 from fake_backends.runtime.request_ledger import RequestLedger
+from fake_backends.runtime.request_trace import RequestTrace
 from fake_backends.runtime.workers import EngineWorker, Router
 
 
@@ -40,6 +41,10 @@ class DeploymentState:
     # Attempts still running, by attempt id (x-request-id), oldest first: the frontend's
     # `flow.LiveRequest`s (typed loosely so that the runtime knows nothing of the frontend).
     running: dict[str, list[Any]] = field(default_factory=dict)
+    # The request trace, on when the process environment turns it on (DYN_REQUEST_TRACE*).
+    request_trace: RequestTrace | None = field(
+        default_factory=lambda: RequestTrace.from_environment(os.environ)
+    )
 
     def __post_init__(self) -> None:
         self.router = Router(self.workers)

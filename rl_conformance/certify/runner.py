@@ -31,7 +31,15 @@ from .protocol import (
     Sample,
 )
 from .proxy import RecordingProxy
-from .scenarios import MAX_TOKENS, PROMPT, REQUEST_TIMEOUT_S, SCENARIOS, Generate, Scenario
+from .scenarios import (
+    MAX_TOKENS,
+    PROMPT,
+    REQUEST_TIMEOUT_S,
+    SCENARIOS,
+    Generate,
+    Refresh,
+    Scenario,
+)
 
 MODEL = "toy"
 STEP_BOUND_S = 20.0
@@ -358,6 +366,22 @@ def _records(result: ScenarioResult) -> list[TestRecord]:
                 result.duration_s / max(len(result.findings), 1),
                 [(finding.check_id, finding.outcome != FAIL)],
                 evidence,
+                measured=_measured(result, finding),
             )
         )
     return out
+
+
+def _measured(result: ScenarioResult, finding: Finding) -> dict[str, Any]:
+    """What a passed complete iteration established, for the adapter's run record."""
+    if finding.check_id != "adapter.complete_iteration" or finding.outcome != PASS:
+        return {}
+    versions = [step.version for step in result.scenario.steps if isinstance(step, Refresh)]
+    workers = result.scenario.expected_workers
+    return {
+        "policy_update": {
+            "target_version": versions[-1] if versions else "",
+            "workers_targeted": workers,
+            "workers_verified": workers,
+        }
+    }

@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from . import admin, control, discovery, errors, http, logprobs, stream_fold, streaming, tokens
+from . import (
+    admin,
+    control,
+    discovery,
+    errors,
+    http,
+    logprobs,
+    stream_fold,
+    streaming,
+    tokens,
+    trace,
+)
 from .aggregate import aggregate_stream
 from .base import REGISTRY, CheckResult, CheckSpec, Level, Violation
 from .schema import schema_check
@@ -26,4 +37,5 @@ __all__ = [
     "stream_fold",
     "streaming",
     "tokens",
+    "trace",
 ]

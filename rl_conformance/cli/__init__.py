@@ -4,6 +4,8 @@ rl-conformance run                                  the four fake deployments
 rl-conformance run --frontend URL --rl-url URL --backend vllm [--model M]
 rl-conformance diff OLD.json NEW.json               regressions since a baseline (exit 1 on any)
 rl-conformance report DIR                           a killed run's reports, from its journal
+rl-conformance check-record FILE                    a dynamo.rl.validation.v1 record's rules
+rl-conformance verify-bundle DIR --sha256 DIGEST    a report directory against its bundle.json
 rl-conformance validate SCHEMA FILE                 a captured JSON body or SSE transcript
 rl-conformance capabilities                         the capability registry
 rl-conformance kill-matrix                          every named fault of our fakes
@@ -26,6 +28,7 @@ from . import (
     capabilities,
     certify_adapter,
     diff,
+    evidence,
     generation_costs,
     install_dynamo,
     install_vllm,
@@ -50,6 +53,7 @@ COMMANDS = (
     profiles,
     diff,
     report,
+    evidence,
     generation_costs,
 )
 

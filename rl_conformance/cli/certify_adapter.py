@@ -63,7 +63,7 @@ def handle(args: argparse.Namespace) -> int:
     from ..certify.scenarios import SCENARIOS
     from ..certify.twins import TWINS, reviewed_failures, self_check_problems
     from ..model.matrix import ExitRule
-    from ..reports import write_reports
+    from ..reports import evidence, write_reports
 
     adapters = {spec: load_factory(spec) for spec in args.adapters}
     if args.reference:
@@ -97,8 +97,15 @@ def handle(args: argparse.Namespace) -> int:
     for result in results:
         path = audit / f"{_safe(result.adapter)}--{result.scenario.name}.json"
         path.write_text(json.dumps(result.to_json(), indent=2) + "\n", encoding="utf-8")
+    artifacts = {spec: spec for spec in args.adapters}
+    if args.reference:
+        artifacts["reference"] = "rl_conformance.certify.reference:ReferenceAdapter"
+        artifacts.update({name: f"rl_conformance.certify.twins:{name}" for name in TWINS})
+    evidence.write_records(directory, None, artifacts)
+    digest = evidence.seal(directory)
     print(_table(document))
     print(f"written to {directory / 'matrix.md'} (audit logs in {audit})")
+    print(f"evidence: {directory / 'validation'}/<adapter>.json; bundle.json sha256 {digest}")
     return EXIT_OK if matrix.exit_status == 0 else EXIT_FAILED
 
 

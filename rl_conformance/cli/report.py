@@ -1,8 +1,9 @@
 """`rl-conformance report DIR`: the reports of a run rebuilt from its journal (`records.jsonl`,
 every test's record as it finished), for a run that was killed before it wrote them (SIGKILL,
-the OOM killer, an evicted pod): `matrix.json`, `matrix.md`, `junit.xml`, `matrix.html` and the
-failures' wire logs, in DIR. A run that did not finish is marked `complete: false` with the
-reason. Exit 0 if and only if the rebuilt run is complete and no cell is fail or error."""
+the OOM killer, an evicted pod): `matrix.json`, `matrix.md`, `junit.xml`, `matrix.html`, the
+failures' wire logs, the validation records and the bundle index, in DIR. A run that did not
+finish is marked `complete: false` with the reason. Exit 0 if and only if the rebuilt run is
+complete and no cell is fail or error."""
 
 from __future__ import annotations
 
@@ -25,17 +26,20 @@ def register(commands: Any) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from ..model.journal import JOURNAL, rebuild
-    from ..reports import write_reports
+    from ..reports import evidence, write_reports
     from ..reports.markdown import render_table
 
     directory = Path(args.directory)
     matrix = rebuild(directory)
     document = matrix.to_json()
     write_reports(document, directory)
+    evidence.write_records(directory, evidence.kept_meta(directory))
+    digest = evidence.seal(directory)
     if not args.quiet:
         for line in render_table(document):
             print(line)
     print(f"reports rebuilt from {directory / JOURNAL} in {directory}")
+    print(f"bundle.json sha256 {digest}")
     if not matrix.run.complete:
         print(
             f"rl-conformance: incomplete run ({matrix.run.incomplete_reason})",

@@ -8,5 +8,6 @@ __all__ = [
     "breaker",
     "budget",
     "http",
+    "identity",
     "reproducers",
 ]

@@ -41,6 +41,7 @@ from ..wire.stream_state import (
     openai_terminals,
 )
 from .breaker import CircuitBreaker
+from .identity import AttemptIdentity
 
 T = TypeVar("T")
 
@@ -95,6 +96,8 @@ class AsyncClient:
             verify=default_tls(),
         )
         self.log: deque[Exchange] = deque(maxlen=LOG_LENGTH)
+        self.identity = AttemptIdentity()
+        """Stamped on every generation request (`identity.AttemptIdentity`)."""
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -279,6 +282,7 @@ class AsyncClient:
         headers: dict[str, str] | None,
     ) -> tuple[Exchange, httpx.Request]:
         all_headers = dict(headers or {})
+        self.identity.stamp(method, url, all_headers)
         body = content
         if json_body is not None:
             body = json.dumps(json_body, separators=(",", ":")).encode()
@@ -454,6 +458,14 @@ class Client:
     @property
     def log(self) -> deque[Exchange]:
         return self._core.log
+
+    @property
+    def identity(self) -> AttemptIdentity:
+        return self._core.identity
+
+    @identity.setter
+    def identity(self, value: AttemptIdentity) -> None:
+        self._core.identity = value
 
     def request(self, method: str, url: str, **kwargs: Any) -> Exchange:
         return self._run(self._core.request(method, url, **kwargs))

@@ -141,12 +141,16 @@ class AdminClient:
         if route not in READ_ONLY_ROUTES and not self.policy.permits(worker.instance_id):
             raise self.policy.refusal(f"{route} on {worker.label}")
         self.calls.append((worker, route))
-        return self.client.request(
+        exchange = self.client.request(
             "POST",
             self.url(worker, route),
             json_body={} if body is None else body,
             deadline_s=deadline_s,
         )
+        version = body.get("weight_version") if isinstance(body, dict) else None
+        if isinstance(version, str) and version and exchange.status == 200:
+            self.client.identity.policy_version = version
+        return exchange
 
     def call_each(
         self,

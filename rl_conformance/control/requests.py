@@ -37,6 +37,7 @@ def chat(
     content: str = "hello",
     stream: bool = False,
     extra_fields: tuple[str, ...] = (),
+    headers: dict[str, str] | None = None,
     **fields: Any,
 ) -> Exchange:
     body: dict[str, Any] = {
@@ -53,8 +54,10 @@ def chat(
         body["nvext"] = nvext
     if stream:
         body["stream"] = True
-        return client.stream("POST", target.url("/v1/chat/completions"), json_body=body)
-    return client.post(target.url("/v1/chat/completions"), body)
+        return client.stream(
+            "POST", target.url("/v1/chat/completions"), json_body=body, headers=headers
+        )
+    return client.post(target.url("/v1/chat/completions"), body, headers=headers)
 
 
 def sglang_generate(

@@ -42,6 +42,7 @@ from ..model.releases import LAUNCHER_SOURCE, MAIN, RELEASES, UNKNOWN_SOURCE
 from ..model.target import LISTENER_RESTART, Target
 from .processes import ManagedProcess, free_port
 from .readiness import wait_until_ready
+from .tracing import REQUEST_TRACE_FILE, request_trace_environment
 
 ENGINES = ("mocker", "fake-vllm", "vllm", "vllm-tied")
 VLLM_ENGINES = {"vllm": "untied", "vllm-tied": "tied"}
@@ -219,6 +220,7 @@ class DynamoLauncher:
             DYN_RL_PORT=str(ports["rl"]),
             DYN_SGLANG_ENABLE_GENERATE="1",
             DYN_VLLM_ENABLE_INFERENCE_V1_GENERATE="1",
+            **request_trace_environment(self.workdir / REQUEST_TRACE_FILE),
         )
         frontend = self._process(
             "frontend",
@@ -261,6 +263,7 @@ class DynamoLauncher:
             worker_urls=self.worker_urls,
             probe=self,
             update_model_paths=self.update_paths,
+            request_trace=str(self.workdir / REQUEST_TRACE_FILE),
             versions=versions,
             release=version if version in RELEASES else MAIN,
             release_source=LAUNCHER_SOURCE if version in RELEASES else UNKNOWN_SOURCE,

@@ -19,6 +19,8 @@ class ExternalLauncher:
     worker_urls: tuple[str, ...] = ()
     release: str | None = None
     """`--dynamo-release`, when declared (a release the deployment publishes wins over it)."""
+    request_trace: str | None = None
+    """`--request-trace`: where the frontend writes its request trace."""
     target_id: str = ""
 
     def __post_init__(self) -> None:
@@ -41,6 +43,7 @@ class ExternalLauncher:
             worker_urls=tuple(self.worker_urls),
             release=self.release or MAIN,
             release_source=FLAG_SOURCE if self.release else UNKNOWN_SOURCE,
+            request_trace=self.request_trace,
         )
 
     def stop(self) -> None:

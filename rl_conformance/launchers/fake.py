@@ -21,6 +21,7 @@ import httpx
 
 from ..errors import LaunchError
 from ..model.target import COLD_START, LISTENER_RESTART, Target, check_backend
+from .tracing import REQUEST_TRACE_FILE, request_trace_environment
 
 READY_TIMEOUT_S = 30.0
 CONTROL_TIMEOUT_S = 10.0
@@ -125,6 +126,7 @@ class FakeLauncher:
     directory. None: a temporary file, removed when the fake stops."""
     _process: subprocess.Popen[bytes] | None = None
     log_path: str | None = None
+    trace_path: Path | None = None
 
     def __post_init__(self) -> None:
         if self.flavour not in FLAVOURS:
@@ -154,7 +156,8 @@ class FakeLauncher:
         return command + list(self.extra_args)
 
     def start(self) -> Target:
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        self.trace_path = self._trace_path()
+        env = dict(os.environ, PYTHONUNBUFFERED="1", **request_trace_environment(self.trace_path))
         with self._open_log() as log:
             self.log_path = log.name
             self._process = subprocess.Popen(
@@ -183,6 +186,7 @@ class FakeLauncher:
                 probe=ControlPortProbe.of(ready["control"], self.flavour),
                 versions={"fake_backends": "in-tree"},
                 notes=self._notes(),
+                request_trace=str(self.trace_path),
             )
         except (ValueError, KeyError, TypeError) as exc:
             self.stop()
@@ -198,6 +202,15 @@ class FakeLauncher:
             else []
         )
         return notes + ([f"faults: {', '.join(self.faults)}"] if self.faults else [])
+
+    def _trace_path(self) -> Path:
+        """Beside the log in a report directory (evidence); else a temporary file."""
+        if self.log_dir is None:
+            handle, name = tempfile.mkstemp(prefix=f"{self.target_id}-", suffix=".trace.jsonl")
+            os.close(handle)
+            return Path(name)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        return self.log_dir / f"{self.target_id}.{REQUEST_TRACE_FILE}"
 
     def _open_log(self) -> IO[bytes]:
         if self.log_dir is None:
@@ -220,9 +233,11 @@ class FakeLauncher:
         finally:
             if process is not None and process.stdout is not None:
                 process.stdout.close()
-            if self.log_dir is None and self.log_path is not None:
-                with contextlib.suppress(OSError):
-                    os.unlink(self.log_path)
+            if self.log_dir is None:
+                for path in (self.log_path, self.trace_path):
+                    if path is not None:
+                        with contextlib.suppress(OSError):
+                            os.unlink(path)
 
 
 def _post(url: str, body: Mapping[str, Any]) -> httpx.Response:

@@ -346,6 +346,7 @@ def plan_targets(config: RunConfig) -> TargetPool:
             model=config.model,
             worker_urls=config.worker_url,
             release=config.dynamo_release,
+            request_trace=config.request_trace,
         )
         launchers[launcher.target_id] = launcher
     if config.launch:

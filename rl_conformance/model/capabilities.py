@@ -388,6 +388,14 @@ CAPABILITIES: tuple[Capability, ...] = (
         level=Level.SHOULD,
     ),
     _cap(
+        "telemetry.trace_correlation",
+        "Framework attempts correlate with Dynamo's request trace",
+        "Integration Checklist",
+        "Framework identity can be correlated with Dynamo telemetry without high-cardinality "
+        "metric labels.",
+        level=Level.SHOULD,
+    ),
+    _cap(
         "errors.validation",
         "Invalid requests are rejected with 4xx and a flat error body",
         "Integration Checklist",

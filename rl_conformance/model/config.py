@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import ConfigurationError
+from .record_meta import load_record_meta
 from .releases import RELEASES
 from .weight_transfer import WeightTransfer, load_weight_transfer
 
@@ -88,6 +89,24 @@ OPTIONS: tuple[Option, ...] = (
         "repeatable): its administration and its metrics",
         kind="list",
         metavar="URL",
+    ),
+    Option(
+        "request_trace",
+        "--request-trace",
+        "the external frontend's request trace (DYN_REQUEST_TRACE file sink: a .jsonl file, a "
+        "directory of segments, or a jsonl_gz segment prefix), recording request_payload rows "
+        "with the X-RL-* headers captured; for telemetry.trace_correlation",
+        metavar="FILE",
+        path=True,
+    ),
+    Option(
+        "record_meta",
+        "--record-meta",
+        "what only you know of the run, for its dynamo.rl.validation.v1 records (framework "
+        "commits, image and digest, CUDA and driver, model revisions, hardware, topology, "
+        "owners): a JSON object shaped like the record (docs/EVIDENCE.md)",
+        metavar="FILE",
+        path=True,
     ),
     Option(
         "fake",
@@ -289,6 +308,8 @@ class RunConfig:
     model: str | None = None
     dynamo_release: str | None = None
     worker_url: tuple[str, ...] = ()
+    request_trace: str | None = None
+    record_meta: str | None = None
     fake: tuple[str, ...] = ()
     fault: tuple[str, ...] = ()
     workers: int = 2
@@ -358,14 +379,19 @@ class RunConfig:
                         f"{flag}: expected one of {', '.join(allowed)}, observed {value!r}"
                     )
         external = (
-            self.rl_url or self.backend or self.model or self.worker_url or self.dynamo_release
+            self.rl_url
+            or self.backend
+            or self.model
+            or self.worker_url
+            or self.dynamo_release
+            or self.request_trace
         )
         if self.frontend and not self.backend:
             raise ConfigurationError("--frontend needs --backend {vllm|sglang|trtllm}")
         if external and not self.frontend:
             raise ConfigurationError(
-                "--rl-url, --backend, --model, --worker-url and --dynamo-release describe an "
-                "external deployment: give --frontend URL too"
+                "--rl-url, --backend, --model, --worker-url, --dynamo-release and "
+                "--request-trace describe an external deployment: give --frontend URL too"
             )
         if self.frontend and self.rl_url and same_url(self.frontend, self.rl_url):
             raise ConfigurationError(
@@ -431,6 +457,7 @@ class RunConfig:
             if path and not os.path.exists(path):
                 raise ConfigurationError(f"{flag} {path}: no such file or directory ({what})")
         self.weight_transfers()
+        self.record_meta_document()
         for flag, given, metavar in (
             ("--update-model-path", self.update_model_path, "PATH"),
             ("--weight-transfer", self.weight_transfer, "FILE"),
@@ -465,6 +492,12 @@ class RunConfig:
         """The `--record KEY=VALUE` facts, in the order given (ConfigurationError naming the
         flag and the value it could not read)."""
         return parse_records(self.record)
+
+    def record_meta_document(self) -> dict[str, Any] | None:
+        """`--record-meta`, read and checked field by field (None without the flag)."""
+        if self.record_meta is None:
+            return None
+        return load_record_meta(Path(self.record_meta))
 
     def weight_transfers(self) -> tuple[WeightTransfer, ...]:
         """The `--weight-transfer` files, parsed (ConfigurationError naming the file and field)."""

@@ -130,6 +130,9 @@ class TestRecord:
     wire: dict[str, Any] | None = None
     """The wire log of `reproducer`'s requests (`wire.sequence_wire_log`), when it is a
     sequence: what a cell's evidence built from this record refers to."""
+    measured: dict[str, Any] = field(default_factory=dict)
+    """Facts the test measured beyond its verdict (the version it sent, the workers it verified,
+    a trace join's counts): what an evidence record's gate fields are filled from."""
 
     def to_json(self) -> dict[str, Any]:
         """A record as JSON, to cross a process boundary (a parallel run's workers)."""
@@ -145,6 +148,7 @@ class TestRecord:
             "reproducer": self.reproducer,
             "generations": self.generations,
             "wire": self.wire,
+            "measured": self.measured,
         }
 
     @classmethod
@@ -161,6 +165,7 @@ class TestRecord:
             reproducer=document.get("reproducer"),
             generations=int(document.get("generations", 0)),
             wire=document.get("wire"),
+            measured=dict(document.get("measured") or {}),
         )
 
 
@@ -271,6 +276,7 @@ def build_cell(
             "outcome": record.outcome.value,
             "duration_s": round(record.duration_s, 4),
             "generations": record.generations,
+            **({"measured": record.measured} if record.measured else {}),
         }
         for record in records
     ]

@@ -79,6 +79,9 @@ class Target:
     update_model_paths: tuple[str, ...] = ()
     """Checkpoints a launcher made for this deployment's updates: what a user gives with
     `--update-model-path` (which, when given, wins)."""
+    request_trace: str | None = None
+    """Where the frontend writes its request trace (`dynamo.request.trace.v1` file sink): a
+    launcher that turned it on, or `--request-trace`."""
 
     @property
     def offers(self) -> frozenset[str]:
@@ -113,6 +116,7 @@ class Target:
             "dynamo_release": self.release,
             "dynamo_release_source": self.release_source,
             "topology": dict(self.topology),
+            "request_trace": self.request_trace,
         }
 
     @classmethod
@@ -132,6 +136,7 @@ class Target:
             release=document.get("dynamo_release", MAIN),
             release_source=document.get("dynamo_release_source", UNKNOWN_SOURCE),
             topology=dict(document.get("topology", {})),
+            request_trace=document.get("request_trace"),
         )
 
 

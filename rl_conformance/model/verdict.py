@@ -55,6 +55,7 @@ class Verdict:
 
     def __init__(self) -> None:
         self.results: list[tuple[CheckResult, Exchange | None]] = []
+        self.measured: dict[str, Any] = {}
 
     def __repr__(self) -> str:
         return f"Verdict({len(self.results)} check results)"
@@ -64,6 +65,10 @@ class Verdict:
         if not result.passed:
             raise ConformanceFailure(result, exchange)
         return result
+
+    def measure(self, **facts: Any) -> None:
+        """Keep facts the test measured (JSON values) on its record, whatever its outcome."""
+        self.measured.update(facts)
 
     def status(self, exchange: Exchange, expected: int = 200) -> None:
         self.check(

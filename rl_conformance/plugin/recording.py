@@ -61,6 +61,7 @@ def record_of(
     verdict = getattr(item, "funcargs", {}).get("rl_verdict")
     if isinstance(verdict, Verdict):
         record.checks = [(result.check_id, result.passed) for result, _ in verdict.results]
+        record.measured = dict(verdict.measured)
     if report.passed:
         return record
     error = most_telling(call.excinfo.value if call.excinfo else None)

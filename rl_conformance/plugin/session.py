@@ -28,7 +28,7 @@ from ..model.journal import Journal
 from ..model.killmatrix import build_kill_matrix, write_kill_matrix
 from ..model.matrix import Matrix, RunInfo, TestRecord, build_matrix, now
 from ..model.target import Target
-from ..reports import write_reports
+from ..reports import evidence, write_reports
 from ..reports.markdown import render_table
 from ..wire.exchange import Exchange, shorten
 from . import budgeting, distribution, fixtures, forked
@@ -58,6 +58,7 @@ class ConformanceRun:
         self._session: pytest.Session | None = None
         self.matrix: Matrix | None = None
         """The run's matrix once the session finished (also written to the report files)."""
+        self.bundle_sha256: str | None = None
         self.progress = progress
         """Print a progress line whenever the run moves to another target or contract area."""
         self._order: dict[str, tuple[int, str, str]] = {}
@@ -318,6 +319,7 @@ class ConformanceRun:
         client = state.client
         if client is not None:
             client.target_id = state.current_target
+            state.new_attempt_identity()
         log = client.log if client is not None else None
         self._log_marks[item.nodeid] = log[-1] if log else None
         self._spent_marks[item.nodeid] = client.spent(state.current_target) if client else 0
@@ -444,9 +446,14 @@ class ConformanceRun:
             state.matrix = self.matrix = matrix
             if matrix.exit_status != 0 and session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            if not self.config.fault_matrix:
+                evidence.write_records(self.config.report_path, self.config.record_meta_document())
         finally:
             self._close_journal()
             _shutdown(state)
+        if self.matrix is not None and not self.config.fault_matrix:
+            # Last, once every launcher stopped: their logs are part of the bundle.
+            self.bundle_sha256 = evidence.seal(self.config.report_path)
 
     def _close_journal(self) -> None:
         journal, self._journal = self._journal, None
@@ -490,6 +497,8 @@ class ConformanceRun:
         terminalreporter.write_line(
             f"reports written to {os.path.abspath(self.config.report_path)}"
         )
+        if self.bundle_sha256:
+            terminalreporter.write_line(evidence.sealed_line(self.bundle_sha256))
 
 
 def _load_hypothesis_profile(run: RunConfig) -> None:

@@ -10,6 +10,7 @@ from datetime import datetime
 import pytest
 
 from ..client.budget import CountingClient, PlannedTest
+from ..client.identity import INITIAL_POLICY, AttemptIdentity
 from ..control.admin import MutationPolicy
 from ..control.policy_reference import ReferenceSource
 from ..control.weights import WeightSource
@@ -37,6 +38,22 @@ class RunState:
     matrix: Matrix | None = None
     weight_sources: dict[str, WeightSource] = field(default_factory=dict)
     references: dict[str, ReferenceSource] = field(default_factory=dict)
+    policy_versions: dict[str, str] = field(default_factory=dict)
+    """Target -> the weight version the suite last had its workers load: the
+    X-RL-Policy-Version its generation requests carry (`client.identity`)."""
+
+    def new_attempt_identity(self) -> None:
+        """A test is a rollout of its own; the policy version carries over within a target."""
+        client = self.client
+        if client is None:
+            return
+        old = client.identity
+        if old.target_id:
+            self.policy_versions[old.target_id] = old.policy_version
+        client.identity = AttemptIdentity(
+            policy_version=self.policy_versions.get(self.current_target, INITIAL_POLICY),
+            target_id=self.current_target,
+        )
 
     def policy_for(self, target: Target) -> MutationPolicy:
         """Explicit flags win; our own fakes may be mutated unless --read-only; any other

@@ -104,4 +104,14 @@ def write_reports(matrix: dict[str, Any], directory: Path) -> list[Path]:
     return written
 
 
-__all__ = ["render_html", "render_junit", "render_markdown", "write_reports"]
+__all__ = [
+    "bundle",
+    "evidence",
+    "record_rules",
+    "render_html",
+    "render_junit",
+    "render_markdown",
+    "validation",
+    "validation_gates",
+    "write_reports",
+]

@@ -1,7 +1,7 @@
 """Adapter certification proves itself: the reference adapter passes every scenario, each broken
 twin fails exactly the (scenario, checklist item) pairs reviewed in
 fixtures/expected/adapter-twins.json, every checklist item is failed by some twin, and the
-report is a valid matrix in every format."""
+report is a valid matrix in every format, with a Dynamo run record per adapter."""
 
 from __future__ import annotations
 
@@ -19,6 +19,10 @@ from rl_conformance.certify.loading import load_factory
 from rl_conformance.certify.scenarios import SCENARIOS
 from rl_conformance.certify.twins import TWINS
 from rl_conformance.errors import ConfigurationError
+from rl_conformance.reports.bundle import verify_index
+from rl_conformance.reports.record_rules import structure_findings
+from rl_conformance.reports.validation import safe_name
+from rl_conformance.reports.validation_gates import ADAPTER_GATES, Gate
 
 pytestmark = pytest.mark.slow
 SHIM = "examples.my_adapter:MyAdapter"
@@ -52,10 +56,51 @@ def certify(directory: Path, *arguments: str) -> tuple[int, dict[str, Any], list
 
 
 @pytest.fixture(scope="module")
-def self_check(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> tuple[int, dict[str, Any], list[dict[str, Any]]]:
-    return certify(tmp_path_factory.mktemp("certify"), "--reference", SHIM, "--jobs", "6")
+def self_check_directory(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("certify")
+
+
+@pytest.fixture(scope="module")
+def self_check(self_check_directory: Path) -> tuple[int, dict[str, Any], list[dict[str, Any]]]:
+    return certify(self_check_directory, "--reference", SHIM, "--jobs", "6")
+
+
+def _expected_gate(twin: str, gate: Gate) -> str:
+    """What the reviewed failures of `twin` make of `gate`, by the gate table."""
+    if gate.not_run_because:
+        return "not_run"
+    reviewed = EXPECTED.get(twin, {})
+    for item in gate.inputs:
+        for scenario, checks in reviewed.items():
+            if item.capability in checks and (not item.scenarios or scenario in item.scenarios):
+                return "failed"
+    return "passed"
+
+
+def test_every_adapter_has_a_record_whose_gates_follow_the_scenarios(
+    self_check: Any, self_check_directory: Path
+) -> None:
+    """One dynamo.rl.validation.v1 record per adapter: structurally valid, its gates failed
+    exactly where a reviewed failure of a scenario feeds them, and the bundle closed."""
+    _, matrix, _ = self_check
+    adapters = [target["id"] for target in matrix["targets"]]
+    for adapter in adapters:
+        path = self_check_directory / "validation" / f"{safe_name(adapter)}.json"
+        record = json.loads(path.read_text())
+        assert structure_findings(record) == [], adapter
+        statuses = {name: gate["status"] for name, gate in record["gates"].items()}
+        expected = {gate.name: _expected_gate(adapter, gate) for gate in ADAPTER_GATES}
+        assert statuses == expected, adapter
+        assert record["record_state"] == ("failed" if "failed" in expected.values() else "passed")
+        assert (
+            record["framework"]["name"] == adapter and record["framework"]["integration_artifact"]
+        )
+    reference = json.loads((self_check_directory / "validation" / "reference.json").read_text())
+    update = reference["gates"]["policy_update"]
+    assert update["target_version"] in {"policy-v1", "policy-v2"}
+    assert (update["workers_targeted"], update["workers_verified"]) == (2, 2)
+    assert update["cache_handling"] == "invalidated"
+    assert verify_index(self_check_directory) == []
 
 
 def failures(audits: list[dict[str, Any]], adapter: str) -> dict[str, list[str]]:

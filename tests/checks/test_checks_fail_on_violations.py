@@ -20,6 +20,7 @@ from rl_conformance.checks import (
     schema_check,
     streaming,
     tokens,
+    trace,
 )
 from rl_conformance.checks.aggregate import aggregate_stream
 from rl_conformance.checks.base import rule_ids
@@ -371,6 +372,10 @@ CASES: dict[str, Case] = {
             'x_total{model="toy"} 1\n', 'x_total{model="toy",request_id="r1"} 1\n', ["r1"], 4
         ),
     ),
+    "telemetry.trace_correlation": (
+        lambda: trace.trace_correlation(_joined(with_headers=True)),
+        lambda: trace.trace_correlation(_joined(with_headers=False)),
+    ),
     "http.status": (lambda: http.status(200, 200), lambda: http.status(None, 200, "reset")),
     "http.status_in": (lambda: http.status_in(405, {405}), lambda: http.status_in(200, {404, 405})),
     "http.event_stream": (
@@ -382,6 +387,19 @@ CASES: dict[str, Case] = {
         lambda: http.json_body("Expecting value", "<html>"),
     ),
 }
+
+
+def _joined(*, with_headers: bool) -> trace.TraceJoin:
+    attempt = trace.Attempt("rollout-1", "attempt-1", "policy-2")
+    headers = attempt.headers() if with_headers else {}
+    rows = [
+        {
+            "event_type": "request_payload",
+            "payload": {"request_id": "r-1", "http_request_headers": headers},
+        },
+        {"event_type": "request_end", "request": {"request_id": "r-1"}},
+    ]
+    return trace.join_attempts([attempt], rows)
 
 
 def test_every_registered_rule_has_a_case() -> None:

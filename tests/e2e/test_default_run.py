@@ -15,6 +15,8 @@ import pytest
 
 from rl_conformance.checks import schema_check
 from rl_conformance.model.capabilities import CAPABILITIES
+from rl_conformance.reports.bundle import verify_index
+from rl_conformance.reports.record_rules import structure_findings
 
 pytestmark = pytest.mark.slow
 
@@ -65,6 +67,7 @@ EXPECTED: dict[str, tuple[str, str, str, str]] = {  # (vllm, sglang, trtllm, vll
     "cancel.propagation": ALL,
     "retry.attempt_identity": ALL,
     "telemetry.bounded_labels": ALL,
+    "telemetry.trace_correlation": ALL,
     "errors.validation": ALL,
 }
 TARGETS = ("fake-vllm", "fake-sglang", "fake-trtllm", "fake-vllm-sidecar")
@@ -127,3 +130,53 @@ def test_reports_in_every_format(report: Any) -> None:
     assert [suite.get("name") for suite in suites] == list(TARGETS)
     assert "| capability |" in (directory / "matrix.md").read_text()
     assert "<table>" in (directory / "matrix.html").read_text()
+
+
+def test_every_target_has_a_dynamo_run_record_and_the_bundle_is_closed(report: Any) -> None:
+    """A clean default run: per target a structurally valid dynamo.rl.validation.v1 record,
+    no gate failed, every gate it judged passed (a deployment run does not train), and a bundle
+    index every file and every record's artifact URI agrees with."""
+    directory, run = report
+    for target in TARGETS:
+        record = json.loads((directory / "validation" / f"{target}.json").read_text())
+        assert structure_findings(record) == [], target
+        statuses = {name: gate["status"] for name, gate in record["gates"].items()}
+        assert "failed" not in statuses.values(), (target, statuses)
+        assert statuses["training_iteration"] == "not_run"
+        assert statuses["token_logprob"] == statuses["trace_correlation"] == "passed", target
+        assert record["record_state"] == "passed"
+    index = json.loads((directory / "bundle.json").read_text())
+    assert index["closure_status"] == "complete"
+    digest = next(line for line in run.stdout.splitlines() if "bundle.json sha256" in line)
+    assert verify_index(directory, digest.split("sha256 ")[1].split()[0]) == []
+
+
+def test_a_logprob_fault_fails_the_token_logprob_gate(tmp_path: Path) -> None:
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rl_conformance",
+            "run",
+            "--fake",
+            "vllm",
+            "--fault",
+            "logprobs_reordered",
+            "--capability",
+            "logprobs.selected_alignment",
+            "--capability",
+            "tokens.completion_ids",
+            "--report-dir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert run.returncode == 1, run.stdout[-3000:]
+    record = json.loads((tmp_path / "validation" / "fake-vllm.json").read_text())
+    token = record["gates"]["token_logprob"]
+    assert (token["status"], token["completion_logprobs_aligned"]) == ("failed", False)
+    assert record["record_state"] == "failed"
+    assert any("refresh.version_verified: not run" in line for line in record["limitations"])

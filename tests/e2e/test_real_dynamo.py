@@ -59,6 +59,7 @@ MOCKER_EXPECTED: dict[str, tuple[str, str]] = {
     "cancel.propagation": (P, "judged from the mocker's system-server metrics"),
     "retry.attempt_identity": (P, ""),
     "telemetry.bounded_labels": (P, ""),
+    "telemetry.trace_correlation": (P, "joined with the real frontend's own request trace"),
     "errors.validation": (P, ""),
 }
 

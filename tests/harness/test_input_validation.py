@@ -250,6 +250,8 @@ def test_path_flags_are_resolved_against_the_working_directory_when_parsed(
         "--weight-transfer",
         "--docker-config",
         "--report-dir",
+        "--request-trace",
+        "--record-meta",
     }
     args = build_parser().parse_args(
         [

@@ -1,0 +1,51 @@
+"""Dynamo's evidence written beside the matrix: a run record per deployment or adapter
+(`validation/<subject>.json`), the user's recorded metadata kept with them, and the bundle index
+(`bundle.json`) over the whole report directory, written last."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .bundle import write_index
+from .validation import VALIDATION_DIR, write_validation_records
+
+META_FILE = "record-meta.json"
+
+
+def kept_meta(directory: Path) -> dict[str, Any] | None:
+    """The metadata a run recorded with its records (what `rl-conformance report` reuses)."""
+    path = directory / VALIDATION_DIR / META_FILE
+    if not path.is_file():
+        return None
+    document = json.loads(path.read_text(encoding="utf-8"))
+    return document if isinstance(document, dict) else None
+
+
+def write_records(
+    directory: Path,
+    meta: Mapping[str, Any] | None = None,
+    integration_artifacts: Mapping[str, str] | None = None,
+) -> list[Path]:
+    """The records of the matrix written in `directory` (its externalised form, which names the
+    wire logs)."""
+    document = json.loads((directory / "matrix.json").read_text(encoding="utf-8"))
+    written = write_validation_records(document, directory, meta, integration_artifacts)
+    if meta:
+        path = directory / VALIDATION_DIR / META_FILE
+        path.write_text(json.dumps(dict(meta), indent=2) + "\n", encoding="utf-8")
+    return written
+
+
+def seal(directory: Path) -> str:
+    """Write the bundle index; its sha256."""
+    return write_index(directory)
+
+
+def sealed_line(digest: str) -> str:
+    return (
+        f"evidence: {VALIDATION_DIR}/<target>.json (dynamo.rl.validation.v1); bundle.json sha256 "
+        f"{digest} (keep it: rl-conformance verify-bundle DIR --sha256 {digest})"
+    )
