@@ -239,3 +239,36 @@ ADAPTER_GATES: tuple[Gate, ...] = (
         "suite on the deployment (telemetry.trace_correlation)",
     ),
 )
+
+
+def render_markdown() -> str:
+    """The table, as `docs/EVIDENCE.md` shows it (a test holds the two together)."""
+    lines = []
+    for title, gates in (
+        ("Deployment run", DEPLOYMENT_GATES),
+        ("Adapter certification", ADAPTER_GATES),
+    ):
+        lines += [f"### {title}", "", "| gate | field | from |", "|---|---|---|"]
+        for gate in gates:
+            if gate.not_run_because:
+                lines.append(f"| `{gate.name}` | (all) | never run: {gate.not_run_because} |")
+                continue
+            rows = [(field.name, field.inputs) for field in gate.fields]
+            if gate.also:
+                rows.append(("status, also", gate.also))
+            for name, inputs in rows:
+                lines.append(f"| `{gate.name}` | `{name}` | {_inputs(inputs)} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _inputs(inputs: tuple[Input, ...]) -> str:
+    parts = []
+    for item in inputs:
+        text = f"`{item.capability}`"
+        if item.scenarios:
+            text += " in " + ", ".join(item.scenarios)
+        if item.optional:
+            text += " (optional)"
+        parts.append(text)
+    return "; ".join(parts)

@@ -17,6 +17,7 @@ import httpx
 import pytest
 import test_fake_admin_vllm_sidecar  # noqa: F401  (registers the sidecar demonstrations)
 import test_fake_control_faults  # noqa: F401  (registers the control-plane demonstrations)
+import test_fake_trace_faults  # noqa: F401  (registers the request-trace demonstrations)
 from fake_backend_helpers import (
     DEMONSTRATED,
     DONE,

@@ -24,7 +24,7 @@ from rl_conformance.reports.record_rules import (
     structure_findings,
 )
 from rl_conformance.reports.validation import validation_record
-from rl_conformance.reports.validation_gates import DEPLOYMENT_GATES
+from rl_conformance.reports.validation_gates import DEPLOYMENT_GATES, render_markdown
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 META: dict[str, Any] = {
@@ -243,3 +243,9 @@ def test_a_record_naming_a_file_outside_the_bundle_leaves_it_open(tmp_path: Path
     assert index["closure_status"] == "incomplete"
     assert index["missing_uris"] == ["artifact://bundle/gpu-inventory.txt"]
     assert index["external_uris"] == ["s3://x/y"]
+
+
+def test_the_documented_gate_table_is_the_code() -> None:
+    text = (Path(__file__).resolve().parents[2] / "docs" / "EVIDENCE.md").read_text()
+    block = text.split("validation_gates.py -->\n", 1)[1].split("<!-- end of gate table -->")[0]
+    assert block == render_markdown(), "regenerate the table in docs/EVIDENCE.md"
