@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 
 from fake_backends.deployment.assembly import FakeDeployment
+from fake_backends.runtime.request_trace import RequestTrace
+from rl_conformance.launchers.tracing import request_trace_environment
 
 pytestmark = pytest.mark.slow
 
@@ -71,9 +73,16 @@ def launched(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, di
 
 
 @pytest.fixture(params=sorted(FLAVOURS))
-def deployment(request: pytest.FixtureRequest) -> Iterator[tuple[str, FakeDeployment]]:
+def deployment(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[tuple[str, FakeDeployment]]:
+    """A fake whose frontend writes its request trace, as a user turns it on (the file is then
+    given with --request-trace)."""
     backend, family = FLAVOURS[request.param]
     with FakeDeployment(backend, admin_family=family) as fleet:
+        fleet.state.request_trace = RequestTrace.from_environment(
+            request_trace_environment(tmp_path / "request-trace.jsonl")
+        )
         yield request.param, fleet
 
 
@@ -85,9 +94,9 @@ def failing(observed: dict[str, dict[str, Any]]) -> dict[str, str]:
     }
 
 
-def by_url(fleet: FakeDeployment, *, workers: bool) -> list[str]:
+def by_url(fleet: FakeDeployment, *, workers: bool, trace: bool = False) -> list[str]:
     """The documented flags for a deployment reached by URL; worker URLs for the backends whose
-    workers discovery does not list."""
+    workers discovery does not list; the request trace's file."""
     flags = [
         "--frontend",
         fleet.frontend_url,
@@ -99,6 +108,8 @@ def by_url(fleet: FakeDeployment, *, workers: bool) -> list[str]:
     if workers and fleet.assembly.backend != "vllm":
         for worker in fleet.workers:
             flags += ["--worker-url", worker["system_url"]]
+    if trace and fleet.state.request_trace is not None:
+        flags += ["--request-trace", str(fleet.state.request_trace.path)]
     return flags
 
 
@@ -110,7 +121,7 @@ def test_a_mutating_run_by_url_passes_what_the_launched_run_passes(
     flavour, fleet = deployment
     matrix = run(
         tmp_path,
-        *by_url(fleet, workers=True),
+        *by_url(fleet, workers=True, trace=True),
         "--allow-mutations",
         "--all-workers",
         *CHECKPOINTS,
@@ -148,7 +159,7 @@ def test_a_read_only_run_by_url_skips_what_it_may_not_do_and_says_why(
         cap: cell["reason"] for cap, cell in observed.items() if cell["outcome"] == "skipped"
     }
     assert skipped["namespace.scope"].startswith("needs listener_restart")
-    flags = ("--allow-mutations", "--worker-url", "--rl-url")
+    flags = ("--allow-mutations", "--worker-url", "--rl-url", "--request-trace")
     assert all(
         any(flag in reason for flag in flags)
         for cap, reason in skipped.items()

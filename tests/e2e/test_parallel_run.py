@@ -42,7 +42,11 @@ def essence(matrix: dict[str, Any]) -> dict[str, Any]:
         for target, cell in row["cells"].items()
     }
     targets = [
-        json.loads(comparable(json.dumps({**target, "frontend_url": "", "rl_url": ""})))
+        json.loads(
+            comparable(
+                json.dumps({**target, "frontend_url": "", "rl_url": "", "request_trace": ""})
+            )
+        )
         for target in matrix["targets"]
     ]
     return {"cells": cells, "targets": targets, "summary": matrix["summary"]}
