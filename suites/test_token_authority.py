@@ -123,6 +123,37 @@ def test_streamed_ids_concatenate_to_unary_ids(
     )
 
 
+@capability("tokens.stream_concat")
+@given(prompt=strategies.prompt_ids, max_tokens=strategies.max_tokens)
+def test_streamed_chat_ids_concatenate_to_unary_chat_ids(
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict, prompt: list[int], max_tokens: int
+) -> None:
+    """The chat route, asked with the same token prompt (`nvext.token_data`), streamed and not."""
+    unary = chat(
+        rl_client,
+        rl_target,
+        token_data=prompt,
+        max_tokens=max_tokens,
+        temperature=0,
+        extra_fields=IDS,
+    )
+    body = rl_verdict.json(unary, schema="chat-completion")
+    rl_verdict.check(tokens.completion_ids_present(body), unary)
+    streamed = chat(
+        rl_client,
+        rl_target,
+        token_data=prompt,
+        max_tokens=max_tokens,
+        temperature=0,
+        extra_fields=IDS,
+        stream=True,
+    )
+    payloads = rl_verdict.events(streamed, schema="chat-completion-chunk")
+    rl_verdict.check(
+        tokens.stream_concat(payloads, body["nvext"]["completion_token_ids"]), streamed
+    )
+
+
 @capability("tokens.text_token_equivalence")
 @given(text=strategies.prompt_text)
 def test_text_prompt_and_its_token_ids_generate_alike(

@@ -182,6 +182,12 @@ CATALOGUE = Catalogue(
             _SGLANG,
         ),
         _fault(
+            "native_route_sequence_differs",
+            "SGLang's /generate serves another sequence than the OpenAI routes for the same "
+            "prompt (ids, logprobs and text agree with each other)",
+            _SGLANG,
+        ),
+        _fault(
             "sglang_output_logprob_id_mismatch",
             "SGLang output_token_logprobs[i][1] is output_ids[i] + 1",
             _SGLANG,
@@ -287,6 +293,15 @@ CATALOGUE = Catalogue(
         _fault(
             "metrics_high_cardinality",
             "/metrics labels dynamo_frontend_requests_total with each request's id",
+        ),
+        _fault(
+            "matched_stop_id_dropped",
+            "a choice that ends on a stop id or EOS loses that id from its sequence (ids, "
+            "logprobs and usage still agree: ai-dynamo/dynamo #14302)",
+        ),
+        _fault(
+            "length_reported_as_stop",
+            "a choice that reaches max_tokens reports finish_reason stop",
         ),
         _fault(
             "metrics_rl_attempt_label",

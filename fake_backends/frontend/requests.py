@@ -162,6 +162,9 @@ def _common(
     body: Mapping[str, Any], nvext: NvextRequest, max_tokens: int | None, top_k: int | None
 ) -> SamplingParams:
     stops, stop_ids = _stops(body)
+    ignore_eos = bool(_opt_bool(body, "ignore_eos"))
+    if ignore_eos:  # as the real frontend's StopConditions::apply_ignore_eos: no stop at all
+        stops, stop_ids = (), ()
     temperature = 0.0 if nvext.greed_sampling else _opt_temperature(body)
     return SamplingParams(
         max_tokens=DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens,
@@ -169,7 +172,7 @@ def _common(
         seed=_opt_int(body, "seed", "i64"),
         stop=stops,
         stop_token_ids=stop_ids,
-        ignore_eos=bool(_opt_bool(body, "ignore_eos")),
+        ignore_eos=ignore_eos,
         min_tokens=_opt_int(body, "min_tokens") or 0,
         top_k=top_k,
     )

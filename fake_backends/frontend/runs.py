@@ -66,7 +66,8 @@ def run_request(
     model = worker.model()
     count = request.n + (1 if state.fault("wrong_choice_count") else 0)
     choices = tuple(
-        generate_choice(model, request.prompt_ids, request.params, i) for i in range(count)
+        _misreported(state, generate_choice(model, request.prompt_ids, request.params, i))
+        for i in range(count)
     )
     scores: tuple[PromptPosition | None, ...] | None = None
     if request.prompt_logprobs is not None and state.personality.prompt_logprobs:
@@ -90,6 +91,20 @@ def run_request(
         weight_version=worker.version,
         version_declared=worker.version_declared,
     )
+
+
+def _misreported(state: DeploymentState, result: ChoiceResult) -> ChoiceResult:
+    """The terminal faults: a matched stop or EOS id dropped from the sequence (ids, logprobs
+    and usage still agree), a max_tokens finish reported as a stop."""
+    if (
+        state.fault("matched_stop_id_dropped")
+        and result.finish in ("stop", "eos")
+        and isinstance(result.stop_reason, int)
+    ):
+        return dataclasses.replace(result, steps=result.steps[:-1])
+    if state.fault("length_reported_as_stop") and result.finish == "length":
+        return dataclasses.replace(result, finish="stop")
+    return result
 
 
 def truncate_choice(result: ChoiceResult, released: int) -> ChoiceResult:

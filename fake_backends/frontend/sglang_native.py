@@ -158,7 +158,13 @@ class SglangEvents:
         self._state = state
         self._worker = worker
         self._prompt = request.prompt
-        self._result = generate_choice(worker.model(), request.prompt, request.params, 0)
+        # native_route_sequence_differs: generated as if the prompt had one more token.
+        context = (
+            (*request.prompt, request.prompt[-1])
+            if state.fault("native_route_sequence_differs") and request.prompt
+            else request.prompt
+        )
+        self._result = generate_choice(worker.model(), context, request.params, 0)
         self._rid = request.rid or str(uuid.uuid4())
         self._return_logprob = request.return_logprob
         self._top_n = request.top_n

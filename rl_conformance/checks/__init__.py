@@ -11,6 +11,7 @@ from . import (
     logprobs,
     stream_fold,
     streaming,
+    terminal,
     tokens,
     trace,
 )
@@ -36,6 +37,7 @@ __all__ = [
     "schema_check",
     "stream_fold",
     "streaming",
+    "terminal",
     "tokens",
     "trace",
 ]

@@ -300,3 +300,42 @@ def engine_data_agreement(body: Any) -> Findings:
             named,
             raw,
         )
+
+
+def native_sequence(events: Sequence[Any]) -> list[int] | None:
+    """The output ids of a native SGLang `/generate` stream: SGLang's default is cumulative
+    `output_ids` per event, Dynamo's 1.6.1 frontend sends deltas (`fixtures/KNOWN_DIFFERENCES.md`);
+    both are read. None when no event carries an id list."""
+    lists = [
+        get_path(event, "output_ids")
+        for event in events
+        if is_int_list(get_path(event, "output_ids"))
+    ]
+    if not lists:
+        return None
+    concatenated = [token for ids in lists for token in ids]
+    cumulative = all(lists[k][: len(lists[k - 1])] == lists[k - 1] for k in range(1, len(lists)))
+    return list(lists[-1]) if cumulative and len(lists) > 1 else concatenated
+
+
+@check(
+    "generate.native_ids_agree",
+    title="a native generation route returns the engine ids the OpenAI route returns",
+    spec="Preserve the engine's exact token IDs and log probabilities.",
+    section=SECTION,
+)
+def native_ids_agree(route: str, native: Any, openai_ids: Sequence[int]) -> Findings:
+    if not is_int_list(native):
+        yield Violation(
+            f"{route}: no integer id list for the generated tokens",
+            route,
+            "the generated token ids",
+            native,
+        )
+    elif list(native) != list(openai_ids):
+        yield Violation(
+            _first_difference(f"{route} ids", list(openai_ids), list(native)),
+            route,
+            list(openai_ids),
+            list(native),
+        )

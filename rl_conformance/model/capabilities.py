@@ -285,6 +285,12 @@ CAPABILITIES: tuple[Capability, ...] = (
         "Admit only a verified terminal result.",
     ),
     _cap(
+        "stream.terminal_reason_verified",
+        "Finish reasons are true of the returned sequence",
+        "Integration Checklist",
+        "Token IDs, log probabilities, masks, and terminal states match the framework contract.",
+    ),
+    _cap(
         "admin.route_negotiation",
         "Administered workers advertise system_url and the update path's routes",
         _DISCOVERY,

@@ -98,6 +98,7 @@ DEPLOYMENT_GATES: tuple[Gate, ...] = (
             Field(
                 "terminal_reasons_verified",
                 _all(
+                    "stream.terminal_reason_verified",
                     "stream.single_terminal",
                     "stream.nothing_after_terminal",
                     "stream.done_last",

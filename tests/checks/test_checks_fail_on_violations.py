@@ -19,6 +19,7 @@ from rl_conformance.checks import (
     logprobs,
     schema_check,
     streaming,
+    terminal,
     tokens,
     trace,
 )
@@ -370,6 +371,16 @@ CASES: dict[str, Case] = {
         ),
         lambda: control.bounded_labels(
             'x_total{model="toy"} 1\n', 'x_total{model="toy",request_id="r1"} 1\n', ["r1"], 4
+        ),
+    ),
+    "stream.terminal_reason_verified": (
+        lambda: terminal.terminal_reason_true(
+            terminal.Asked(4, stop_token_ids=(9,)),
+            terminal.Ending("stop", [5, 9], 2, 2, 9, "stop"),
+        ),
+        lambda: terminal.terminal_reason_true(
+            terminal.Asked(4, stop_token_ids=(9,)),
+            terminal.Ending("stop", [5], 1, 1, 9, "stop"),
         ),
     ),
     "telemetry.trace_correlation": (

@@ -52,6 +52,7 @@ EXPECTED: dict[str, tuple[str, str, str, str]] = {  # (vllm, sglang, trtllm, vll
     "stream.nothing_after_terminal": ALL,
     "stream.done_last": ALL,
     "stream.finish_reason": ALL,
+    "stream.terminal_reason_verified": ALL,
     "stream.terminal_success": ALL,
     "admin.route_negotiation": RL_ONLY,
     "admin.success_semantics": ADMIN,

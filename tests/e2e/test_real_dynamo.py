@@ -46,6 +46,7 @@ MOCKER_EXPECTED: dict[str, tuple[str, str]] = {
     "stream.done_last": (P, ""),
     "stream.finish_reason": (P, ""),
     "stream.terminal_success": (P, ""),
+    "stream.terminal_reason_verified": (P, "its stops and lengths are true even of random tokens"),
     "admin.route_negotiation": (F, "no worker advertises administration"),
     "admin.success_semantics": (F, "no worker advertises administration"),
     "refresh.pause_gates": (F, "no worker advertises administration"),

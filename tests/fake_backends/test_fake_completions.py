@@ -138,13 +138,9 @@ def test_eos_and_stop_string_keep_their_token(client: httpx.Client, vllm: FakeDe
     assert set(choice["logprobs"]["top_logprobs"][-1]) == {"</s>", ""}  # observed §6.2
     assert eos["usage"]["completion_tokens"] == len(nv["completion_token_ids"])
 
-    full = completions(
-        client, vllm, prompt=PROMPT, max_tokens=10, ignore_eos=True, nvext=fields
-    ).json()
+    full = completions(client, vllm, prompt=PROMPT, max_tokens=10, nvext=fields).json()
     stop = full["choices"][0]["text"][7:10]
-    cut = completions(
-        client, vllm, prompt=PROMPT, max_tokens=10, ignore_eos=True, stop=[stop], nvext=fields
-    )
+    cut = completions(client, vllm, prompt=PROMPT, max_tokens=10, stop=[stop], nvext=fields)
     body = cut.json()
     assert body["choices"][0]["finish_reason"] == "stop" and body["nvext"]["stop_reason"] == stop
     assert body["nvext"]["detailed_finish_reason"] == "stop"
@@ -265,3 +261,16 @@ def test_pinned_worker_and_weights(client: httpx.Client, vllm: FakeDeployment) -
     finally:
         worker.load_weights("initial")
     assert after["completion_token_ids"] != before["completion_token_ids"]
+
+
+def test_ignore_eos_clears_every_stop_condition(client: httpx.Client, vllm: FakeDeployment) -> None:
+    """As the real 1.6.1 frontend does (StopConditions::apply_ignore_eos; measured with its own
+    engine behind it: a stop string or stop id the greedy text reaches does not stop it)."""
+    fields = {"extra_fields": ["completion_token_ids"]}
+    greedy = {"prompt": PROMPT, "max_tokens": 8, "temperature": 0, "ignore_eos": True}
+    full = completions(client, vllm, nvext=fields, **greedy).json()
+    ids = full["nvext"]["completion_token_ids"]
+    for stop in ({"stop": [full["choices"][0]["text"][4:7]]}, {"stop_token_ids": [ids[2]]}):
+        body = completions(client, vllm, nvext=fields, **greedy, **stop).json()
+        assert body["choices"][0]["finish_reason"] == "length"
+        assert body["nvext"]["completion_token_ids"] == ids

@@ -692,3 +692,40 @@ def test_weight_version_misreported(client: httpx.Client, vllm: FakeDeployment) 
         body = completions(client, vllm, prompt=PROMPT, max_tokens=2, nvext=fields).json()
     assert body["nvext"]["engine_data"]["weight_version"] == "never-applied-weights"
     assert clean["nvext"]["engine_data"]["weight_version"] != "never-applied-weights"
+
+
+@shows("matched_stop_id_dropped")
+def test_matched_stop_id_dropped(client: httpx.Client, vllm: FakeDeployment) -> None:
+    greedy = {"prompt": PROMPT, "max_tokens": 6, "temperature": 0}
+    fields = {"extra_fields": ["completion_token_ids", "stop_reason"]}
+    ids = completions(client, vllm, nvext=fields, **greedy).json()["nvext"]["completion_token_ids"]
+    stop = {**greedy, "stop_token_ids": [ids[1]]}
+    clean = completions(client, vllm, nvext=fields, **stop).json()
+    with faulted(vllm, "matched_stop_id_dropped"):
+        body = completions(client, vllm, nvext=fields, **stop).json()
+    assert clean["nvext"]["completion_token_ids"] == ids[:2]
+    assert body["nvext"]["completion_token_ids"] == ids[:1]
+    assert body["usage"]["completion_tokens"] == 1 and body["choices"][0]["finish_reason"] == "stop"
+    assert body["nvext"]["stop_reason"] == ids[1]
+
+
+@shows("length_reported_as_stop")
+def test_length_reported_as_stop(client: httpx.Client, vllm: FakeDeployment) -> None:
+    greedy = {"prompt": PROMPT, "max_tokens": 4, "temperature": 0, "ignore_eos": True}
+    assert completions(client, vllm, **greedy).json()["choices"][0]["finish_reason"] == "length"
+    with faulted(vllm, "length_reported_as_stop"):
+        body = completions(client, vllm, **greedy).json()
+    assert body["choices"][0]["finish_reason"] == "stop"
+    assert body["usage"]["completion_tokens"] == 4
+
+
+@shows("native_route_sequence_differs")
+def test_native_route_sequence_differs(client: httpx.Client, sglang: FakeDeployment) -> None:
+    params = {"max_new_tokens": 4, "temperature": 0}
+    _, clean = _sglang_final(client, sglang, sampling_params=params)
+    with faulted(sglang, "native_route_sequence_differs"):
+        _, other = _sglang_final(client, sglang, sampling_params=params)
+    ids = completions(client, sglang, prompt=PROMPT, max_tokens=4, temperature=0, nvext=IDS).json()[
+        "nvext"
+    ]["completion_token_ids"]
+    assert clean["output_ids"] == ids != other["output_ids"]

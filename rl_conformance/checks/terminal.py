@@ -1,0 +1,167 @@
+"""Terminal reasons held to the sequence they end: a finish reason is a claim about the returned ids
+and the request, and a trainer masks and weights samples by it.
+
+- `length`: the choice holds exactly `max_tokens` ids (usage and selected logprobs too).
+- a stop id in the sequence ends it: nothing follows it.
+- `stop` on a stop id: the sequence ends with the id `nvext.stop_reason` names (vLLM returns a
+  matched stop token in the output, and real Dynamo 1.6.1 with vLLM does:
+  `fixtures/dynamo-1.6.1/vllm-cpu/completions_stop_token_ids.json`); SGLang behind Dynamo once
+  dropped it while ids, logprobs and usage kept agreeing (ai-dynamo/dynamo #14302), which only this
+  rule sees.
+- `stop` with `ignore_eos` cannot be a natural finish: Dynamo's `ignore_eos` clears stop strings and
+  stop ids as well as EOS (`StopConditions::apply_ignore_eos`, unlike vLLM's own `ignore_eos`, which
+  ignores EOS only: `fixtures/KNOWN_DIFFERENCES.md`).
+- `nvext.detailed_finish_reason`, when requested, agrees with `finish_reason` and is never
+  `cancelled` on a natural finish (#14418, PR #14525).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .base import MISSING, Findings, Violation, check, get_path
+
+SECTION = "Integration Checklist"
+SPEC = "Token IDs, log probabilities, masks, and terminal states match the framework contract."
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What the request asked for that decides how it may end."""
+
+    max_tokens: int
+    stop_token_ids: tuple[int, ...] = ()
+    stop_strings: tuple[str, ...] = ()
+    ignore_eos: bool = False
+
+
+@dataclass(frozen=True)
+class Ending:
+    """How one choice ended, as returned."""
+
+    finish_reason: Any
+    completion_ids: Sequence[int] | None
+    completion_tokens: Any = MISSING
+    """`usage.completion_tokens` (one choice), MISSING when not reported."""
+    selected_logprobs: int | None = None
+    """How many selected logprobs came back, None when none were asked for."""
+    stop_reason: Any = MISSING
+    detailed_finish_reason: Any = MISSING
+    where: str = "choices[0]"
+
+
+def _counts(asked: Asked, ending: Ending) -> Findings:
+    ids = ending.completion_ids
+    if ids is None:
+        return
+    counted = [("completion_token_ids", len(ids))]
+    if isinstance(ending.completion_tokens, int):
+        counted.append(("usage.completion_tokens", ending.completion_tokens))
+    if ending.selected_logprobs is not None:
+        counted.append(("selected logprobs", ending.selected_logprobs))
+    if ending.finish_reason == "length":
+        for name, count in counted:
+            if count != asked.max_tokens:
+                yield Violation(
+                    f"{ending.where}: finish_reason length with {count} {name}, "
+                    f"max_tokens {asked.max_tokens}",
+                    f"{ending.where}.{name}",
+                    asked.max_tokens,
+                    count,
+                )
+                return
+
+
+def _stop(asked: Asked, ending: Ending) -> Findings:
+    ids = list(ending.completion_ids or [])
+    # Dynamo's ignore_eos clears every stop condition (`StopConditions::apply_ignore_eos`):
+    # a stop id means something only without it.
+    stops = set() if asked.ignore_eos else set(asked.stop_token_ids)
+    early = next((k for k, token in enumerate(ids[:-1]) if token in stops), None)
+    if early is not None and not asked.stop_strings:
+        yield Violation(
+            f"{ending.where}: stop id {ids[early]} at position {early}, yet the sequence goes on "
+            f"to {len(ids)} ids",
+            f"{ending.where}.completion_token_ids",
+            ids[: early + 1],
+            ids,
+        )
+        return
+    if ending.finish_reason != "stop":
+        return
+    matched = ids[-1] if ids else None
+    named = ending.stop_reason
+    if isinstance(named, int) and not isinstance(named, bool) and matched != named:
+        yield Violation(
+            f"{ending.where}: nvext.stop_reason names id {named}, yet the sequence ends with "
+            f"{matched}: the matched id is not in the sequence the trainer receives",
+            f"{ending.where}.completion_token_ids[-1]",
+            named,
+            matched,
+        )
+        return
+    if asked.ignore_eos and not asked.stop_strings:
+        yield Violation(
+            f"{ending.where}: finish_reason stop with ignore_eos, which leaves nothing to stop on",
+            f"{ending.where}.finish_reason",
+            "length",
+            "stop",
+        )
+
+
+def _detailed(ending: Ending) -> Findings:
+    detailed = ending.detailed_finish_reason
+    if detailed is MISSING or detailed is None:
+        return
+    if detailed in ("cancelled", "abort"):
+        yield Violation(
+            f"{ending.where}: nvext.detailed_finish_reason {detailed!r} on a request that ran "
+            "to its end",
+            f"{ending.where}.nvext.detailed_finish_reason",
+            ending.finish_reason,
+            detailed,
+        )
+    elif ending.finish_reason == "length" and detailed != "length":
+        yield Violation(
+            f"{ending.where}: nvext.detailed_finish_reason {detailed!r} on a length finish",
+            f"{ending.where}.nvext.detailed_finish_reason",
+            "length",
+            detailed,
+        )
+
+
+@check(
+    "stream.terminal_reason_verified",
+    title="a finish reason is true of the returned sequence and the request",
+    spec=SPEC,
+    section=SECTION,
+)
+def terminal_reason_true(asked: Asked, ending: Ending) -> Findings:
+    yield from _counts(asked, ending)
+    yield from _stop(asked, ending)
+    yield from _detailed(ending)
+
+
+def _count(value: Any) -> int | None:
+    return len(value) if isinstance(value, list) else None
+
+
+def ending_from_body(body: Any, *, chat: bool = False) -> Ending:
+    """The first choice's ending in a unary body (or a stream folded by `aggregate_stream`)."""
+    choice = get_path(body, "choices", 0)
+    ids = get_path(body, "nvext", "completion_token_ids")
+    logprobs = (
+        get_path(choice, "logprobs", "content")
+        if chat
+        else get_path(choice, "logprobs", "token_logprobs")
+    )
+    return Ending(
+        finish_reason=get_path(choice, "finish_reason"),
+        completion_ids=ids if isinstance(ids, list) else None,
+        completion_tokens=get_path(body, "usage", "completion_tokens"),
+        selected_logprobs=_count(logprobs),
+        stop_reason=get_path(body, "nvext", "stop_reason"),
+        detailed_finish_reason=get_path(body, "nvext", "detailed_finish_reason"),
+    )

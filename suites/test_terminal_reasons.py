@@ -1,0 +1,105 @@
+"""Terminal reasons verified: a finish reason must be true of the sequence it ends.
+
+A length finish holds exactly max_tokens ids, logprobs and usage; a stop on a stop id returns the
+sequence through that id (the engine's matched token included, as vLLM returns it), the id
+`nvext.stop_reason` names; with `ignore_eos` (which in Dynamo clears every stop condition) a choice
+cannot stop; a natural finish is never `cancelled`. The stop id is one the deployment's own greedy
+run produced, so it is likely to be generated again; the verdict does not count on it (an engine
+that is not deterministic at temperature 0 may go elsewhere and end on length, which is true too).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from rl_conformance import Unobservable
+from rl_conformance.checks import terminal
+from rl_conformance.checks.aggregate import aggregate_stream
+from rl_conformance.client.http import Client
+from rl_conformance.control.requests import chat, completion
+from rl_conformance.model.target import Target
+from rl_conformance.model.verdict import Verdict
+from rl_conformance.wire.exchange import Exchange
+
+capability = pytest.mark.capability
+PROMPT = [512, 733, 1024, 1999, 300]
+MAX_TOKENS = 6
+SELECTORS = ("completion_token_ids", "stop_reason", "detailed_finish_reason")
+ROUTES = ["completions", "completions-stream", "chat", "chat-stream"]
+
+
+def generate(
+    rl_client: Client, rl_target: Target, route: str, **fields: Any
+) -> tuple[Exchange, bool]:
+    stream = route.endswith("-stream")
+    if route.startswith("chat"):
+        exchange = chat(
+            rl_client,
+            rl_target,
+            token_data=PROMPT,
+            stream=stream,
+            extra_fields=SELECTORS,
+            logprobs=True,
+            **fields,
+        )
+        return exchange, True
+    exchange = completion(
+        rl_client, rl_target, PROMPT, stream=stream, extra_fields=SELECTORS, logprobs=1, **fields
+    )
+    return exchange, False
+
+
+def body_of(rl_verdict: Verdict, exchange: Exchange) -> Any:
+    if exchange.streamed:
+        return aggregate_stream(rl_verdict.events(exchange))
+    return rl_verdict.json(exchange)
+
+
+@capability("stream.terminal_reason_verified")
+@pytest.mark.parametrize("route", ROUTES)
+def test_a_length_finish_holds_max_tokens(
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict, route: str
+) -> None:
+    exchange, is_chat = generate(
+        rl_client, rl_target, route, max_tokens=MAX_TOKENS, temperature=0, ignore_eos=True
+    )
+    body = body_of(rl_verdict, exchange)
+    asked = terminal.Asked(MAX_TOKENS, ignore_eos=True)
+    rl_verdict.check(
+        terminal.terminal_reason_true(asked, terminal.ending_from_body(body, chat=is_chat)),
+        exchange,
+    )
+
+
+def greedy_ids(rl_client: Client, rl_target: Target, rl_verdict: Verdict) -> list[int]:
+    exchange, _ = generate(
+        rl_client, rl_target, "completions", max_tokens=MAX_TOKENS, temperature=0
+    )
+    ids = rl_verdict.json(exchange).get("nvext", {}).get("completion_token_ids")
+    if not isinstance(ids, list) or not ids:
+        raise Unobservable(
+            "the greedy sequence to pick a stop id from: nvext.completion_token_ids absent "
+            f"({exchange.describe()})"
+        )
+    return ids
+
+
+@capability("stream.terminal_reason_verified")
+@pytest.mark.parametrize("route", ROUTES)
+def test_a_stop_id_ends_the_sequence_it_stopped(
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict, route: str
+) -> None:
+    ids = greedy_ids(rl_client, rl_target, rl_verdict)
+    position = next((k for k in range(1, len(ids)) if ids[k] not in ids[:k]), None)
+    if position is None:
+        raise Unobservable(f"a stop id the greedy run reaches once, after its first token: {ids}")
+    stop_id = ids[position]
+    exchange, is_chat = generate(
+        rl_client, rl_target, route, max_tokens=MAX_TOKENS, temperature=0, stop_token_ids=[stop_id]
+    )
+    body = body_of(rl_verdict, exchange)
+    ending = terminal.ending_from_body(body, chat=is_chat)
+    asked = terminal.Asked(MAX_TOKENS, stop_token_ids=(stop_id,))
+    rl_verdict.check(terminal.terminal_reason_true(asked, ending), exchange)
