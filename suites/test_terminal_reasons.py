@@ -30,12 +30,10 @@ SELECTORS = ("completion_token_ids", "stop_reason", "detailed_finish_reason")
 ROUTES = ["completions", "completions-stream", "chat", "chat-stream"]
 
 
-def generate(
-    rl_client: Client, rl_target: Target, route: str, **fields: Any
-) -> tuple[Exchange, bool]:
+def generate(rl_client: Client, rl_target: Target, route: str, **fields: Any) -> Exchange:
     stream = route.endswith("-stream")
     if route.startswith("chat"):
-        exchange = chat(
+        return chat(
             rl_client,
             rl_target,
             token_data=PROMPT,
@@ -44,11 +42,9 @@ def generate(
             logprobs=True,
             **fields,
         )
-        return exchange, True
-    exchange = completion(
+    return completion(
         rl_client, rl_target, PROMPT, stream=stream, extra_fields=SELECTORS, logprobs=1, **fields
     )
-    return exchange, False
 
 
 def body_of(rl_verdict: Verdict, exchange: Exchange) -> Any:
@@ -62,21 +58,19 @@ def body_of(rl_verdict: Verdict, exchange: Exchange) -> Any:
 def test_a_length_finish_holds_max_tokens(
     rl_client: Client, rl_target: Target, rl_verdict: Verdict, route: str
 ) -> None:
-    exchange, is_chat = generate(
+    exchange = generate(
         rl_client, rl_target, route, max_tokens=MAX_TOKENS, temperature=0, ignore_eos=True
     )
     body = body_of(rl_verdict, exchange)
     asked = terminal.Asked(MAX_TOKENS, ignore_eos=True)
     rl_verdict.check(
-        terminal.terminal_reason_true(asked, terminal.ending_from_body(body, chat=is_chat)),
+        terminal.terminal_reason_true(asked, terminal.ending_from_body(body)),
         exchange,
     )
 
 
 def greedy_ids(rl_client: Client, rl_target: Target, rl_verdict: Verdict) -> list[int]:
-    exchange, _ = generate(
-        rl_client, rl_target, "completions", max_tokens=MAX_TOKENS, temperature=0
-    )
+    exchange = generate(rl_client, rl_target, "completions", max_tokens=MAX_TOKENS, temperature=0)
     ids = rl_verdict.json(exchange).get("nvext", {}).get("completion_token_ids")
     if not isinstance(ids, list) or not ids:
         raise Unobservable(
@@ -96,10 +90,10 @@ def test_a_stop_id_ends_the_sequence_it_stopped(
     if position is None:
         raise Unobservable(f"a stop id the greedy run reaches once, after its first token: {ids}")
     stop_id = ids[position]
-    exchange, is_chat = generate(
+    exchange = generate(
         rl_client, rl_target, route, max_tokens=MAX_TOKENS, temperature=0, stop_token_ids=[stop_id]
     )
     body = body_of(rl_verdict, exchange)
-    ending = terminal.ending_from_body(body, chat=is_chat)
+    ending = terminal.ending_from_body(body)
     asked = terminal.Asked(MAX_TOKENS, stop_token_ids=(stop_id,))
     rl_verdict.check(terminal.terminal_reason_true(asked, ending), exchange)

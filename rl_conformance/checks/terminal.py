@@ -1,7 +1,7 @@
 """Terminal reasons held to the sequence they end: a finish reason is a claim about the returned ids
 and the request, and a trainer masks and weights samples by it.
 
-- `length`: the choice holds exactly `max_tokens` ids (usage and selected logprobs too).
+- `length`: the choice holds exactly `max_tokens` ids.
 - a stop id in the sequence ends it: nothing follows it.
 - `stop` on a stop id: the sequence ends with the id `nvext.stop_reason` names (vLLM returns a
   matched stop token in the output, and real Dynamo 1.6.1 with vLLM does:
@@ -43,35 +43,23 @@ class Ending:
 
     finish_reason: Any
     completion_ids: Sequence[int] | None
-    completion_tokens: Any = MISSING
-    """`usage.completion_tokens` (one choice), MISSING when not reported."""
-    selected_logprobs: int | None = None
-    """How many selected logprobs came back, None when none were asked for."""
     stop_reason: Any = MISSING
     detailed_finish_reason: Any = MISSING
     where: str = "choices[0]"
 
 
 def _counts(asked: Asked, ending: Ending) -> Findings:
+    """A length finish holds exactly max_tokens ids (usage and logprobs are held to the ids by
+    their own checks: tokens.usage_consistent, logprobs.selected_alignment)."""
     ids = ending.completion_ids
-    if ids is None:
+    if ids is None or ending.finish_reason != "length" or len(ids) == asked.max_tokens:
         return
-    counted = [("completion_token_ids", len(ids))]
-    if isinstance(ending.completion_tokens, int):
-        counted.append(("usage.completion_tokens", ending.completion_tokens))
-    if ending.selected_logprobs is not None:
-        counted.append(("selected logprobs", ending.selected_logprobs))
-    if ending.finish_reason == "length":
-        for name, count in counted:
-            if count != asked.max_tokens:
-                yield Violation(
-                    f"{ending.where}: finish_reason length with {count} {name}, "
-                    f"max_tokens {asked.max_tokens}",
-                    f"{ending.where}.{name}",
-                    asked.max_tokens,
-                    count,
-                )
-                return
+    yield Violation(
+        f"{ending.where}: finish_reason length with {len(ids)} ids, max_tokens {asked.max_tokens}",
+        f"{ending.where}.completion_token_ids",
+        asked.max_tokens,
+        len(ids),
+    )
 
 
 def _stop(asked: Asked, ending: Ending) -> Findings:
@@ -144,24 +132,13 @@ def terminal_reason_true(asked: Asked, ending: Ending) -> Findings:
     yield from _detailed(ending)
 
 
-def _count(value: Any) -> int | None:
-    return len(value) if isinstance(value, list) else None
-
-
-def ending_from_body(body: Any, *, chat: bool = False) -> Ending:
+def ending_from_body(body: Any) -> Ending:
     """The first choice's ending in a unary body (or a stream folded by `aggregate_stream`)."""
     choice = get_path(body, "choices", 0)
     ids = get_path(body, "nvext", "completion_token_ids")
-    logprobs = (
-        get_path(choice, "logprobs", "content")
-        if chat
-        else get_path(choice, "logprobs", "token_logprobs")
-    )
     return Ending(
         finish_reason=get_path(choice, "finish_reason"),
         completion_ids=ids if isinstance(ids, list) else None,
-        completion_tokens=get_path(body, "usage", "completion_tokens"),
-        selected_logprobs=_count(logprobs),
         stop_reason=get_path(body, "nvext", "stop_reason"),
         detailed_finish_reason=get_path(body, "nvext", "detailed_finish_reason"),
     )

@@ -376,12 +376,16 @@ CASES: dict[str, Case] = {
     "stream.terminal_reason_verified": (
         lambda: terminal.terminal_reason_true(
             terminal.Asked(4, stop_token_ids=(9,)),
-            terminal.Ending("stop", [5, 9], 2, 2, 9, "stop"),
+            terminal.Ending("stop", [5, 9], 9, "stop"),
         ),
         lambda: terminal.terminal_reason_true(
             terminal.Asked(4, stop_token_ids=(9,)),
-            terminal.Ending("stop", [5], 1, 1, 9, "stop"),
+            terminal.Ending("stop", [5], 9, "stop"),
         ),
+    ),
+    "generate.native_ids_agree": (
+        lambda: tokens.native_ids_agree("output_ids", [5, 7], [5, 7]),
+        lambda: tokens.native_ids_agree("output_ids", [5], [5, 7]),
     ),
     "telemetry.trace_correlation": (
         lambda: trace.trace_correlation(_joined(with_headers=True)),

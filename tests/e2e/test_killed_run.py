@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from rl_conformance.checks import schema_check
+from rl_conformance.reports.bundle import verify_index
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
@@ -127,6 +128,11 @@ def test_a_killed_run_leaves_its_records_and_report_rebuilds_the_matrix(tmp_path
     assert sum(len(cell["tests"]) for cell in cells) >= len(kept)
     for name in ("matrix.md", "junit.xml", "matrix.html"):
         assert reason in (report / name).read_text(), name
+    # The evidence is rebuilt too: a record that says the run did not complete, and a bundle.
+    record = json.loads((report / "validation" / "fake-vllm.json").read_text())
+    assert record["record_state"] != "passed" and reason in record["limitations"][0]
+    digest = done.stdout.split("bundle.json sha256 ")[1].split()[0]
+    assert verify_index(report, digest) == []
 
 
 def test_a_multi_step_failure_has_its_wire_log_and_the_run_writes_only_its_report_dir(
