@@ -300,6 +300,11 @@ CATALOGUE = Catalogue(
             "logprobs and usage still agree: ai-dynamo/dynamo #14302)",
         ),
         _fault(
+            "abort_reported_as_stop",
+            "an aborted request's nvext.detailed_finish_reason says stop, as its finish_reason "
+            "does: a truncated rollout looks finished (ai-dynamo/dynamo #14418)",
+        ),
+        _fault(
             "length_reported_as_stop",
             "a choice that reaches max_tokens reports finish_reason stop",
         ),

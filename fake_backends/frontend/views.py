@@ -74,12 +74,15 @@ def openai_finish_reason(state: DeploymentState, result: ChoiceResult) -> str | 
     return "length" if result.finish == "length" else "stop"
 
 
-def detailed_finish_reason(result: ChoiceResult) -> str:
+def detailed_finish_reason(state: DeploymentState, result: ChoiceResult) -> str:
     """Recorded from 1.6.1: an engine ``eos`` finish shows as ``"stop"`` here too.
 
     An aborted request is the one finish the OpenAI ``finish_reason`` hides: it reads
-    ``"stop"`` there and only ``"cancelled"`` here tells it apart (observed §6.9).
+    ``"stop"`` there and only ``"cancelled"`` here tells it apart (observed §6.9), unless the
+    ``abort_reported_as_stop`` fault hides it here too (ai-dynamo/dynamo #14418).
     """
+    if result.finish == "cancelled" and state.fault("abort_reported_as_stop"):
+        return "stop"
     if result.finish in ("length", "cancelled"):
         return result.finish
     return "stop"
@@ -101,7 +104,7 @@ def choice_view(state: DeploymentState, result: ChoiceResult, logprobs: int | No
         tops=tops,
         sampled_always_listed=not missing,
         finish_reason=openai_finish_reason(state, result),
-        detailed_finish_reason=detailed_finish_reason(result),
+        detailed_finish_reason=detailed_finish_reason(state, result),
         requested_top=logprobs,
     )
 
@@ -117,7 +120,7 @@ def truncated_view(state: DeploymentState, view: ChoiceView, released: int) -> C
         selected=None if view.selected is None else view.selected[:released],
         tops=view.tops[:released],
         finish_reason=openai_finish_reason(state, result),
-        detailed_finish_reason=detailed_finish_reason(result),
+        detailed_finish_reason=detailed_finish_reason(state, result),
     )
 
 

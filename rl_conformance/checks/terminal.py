@@ -11,8 +11,10 @@ and the request, and a trainer masks and weights samples by it.
 - `stop` with `ignore_eos` cannot be a natural finish: Dynamo's `ignore_eos` clears stop strings and
   stop ids as well as EOS (`StopConditions::apply_ignore_eos`, unlike vLLM's own `ignore_eos`, which
   ignores EOS only: `fixtures/KNOWN_DIFFERENCES.md`).
-- `nvext.detailed_finish_reason`, when requested, agrees with `finish_reason` and is never
-  `cancelled` on a natural finish (#14418, PR #14525).
+- `nvext.detailed_finish_reason`, when requested, agrees with `finish_reason`, is never
+  `cancelled` on a natural finish, and is `cancelled` on a request an abort cut short: Dynamo
+  reports an abort as finish `stop` (#14418), and only this field (PR #14525) tells a truncated
+  rollout from a finished one.
 """
 
 from __future__ import annotations
@@ -35,6 +37,9 @@ class Asked:
     stop_token_ids: tuple[int, ...] = ()
     stop_strings: tuple[str, ...] = ()
     ignore_eos: bool = False
+    may_abort: bool = False
+    """The client paused its worker with a mode that may abort it (or updated it under way):
+    ending short is then allowed, and must be reported as `cancelled`."""
 
 
 @dataclass(frozen=True)
@@ -90,7 +95,8 @@ def _stop(asked: Asked, ending: Ending) -> Findings:
             matched,
         )
         return
-    if asked.ignore_eos and not asked.stop_strings:
+    # Where an abort may have cut it, `detailed_finish_reason` decides (`_detailed`).
+    if asked.ignore_eos and not asked.stop_strings and not asked.may_abort:
         yield Violation(
             f"{ending.where}: finish_reason stop with ignore_eos, which leaves nothing to stop on",
             f"{ending.where}.finish_reason",
@@ -99,16 +105,27 @@ def _stop(asked: Asked, ending: Ending) -> Findings:
         )
 
 
-def _detailed(ending: Ending) -> Findings:
+def _detailed(asked: Asked, ending: Ending) -> Findings:
     detailed = ending.detailed_finish_reason
     if detailed is MISSING or detailed is None:
         return
-    if detailed in ("cancelled", "abort"):
+    ids = ending.completion_ids
+    short = ids is not None and len(ids) < asked.max_tokens
+    if detailed in ("cancelled", "abort") and not asked.may_abort:
         yield Violation(
             f"{ending.where}: nvext.detailed_finish_reason {detailed!r} on a request that ran "
             "to its end",
             f"{ending.where}.nvext.detailed_finish_reason",
             ending.finish_reason,
+            detailed,
+        )
+    elif asked.may_abort and asked.ignore_eos and short and detailed != "cancelled":
+        yield Violation(
+            f"{ending.where}: an aborted request ended after {len(ids or [])} of "
+            f"{asked.max_tokens} ids reports detailed_finish_reason {detailed!r}: a trainer "
+            "cannot tell the truncated sample from a finished one",
+            f"{ending.where}.nvext.detailed_finish_reason",
+            "cancelled",
             detailed,
         )
     elif ending.finish_reason == "length" and detailed != "length":
@@ -129,7 +146,7 @@ def _detailed(ending: Ending) -> Findings:
 def terminal_reason_true(asked: Asked, ending: Ending) -> Findings:
     yield from _counts(asked, ending)
     yield from _stop(asked, ending)
-    yield from _detailed(ending)
+    yield from _detailed(asked, ending)
 
 
 def ending_from_body(body: Any) -> Ending:

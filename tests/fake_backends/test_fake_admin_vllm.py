@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
-from fake_backend_helpers import DONE, PROMPT, admin, stream_chunks, wait_for
+from fake_backend_helpers import DONE, PROMPT, admin, faulted, shows, stream_chunks, wait_for
 
 from fake_backends.deployment.assembly import FakeDeployment
 from fake_backends.runtime.request_ledger import RequestRecord
@@ -367,3 +367,30 @@ def test_admin_ledger_on_control_port(client: httpx.Client, dep: FakeDeployment)
     assert isinstance(served[0]["received_at"], float)
     assert client.delete(f"{dep.control_url}/admin_ledger").json() == {"requests": []}
     assert dep.admin_ledger == []
+
+
+@shows("abort_reported_as_stop")
+def test_abort_reported_as_stop(client: httpx.Client, dep: FakeDeployment) -> None:
+    base = dep.workers[0]["system_url"]
+    body = {
+        "prompt": PROMPT,
+        "max_tokens": 200,
+        "ignore_eos": True,
+        "stream": True,
+        "nvext": pinned(dep, 0, extra_fields=["detailed_finish_reason"]),
+    }
+    with faulted(dep, "abort_reported_as_stop"):
+        stream = Background(
+            client,
+            f"{dep.frontend_url}/v1/completions",
+            body,
+            **{"x-request-id": "hidden-abort", "x-fake-token-delay-ms": "10"},
+        )
+        wait_for(lambda: len(stream.events) >= 2)
+        admin(client, base, "pause_generation", {"mode": "abort"})
+        stream.join()
+        admin(client, base, "resume_generation")
+    *_, cancel, done = stream.events
+    assert done == DONE
+    assert cancel["choices"][0]["finish_reason"] == "stop"
+    assert cancel["nvext"] == {"detailed_finish_reason": "stop"}

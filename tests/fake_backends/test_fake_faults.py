@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
+import test_fake_admin_vllm  # noqa: F401  (registers the pause-abort demonstration)
 import test_fake_admin_vllm_sidecar  # noqa: F401  (registers the sidecar demonstrations)
 import test_fake_control_faults  # noqa: F401  (registers the control-plane demonstrations)
 import test_fake_trace_faults  # noqa: F401  (registers the request-trace demonstrations)
