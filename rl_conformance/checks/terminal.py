@@ -11,10 +11,10 @@ and the request, and a trainer masks and weights samples by it.
 - `stop` with `ignore_eos` cannot be a natural finish: Dynamo's `ignore_eos` clears stop strings and
   stop ids as well as EOS (`StopConditions::apply_ignore_eos`, unlike vLLM's own `ignore_eos`, which
   ignores EOS only: `fixtures/KNOWN_DIFFERENCES.md`).
-- `nvext.detailed_finish_reason`, when requested, agrees with `finish_reason`, is never
-  `cancelled` on a natural finish, and is `cancelled` on a request an abort cut short: Dynamo
-  reports an abort as finish `stop` (#14418), and only this field (PR #14525) tells a truncated
-  rollout from a finished one.
+- `nvext.detailed_finish_reason`, when requested, agrees with `finish_reason` and is never
+  `cancelled` on a natural finish; on a request an abort cut short it is `cancelled`
+  (`abort_reported`): Dynamo reports an abort as finish `stop` (#14418), and only this field
+  (PR #14525) tells a truncated rollout from a finished one.
 """
 
 from __future__ import annotations
@@ -37,9 +37,6 @@ class Asked:
     stop_token_ids: tuple[int, ...] = ()
     stop_strings: tuple[str, ...] = ()
     ignore_eos: bool = False
-    may_abort: bool = False
-    """The client paused its worker with a mode that may abort it (or updated it under way):
-    ending short is then allowed, and must be reported as `cancelled`."""
 
 
 @dataclass(frozen=True)
@@ -95,8 +92,7 @@ def _stop(asked: Asked, ending: Ending) -> Findings:
             matched,
         )
         return
-    # Where an abort may have cut it, `detailed_finish_reason` decides (`_detailed`).
-    if asked.ignore_eos and not asked.stop_strings and not asked.may_abort:
+    if asked.ignore_eos and not asked.stop_strings:
         yield Violation(
             f"{ending.where}: finish_reason stop with ignore_eos, which leaves nothing to stop on",
             f"{ending.where}.finish_reason",
@@ -105,27 +101,16 @@ def _stop(asked: Asked, ending: Ending) -> Findings:
         )
 
 
-def _detailed(asked: Asked, ending: Ending) -> Findings:
+def _detailed(ending: Ending) -> Findings:
     detailed = ending.detailed_finish_reason
     if detailed is MISSING or detailed is None:
         return
-    ids = ending.completion_ids
-    short = ids is not None and len(ids) < asked.max_tokens
-    if detailed in ("cancelled", "abort") and not asked.may_abort:
+    if detailed in ("cancelled", "abort"):
         yield Violation(
             f"{ending.where}: nvext.detailed_finish_reason {detailed!r} on a request that ran "
             "to its end",
             f"{ending.where}.nvext.detailed_finish_reason",
             ending.finish_reason,
-            detailed,
-        )
-    elif asked.may_abort and asked.ignore_eos and short and detailed != "cancelled":
-        yield Violation(
-            f"{ending.where}: an aborted request ended after {len(ids or [])} of "
-            f"{asked.max_tokens} ids reports detailed_finish_reason {detailed!r}: a trainer "
-            "cannot tell the truncated sample from a finished one",
-            f"{ending.where}.nvext.detailed_finish_reason",
-            "cancelled",
             detailed,
         )
     elif ending.finish_reason == "length" and detailed != "length":
@@ -146,7 +131,7 @@ def _detailed(asked: Asked, ending: Ending) -> Findings:
 def terminal_reason_true(asked: Asked, ending: Ending) -> Findings:
     yield from _counts(asked, ending)
     yield from _stop(asked, ending)
-    yield from _detailed(asked, ending)
+    yield from _detailed(ending)
 
 
 def ending_from_body(body: Any) -> Ending:
@@ -159,3 +144,29 @@ def ending_from_body(body: Any) -> Ending:
         stop_reason=get_path(body, "nvext", "stop_reason"),
         detailed_finish_reason=get_path(body, "nvext", "detailed_finish_reason"),
     )
+
+
+@check(
+    "refresh.abort_reported",
+    title="a request an abort cut short says so in nvext.detailed_finish_reason",
+    spec="Admit only a verified terminal result.",
+    section="Handle Streaming and Retries",
+)
+def abort_reported(max_tokens: int, ending: Ending) -> Findings:
+    """`ending`: a request asked for `max_tokens` with EOS ignored, across a pause that may abort
+    it. Ended short, it was aborted: the one field that says so must (when requested)."""
+    detailed = ending.detailed_finish_reason
+    ids = ending.completion_ids
+    if detailed is MISSING or detailed is None or ids is None or len(ids) >= max_tokens:
+        return
+    if ending.finish_reason != "stop":
+        return  # Dynamo reports an abort as `stop`; a length finish is held by its own rule
+    if detailed != "cancelled":
+        yield Violation(
+            f"{ending.where}: a request an abort ended after {len(ids)} of {max_tokens} ids "
+            f"reports detailed_finish_reason {detailed!r}: a trainer cannot tell the truncated "
+            "sample from a finished one",
+            f"{ending.where}.nvext.detailed_finish_reason",
+            "cancelled",
+            detailed,
+        )

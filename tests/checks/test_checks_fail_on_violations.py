@@ -387,6 +387,10 @@ CASES: dict[str, Case] = {
         lambda: tokens.native_ids_agree("output_ids", [5, 7], [5, 7]),
         lambda: tokens.native_ids_agree("output_ids", [5], [5, 7]),
     ),
+    "refresh.abort_reported": (
+        lambda: terminal.abort_reported(6, terminal.Ending("stop", [5, 7], None, "cancelled")),
+        lambda: terminal.abort_reported(6, terminal.Ending("stop", [5, 7], None, "stop")),
+    ),
     "telemetry.trace_correlation": (
         lambda: trace.trace_correlation(_joined(with_headers=True)),
         lambda: trace.trace_correlation(_joined(with_headers=False)),

@@ -40,14 +40,18 @@ def test_ignore_eos_clears_every_stop_in_dynamo() -> None:
 
 
 def test_an_abort_cut_short_says_cancelled_and_a_natural_finish_never_does() -> None:
-    natural = terminal.Asked(6, ignore_eos=True)
-    abortable = terminal.Asked(6, ignore_eos=True, may_abort=True)
     cut = [5, 7]
-    assert violations(abortable, terminal.Ending("stop", cut, None, "cancelled")) == []
-    assert violations(abortable, terminal.Ending("stop", cut, None, "stop")) == [
+
+    def reported(ending: terminal.Ending) -> list[str]:
+        return [v.field for v in terminal.abort_reported(6, ending).violations]
+
+    assert reported(terminal.Ending("stop", cut, None, "cancelled")) == []
+    assert reported(terminal.Ending("stop", cut, None, "stop")) == [
         "choices[0].nvext.detailed_finish_reason"
     ]
-    assert violations(abortable, terminal.Ending("stop", cut, None, MISSING)) == []
+    assert reported(terminal.Ending("stop", cut, None, MISSING)) == []
+    assert reported(terminal.Ending("length", [1] * 6, None, "length")) == []
+    natural = terminal.Asked(6, ignore_eos=True)
     assert violations(natural, terminal.Ending("length", [1] * 6, None, "cancelled")) == [
         "choices[0].nvext.detailed_finish_reason"
     ]
