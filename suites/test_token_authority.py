@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given
 
@@ -11,6 +13,7 @@ from rl_conformance.control.requests import chat, completion
 from rl_conformance.model import strategies
 from rl_conformance.model.target import Target
 from rl_conformance.model.verdict import Verdict
+from rl_conformance.wire.exchange import Exchange
 
 capability = pytest.mark.capability
 IDS = ("completion_token_ids", "prompt_token_ids")
@@ -98,57 +101,54 @@ def test_usage_counts_agree_with_token_ids(
     )
 
 
-@capability("tokens.stream_concat")
-@given(prompt=strategies.prompt_ids, max_tokens=strategies.max_tokens)
-def test_streamed_ids_concatenate_to_unary_ids(
-    rl_client: Client, rl_target: Target, rl_verdict: Verdict, prompt: list[int], max_tokens: int
-) -> None:
-    unary = completion(
-        rl_client, rl_target, prompt, max_tokens=max_tokens, temperature=0, extra_fields=IDS
-    )
-    body = rl_verdict.json(unary, schema="completion")
-    rl_verdict.check(tokens.completion_ids_present(body), unary)
-    streamed = completion(
+def generate_ids(
+    rl_client: Client,
+    rl_target: Target,
+    route: str,
+    prompt: list[int],
+    max_tokens: int,
+    **extra: Any,
+) -> Exchange:
+    """A greedy generation of `prompt` through `/v1/completions` or `/v1/chat/completions`
+    (the token prompt as `nvext.token_data`)."""
+    if route == "chat":
+        return chat(
+            rl_client,
+            rl_target,
+            token_data=prompt,
+            max_tokens=max_tokens,
+            temperature=0,
+            extra_fields=IDS,
+            **extra,
+        )
+    return completion(
         rl_client,
         rl_target,
         prompt,
         max_tokens=max_tokens,
         temperature=0,
         extra_fields=IDS,
-        stream=True,
-    )
-    payloads = rl_verdict.events(streamed, schema="completion-chunk")
-    rl_verdict.check(
-        tokens.stream_concat(payloads, body["nvext"]["completion_token_ids"]), streamed
+        **extra,
     )
 
 
 @capability("tokens.stream_concat")
+@pytest.mark.parametrize("route", ["completions", "chat"])
 @given(prompt=strategies.prompt_ids, max_tokens=strategies.max_tokens)
-def test_streamed_chat_ids_concatenate_to_unary_chat_ids(
-    rl_client: Client, rl_target: Target, rl_verdict: Verdict, prompt: list[int], max_tokens: int
+def test_streamed_ids_concatenate_to_unary_ids(
+    rl_client: Client,
+    rl_target: Target,
+    rl_verdict: Verdict,
+    route: str,
+    prompt: list[int],
+    max_tokens: int,
 ) -> None:
-    """The chat route, asked with the same token prompt (`nvext.token_data`), streamed and not."""
-    unary = chat(
-        rl_client,
-        rl_target,
-        token_data=prompt,
-        max_tokens=max_tokens,
-        temperature=0,
-        extra_fields=IDS,
-    )
-    body = rl_verdict.json(unary, schema="chat-completion")
+    schema = "chat-completion" if route == "chat" else "completion"
+    unary = generate_ids(rl_client, rl_target, route, prompt, max_tokens)
+    body = rl_verdict.json(unary, schema=schema)
     rl_verdict.check(tokens.completion_ids_present(body), unary)
-    streamed = chat(
-        rl_client,
-        rl_target,
-        token_data=prompt,
-        max_tokens=max_tokens,
-        temperature=0,
-        extra_fields=IDS,
-        stream=True,
-    )
-    payloads = rl_verdict.events(streamed, schema="chat-completion-chunk")
+    streamed = generate_ids(rl_client, rl_target, route, prompt, max_tokens, stream=True)
+    payloads = rl_verdict.events(streamed, schema=f"{schema}-chunk")
     rl_verdict.check(
         tokens.stream_concat(payloads, body["nvext"]["completion_token_ids"]), streamed
     )
