@@ -40,7 +40,7 @@ import fake_backends
 from ..errors import ConfigurationError, LaunchError
 from ..model.releases import LAUNCHER_SOURCE, MAIN, RELEASES, UNKNOWN_SOURCE
 from ..model.target import LISTENER_RESTART, Target
-from .processes import ManagedProcess, free_port
+from .processes import ManagedProcess
 from .readiness import wait_until_ready
 from .tracing import REQUEST_TRACE_FILE, request_trace_environment
 
@@ -201,7 +201,10 @@ class DynamoLauncher:
             checkpoints = vllm_checkpoints(python, model_dir, VLLM_ENGINES[self.engine])
             model_dir = checkpoints[0]
             self.update_paths = tuple(str(path) for path in checkpoints[1:])
-        ports = {name: free_port() for name in ("http", "rl", "xsub", "xpub")}
+        # Below the ephemeral range, as the system ports: the frontend's ports are bound again
+        # when the listener is re-scoped, and an ephemeral port freed by the old frontend may be
+        # taken by any outgoing connection meanwhile (seen with two test workers).
+        ports = {name: _system_port() for name in ("http", "rl", "xsub", "xpub")}
         env = self._environment(ports)
         broker = self._process(
             "broker",
@@ -457,7 +460,8 @@ class DynamoLauncher:
 
 
 def _system_port() -> int:
-    """A free loopback port that DYN_SYSTEM_PORT can hold (see SYSTEM_PORTS)."""
+    """A free loopback port below the ephemeral range: one DYN_SYSTEM_PORT can hold, and one no
+    outgoing connection takes while its listener restarts (see SYSTEM_PORTS)."""
     for _ in range(200):
         port = random.choice(SYSTEM_PORTS)
         with socket.socket() as sock:
