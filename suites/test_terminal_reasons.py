@@ -1,6 +1,6 @@
 """Terminal reasons verified: a finish reason must be true of the sequence it ends.
 
-A length finish holds exactly max_tokens ids, logprobs and usage; a stop on a stop id returns the
+A length finish holds exactly max_tokens ids; a stop on a stop id returns the
 sequence through that id (the engine's matched token included, as vLLM returns it), the id
 `nvext.stop_reason` names; with `ignore_eos` (which in Dynamo clears every stop condition) a choice
 cannot stop; a natural finish is never `cancelled`. The stop id is one the deployment's own greedy
@@ -39,12 +39,9 @@ def generate(rl_client: Client, rl_target: Target, route: str, **fields: Any) ->
             token_data=PROMPT,
             stream=stream,
             extra_fields=SELECTORS,
-            logprobs=True,
             **fields,
         )
-    return completion(
-        rl_client, rl_target, PROMPT, stream=stream, extra_fields=SELECTORS, logprobs=1, **fields
-    )
+    return completion(rl_client, rl_target, PROMPT, stream=stream, extra_fields=SELECTORS, **fields)
 
 
 def body_of(rl_verdict: Verdict, exchange: Exchange) -> Any:
