@@ -617,6 +617,51 @@ def test_refresh_lifecycle_state_machine(
 
 
 @capability("refresh.inflight_terminal")
+def test_a_stream_in_flight_across_a_version_rename_ends_once_and_says_if_cut(
+    rl_client: Client,
+    rl_target: Target,
+    rl_verdict: Verdict,
+    rl_admin: AdminClient,
+    rl_admin_workers: list[AdminWorker],
+) -> None:
+    """The version-metadata route names the weights without replacing them; SGLang's
+    `update_weight_version` also aborts in-flight requests unless told otherwise
+    (`abort_all_requests` defaults to true). A stream open across it ends exactly once, and one
+    it cut short says `cancelled` (Dynamo reports the abort as finish `stop`)."""
+    chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
+    family = chosen.family
+    call = family.set_version_call(new_version())
+    if call is None:
+        raise FeatureAbsent(f"the {family.name} family has no version-metadata route")
+    stream = InFlightStream(
+        rl_client,
+        rl_target,
+        PROMPT,
+        instance_id=instance_of(chosen),
+        max_tokens=in_flight_budget(rl_client, rl_target, len(PROMPT)),
+    )
+    sent = stream.start_and_wait_first_token(rl_verdict)
+    try:
+        for worker in chosen.workers:
+            succeed(rl_verdict, rl_admin, worker, family, call.route, dict(call.body))
+    finally:
+        stream.wait()
+    if sent.ended:
+        raise Unobservable(f"the stream had ended ({sent.describe()}) when the rename was sent")
+    exchange = stream.exchange
+    payloads = rl_verdict.events(exchange)
+    rl_verdict.check(streaming.single_terminal(payloads), exchange)
+    rl_verdict.check(
+        streaming.terminal_success(
+            exchange.state.value if exchange.state else "none", exchange.state_reason
+        ),
+        exchange,
+    )
+    ending = terminal.ending_from_body(aggregate_stream(payloads))
+    rl_verdict.check(terminal.abort_reported(stream.max_tokens, ending), exchange)
+
+
+@capability("refresh.inflight_terminal")
 @pytest.mark.parametrize("mode_index", [0, 1, 2])
 def test_streams_in_flight_across_a_refresh_end_in_one_terminal_state(
     rl_client: Client,
