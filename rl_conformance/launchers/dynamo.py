@@ -76,6 +76,13 @@ VLLM_VENV = ".venv-vllm"
 # expected i16 for key "SYSTEM_PORT"`.
 SYSTEM_PORTS = range(20000, 32768)
 
+DEPLOYMENT_PRIORITY = -5
+"""The deployment's processes run ahead of the harness's own work, where the user may ask for it:
+a Dynamo worker renews its file-discovery registration from a thread, and on a machine whose other
+cores are busy (two test workers beside vLLM, which pins its OpenMP threads to one core) that
+thread starved for longer than the registration's lifetime once, and the worker left discovery.
+Verdicts never depend on the engine's pace; this only keeps the deployment alive."""
+
 _BROKER = """
 import sys, zmq
 context = zmq.Context()
@@ -379,7 +386,14 @@ class DynamoLauncher:
 
     def _process(self, name: str, command: list[str], env: dict[str, str]) -> ManagedProcess:
         assert self.workdir is not None
-        process = ManagedProcess(name, command, env, self.workdir / f"{name}.log", cwd=self.workdir)
+        process = ManagedProcess(
+            name,
+            command,
+            env,
+            self.workdir / f"{name}.log",
+            cwd=self.workdir,
+            priority=DEPLOYMENT_PRIORITY,
+        )
         self.processes.append(process)
         return process
 
@@ -392,7 +406,14 @@ class DynamoLauncher:
         old = self._frontend
         old.stop()
         base = {key: value for key, value in old.env.items() if not key.startswith("DYN_NAMESPACE")}
-        fresh = ManagedProcess(old.name, old.command, {**base, **env}, old.log_path, cwd=old.cwd)
+        fresh = ManagedProcess(
+            old.name,
+            old.command,
+            {**base, **env},
+            old.log_path,
+            cwd=old.cwd,
+            priority=old.priority,
+        )
         self.processes[self.processes.index(old)] = fresh
         self._frontend = fresh
         fresh.start()

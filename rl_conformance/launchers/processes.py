@@ -20,6 +20,8 @@ class ManagedProcess:
     env: dict[str, str]
     log_path: Path
     cwd: Path | None = None
+    priority: int = 0
+    """A nice value to ask for (negative: ahead of other work), where the user may set it."""
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     def start(self) -> None:
@@ -33,6 +35,8 @@ class ManagedProcess:
                 cwd=self.cwd,
                 start_new_session=True,
             )
+        if self.priority:
+            _ask_priority(self.process.pid, self.priority)
 
     @property
     def pid(self) -> int | None:
@@ -76,3 +80,11 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
+
+
+def _ask_priority(pid: int, nice: int) -> None:
+    """Best effort: only a privileged user may raise a priority; otherwise it stays as it is."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, pid, nice)
+    except (OSError, AttributeError):
+        return
