@@ -155,6 +155,35 @@ def test_pause_holds_new_generation_until_resume(
     rl_verdict.check(control.pause_gates(while_paused, completed, held_s), exchange)
 
 
+def in_flight(
+    rl_client: Client, rl_target: Target, chosen: Selection, max_tokens: int | None = None
+) -> InFlightStream:
+    """A stream pinned to the chosen worker, long enough to be in flight across a control step
+    (`in_flight_budget`), unless `max_tokens` says otherwise."""
+    budget = in_flight_budget(rl_client, rl_target, len(PROMPT))
+    return InFlightStream(
+        rl_client,
+        rl_target,
+        PROMPT,
+        instance_id=instance_of(chosen),
+        max_tokens=budget if max_tokens is None else min(max_tokens, budget),
+    )
+
+
+def ended_once(rl_verdict: Verdict, stream: InFlightStream) -> list[Any]:
+    """The stream's events, after requiring one terminal per choice and terminal success."""
+    exchange = stream.exchange
+    payloads = rl_verdict.events(exchange)
+    rl_verdict.check(streaming.single_terminal(payloads), exchange)
+    rl_verdict.check(
+        streaming.terminal_success(
+            exchange.state.value if exchange.state else "none", exchange.state_reason
+        ),
+        exchange,
+    )
+    return payloads
+
+
 @capability("refresh.pause_gates")
 def test_pause_without_a_mode_follows_the_documented_default(
     rl_client: Client,
@@ -171,13 +200,7 @@ def test_pause_without_a_mode_follows_the_documented_default(
     and one that arrived late look alike)."""
     chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
     family = chosen.family
-    stream = InFlightStream(
-        rl_client,
-        rl_target,
-        PROMPT,
-        instance_id=instance_of(chosen),
-        max_tokens=in_flight_budget(rl_client, rl_target, len(PROMPT)),
-    )
+    stream = in_flight(rl_client, rl_target, chosen)
     sent = stream.start_and_wait_first_token(rl_verdict)
     try:
         rl_admin.call_each(chosen.workers, family.pause, {})
@@ -633,13 +656,7 @@ def test_a_stream_in_flight_across_a_version_rename_ends_once_and_says_if_cut(
     call = family.set_version_call(new_version())
     if call is None:
         raise FeatureAbsent(f"the {family.name} family has no version-metadata route")
-    stream = InFlightStream(
-        rl_client,
-        rl_target,
-        PROMPT,
-        instance_id=instance_of(chosen),
-        max_tokens=in_flight_budget(rl_client, rl_target, len(PROMPT)),
-    )
+    stream = in_flight(rl_client, rl_target, chosen)
     sent = stream.start_and_wait_first_token(rl_verdict)
     try:
         for worker in chosen.workers:
@@ -649,14 +666,7 @@ def test_a_stream_in_flight_across_a_version_rename_ends_once_and_says_if_cut(
     if sent.ended:
         raise Unobservable(f"the stream had ended ({sent.describe()}) when the rename was sent")
     exchange = stream.exchange
-    payloads = rl_verdict.events(exchange)
-    rl_verdict.check(streaming.single_terminal(payloads), exchange)
-    rl_verdict.check(
-        streaming.terminal_success(
-            exchange.state.value if exchange.state else "none", exchange.state_reason
-        ),
-        exchange,
-    )
+    payloads = ended_once(rl_verdict, stream)
     ending = terminal.ending_from_body(aggregate_stream(payloads))
     rl_verdict.check(terminal.abort_reported(stream.max_tokens, ending), exchange)
 
@@ -682,15 +692,8 @@ def test_streams_in_flight_across_a_refresh_end_in_one_terminal_state(
         pytest.skip(f"{family.name} has {len(modes)} pause modes")
     mode = modes[mode_index]
     old_version = apply_update(rl_verdict, rl_admin, chosen, rl_weights)
-    budget = in_flight_budget(rl_client, rl_target, len(PROMPT))
-    stream = InFlightStream(
-        rl_client,
-        rl_target,
-        PROMPT,
-        instance_id=instance_of(chosen),
-        # a `wait` pause lasts until the stream ends: a short one still crosses the pause
-        max_tokens=min(WAIT_TOKENS, budget) if mode == "wait" else budget,
-    )
+    # a `wait` pause lasts until the stream ends: a short one still crosses the pause
+    stream = in_flight(rl_client, rl_target, chosen, WAIT_TOKENS if mode == "wait" else None)
     stream.start_and_wait_first_token(rl_verdict)
     try:
         sent = stream.mark()
@@ -706,14 +709,7 @@ def test_streams_in_flight_across_a_refresh_end_in_one_terminal_state(
             f"when the {mode!r} pause was answered: it did not cross the refresh"
         )
     exchange = stream.exchange
-    payloads = rl_verdict.events(exchange)
-    rl_verdict.check(streaming.single_terminal(payloads), exchange)
-    rl_verdict.check(
-        streaming.terminal_success(
-            exchange.state.value if exchange.state else "none", exchange.state_reason
-        ),
-        exchange,
-    )
+    payloads = ended_once(rl_verdict, stream)
     merged = aggregate_stream(payloads)
     # Cut short by an abort, it says so: a trainer must tell a truncated sample from a finished one.
     ending = terminal.ending_from_body(merged)
