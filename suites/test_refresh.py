@@ -17,7 +17,8 @@ from hypothesis.stateful import (
 )
 
 from rl_conformance import FeatureAbsent, MissingInput, Unobservable
-from rl_conformance.checks import aggregate_stream, control, streaming, terminal
+from rl_conformance.checks import aggregate_stream, control, straddle, streaming, terminal
+from rl_conformance.checks.base import MISSING
 from rl_conformance.client.http import Client
 from rl_conformance.control.admin import AdminClient, AdminWorker
 from rl_conformance.control.admin_steps import (
@@ -669,6 +670,89 @@ def test_a_stream_in_flight_across_a_version_rename_ends_once_and_says_if_cut(
     payloads = ended_once(rl_verdict, stream)
     ending = terminal.ending_from_body(aggregate_stream(payloads))
     rl_verdict.check(terminal.abort_reported(stream.max_tokens, ending), exchange)
+
+
+IN_PLACE_MODES = ("keep", "in_place")
+"""Pause modes that hold requests where they are, to continue under the weights loaded meanwhile."""
+
+
+@capability("refresh.straddle_reported")
+def test_a_sample_held_across_an_update_names_the_versions_of_its_tokens(
+    rl_client: Client,
+    rl_target: Target,
+    rl_verdict: Verdict,
+    rl_admin: AdminClient,
+    rl_admin_workers: list[AdminWorker],
+    rl_weights: WeightSource,
+) -> None:
+    """A native SGLang stream is paused in place, its worker updated to a new version, and
+    resumed: the tokens before the update are the old policy's, the rest may be the new one's. The
+    versions each event and span names must be true of that (`checks.straddle`); whether the
+    straddle was shown is measured, since where the new version begins depends on the engine's
+    pace."""
+    if rl_target.backend != "sglang":
+        raise FeatureAbsent(
+            f"{rl_target.backend} names no weight version per token: vLLM before 0.34 "
+            "(`return_weight_versions`) and TensorRT-LLM have no such field, and Dynamo sends "
+            "nvext.engine_data on the finish chunk only"
+        )
+    chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
+    family = chosen.family
+    mode = next((m for m in family.pause_modes if m in IN_PLACE_MODES), None)
+    if mode is None:
+        raise FeatureAbsent(f"the {family.name} family has no pause that keeps requests in place")
+    old_version = apply_update(rl_verdict, rl_admin, chosen, rl_weights)
+    budget = in_flight_budget(rl_client, rl_target, len(PROMPT))
+    stream = InFlightStream(
+        rl_client,
+        rl_target,
+        PROMPT,
+        instance_id=instance_of(chosen),
+        max_tokens=budget,
+        native=True,
+    )
+    stream.start_and_wait_first_token(rl_verdict)
+    try:
+        with paused(rl_verdict, rl_admin, chosen, mode):
+            before = stream.mark()
+            version = update_all(rl_verdict, rl_admin, chosen, rl_weights)
+    finally:
+        stream.wait()
+    exchange = stream.exchange
+    if exchange.status in {404, 405, 501}:
+        raise Unobservable(
+            f"POST /generate answered HTTP {exchange.status}: SGLang's native stream, the channel "
+            "that names a version per output, is not served"
+        )
+    if before.ended:
+        raise Unobservable(
+            f"the stream had ended ({before.describe()}) before the update was sent: it did not "
+            "cross the update"
+        )
+    events = rl_verdict.events(exchange, schema="sglang-generate-chunk")
+    rl_verdict.check(
+        streaming.terminal_success(
+            exchange.state.value if exchange.state else "none", exchange.state_reason
+        ),
+        exchange,
+    )
+    trail = straddle.trail_from_native_events(events, before.tokens)
+    if not trail.names_versions:
+        raise FeatureAbsent(
+            "no event of SGLang's /generate stream carries meta_info.weight_version or "
+            "meta_info.weight_versions"
+        )
+    named = trail.versions_named()
+    rl_verdict.measure(
+        sample_versions={
+            "versions": [str(v) for v in named],
+            "straddle_shown": len(named) > 1,
+            "tokens": trail.tokens,
+            "tokens_read_before_update": trail.known_old,
+            "spans": trail.spans is not MISSING,
+        }
+    )
+    rl_verdict.check(straddle.straddle_reported(trail, old_version, version), exchange)
 
 
 @capability("refresh.inflight_terminal")

@@ -188,6 +188,12 @@ CATALOGUE = Catalogue(
             _SGLANG,
         ),
         _fault(
+            "weight_versions_span_collapsed",
+            "SGLang's meta_info.weight_versions names one span of the current version over every "
+            "output token, also those generated before an update the request was paused across",
+            _SGLANG,
+        ),
+        _fault(
             "sglang_output_logprob_id_mismatch",
             "SGLang output_token_logprobs[i][1] is output_ids[i] + 1",
             _SGLANG,

@@ -10,9 +10,14 @@ all output ids so far, and ``meta_info`` with cumulative logprob lists of
 
 Events are released one token at a time through the request's ``LiveRequest``; an
 aborted request ends with a final event whose ``finish_reason`` is SGLang's
-``{"type": "abort", "message": "Aborted"}``.  ``meta_info.weight_version`` names the
-weights that generated the tokens (SGLang's ``"default"`` until a version is declared)
-and ``meta_info.cached_tokens`` the prefix-cache hit.
+``{"type": "abort", "message": "Aborted"}``.  ``meta_info.weight_version`` is the worker's
+version when the event is sent (SGLang's ``"default"`` until a version is declared), as
+SGLang stamps each output with its server's current version; ``meta_info.weight_versions``
+gives the version of every output token so far as ``{version, start, end}`` spans (end
+exclusive), so a request held by an in-place pause across an update shows both versions.
+The ids after such an update still come from the weights the request was admitted under: the
+toy replays its precomputed sequence, only the version it names follows the update.
+``meta_info.cached_tokens`` is the prefix-cache hit.
 """
 
 from __future__ import annotations
@@ -169,7 +174,8 @@ class SglangEvents:
         self._return_logprob = request.return_logprob
         self._top_n = request.top_n
         self._cached_tokens = cached_tokens
-        self._weight_version = worker.version if worker.version_declared else DEFAULT_WEIGHT_VERSION
+        self._versions: list[Any] = []
+        """The worker's version when each output token was released."""
         result = self._result
         self._selected = reported_selected(state, result.logprobs)
         drop = state.fault("topk_missing_selected")
@@ -180,6 +186,22 @@ class SglangEvents:
         start = request.start
         self._with_input = start >= 0  # logprob_start_len -1: no input logprobs at all
         self._input, self._input_top = self._input_logprobs(start) if start >= 0 else ([], [])
+
+    def _current_version(self) -> Any:
+        worker = self._worker
+        return worker.version if worker.version_declared else DEFAULT_WEIGHT_VERSION
+
+    def _spans(self, upto: int) -> list[dict[str, Any]]:
+        versions = self._versions[:upto]
+        if self._state.fault("weight_versions_span_collapsed") and versions:
+            return [{"version": self._current_version(), "start": 0, "end": len(versions)}]
+        spans: list[dict[str, Any]] = []
+        for index, version in enumerate(versions):
+            if spans and spans[-1]["version"] == version:
+                spans[-1]["end"] = index + 1
+            else:
+                spans.append({"version": version, "start": index, "end": index + 1})
+        return spans
 
     @property
     def token_count(self) -> int:
@@ -226,7 +248,8 @@ class SglangEvents:
             "prompt_tokens": len(self._prompt),
             "completion_tokens": count,
             "cached_tokens": self._cached_tokens,
-            "weight_version": self._weight_version,
+            "weight_version": self._current_version(),
+            "weight_versions": self._spans(upto),
         }
         if self._return_logprob:
             shift = 1 if self._state.fault("sglang_output_logprob_id_mismatch") else 0
@@ -248,6 +271,7 @@ class SglangEvents:
         total = len(self._result.steps)
         if self._state.fault("stream_truncated"):
             if await live.step():
+                self._versions.append(self._current_version())
                 live.end("completed")
                 yield frame(self.event(1, final=False))
             return
@@ -258,6 +282,7 @@ class SglangEvents:
                 if not self._state.fault("done_missing"):
                     yield DONE_FRAME
                 return
+            self._versions.append(self._current_version())
             yield frame(self.event(upto, final=upto == total))
         live.end("completed", [s.token_id for s in self._result.steps])
         last = self.event(total, final=True)

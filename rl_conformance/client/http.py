@@ -345,6 +345,11 @@ class StreamProgress:
         with self._changed:
             return self.tokens, self.ended
 
+    def counts(self) -> tuple[int, int, bool]:
+        """(events received, tokens received, ended) read together."""
+        with self._changed:
+            return self.events, self.tokens, self.ended
+
     def wait_for_events(self, count: int, timeout_s: float) -> bool:
         """Until `count` data events arrived (True) or the stream ended or the time ran out."""
         with self._changed:

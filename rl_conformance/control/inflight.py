@@ -20,6 +20,7 @@ from ..client.http import Client, StreamProgress
 from ..model.target import Target
 from ..model.verdict import Unobservable, Verdict
 from ..wire.exchange import Exchange
+from ..wire.stream_state import openai_terminals, sglang_terminals
 
 IN_FLIGHT_TOKENS = 512
 """Tokens a stream in flight asks for: its control step lands milliseconds after the first token,
@@ -31,13 +32,15 @@ STREAM_DEADLINE_S = 300.0
 
 @dataclass(frozen=True)
 class Mark:
-    """What the stream had delivered at one moment: tokens received and whether it had ended."""
+    """What the stream had delivered at one moment: tokens received (events, for a native stream,
+    `unit`) and whether it had ended."""
 
     tokens: int
     ended: bool
+    unit: str = "tokens"
 
     def describe(self) -> str:
-        return f"{self.tokens} tokens{' (ended)' if self.ended else ''}"
+        return f"{self.tokens} {self.unit}{' (ended)' if self.ended else ''}"
 
 
 def in_flight_budget(client: Client, target: Target, prompt_tokens: int) -> int:
@@ -57,7 +60,11 @@ def in_flight_budget(client: Client, target: Target, prompt_tokens: int) -> int:
 class InFlightStream:
     """A greedy completion stream in a thread, pinned to one worker when its identity is known
     (`nvext.backend_instance_id` and the worker header), asking for `max_tokens` with EOS
-    ignored so that it can only end by its length, an abort, or a failure."""
+    ignored so that it can only end by its length, an abort, or a failure.
+
+    With `native=True` it is SGLang's own `POST /generate` stream instead (pinned by the worker
+    header alone; its events carry no `nvext`), and a `Mark` counts its events, each of which
+    carries at least one token."""
 
     def __init__(
         self,
@@ -67,22 +74,43 @@ class InFlightStream:
         *,
         instance_id: int | None,
         max_tokens: int,
+        native: bool = False,
     ) -> None:
-        body: dict[str, Any] = {
-            "model": target.model,
-            "prompt": prompt,
-            "max_tokens": max_tokens,
-            "temperature": 0,
-            "ignore_eos": True,
-            "stream": True,
-            "nvext": {
-                "extra_fields": ["completion_token_ids", "engine_data", "detailed_finish_reason"]
-            },
-        }
+        body: dict[str, Any]
         headers: dict[str, str] = {}
         if instance_id is not None:
-            body["nvext"]["backend_instance_id"] = instance_id
             headers["x-dynamo-worker-instance-id"] = str(instance_id)
+        if native:
+            body = {
+                "input_ids": prompt,
+                "stream": True,
+                "sampling_params": {
+                    "max_new_tokens": max_tokens,
+                    "temperature": 0,
+                    "ignore_eos": True,
+                },
+            }
+            route, detector = "/generate", sglang_terminals
+        else:
+            body = {
+                "model": target.model,
+                "prompt": prompt,
+                "max_tokens": max_tokens,
+                "temperature": 0,
+                "ignore_eos": True,
+                "stream": True,
+                "nvext": {
+                    "extra_fields": [
+                        "completion_token_ids",
+                        "engine_data",
+                        "detailed_finish_reason",
+                    ]
+                },
+            }
+            if instance_id is not None:
+                body["nvext"]["backend_instance_id"] = instance_id
+            route, detector = "/v1/completions", openai_terminals
+        self.native = native
         self.max_tokens = max_tokens
         self.progress = StreamProgress()
         self.result: dict[str, Exchange] = {}
@@ -94,9 +122,10 @@ class InFlightStream:
             try:
                 self.result["exchange"] = client.stream(
                     "POST",
-                    target.url("/v1/completions"),
+                    target.url(route),
                     json_body=body,
                     headers=headers,
+                    detector=detector,
                     deadline_s=STREAM_DEADLINE_S,
                     progress=self.progress,
                 )
@@ -112,7 +141,10 @@ class InFlightStream:
         refused or did not answer as a stream fails `verdict` (when given) with its evidence;
         one that ended, or delivered nothing, before its first token is `Unobservable`."""
         self.thread.start()
-        self.progress.wait_for_tokens(1, FIRST_TOKEN_S)
+        if self.native:
+            self.progress.wait_for_events(1, FIRST_TOKEN_S)
+        else:
+            self.progress.wait_for_tokens(1, FIRST_TOKEN_S)
         mark = self.mark()
         if self.failure is not None:
             raise self.failure
@@ -138,7 +170,9 @@ class InFlightStream:
         return mark
 
     def mark(self) -> Mark:
-        tokens, ended = self.progress.snapshot()
+        events, tokens, ended = self.progress.counts()
+        if self.native:
+            return Mark(events, ended, "events")
         return Mark(tokens, ended)
 
     def finished(self) -> bool:

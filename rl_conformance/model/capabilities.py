@@ -356,6 +356,20 @@ CAPABILITIES: tuple[Capability, ...] = (
         ADMIN,
     ),
     _cap(
+        "refresh.straddle_reported",
+        "A sample generated across an update names the versions of its tokens truly",
+        _REFRESH,
+        "Admit only a verified terminal result. (Upstream: SGLang names the weight version of "
+        "every output in `meta_info.weight_version` and per span in `meta_info.weight_versions`; "
+        "vLLM before 0.34 and TensorRT-LLM name none per token.)",
+        {
+            Backend.VLLM: Support.UNSUPPORTED,
+            Backend.SGLANG: Support.SUPPORTED,
+            Backend.TRTLLM: Support.UNSUPPORTED,
+        },
+        level=Level.SHOULD,
+    ),
+    _cap(
         "refresh.lifecycle",
         "The refresh lifecycle keeps the fleet gated until verified",
         _REFRESH,

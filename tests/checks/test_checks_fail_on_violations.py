@@ -18,6 +18,7 @@ from rl_conformance.checks import (
     http,
     logprobs,
     schema_check,
+    straddle,
     streaming,
     terminal,
     tokens,
@@ -31,6 +32,25 @@ from rl_conformance.control.policy_reference import PolicyReference
 from . import bodies
 
 Case = tuple[Callable[[], CheckResult], Callable[[], CheckResult]]
+
+
+def _trail(events: list[tuple[str, str]]) -> straddle.VersionTrail:
+    """A two-event native stream read up to its first event before the update: each pair is
+    (the event's weight_version, the version its span gives the event's one token)."""
+    payloads = [
+        {
+            "output_ids": list(range(position + 1)),
+            "meta_info": {
+                "weight_version": version,
+                "weight_versions": [
+                    {"version": spanned, "start": index, "end": index + 1}
+                    for index, (_, spanned) in enumerate(events[: position + 1])
+                ],
+            },
+        }
+        for position, (version, _) in enumerate(events)
+    ]
+    return straddle.trail_from_native_events(payloads, 1)
 REFERENCE = PolicyReference(
     checkpoint="/checkpoints/b",
     prompt=(3, 4),
@@ -390,6 +410,10 @@ CASES: dict[str, Case] = {
     "refresh.abort_reported": (
         lambda: terminal.abort_reported(6, terminal.Ending("stop", [5, 7], None, "cancelled")),
         lambda: terminal.abort_reported(6, terminal.Ending("stop", [5, 7], None, "stop")),
+    ),
+    "refresh.straddle_reported": (
+        lambda: straddle.straddle_reported(_trail([("a", "a"), ("a", "b")]), "a", "b"),
+        lambda: straddle.straddle_reported(_trail([("b", "b"), ("b", "b")]), "a", "b"),
     ),
     "telemetry.trace_correlation": (
         lambda: trace.trace_correlation(_joined(with_headers=True)),

@@ -63,6 +63,7 @@ EXPECTED: dict[str, tuple[str, str, str, str]] = {  # (vllm, sglang, trtllm, vll
     "refresh.served_policy_verified": (P, P, U, "skipped"),
     "refresh.kv_invalidation": ADMIN,
     "refresh.lifecycle": ADMIN,
+    "refresh.straddle_reported": (U, P, U, U),
     "refresh.inflight_terminal": ADMIN,
     "namespace.scope": RL_ONLY,
     "cancel.propagation": ALL,

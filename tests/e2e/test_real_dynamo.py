@@ -56,6 +56,7 @@ MOCKER_EXPECTED: dict[str, tuple[str, str]] = {
     "refresh.kv_invalidation": (F, "no worker advertises administration"),
     "refresh.lifecycle": (F, "no worker advertises administration"),
     "refresh.inflight_terminal": (F, "no worker advertises administration"),
+    "refresh.straddle_reported": (U, "vLLM names no weight version per token"),
     "namespace.scope": (F, "the mocker registers no RL endpoint"),
     "cancel.propagation": (P, "judged from the mocker's system-server metrics"),
     "retry.attempt_identity": (P, ""),
