@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from rl_conformance import Unobservable
 from rl_conformance.checks import errors
 from rl_conformance.client.http import Client
 from rl_conformance.model.target import Target
@@ -40,3 +41,56 @@ def test_invalid_requests_are_rejected_with_flat_errors(
     except ValueError:
         parsed = exchange.body_preview()
     rl_verdict.check(errors.status_and_body(exchange.status, parsed, expected), exchange)
+
+
+OUT_OF_EVERY_VOCABULARY = 2**31 - 1
+"""A token id no tokenizer has, still a valid unsigned 32-bit id (the frontend's own type)."""
+
+
+def context_window(rl_client: Client, rl_target: Target) -> int | None:
+    """The model's context window as /v1/models states it (Dynamo's `context_window`, vLLM's
+    `max_model_len`); None when it states none (a mocker without `--max-model-len` says 0)."""
+    exchange = rl_client.get(rl_target.url("/v1/models"))
+    try:
+        listed = exchange.json().get("data") or []
+        entry = next(item for item in listed if item.get("id") == rl_target.model)
+    except (ValueError, AttributeError, StopIteration, TypeError):
+        return None
+    window = entry.get("context_window") or entry.get("max_model_len")
+    return window if type(window) is int and window > 0 else None
+
+
+@capability("errors.validation")
+@pytest.mark.parametrize("case", ["token_beyond_vocabulary", "beyond_context_window"])
+def test_requests_the_engine_cannot_take_are_refused_before_generation(
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict, case: str
+) -> None:
+    """A prompt id outside the vocabulary, or a prompt plus `max_tokens` beyond the context
+    window, is refused with 400 before anything is generated (real Dynamo 1.6.1 with vLLM:
+    `fixtures/dynamo-1.6.1/vllm-cpu/completions_token_beyond_vocab.json`,
+    `completions_prompt_plus_max_tokens_too_long.json`). Never clamped in silence, which would
+    make a `length` finish lie about `max_tokens`, nor served by an engine fed an id it has no
+    row for. Sent as a stream and closed at its first event: a deployment that accepts is
+    judged without waiting for the whole window to be generated."""
+    body: dict[str, Any] = {"model": rl_target.model, "prompt": PROMPT, "max_tokens": 2}
+    if case == "token_beyond_vocabulary":
+        body["prompt"] = [*PROMPT, OUT_OF_EVERY_VOCABULARY]
+    else:
+        window = context_window(rl_client, rl_target)
+        if window is None:
+            raise Unobservable(
+                "GET /v1/models states no context window for the model (`context_window` or "
+                "`max_model_len`): nothing to exceed"
+            )
+        body["max_tokens"] = window
+    exchange = rl_client.stream(
+        "POST",
+        rl_target.url("/v1/completions"),
+        json_body={**body, "stream": True},
+        cancel_after_events=1,
+    )
+    try:
+        parsed = exchange.json()
+    except ValueError:
+        parsed = exchange.body_preview()
+    rl_verdict.check(errors.status_and_body(exchange.status, parsed, 400), exchange)

@@ -188,6 +188,16 @@ CATALOGUE = Catalogue(
             _SGLANG,
         ),
         _fault(
+            "token_ids_wrapped",
+            "a /v1/completions prompt id outside the vocabulary is reduced modulo the vocabulary "
+            "and served instead of refused",
+        ),
+        _fault(
+            "context_window_unchecked",
+            "/v1/completions serves a prompt plus max_tokens beyond the context window instead "
+            "of refusing it",
+        ),
+        _fault(
             "weight_versions_span_collapsed",
             "SGLang's meta_info.weight_versions names one span of the current version over every "
             "output token, also those generated before an update the request was paused across",

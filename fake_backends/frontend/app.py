@@ -286,6 +286,8 @@ def build_frontend_app(state: DeploymentState, extra_routes: Sequence[Route] = (
                 body,
                 bos_on_text=state.fault("text_prompt_differs"),
                 single_choice_ids=not state.fault("validation_accepted"),
+                wrap_ids=state.fault("token_ids_wrapped"),
+                check_context=not state.fault("context_window_unchecked"),
             )
 
         return await openai_route(

@@ -92,9 +92,13 @@ def _opt_temperature(body: Mapping[str, Any]) -> float | None:
     return float(value)
 
 
-def _token_list(value: Any, what: str) -> list[int]:
+def _token_list(value: Any, what: str, *, wrap: bool = False) -> list[int]:
+    """The ids, refused when one is outside the vocabulary (``wrap``: the fault
+    ``token_ids_wrapped`` reduces them modulo the vocabulary instead and serves them)."""
     if not isinstance(value, list) or not all(_is_int(t) for t in value):
         raise shape_error(f"{what}: invalid type, expected a sequence of u32")
+    if wrap:
+        return [token % VOCAB_SIZE for token in value]
     for token in value:
         if not 0 <= token < VOCAB_SIZE:
             if what == "prompt":  # recorded with real vLLM (completions_token_beyond_vocab)
@@ -142,7 +146,9 @@ def _model(body: Mapping[str, Any]) -> str | None:
     return model
 
 
-def _completion_prompt(body: Mapping[str, Any], *, bos_on_text: bool) -> list[int]:
+def _completion_prompt(
+    body: Mapping[str, Any], *, bos_on_text: bool, wrap_ids: bool = False
+) -> list[int]:
     if "prompt" not in body or body["prompt"] is None:
         raise shape_error("missing field `prompt`")
     prompt = body["prompt"]
@@ -152,7 +158,7 @@ def _completion_prompt(body: Mapping[str, Any], *, bos_on_text: bool) -> list[in
         ids = encode(prompt)
         return [BOS_ID, *ids] if bos_on_text else ids
     if isinstance(prompt, list) and all(_is_int(t) for t in prompt):
-        return _token_list(prompt, "prompt")
+        return _token_list(prompt, "prompt", wrap=wrap_ids)
     if isinstance(prompt, list):
         raise validation_error("batched prompts are not supported; send one prompt per request")
     raise shape_error("prompt: data did not match any variant of untagged enum Prompt")
@@ -207,12 +213,14 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _check_context(prompt: list[int], max_tokens: int | None) -> None:
+def _check_context(prompt: list[int], max_tokens: int | None, *, enforced: bool = True) -> None:
     """400 ``Invalid request`` with ``details.type: context_length`` when the prompt, or the
     prompt plus ``max_tokens``, exceeds the context window; ``actual`` is the prompt length
     when the prompt alone is too long (``vllm-cpu/completions_prompt_too_long.json``,
     ``completions_prompt_plus_max_tokens_too_long.json``)."""
     actual = len(prompt)
+    if not enforced:  # the fault context_window_unchecked: served, clamped to the window
+        return
     if actual <= CONTEXT_LENGTH and max_tokens is not None:
         actual += max_tokens
     if actual > CONTEXT_LENGTH:
@@ -226,7 +234,12 @@ def _require_object(body: Any) -> Mapping[str, Any]:
 
 
 def parse_completion_request(
-    raw: Any, *, bos_on_text: bool = False, single_choice_ids: bool = True
+    raw: Any,
+    *,
+    bos_on_text: bool = False,
+    single_choice_ids: bool = True,
+    wrap_ids: bool = False,
+    check_context: bool = True,
 ) -> GenerationRequest:
     """``POST /v1/completions``.
 
@@ -243,7 +256,7 @@ def parse_completion_request(
     if nvext.token_data is not None:
         prompt = list(nvext.token_data)
     else:
-        prompt = _completion_prompt(body, bos_on_text=bos_on_text)
+        prompt = _completion_prompt(body, bos_on_text=bos_on_text, wrap_ids=wrap_ids)
     max_tokens = _max_tokens(body, "max_tokens")
     logprobs = _opt_int(body, "logprobs", "u8")
     prompt_logprobs = _opt_int(body, "prompt_logprobs", "u8")
@@ -255,7 +268,7 @@ def parse_completion_request(
     stream, include_usage = _stream_flags(body)
     params = _common(body, nvext, max_tokens, logprobs)
     _check_diverse(body, n)
-    _check_context(prompt, max_tokens)
+    _check_context(prompt, max_tokens, enforced=check_context)
     return GenerationRequest(
         endpoint="completions",
         model=model,

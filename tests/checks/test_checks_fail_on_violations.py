@@ -51,6 +51,8 @@ def _trail(events: list[tuple[str, str]]) -> straddle.VersionTrail:
         for position, (version, _) in enumerate(events)
     ]
     return straddle.trail_from_native_events(payloads, 1)
+
+
 REFERENCE = PolicyReference(
     checkpoint="/checkpoints/b",
     prompt=(3, 4),
