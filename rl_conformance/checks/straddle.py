@@ -5,14 +5,17 @@ resumes under them: its first tokens come from one policy, the rest from another
 admits it as a one-policy sample computes importance ratios against the wrong behaviour policy,
 so RL clients that care record a version per span (SGLang's `meta_info.weight_versions`
 `[{version, start, end}]`, read by slime-style `Sample.weight_versions`; vLLM 0.34's
-`return_weight_versions`). Where the deployment names versions per event or per span, they must be
-true of the tokens:
+`return_weight_versions`). SGLang (`python/sglang/srt/utils/weight_versions.py`) records, at each
+update, how many tokens every running request had produced under the old version; the spans split
+there, and the scalar `weight_version` is the newest span's. Where the deployment names versions
+per event or per span, they must be true of the tokens:
 
 - every version named is the one before the update or the one after it;
 - an event the client had read before the update was sent carries tokens of the old weights, so
   it names the old version, and spans put those tokens under the old version;
 - versions never go back from the new to the old;
-- spans cover the output exactly once, in order: `[0, n)` with no gap or overlap.
+- spans cover the output exactly once, in order: `[0, n)` with no gap or overlap;
+- an event's `weight_version` is its newest span's version.
 
 What cannot be known without racing the engine is where the new version begins: tokens read
 after the update may still have been generated before it. So a deployment whose every span says
@@ -42,6 +45,8 @@ class EventVersion:
     tokens: int
     version: Any
     before_update: bool
+    newest_span: Any = MISSING
+    """The version of the event's own last span, when it carries spans."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +104,7 @@ def trail_from_native_events(events: Sequence[Any], read_before_update: int) -> 
             tokens=count,
             version=get_path(payload, "meta_info", "weight_version"),
             before_update=position < read_before_update,
+            newest_span=get_path(payload, "meta_info", "weight_versions", -1, "version"),
         )
         for position, (payload, count) in enumerate(zip(payloads, counts, strict=True))
     )
@@ -137,6 +143,14 @@ def _events(trail: VersionTrail, old: Any, new: Any) -> Findings:
                 f"{where}: goes back to the old version after an event named the new one",
                 where,
                 new,
+                version,
+            )
+        elif event.newest_span is not MISSING and version != event.newest_span:
+            yield Violation(
+                f"{where}: names {version!r}, but the event's newest span is "
+                f"{event.newest_span!r} (SGLang's scalar version is its newest span's)",
+                where,
+                event.newest_span,
                 version,
             )
         went_new = went_new or version == new

@@ -360,8 +360,9 @@ CAPABILITIES: tuple[Capability, ...] = (
         "A sample generated across an update names the versions of its tokens truly",
         _REFRESH,
         "Admit only a verified terminal result. (Upstream: SGLang names the weight version of "
-        "every output in `meta_info.weight_version` and per span in `meta_info.weight_versions`; "
-        "vLLM before 0.34 and TensorRT-LLM name none per token.)",
+        "every output in `meta_info.weight_version` and per span in `meta_info.weight_versions`, "
+        "python/sglang/srt/utils/weight_versions.py; vLLM before 0.34 and TensorRT-LLM name none "
+        "per token.)",
         {
             Backend.VLLM: Support.UNSUPPORTED,
             Backend.SGLANG: Support.SUPPORTED,

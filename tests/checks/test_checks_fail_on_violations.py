@@ -414,7 +414,7 @@ CASES: dict[str, Case] = {
         lambda: terminal.abort_reported(6, terminal.Ending("stop", [5, 7], None, "stop")),
     ),
     "refresh.straddle_reported": (
-        lambda: straddle.straddle_reported(_trail([("a", "a"), ("a", "b")]), "a", "b"),
+        lambda: straddle.straddle_reported(_trail([("a", "a"), ("b", "b")]), "a", "b"),
         lambda: straddle.straddle_reported(_trail([("b", "b"), ("b", "b")]), "a", "b"),
     ),
     "telemetry.trace_correlation": (

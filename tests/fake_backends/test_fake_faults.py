@@ -35,6 +35,7 @@ from fake_backend_helpers import (
 
 from fake_backends import FAULT_NAMES
 from fake_backends.deployment.assembly import FakeDeployment
+from fake_backends.frontend.sglang_native import SglangEvents, parse_sglang_request
 from fake_backends.model.tokenizer import BOS_ID, byte_level_ids
 
 IDS = {"extra_fields": ["completion_token_ids"]}
@@ -730,3 +731,48 @@ def test_native_route_sequence_differs(client: httpx.Client, sglang: FakeDeploym
         "nvext"
     ]["completion_token_ids"]
     assert clean["output_ids"] == ids != other["output_ids"]
+
+
+@shows("token_ids_wrapped")
+def test_token_ids_wrapped(client: httpx.Client, vllm: FakeDeployment) -> None:
+    prompt = [*PROMPT, 2**31 - 1]
+    assert completions(client, vllm, prompt=prompt, max_tokens=2).status_code == 400
+    with faulted(vllm, "token_ids_wrapped"):
+        assert completions(client, vllm, prompt=prompt, max_tokens=2).status_code == 200
+
+
+@shows("context_window_unchecked")
+def test_context_window_unchecked(client: httpx.Client, vllm: FakeDeployment) -> None:
+    beyond = {"prompt": PROMPT, "max_tokens": 4096, "temperature": 0}
+    refused = completions(client, vllm, **beyond)
+    assert refused.status_code == 400
+    assert refused.json()["details"]["type"] == "context_length"
+    with faulted(vllm, "context_window_unchecked"):
+        assert completions(client, vllm, **beyond).status_code == 200
+
+
+@shows("weight_versions_span_collapsed")
+def test_weight_versions_span_collapsed(sglang: FakeDeployment) -> None:
+    """Two tokens released under `old`, two after the worker moved to `new`: the faithful spans
+    split there, the faulty ones give all four to `new`."""
+    state = sglang.state
+    worker = state.workers[0]
+    request = parse_sglang_request({"input_ids": PROMPT, "stream": True})
+
+    def spans() -> list[dict[str, Any]]:
+        events = SglangEvents(state, worker, request, cached_tokens=0)
+        saved = worker.version, worker.version_declared
+        try:
+            for version in ("old", "old", "new", "new"):
+                worker.version, worker.version_declared = version, True
+                events._versions.append(events._current_version())
+            return events.event(4, final=False)["meta_info"]["weight_versions"]
+        finally:
+            worker.version, worker.version_declared = saved
+
+    assert spans() == [
+        {"version": "old", "start": 0, "end": 2},
+        {"version": "new", "start": 2, "end": 4},
+    ]
+    with faulted(sglang, "weight_versions_span_collapsed"):
+        assert spans() == [{"version": "new", "start": 0, "end": 4}]

