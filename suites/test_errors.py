@@ -7,8 +7,9 @@ from typing import Any
 import pytest
 
 from rl_conformance import Unobservable
-from rl_conformance.checks import errors
+from rl_conformance.checks import errors, http
 from rl_conformance.client.http import Client
+from rl_conformance.model.releases import has_request_check
 from rl_conformance.model.target import Target
 from rl_conformance.model.verdict import Verdict
 
@@ -94,3 +95,31 @@ def test_requests_the_engine_cannot_take_are_refused_before_generation(
     except ValueError:
         parsed = exchange.body_preview()
     rl_verdict.check(errors.status_and_body(exchange.status, parsed, 400), exchange)
+
+
+@capability("errors.validation")
+def test_a_native_sglang_input_id_outside_the_vocabulary_is_refused(
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict
+) -> None:
+    """SGLang's `/generate` takes ids the frontend does not check; from Dynamo 1.7.0 the SGLang
+    worker refuses one outside the vocabulary with 400 (`Token id N is out of vocabulary at
+    input_ids[i]`) instead of handing it to the engine. The body's shape on this route is the
+    worker's, so only the status is judged."""
+    if rl_target.backend != "sglang":
+        raise Unobservable(f"SGLang's native /generate route: {rl_target.backend} has none")
+    if not has_request_check(rl_target.release, "sglang.native_input_ids_validated"):
+        raise Unobservable(
+            f"Dynamo {rl_target.release}'s SGLang worker validates nvext.token_data only; "
+            "/generate input_ids are validated from 1.7.0"
+        )
+    exchange = rl_client.post(
+        rl_target.url("/generate"),
+        {
+            "input_ids": [*PROMPT, OUT_OF_EVERY_VOCABULARY],
+            "stream": True,
+            "sampling_params": {"max_new_tokens": 2, "temperature": 0},
+        },
+    )
+    rl_verdict.check(
+        http.status(exchange.status, 400, exchange.error, exchange.body_preview()), exchange
+    )

@@ -189,8 +189,8 @@ CATALOGUE = Catalogue(
         ),
         _fault(
             "token_ids_wrapped",
-            "a /v1/completions prompt id outside the vocabulary is reduced modulo the vocabulary "
-            "and served instead of refused",
+            "a prompt id outside the vocabulary (/v1/completions, SGLang's /generate input_ids) "
+            "is reduced modulo the vocabulary and served instead of refused",
         ),
         _fault(
             "context_window_unchecked",

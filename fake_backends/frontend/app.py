@@ -314,7 +314,7 @@ def build_frontend_app(state: DeploymentState, extra_routes: Sequence[Route] = (
         _require_model(state)
         body = await read_json(request)
         _check_model_first(state, body)
-        parsed = parse_sglang_request(body)
+        parsed = parse_sglang_request(body, wrap_ids=state.fault("token_ids_wrapped"))
         native: SglangRequest = dataclasses.replace(parsed, rid=parsed.rid or str(uuid.uuid4()))
         assert native.rid is not None
         pin = _header_pin(request)

@@ -71,8 +71,10 @@ def _int(body: Mapping[str, Any], key: str, default: int, low: int) -> int:
     return int(value)
 
 
-def _prompt(body: Mapping[str, Any]) -> list[int]:
-    """``input_ids`` only: the frontend's route rejects a ``text`` prompt (recorded)."""
+def _prompt(body: Mapping[str, Any], *, wrap_ids: bool = False) -> list[int]:
+    """``input_ids`` only: the frontend's route rejects a ``text`` prompt (recorded). An id
+    outside the vocabulary is refused, as Dynamo 1.7.0's SGLang worker does (``wrap_ids``: the
+    fault ``token_ids_wrapped`` reduces it modulo the vocabulary instead)."""
     raw = body.get("input_ids")
     if raw is None:
         raise _bad_request("missing field `input_ids`")
@@ -80,9 +82,14 @@ def _prompt(body: Mapping[str, Any]) -> list[int]:
         raise _bad_request("input_ids: invalid type, expected a sequence of u32")
     if not raw:
         raise _bad_request("input_ids cannot be empty.")
-    for token in raw:
+    if wrap_ids:
+        return [token % VOCAB_SIZE for token in raw]
+    for index, token in enumerate(raw):
         if not 0 <= token < VOCAB_SIZE:
-            raise _bad_request(f"input_ids: token id {token} is outside the vocabulary")
+            # raised by the worker, not the frontend's deserializer: no deserialize prefix
+            text = f"Token id {token} is out of vocabulary at input_ids[{index}]"
+            body = {"object": "error", "message": text, "type": "Bad Request", "code": 400}
+            raise FrontendError(400, text, body=body)
     return list(raw)
 
 
@@ -296,11 +303,11 @@ class SglangEvents:
             yield DONE_FRAME
 
 
-def parse_sglang_request(body: Any) -> SglangRequest:
+def parse_sglang_request(body: Any, *, wrap_ids: bool = False) -> SglangRequest:
     """Validate a native /generate body (stream only: non-stream is a 501)."""
     if not isinstance(body, Mapping):
         raise _bad_request("invalid type: expected a JSON object")
-    prompt = _prompt(body)
+    prompt = _prompt(body, wrap_ids=wrap_ids)
     return_logprob = body.get("return_logprob", False)
     if not isinstance(return_logprob, bool):
         raise _bad_request("return_logprob: invalid type, expected a boolean")

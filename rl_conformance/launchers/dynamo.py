@@ -38,7 +38,7 @@ import httpx
 import fake_backends
 
 from ..errors import ConfigurationError, LaunchError
-from ..model.releases import LAUNCHER_SOURCE, MAIN, RELEASES, UNKNOWN_SOURCE
+from ..model.releases import LAUNCHER_SOURCE, MAIN, UNKNOWN_SOURCE
 from ..model.target import LISTENER_RESTART, Target
 from .processes import ManagedProcess
 from .readiness import wait_until_ready
@@ -275,8 +275,8 @@ class DynamoLauncher:
             update_model_paths=self.update_paths,
             request_trace=str(self.workdir / REQUEST_TRACE_FILE),
             versions=versions,
-            release=version if version in RELEASES else MAIN,
-            release_source=LAUNCHER_SOURCE if version in RELEASES else UNKNOWN_SOURCE,
+            release=version or MAIN,
+            release_source=LAUNCHER_SOURCE if version else UNKNOWN_SOURCE,
             notes=[process.describe() for process in self.processes]
             + [f"logs: {self.keep_logs_in / self.target_id if self.keep_logs_in else self.workdir}"]
             + ([f"engine faults: {', '.join(self.engine_faults)}"] if self.engine_faults else []),

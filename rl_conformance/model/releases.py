@@ -11,19 +11,25 @@ claimed as the deployment's).
 
 Evidence, per surface and release (details in `fixtures/DYNAMO_RELEASES.md`): for 1.6.1, our
 recordings of the real wheels (`fixtures/dynamo-1.6.1/`) or strings of its `_core.abi3.so`; for
-main, the upstream source file. Measured so far, 1.6.1 has every surface the capabilities test
-(its wheel was built after the main sources we read), so both releases are judged alike; a
-release missing from a surface's `present` map lacks it.
+1.7.0, its newest wheel the registry serves (1.7.0.dev20261026) run here and read; for main, the
+upstream source file. Measured so far, 1.6.1 and 1.7.0 have every surface the capabilities test,
+so all three are judged alike; a release missing from a surface's `present` map lacks it. A
+pre-release or development build (`1.7.0.dev20261026`, `1.7.0-dev20261026`, `1.7.0rc1`) is judged
+as the release it leads to, and the report says so.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
 MAIN = "main"
-RELEASES: tuple[str, ...] = ("1.6.1", MAIN)
+RELEASES: tuple[str, ...] = ("1.6.1", "1.7.0", MAIN)
+_BUILD_OF = re.compile(r"^v?(\d+\.\d+\.\d+)(?:[.-]?(?:dev|rc|a|b|post)[.-]?\d*)*$")
+"""A release string and the release it is a build of: `1.7.0.dev20261026` (PEP 440, the wheel),
+`1.7.0-dev20261026` (the frontend's OpenAPI `info.version`), `1.7.0rc1`."""
 OBSERVED_SOURCE = "observed"
 LAUNCHER_SOURCE = "launcher"
 FLAG_SOURCE = "--dynamo-release"
@@ -41,8 +47,13 @@ RELEASE_SOURCES: Mapping[str, str] = MappingProxyType(
 
 def judged_as(release: str) -> str:
     """The release whose surfaces a capability is judged against: a release with surfaces here
-    (`RELEASES`), else main (what the spec documents)."""
-    return release if release in RELEASES else MAIN
+    (`RELEASES`), or the one a build of it leads to, else main (what the spec documents)."""
+    if release in RELEASES:
+        return release
+    build = _BUILD_OF.match(release.strip())
+    if build and build.group(1) in RELEASES:
+        return build.group(1)
+    return MAIN
 
 
 def release_text(release: str, source: str, where: str | None = None) -> str:
@@ -90,6 +101,8 @@ SURFACES: tuple[Surface, ...] = (
         ),
         {
             "1.6.1": "recorded: fixtures/dynamo-1.6.1/toy-worker/rl_workers_get.json",
+            "1.7.0": "measured: the 1.7.0.dev20261026 listener answers protocol_version 1 with "
+            "the same worker body (fixtures/DYNAMO_RELEASES.md)",
             "main": "lib/rl/src/lib.rs (RL_WORKERS_PROTOCOL_VERSION = 1)",
         },
     ),
@@ -99,6 +112,7 @@ SURFACES: tuple[Surface, ...] = (
         ("namespace.scope",),
         {
             "1.6.1": "measured: tests/dynamo/test_namespace_differential.py (100/100 agreement)",
+            "1.7.0": "wheel 1.7.0.dev20261026: dynamo/common/rl/ byte-identical to 1.6.1's",
             "main": "lib/rl/src/lib.rs resolve_namespace_filter",
         },
     ),
@@ -110,6 +124,7 @@ SURFACES: tuple[Surface, ...] = (
         (),
         {
             "1.6.1": "recorded: fixtures/dynamo-1.6.1/toy-worker/flow_*.json (dynamo.common.rl)",
+            "1.7.0": "wheel 1.7.0.dev20261026: dynamo/vllm/handlers.py, the same routes",
             "main": "components/src/dynamo/vllm/handlers.py",
         },
     ),
@@ -118,6 +133,8 @@ SURFACES: tuple[Surface, ...] = (
         "the native vLLM sidecar's control/* and update/* routes",
         (),
         {
+            "1.7.0": "wheel 1.7.0.dev20261026: _core.abi3.so keeps the sidecar's strings; the "
+            "1.7.0 notes call the sidecar experimental",
             "1.6.1": "wheel: dynamo/vllm/sidecar.py; _core.abi3.so strings 'Weight transfer "
             "initialized', 'unsupported engine control'",
             "main": "lib/sidecar/vllm/src/engine.rs, lib/backend-common/src/worker.rs",
@@ -135,6 +152,7 @@ SURFACES: tuple[Surface, ...] = (
         ),
         {
             "1.6.1": "recorded: fixtures/dynamo-1.6.1/toy-worker/completions_extra_fields_all.json",
+            "1.7.0": "measured: the 1.7.0.dev20261026 frontend returns the same nvext fields",
             "main": "docs: NVIDIA Request Extensions (nvext)",
         },
     ),
@@ -144,10 +162,36 @@ SURFACES: tuple[Surface, ...] = (
         ("tokens.input_tokens_estimate",),
         {
             "1.6.1": "recorded: fixtures/dynamo-1.6.1/toy-worker/responses_input_tokens.json",
+            "1.7.0": "measured: tokens.input_tokens_estimate passed on the 1.7.0.dev20261026 "
+            "frontend",
             "main": "rl-integration-reference: Choose a Request Interface",
         },
     ),
 )
+
+
+REQUEST_CHECKS: tuple[Surface, ...] = (
+    _surface(
+        "sglang.native_input_ids_validated",
+        "the SGLang worker refuses a native /generate input id outside the vocabulary (400 "
+        "`Token id N is out of vocabulary at input_ids[i]`)",
+        (),
+        {
+            "1.7.0": "wheel 1.7.0.dev20261026: dynamo/sglang/request_handlers/handler_base.py "
+            "_validate_request_token_ids (every token input path)",
+            "main": "ai-dynamo/dynamo PR #12916 'validate token IDs on all client-supplied input "
+            "paths', as the 1.7.0 wheel ships it",
+        },
+    ),
+)
+"""Refusals a release added that gate one test, not a whole capability: on a release without
+one, the test is skipped naming the release (1.6.1's SGLang worker checks `nvext.token_data`
+only: `_validate_nvext_token_data`)."""
+
+
+def has_request_check(release: str, surface_id: str) -> bool:
+    surface = next(s for s in REQUEST_CHECKS if s.id == surface_id)
+    return judged_as(release) in surface.present
 
 
 def missing_in(

@@ -734,11 +734,21 @@ def test_native_route_sequence_differs(client: httpx.Client, sglang: FakeDeploym
 
 
 @shows("token_ids_wrapped")
-def test_token_ids_wrapped(client: httpx.Client, vllm: FakeDeployment) -> None:
+def test_token_ids_wrapped(
+    client: httpx.Client, vllm: FakeDeployment, sglang: FakeDeployment
+) -> None:
     prompt = [*PROMPT, 2**31 - 1]
     assert completions(client, vllm, prompt=prompt, max_tokens=2).status_code == 400
+    native = {"input_ids": prompt, "sampling_params": {"max_new_tokens": 2}}
+    refused = generate(client, sglang, **native)
+    assert refused.status_code == 400
+    assert refused.json()["message"] == (
+        f"Token id {2**31 - 1} is out of vocabulary at input_ids[{len(PROMPT)}]"
+    )
     with faulted(vllm, "token_ids_wrapped"):
         assert completions(client, vllm, prompt=prompt, max_tokens=2).status_code == 200
+    with faulted(sglang, "token_ids_wrapped"):
+        assert generate(client, sglang, **native).status_code == 200
 
 
 @shows("context_window_unchecked")
