@@ -35,6 +35,9 @@ TARGETS: dict[str, str] = {
     "nvext.request": "nvext.json#/$defs/request",
     "nvext.response": "nvext.json#/$defs/response",
     "nvext.prompt_logprobs": "nvext.json#/$defs/prompt_logprobs",
+    "nvext.metadata_upload_v1_7": "nvext.json#/$defs/metadata_upload_v1_7",
+    "nvext.generation_artifact_request": "nvext.json#/$defs/generation_artifact_request",
+    "nvext.generation_artifact_result": "nvext.json#/$defs/generation_artifact_result",
     "completion": "completion.json",
     "completion-chunk": "completion-chunk.json",
     "chat-completion": "chat-completion.json",
@@ -214,10 +217,17 @@ def test_every_admin_example_is_an_admin_reply(path: Path) -> None:
 )
 def test_unknown_top_level_keys_are_allowed_except_where_a_typo_must_fail(path: Path) -> None:
     """Wire shapes tolerate keys a future version adds; the nvext request (Dynamo rejects
-    unknown keys) and our own docker deployment file (a typo must not be ignored) do not."""
+    unknown keys, also in 1.7's metadata_upload forms) and our own docker deployment file (a
+    typo must not be ignored) do not."""
     instance = {**json.loads(path.read_text()), "x_added_in_a_future_version": {"a": [1]}}
     valid = validator(path.parent.name).is_valid(instance)
-    assert valid is (path.parent.name not in ("nvext.request", "docker-deployment"))
+    closed = (
+        "nvext.request",
+        "nvext.metadata_upload_v1_7",
+        "nvext.generation_artifact_request",
+        "docker-deployment",
+    )
+    assert valid is (path.parent.name not in closed)
 
 
 def test_instance_id_above_2_pow_53_validates() -> None:
@@ -361,6 +371,20 @@ BAD_CASES: list[Bad] = [
         "   ", "pattern"),
     Bad("metadata-upload-no-url", "nvext.request", "every-key", ("metadata_upload", "url"),
         keyword="required", at=("metadata_upload",)),
+    Bad("metadata-upload-1-7-unknown-key", "nvext.metadata_upload_v1_7", "with-fallback",
+        ("rollout_id",), "r1", "additionalProperties", at=()),
+    Bad("metadata-upload-1-7-blank-fallback", "nvext.metadata_upload_v1_7", "with-fallback",
+        ("fallback_url",), " ", "pattern"),
+    Bad("artifact-unknown-kind", "nvext.generation_artifact_request", "inline", ("kind",),
+        "nope", "const"),
+    Bad("artifact-unknown-content", "nvext.generation_artifact_request", "inline",
+        ("contents", 0), "hidden_states", "enum"),
+    Bad("artifact-inline-with-destination", "nvext.generation_artifact_request", "inline",
+        ("destination",), {"url": "s3://b/k"}, "not", at=()),
+    Bad("artifact-store-without-destination", "nvext.generation_artifact_request",
+        "object-store", ("destination",), keyword="required", at=()),
+    Bad("artifact-result-unknown-error", "nvext.generation_artifact_result", "failed",
+        ("error_code",), "timeout", "enum"),
     Bad("agent-hints-unknown-key", "nvext.request", "every-key", ("agent_hints", "urgency"), 1,
         "additionalProperties", at=("agent_hints",)),
     Bad("routing-constraints-unknown-key", "nvext.request", "every-key",
