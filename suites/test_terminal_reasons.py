@@ -94,3 +94,53 @@ def test_a_stop_id_ends_the_sequence_it_stopped(
     ending = terminal.ending_from_body(body)
     asked = terminal.Asked(MAX_TOKENS, stop_token_ids=(stop_id,))
     rl_verdict.check(terminal.terminal_reason_true(asked, ending), exchange)
+
+
+EOS_WINDOW = 48
+"""Tokens a greedy run may take to reach EOS: the toy models reach it within 20."""
+
+
+@capability("stream.terminal_reason_verified")
+@pytest.mark.parametrize("route", ROUTES)
+def test_a_stop_on_no_requested_condition_ends_on_an_eos_id(
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict, route: str
+) -> None:
+    """A `stop` the request's own stop conditions do not explain is the model's EOS, and the
+    engine's EOS id is the sequence's last (real Dynamo 1.6.1 returns it, counted in usage:
+    `toy-worker/completions_eos_extra_fields_all.json`); SGLang behind Dynamo once dropped it
+    while ids, logprobs and usage kept agreeing (ai-dynamo/dynamo #14302). `stop_reason` is not
+    asked for, so only the EOS ids can tell."""
+    if not rl_target.eos_token_ids:
+        raise Unobservable(
+            "the model's EOS ids: give --eos-token-id (its generation_config.json eos_token_id)"
+        )
+    fields = ("completion_token_ids", "detailed_finish_reason")
+    stream = route.endswith("-stream")
+    if route.startswith("chat"):
+        exchange = chat(
+            rl_client,
+            rl_target,
+            token_data=PROMPT,
+            stream=stream,
+            extra_fields=fields,
+            max_tokens=EOS_WINDOW,
+            temperature=0,
+        )
+    else:
+        exchange = completion(
+            rl_client,
+            rl_target,
+            PROMPT,
+            stream=stream,
+            extra_fields=fields,
+            max_tokens=EOS_WINDOW,
+            temperature=0,
+        )
+    ending = terminal.ending_from_body(body_of(rl_verdict, exchange))
+    if ending.finish_reason != "stop":
+        raise Unobservable(
+            f"the greedy run did not reach EOS within {EOS_WINDOW} tokens "
+            f"(finish_reason {ending.finish_reason!r})"
+        )
+    asked = terminal.Asked(EOS_WINDOW, eos_token_ids=rl_target.eos_token_ids)
+    rl_verdict.check(terminal.terminal_reason_true(asked, ending), exchange)

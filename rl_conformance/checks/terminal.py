@@ -3,6 +3,9 @@ and the request, and a trainer masks and weights samples by it.
 
 - `length`: the choice holds exactly `max_tokens` ids.
 - a stop id in the sequence ends it: nothing follows it.
+- `stop` where the request set no stop string: the sequence ends with a requested stop id or one
+  of the model's EOS ids (real Dynamo 1.6.1 returns the EOS id, counted in usage, with
+  `stop_reason` naming it: `toy-worker/completions_eos_extra_fields_all.json`).
 - `stop` on a stop id: the sequence ends with the id `nvext.stop_reason` names (vLLM returns a
   matched stop token in the output, and real Dynamo 1.6.1 with vLLM does:
   `fixtures/dynamo-1.6.1/vllm-cpu/completions_stop_token_ids.json`); SGLang behind Dynamo once
@@ -37,6 +40,9 @@ class Asked:
     stop_token_ids: tuple[int, ...] = ()
     stop_strings: tuple[str, ...] = ()
     ignore_eos: bool = False
+    eos_token_ids: tuple[int, ...] = ()
+    """The model's end-of-sequence ids, when known (`--eos-token-id`, or the model directory a
+    launcher served): a stop no requested condition explains must end on one."""
 
 
 @dataclass(frozen=True)
@@ -98,6 +104,17 @@ def _stop(asked: Asked, ending: Ending) -> Findings:
             f"{ending.where}.finish_reason",
             "length",
             "stop",
+        )
+        return
+    known = set(asked.stop_token_ids) | set(asked.eos_token_ids)
+    if asked.eos_token_ids and not asked.stop_strings and matched not in known:
+        yield Violation(
+            f"{ending.where}: finish_reason stop, yet the sequence ends with {matched}, neither a "
+            f"requested stop id nor one of the model's EOS ids {sorted(asked.eos_token_ids)}: the "
+            "matched id is not in the sequence the trainer receives",
+            f"{ending.where}.completion_token_ids[-1]",
+            sorted(known),
+            matched,
         )
 
 

@@ -40,6 +40,7 @@ import fake_backends
 from ..errors import ConfigurationError, LaunchError
 from ..model.releases import LAUNCHER_SOURCE, MAIN, UNKNOWN_SOURCE
 from ..model.target import LISTENER_RESTART, Target
+from .model_dir import eos_token_ids
 from .processes import ManagedProcess
 from .readiness import wait_until_ready
 from .tracing import REQUEST_TRACE_FILE, request_trace_environment
@@ -274,6 +275,7 @@ class DynamoLauncher:
             probe=self,
             update_model_paths=self.update_paths,
             request_trace=str(self.workdir / REQUEST_TRACE_FILE),
+            eos_token_ids=eos_token_ids(model_dir),
             versions=versions,
             release=version or MAIN,
             release_source=LAUNCHER_SOURCE if version else UNKNOWN_SOURCE,

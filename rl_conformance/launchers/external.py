@@ -21,6 +21,8 @@ class ExternalLauncher:
     """`--dynamo-release`, when declared (a release the deployment publishes wins over it)."""
     request_trace: str | None = None
     """`--request-trace`: where the frontend writes its request trace."""
+    eos_token_ids: tuple[int, ...] = ()
+    """`--eos-token-id`: the model's end-of-sequence ids."""
     target_id: str = ""
 
     def __post_init__(self) -> None:
@@ -44,6 +46,7 @@ class ExternalLauncher:
             release=self.release or MAIN,
             release_source=FLAG_SOURCE if self.release else UNKNOWN_SOURCE,
             request_trace=self.request_trace,
+            eos_token_ids=tuple(self.eos_token_ids),
         )
 
     def stop(self) -> None:

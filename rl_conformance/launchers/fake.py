@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import selectors
@@ -21,6 +22,7 @@ import httpx
 
 from ..errors import LaunchError
 from ..model.target import COLD_START, LISTENER_RESTART, Target, check_backend
+from .model_dir import eos_token_ids
 from .tracing import REQUEST_TRACE_FILE, request_trace_environment
 
 READY_TIMEOUT_S = 30.0
@@ -110,6 +112,20 @@ class ControlPortProbe:
             )
 
 
+@functools.cache
+def fake_model_eos_ids() -> tuple[int, ...]:
+    """The EOS ids the fakes' model directory declares, read from the directory fake_backends
+    writes (as the Dynamo launcher serves it), once per process; () when it cannot be written."""
+    with tempfile.TemporaryDirectory(prefix="rl-conformance-model-") as directory:
+        done = subprocess.run(
+            [sys.executable, "-m", "fake_backends.model.directory", directory],
+            capture_output=True,
+            check=False,
+            timeout=120,
+        )
+        return eos_token_ids(Path(directory)) if done.returncode == 0 else ()
+
+
 @dataclass
 class FakeLauncher:
     """Our fake deployment, started as `python -m fake_backends` on ephemeral loopback ports.
@@ -187,6 +203,7 @@ class FakeLauncher:
                 versions={"fake_backends": "in-tree"},
                 notes=self._notes(),
                 request_trace=str(self.trace_path),
+                eos_token_ids=fake_model_eos_ids(),
             )
         except (ValueError, KeyError, TypeError) as exc:
             self.stop()

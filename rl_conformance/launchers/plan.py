@@ -347,6 +347,7 @@ def plan_targets(config: RunConfig) -> TargetPool:
             worker_urls=config.worker_url,
             release=config.dynamo_release,
             request_trace=config.request_trace,
+            eos_token_ids=config.eos_token_id,
         )
         launchers[launcher.target_id] = launcher
     if config.launch:

@@ -100,6 +100,15 @@ OPTIONS: tuple[Option, ...] = (
         path=True,
     ),
     Option(
+        "eos_token_id",
+        "--eos-token-id",
+        "the external model's end-of-sequence token id (its generation_config.json "
+        "eos_token_id; repeatable): a stop no stop condition of the request explains must end "
+        "on one (stream.terminal_reason_verified)",
+        kind="int-list",
+        metavar="ID",
+    ),
+    Option(
         "record_meta",
         "--record-meta",
         "what only you know of the run, for its dynamo.rl.validation.v1 records (framework "
@@ -309,6 +318,7 @@ class RunConfig:
     dynamo_release: str | None = None
     worker_url: tuple[str, ...] = ()
     request_trace: str | None = None
+    eos_token_id: tuple[int, ...] = ()
     record_meta: str | None = None
     fake: tuple[str, ...] = ()
     fault: tuple[str, ...] = ()
@@ -385,13 +395,20 @@ class RunConfig:
             or self.worker_url
             or self.dynamo_release
             or self.request_trace
+            or self.eos_token_id
         )
+        for token in self.eos_token_id:
+            if token < 0:
+                raise ConfigurationError(
+                    f"--eos-token-id: expected a token id >= 0, observed {token}"
+                )
         if self.frontend and not self.backend:
             raise ConfigurationError("--frontend needs --backend {vllm|sglang|trtllm}")
         if external and not self.frontend:
             raise ConfigurationError(
-                "--rl-url, --backend, --model, --worker-url, --dynamo-release and "
-                "--request-trace describe an external deployment: give --frontend URL too"
+                "--rl-url, --backend, --model, --worker-url, --dynamo-release, "
+                "--request-trace and --eos-token-id describe an external deployment: give "
+                "--frontend URL too"
             )
         if self.frontend and self.rl_url and same_url(self.frontend, self.rl_url):
             raise ConfigurationError(

@@ -82,6 +82,9 @@ class Target:
     request_trace: str | None = None
     """Where the frontend writes its request trace (`dynamo.request.trace.v1` file sink): a
     launcher that turned it on, or `--request-trace`."""
+    eos_token_ids: tuple[int, ...] = ()
+    """The model's end-of-sequence ids: from the model directory a launcher served, or
+    `--eos-token-id`; () when not known."""
 
     @property
     def offers(self) -> frozenset[str]:
@@ -117,6 +120,7 @@ class Target:
             "dynamo_release_source": self.release_source,
             "topology": dict(self.topology),
             "request_trace": self.request_trace,
+            "eos_token_ids": list(self.eos_token_ids),
         }
 
     @classmethod
@@ -137,6 +141,7 @@ class Target:
             release_source=document.get("dynamo_release_source", UNKNOWN_SOURCE),
             topology=dict(document.get("topology", {})),
             request_trace=document.get("request_trace"),
+            eos_token_ids=tuple(document.get("eos_token_ids", ())),
         )
 
 

@@ -55,3 +55,17 @@ def test_an_abort_cut_short_says_cancelled_and_a_natural_finish_never_does() -> 
     assert violations(natural, terminal.Ending("length", [1] * 6, None, "cancelled")) == [
         "choices[0].nvext.detailed_finish_reason"
     ]
+
+
+def test_a_stop_no_requested_condition_explains_ends_on_an_eos_id() -> None:
+    eos = terminal.Asked(48, eos_token_ids=(2, 0))
+    assert terminal.terminal_reason_true(eos, terminal.Ending("stop", [5, 7, 2])).passed
+    dropped = terminal.terminal_reason_true(eos, terminal.Ending("stop", [5, 7]))
+    assert "neither a requested stop id nor one of the model's EOS ids [0, 2]" in dropped.explain()
+    # a requested stop id explains the stop as well; unknown EOS ids judge nothing
+    stop_id = terminal.Asked(48, stop_token_ids=(7,), eos_token_ids=(2,))
+    assert terminal.terminal_reason_true(stop_id, terminal.Ending("stop", [5, 7])).passed
+    assert terminal.terminal_reason_true(terminal.Asked(48), terminal.Ending("stop", [5])).passed
+    # a stop string may end anywhere
+    text = terminal.Asked(48, stop_strings=("ab",), eos_token_ids=(2,))
+    assert terminal.terminal_reason_true(text, terminal.Ending("stop", [5], "ab")).passed
