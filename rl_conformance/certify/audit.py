@@ -42,6 +42,8 @@ class AuditRecord:
     """A stream's `data:` payloads as the client received them (parsed JSON or `[DONE]`)."""
     upstream_events: list[Any] = field(default_factory=list)
     """Everything the deployment produced for a stream, even what the client never received."""
+    event_times: list[float] = field(default_factory=list)
+    """When each of `events` was sent to the client (monotonic seconds)."""
     delivery: str = Delivery.COMPLETE
     finished: float | None = None
 
@@ -97,7 +99,8 @@ class AuditRecord:
 class Step:
     index: int
     kind: str
-    """`generate` or `refresh`."""
+    """`generate` or `refresh` (a rollout and a refresh the trainer overlaps are two steps whose
+    times overlap)."""
     label: str
     started: float
     finished: float

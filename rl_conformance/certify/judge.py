@@ -13,7 +13,7 @@ from typing import Any
 
 from .audit import AuditLog, AuditRecord, Delivery, Step
 from .protocol import Sample
-from .scenarios import Refresh, Scenario
+from .scenarios import Scenario
 
 PASS, FAIL, SKIPPED = "pass", "fail", "skipped"
 READ_ONLY_ROUTES = frozenset({"get_weight_version", "liveness_probe"})
@@ -490,9 +490,7 @@ def complete_iteration(evidence: Evidence) -> Finding:
     ):
         return _skip(check, "the refresh failed closed, which this scenario allows")
     for step in evidence.refresh_steps():
-        plan = next(
-            s for s in evidence.scenario.steps if isinstance(s, Refresh) and s.version == step.label
-        )
+        plan = next(s for s in evidence.scenario.refreshes() if s.version == step.label)
         if step.outcome != "returned":
             return _fail(
                 check,
@@ -551,6 +549,62 @@ def complete_iteration(evidence: Evidence) -> Finding:
     )
 
 
+def _token_times(record: AuditRecord) -> list[float]:
+    """When each event that carried generated tokens reached the client."""
+    return [
+        at
+        for event, at in zip(record.events, record.event_times, strict=False)
+        if isinstance(event, dict) and (event.get("nvext") or {}).get("completion_token_ids")
+    ]
+
+
+def _straddled(evidence: Evidence, record: AuditRecord) -> Step | None:
+    """The completed refresh the generation's tokens straddle: some reached the client before
+    the refresh's first pause was sent, some after its last resume was answered. In the
+    certification fleet (our fake, its engine slowed for the scenario, the pause keeping requests
+    in place) a token is released when it is generated, so the first are the old policy's and
+    the last the new one's."""
+    times = _token_times(record)
+    if not times:
+        return None
+    for step in evidence.refresh_steps():
+        if step.outcome != "returned":
+            continue
+        calls = evidence.within(step)
+        pauses = [r for r in calls if r.route == PAUSE]
+        resumes = [r for r in calls if r.route == RESUME and r.finished is not None]
+        if not pauses or not resumes:
+            continue
+        resumed = max(r.finished for r in resumes if r.finished is not None)
+        if times[0] < pauses[0].started and times[-1] > resumed:
+            return step
+    return None
+
+
+def one_policy_samples(evidence: Evidence) -> Finding:
+    check = "adapter.one_policy_samples"
+    judged = 0
+    for admission in evidence.admissions:
+        record = _source(evidence, admission)
+        step = None if record is None else _straddled(evidence, record)
+        if step is None:
+            continue
+        judged += 1
+        version = admission.sample.weight_version
+        if version is not None:
+            return _fail(
+                check,
+                f"admitted the sample of attempt {admission.sample.attempt_id} as policy "
+                f"{version!r}, yet its tokens straddle refresh {step.label}: the first arrived "
+                "before the fleet was paused, the last after it resumed on the new policy",
+                "weight_version None (not one policy's), or the sample not admitted",
+                version,
+            )
+    if not judged:
+        return _skip(check, "no admitted sample was generated across a refresh")
+    return _ok(check, f"{judged} sample(s) generated across a refresh, none named one policy's")
+
+
 CHECKS: dict[str, Callable[[Evidence], Finding]] = {
     "adapter.verified_terminal_only": verified_terminal_only,
     "adapter.single_admission": single_admission,
@@ -561,6 +615,7 @@ CHECKS: dict[str, Callable[[Evidence], Finding]] = {
     "adapter.mutations_to_advertised": mutations_to_advertised,
     "adapter.gated_after_failure": gated_after_failure,
     "adapter.complete_iteration": complete_iteration,
+    "adapter.one_policy_samples": one_policy_samples,
 }
 
 

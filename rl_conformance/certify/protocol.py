@@ -26,7 +26,9 @@ class Sample:
     aligned one to one; `prompt_logprobs` (when the adapter asked for them) is aligned with
     `prompt_ids`, its undefined first position kept as `None`. `attempt_id` names the request
     the sample came from (the `x-request-id` the adapter sent), `finish_reason` its terminal
-    state as the engine reported it."""
+    state as the engine reported it. `weight_version` names the one policy that generated every
+    token, when the adapter knows it; a sample a refresh overtook mid-stream has tokens of two
+    policies and names none (None)."""
 
     prompt_ids: tuple[int, ...]
     token_ids: tuple[int, ...]

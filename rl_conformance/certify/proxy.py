@@ -59,7 +59,17 @@ class Pace:
     seconds: float
 
 
-Action = Respond | Hold | CutAfter | Pace
+@dataclass(frozen=True)
+class SlowEngine:
+    """Forward the request asking the engine to generate one token every `token_delay_ms`: the
+    certification fleet is our fake deployment, which honours `x-fake-token-delay-ms`, so a
+    control step the trainer takes meanwhile lands in the middle of the generation itself."""
+
+    token_delay_ms: int
+
+
+TOKEN_DELAY_HEADER = "x-fake-token-delay-ms"
+Action = Respond | Hold | CutAfter | Pace | SlowEngine
 
 
 class Injection:
@@ -149,6 +159,8 @@ class _Forwarder:
                 return
             url = self.upstream + path + (f"?{query}" if query else "")
             forwarded = {k: headers[k] for k in FORWARDED_HEADERS if k in headers}
+            if isinstance(action, SlowEngine):
+                forwarded[TOKEN_DELAY_HEADER] = str(action.token_delay_ms)
             request = self.proxy.client.build_request(
                 scope["method"], url, content=bytes(raw), headers=forwarded
             )
@@ -224,6 +236,7 @@ class _Forwarder:
                     {"type": "http.response.body", "body": block + b"\n\n", "more_body": True}
                 )
                 record.events.append(_event_payload(block))
+                record.event_times.append(time.monotonic())
                 if isinstance(action, CutAfter) and len(record.events) >= action.events:
                     cut = True
         if held:
@@ -237,6 +250,7 @@ class _Forwarder:
                     {"type": "http.response.body", "body": block + b"\n\n", "more_body": True}
                 )
                 record.events.append(_event_payload(block))
+                record.event_times.append(time.monotonic())
             started = True
         if lost:
             record.delivery = Delivery.CLIENT_GONE

@@ -34,10 +34,9 @@ from .proxy import RecordingProxy
 from .scenarios import (
     MAX_TOKENS,
     PROMPT,
-    REQUEST_TIMEOUT_S,
     SCENARIOS,
     Generate,
-    Refresh,
+    GenerateAcross,
     Scenario,
 )
 
@@ -100,6 +99,12 @@ ITEMS: dict[str, tuple[str, str, str]] = {
         "One complete training iteration includes policy refresh and post-update generation.",
     ),
 }
+ITEMS["adapter.one_policy_samples"] = (
+    "A sample generated across a refresh is not named one policy's",
+    "Handle Streaming and Retries",
+    "The framework owns retry policy, duplicate suppression, partial-rollout handling, and "
+    "sample acceptance.",
+)
 ITEM_CAPABILITIES: tuple[Capability, ...] = tuple(
     Capability(item_id, title, "adapter", Level.MUST, section, quote, dict(ALL))
     for item_id, (title, section, quote) in ITEMS.items()
@@ -193,10 +198,15 @@ def _bounded(call: Callable[[], Any]) -> tuple[str, Any]:
 
 def _drive(adapter: RolloutAdapter, scenario: Scenario, log: AuditLog, sink: _Sink) -> list[Step]:
     steps: list[Step] = []
-    for index, planned in enumerate(scenario.steps):
+    for planned in scenario.steps:
+        index = len(steps)
         sink.current = index
         started = time.monotonic()
         detail: Any
+        if isinstance(planned, GenerateAcross):
+            steps.extend(_overlapped(adapter, planned, log, index, started))
+            log.steps = steps
+            continue
         if isinstance(planned, Generate):
             request = RolloutRequest(planned.slot, PROMPT, MAX_TOKENS)
             cancelled = False
@@ -218,6 +228,52 @@ def _drive(adapter: RolloutAdapter, scenario: Scenario, log: AuditLog, sink: _Si
         )
         log.steps = steps
     return steps
+
+
+def _overlapped(
+    adapter: RolloutAdapter, planned: GenerateAcross, log: AuditLog, index: int, since: float
+) -> list[Step]:
+    """The rollout on its own thread, the refresh once its first event reached the client (or it
+    returned first); both bounded. Two steps, the rollout's first: admissions belong to it."""
+    request = RolloutRequest(planned.slot, PROMPT, MAX_TOKENS)
+    result: dict[str, Any] = {}
+    finished: dict[str, float] = {}
+
+    def rollout() -> None:
+        result.update(
+            zip(("outcome", "value"), _bounded(lambda: adapter.generate(request)), strict=True)
+        )
+        finished["at"] = time.monotonic()
+
+    thread = threading.Thread(target=rollout, daemon=True, name="certify-rollout")
+    thread.start()
+    deadline = time.monotonic() + CANCEL_WAIT_S
+    while log.events_delivered(since) < 1 and time.monotonic() < deadline and thread.is_alive():
+        time.sleep(0.01)
+    policy = Policy(planned.refresh.version, planned.refresh.model_path)
+    refresh_started = time.monotonic()
+    outcome, detail = _bounded(lambda: adapter.refresh_policy(policy))
+    refresh = Step(
+        index + 1,
+        "refresh",
+        planned.refresh.version,
+        refresh_started,
+        time.monotonic(),
+        outcome,
+        detail,
+    )
+    thread.join(STEP_BOUND_S)
+    time.sleep(0.02)  # let the proxy finish recording what the steps sent
+    generate = Step(
+        index,
+        "generate",
+        planned.slot,
+        since,
+        finished.get("at", time.monotonic()),
+        result.get("outcome", "hung"),
+        result.get("value"),
+    )
+    return [generate, refresh]
 
 
 def _cancelled(
@@ -259,7 +315,7 @@ def run_scenario(name: str, factory: AdapterFactory, scenario: Scenario) -> Scen
                 model=MODEL,
                 sink=sink,
                 expected_workers=scenario.expected_workers,
-                request_timeout_s=REQUEST_TIMEOUT_S,
+                request_timeout_s=scenario.request_timeout_s,
             )
             try:
                 adapter = factory(context)
@@ -277,7 +333,7 @@ def run_scenario(name: str, factory: AdapterFactory, scenario: Scenario) -> Scen
                 steps = _drive(adapter, scenario, log, sink)
             finally:
                 _bounded(adapter.close)
-            time.sleep(REQUEST_TIMEOUT_S if _held(scenario) else 0.0)
+            time.sleep(scenario.request_timeout_s if _held(scenario) else 0.0)
     evidence = Evidence(scenario, log, steps, list(sink.admissions))
     origin = steps[0].started if steps else 0.0
     audit = [record.to_json(origin) for record in log.records]
@@ -376,7 +432,7 @@ def _measured(result: ScenarioResult, finding: Finding) -> dict[str, Any]:
     """What a passed complete iteration established, for the adapter's run record."""
     if finding.check_id != "adapter.complete_iteration" or finding.outcome != PASS:
         return {}
-    versions = [step.version for step in result.scenario.steps if isinstance(step, Refresh)]
+    versions = [step.version for step in result.scenario.refreshes()]
     workers = result.scenario.expected_workers
     return {
         "policy_update": {

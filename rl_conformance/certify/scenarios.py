@@ -10,12 +10,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .audit import AuditLog, AuditRecord
-from .proxy import Action, CutAfter, Hold, Injection, Pace, Respond
+from .proxy import Action, CutAfter, Hold, Injection, Pace, Respond, SlowEngine
 
 PROMPT = (101, 102, 103, 104, 105)
 MAX_TOKENS = 6
 REQUEST_TIMEOUT_S = 1.0
-"""The adapter's deadline for one attempt in every scenario."""
+"""The adapter's deadline for one attempt in every scenario but those that say otherwise."""
+SLOW_TOKEN_MS = 250
+"""The engine's pace for a rollout a refresh is to land in: six tokens take 1.5 s."""
 LATE_BY_S = 0.6
 """How long past the adapter's deadline a held response completes."""
 
@@ -33,7 +35,16 @@ class Refresh:
     model_path: str
 
 
-Step = Generate | Refresh
+@dataclass(frozen=True)
+class GenerateAcross:
+    """A rollout still streaming when the trainer refreshes the policy, as an asynchronous
+    trainer overlaps them: `refresh` starts once the rollout's first event arrived."""
+
+    slot: str
+    refresh: Refresh
+
+
+Step = Generate | Refresh | GenerateAcross
 
 
 def _refresh(n: int) -> Refresh:
@@ -51,8 +62,17 @@ class Scenario:
     """True: every refresh can and must complete; False: none can, generation must stay gated;
     None: completing on the whole fleet and failing closed are both safe."""
     injection: type[Injection] = Injection
+    request_timeout_s: float = REQUEST_TIMEOUT_S
     notes: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def refreshes(self) -> list[Refresh]:
+        """Every refresh the trainer takes, overlapped with a rollout or not, in order."""
+        return [
+            step.refresh if isinstance(step, GenerateAcross) else step
+            for step in self.steps
+            if isinstance(step, Refresh | GenerateAcross)
+        ]
 
 
 def _generations(log: AuditLog) -> list[AuditRecord]:
@@ -94,6 +114,15 @@ NOT_READY = {
     "type": "Service Unavailable",
     "code": 503,
 }
+
+
+class FirstGenerationSlow(Injection):
+    """The engine generates the first rollout slowly, so the refresh meets it mid-way."""
+
+    def intercept(self, record: AuditRecord, log: AuditLog) -> Action | None:
+        if record.is_generation and _generations(log)[0] is record:
+            return SlowEngine(SLOW_TOKEN_MS)
+        return None
 
 
 class FirstGenerationUnavailable(Injection):
@@ -213,6 +242,17 @@ SCENARIOS: tuple[Scenario, ...] = (
         "two refreshes in a row, each re-reading the fleet (listed in a new order each time)",
         (Generate("s1"), _refresh(1), Generate("s2"), _refresh(2), Generate("s3")),
         injection=ReorderedListings,
+    ),
+    Scenario(
+        "refresh_during_rollout",
+        "a rollout is still streaming when the trainer refreshes the policy: its tokens come "
+        "from two policies",
+        (GenerateAcross("s1", _refresh(1)), Generate("s2")),
+        injection=FirstGenerationSlow,
+        request_timeout_s=5.0,
+        notes="a pause that keeps requests in place (the vLLM Python worker's default) holds "
+        "the rollout and continues it under the new weights; one that drains or aborts it "
+        "leaves nothing to judge",
     ),
     Scenario(
         "late_completion",

@@ -60,6 +60,14 @@ class DerivesSystemUrl(ReferenceAdapter):
         return workers
 
 
+class NamesCurrentPolicy(ReferenceAdapter):
+    """Names every sample after the policy current when it is admitted, also one a refresh
+    overtook mid-stream."""
+
+    def sample_version(self, version: str | None, refreshes: int) -> str | None:
+        return self.version
+
+
 class AdmitsPartialStreams(ReferenceAdapter):
     """Admits whatever arrived when a stream ends early or the trainer cancels it."""
 
@@ -156,6 +164,7 @@ TWINS: dict[str, type[ReferenceAdapter]] = {
     "retries_without_identity": RetriesWithoutIdentity,
     "reopens_after_failed_flush": ReopensAfterFailedFlush,
     "drops_none_logprobs": DropsNoneLogprobs,
+    "names_current_policy": NamesCurrentPolicy,
 }
 
 REVIEWED = Path(__file__).resolve().parents[2] / "fixtures" / "expected" / "adapter-twins.json"

@@ -177,7 +177,9 @@ def test_the_readme_example_shim_passes_every_scenario(self_check: Any) -> None:
     assert failures(audits, SHIM) == {}
     assert len([a for a in audits if a["adapter"] == SHIM]) == len(SCENARIOS)
     cells = {row["id"]: row["cells"][SHIM]["outcome"] for row in matrix["capabilities"]}
-    assert cells == dict.fromkeys(CHECKS, "pass")
+    # its rollouts are not streamed: no token is seen before a refresh's pause, so no sample is
+    # known to straddle one
+    assert cells == {**dict.fromkeys(CHECKS, "pass"), "adapter.one_policy_samples": "skipped"}
 
 
 @pytest.mark.parametrize(
