@@ -107,7 +107,12 @@ def _stop(asked: Asked, ending: Ending) -> Findings:
         )
         return
     known = set(asked.stop_token_ids) | set(asked.eos_token_ids)
-    if asked.eos_token_ids and not asked.stop_strings and matched not in known:
+    if (
+        asked.eos_token_ids
+        and ending.completion_ids is not None  # absent ids are tokens.completion_ids' finding
+        and not asked.stop_strings
+        and matched not in known
+    ):
         yield Violation(
             f"{ending.where}: finish_reason stop, yet the sequence ends with {matched}, neither a "
             f"requested stop id nor one of the model's EOS ids {sorted(asked.eos_token_ids)}: the "

@@ -66,6 +66,7 @@ def test_a_stop_no_requested_condition_explains_ends_on_an_eos_id() -> None:
     stop_id = terminal.Asked(48, stop_token_ids=(7,), eos_token_ids=(2,))
     assert terminal.terminal_reason_true(stop_id, terminal.Ending("stop", [5, 7])).passed
     assert terminal.terminal_reason_true(terminal.Asked(48), terminal.Ending("stop", [5])).passed
+    assert terminal.terminal_reason_true(eos, terminal.Ending("stop", None)).passed  # no ids
     # a stop string may end anywhere
     text = terminal.Asked(48, stop_strings=("ab",), eos_token_ids=(2,))
     assert terminal.terminal_reason_true(text, terminal.Ending("stop", [5], "ab")).passed
