@@ -43,6 +43,7 @@ from fake_backends.frontend.error_bodies import (
     shape_error,
 )
 from fake_backends.frontend.flow import (
+    TOKEN_DELAY_HEADER,
     LiveRequest,
     LiveStreamResponse,
     ignores_disconnects,
@@ -64,6 +65,10 @@ from fake_backends.runtime.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from fake_backends.runtime.state import DeploymentState
 from fake_backends.runtime.workers import COMPONENT, GENERATE_ENDPOINT, RL_ENDPOINT, EngineWorker
 
+NATIVE_TOKEN_INTERVAL_S = 0.004
+"""SGLang's native stream sends one cumulative event per token, each larger than the last: the
+fake sends them at 250 a second (a small model's pace), so that a control step taken after the
+first event lands while a long stream is still generating, even on a loaded machine."""
 PIN_HEADERS = ("x-dynamo-worker-instance-id", "x-worker-instance-id")
 CONTEXT_WINDOW = 4096
 OPENAPI_TITLE = "fake_backends: a fake Dynamo frontend (dynamo-rl-conformance)"
@@ -319,6 +324,8 @@ def build_frontend_app(state: DeploymentState, extra_routes: Sequence[Route] = (
         assert native.rid is not None
         pin = _header_pin(request)
         live = live_request(request, "generate", native.rid, native.prompt, pin, stream=True)
+        if request.headers.get(TOKEN_DELAY_HEADER) is None:
+            live.token_delay_s, live.burst = NATIVE_TOKEN_INTERVAL_S, 1
 
         def compute(worker: EngineWorker, cached: int) -> SglangEvents:
             return SglangEvents(state, worker, native, cached_tokens=cached)

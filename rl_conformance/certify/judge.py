@@ -7,7 +7,6 @@ or `skipped` when the scenario gave it nothing to judge.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -130,7 +129,7 @@ def _sources(evidence: Evidence, admission: Admission) -> list[AuditRecord]:
     ]
 
 
-def _source(evidence: Evidence, admission: Admission) -> AuditRecord | None:
+def source_of(evidence: Evidence, admission: Admission) -> AuditRecord | None:
     """The one request an admitted sample came from; None when its identity names no request or
     several (attempt identity is then judged by `attempt_identity`)."""
     found = _sources(evidence, admission)
@@ -149,7 +148,7 @@ def verified_terminal_only(evidence: Evidence) -> Finding:
                 "attempt_id equal to the x-request-id of the request it came from",
                 admission.sample.attempt_id,
             )
-        record = _source(evidence, admission)
+        record = source_of(evidence, admission)
         if record is None:
             continue
         if not _verified_terminal(record):
@@ -247,7 +246,7 @@ def engine_token_ids(evidence: Evidence) -> Finding:
                 fields,
             )
     for admission in evidence.admissions:
-        record = _source(evidence, admission)
+        record = source_of(evidence, admission)
         if record is None or not _verified_terminal(record):
             continue  # judged by attempt_identity / verified_terminal_only
         engine = _completion_ids(record)
@@ -274,7 +273,7 @@ def logprob_alignment(evidence: Evidence) -> Finding:
         return _skip(check, "no sample was admitted in this scenario")
     for admission in evidence.admissions:
         sample = admission.sample
-        record = _source(evidence, admission)
+        record = source_of(evidence, admission)
         if record is None or not _verified_terminal(record):
             continue  # judged by attempt_identity / verified_terminal_only
         selected = _selected_logprobs(record)
@@ -547,77 +546,3 @@ def complete_iteration(evidence: Evidence) -> Finding:
         f"{len(evidence.refresh_steps())} refresh(es): every worker updated, verified, "
         "generation checked",
     )
-
-
-def _token_times(record: AuditRecord) -> list[float]:
-    """When each event that carried generated tokens reached the client."""
-    return [
-        at
-        for event, at in zip(record.events, record.event_times, strict=False)
-        if isinstance(event, dict) and (event.get("nvext") or {}).get("completion_token_ids")
-    ]
-
-
-def _straddled(evidence: Evidence, record: AuditRecord) -> Step | None:
-    """The completed refresh the generation's tokens straddle: some reached the client before
-    the refresh's first pause was sent, some after its last resume was answered. In the
-    certification fleet (our fake, its engine slowed for the scenario, the pause keeping requests
-    in place) a token is released when it is generated, so the first are the old policy's and
-    the last the new one's."""
-    times = _token_times(record)
-    if not times:
-        return None
-    for step in evidence.refresh_steps():
-        if step.outcome != "returned":
-            continue
-        calls = evidence.within(step)
-        pauses = [r for r in calls if r.route == PAUSE]
-        resumes = [r for r in calls if r.route == RESUME and r.finished is not None]
-        if not pauses or not resumes:
-            continue
-        resumed = max(r.finished for r in resumes if r.finished is not None)
-        if times[0] < pauses[0].started and times[-1] > resumed:
-            return step
-    return None
-
-
-def one_policy_samples(evidence: Evidence) -> Finding:
-    check = "adapter.one_policy_samples"
-    judged = 0
-    for admission in evidence.admissions:
-        record = _source(evidence, admission)
-        step = None if record is None else _straddled(evidence, record)
-        if step is None:
-            continue
-        judged += 1
-        version = admission.sample.weight_version
-        if version is not None:
-            return _fail(
-                check,
-                f"admitted the sample of attempt {admission.sample.attempt_id} as policy "
-                f"{version!r}, yet its tokens straddle refresh {step.label}: the first arrived "
-                "before the fleet was paused, the last after it resumed on the new policy",
-                "weight_version None (not one policy's), or the sample not admitted",
-                version,
-            )
-    if not judged:
-        return _skip(check, "no admitted sample was generated across a refresh")
-    return _ok(check, f"{judged} sample(s) generated across a refresh, none named one policy's")
-
-
-CHECKS: dict[str, Callable[[Evidence], Finding]] = {
-    "adapter.verified_terminal_only": verified_terminal_only,
-    "adapter.single_admission": single_admission,
-    "adapter.attempt_identity": attempt_identity,
-    "adapter.engine_token_ids": engine_token_ids,
-    "adapter.logprob_alignment": logprob_alignment,
-    "adapter.discovery_before_control": discovery_before_control,
-    "adapter.mutations_to_advertised": mutations_to_advertised,
-    "adapter.gated_after_failure": gated_after_failure,
-    "adapter.complete_iteration": complete_iteration,
-    "adapter.one_policy_samples": one_policy_samples,
-}
-
-
-def judge(evidence: Evidence) -> list[Finding]:
-    return [check(evidence) for check in CHECKS.values()]

@@ -19,7 +19,8 @@ from ..model.matrix import Matrix, Outcome, RunInfo, TestRecord, build_matrix, n
 from ..model.target import Target
 from ..wire.exchange import to_jsonable
 from .audit import WORKER_PREFIX, AuditLog, Step
-from .judge import CHECKS, FAIL, PASS, Admission, Evidence, Finding, judge
+from .checklist import CHECKS, judge
+from .judge import FAIL, PASS, Admission, Evidence, Finding
 from .protocol import (
     AdapterContext,
     AdapterFactory,

@@ -85,6 +85,8 @@ def replayable(wire: dict[str, Any], capabilities: tuple[str, ...] = ()) -> str 
     body = str(wire.get("body") or "")
     if body.endswith(" more bytes]") or body.endswith("[cut by the client]"):
         return "not replayed: the recorded body was cut"
+    if wire.get("state") == "canceled":
+        return "not replayed: the client closed the stream early on purpose (a replay reads it all)"
     if wire.get("events_elided"):
         return f"not replayed: the recorded stream was cut ({wire['events_elided']} events elided)"
     return None

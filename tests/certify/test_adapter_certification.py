@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from rl_conformance.certify.judge import CHECKS
+from rl_conformance.certify.checklist import CHECKS
 from rl_conformance.certify.loading import load_factory
 from rl_conformance.certify.scenarios import SCENARIOS
 from rl_conformance.certify.twins import TWINS

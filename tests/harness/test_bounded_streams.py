@@ -131,3 +131,11 @@ def test_the_byte_cap_counts_every_byte(client_for: MakeClient) -> None:
     assert exchange.state is StreamState.FAILED
     assert exchange.body_truncated and exchange.stream_bytes <= 10_000
     assert "exceeded the 10000-byte limit" in (exchange.error or "")
+
+
+def test_a_stream_the_client_closed_on_purpose_is_not_replayed() -> None:
+    """A replay would read the whole stream the test stopped reading: never the same events."""
+    log = {"status": 200, "state": "canceled", "events": [{"data": "{}"}], "request": {}}
+    assert replayable(log) == (
+        "not replayed: the client closed the stream early on purpose (a replay reads it all)"
+    )

@@ -1,0 +1,66 @@
+"""The checklist item about samples generated across a refresh: a rollout a trainer overlaps with
+a policy refresh has tokens of two policies, and must not be named one policy's."""
+
+from __future__ import annotations
+
+from .audit import AuditRecord, Step
+from .judge import FAIL, PASS, PAUSE, RESUME, SKIPPED, Evidence, Finding, source_of
+
+
+def _token_times(record: AuditRecord) -> list[float]:
+    """When each event that carried generated tokens reached the client."""
+    return [
+        at
+        for event, at in zip(record.events, record.event_times, strict=False)
+        if isinstance(event, dict) and (event.get("nvext") or {}).get("completion_token_ids")
+    ]
+
+
+def _straddled(evidence: Evidence, record: AuditRecord) -> Step | None:
+    """The completed refresh the generation's tokens straddle: some reached the client before
+    the refresh's first pause was sent, some after its last resume was answered. In the
+    certification fleet (our fake, its engine slowed for the scenario, the pause keeping requests
+    in place) a token is released when it is generated, so the first are the old policy's and
+    the last the new one's."""
+    times = _token_times(record)
+    if not times:
+        return None
+    for step in evidence.refresh_steps():
+        if step.outcome != "returned":
+            continue
+        calls = evidence.within(step)
+        pauses = [r for r in calls if r.route == PAUSE]
+        resumes = [r for r in calls if r.route == RESUME and r.finished is not None]
+        if not pauses or not resumes:
+            continue
+        resumed = max(r.finished for r in resumes if r.finished is not None)
+        if times[0] < pauses[0].started and times[-1] > resumed:
+            return step
+    return None
+
+
+def one_policy_samples(evidence: Evidence) -> Finding:
+    check = "adapter.one_policy_samples"
+    judged = 0
+    for admission in evidence.admissions:
+        record = source_of(evidence, admission)
+        step = None if record is None else _straddled(evidence, record)
+        if step is None:
+            continue
+        judged += 1
+        version = admission.sample.weight_version
+        if version is not None:
+            return Finding(
+                check,
+                FAIL,
+                f"admitted the sample of attempt {admission.sample.attempt_id} as policy "
+                f"{version!r}, yet its tokens straddle refresh {step.label}: the first arrived "
+                "before the fleet was paused, the last after it resumed on the new policy",
+                "weight_version None (not one policy's), or the sample not admitted",
+                version,
+            )
+    if not judged:
+        return Finding(check, SKIPPED, "no admitted sample was generated across a refresh")
+    return Finding(
+        check, PASS, f"{judged} sample(s) generated across a refresh, none named one policy's"
+    )
