@@ -3,7 +3,6 @@ generation uses the new weights, KV state is invalidated, and the fleet reopens 
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -24,6 +23,7 @@ from rl_conformance.control.admin import AdminClient, AdminWorker
 from rl_conformance.control.admin_steps import (
     Selection,
     apply_update,
+    instance_of,
     paused,
     require_update_routes,
     select,
@@ -31,7 +31,11 @@ from rl_conformance.control.admin_steps import (
     update_all,
 )
 from rl_conformance.control.families import AdminFamily, family_for, new_version
-from rl_conformance.control.inflight import FIRST_TOKEN_S, InFlightStream, in_flight_budget
+from rl_conformance.control.inflight import (
+    InFlightStream,
+    first_token_s,
+    in_flight_budget,
+)
 from rl_conformance.control.policy_reference import ReferenceSource
 from rl_conformance.control.refresh import (
     Coordinator,
@@ -91,36 +95,6 @@ FIRST_TOKEN_FACTOR = 5
 time (at least HELD_S): an unpaused worker would have delivered well within it."""
 
 
-def first_token_s(
-    rl_verdict: Verdict, rl_client: Client, rl_target: Target, chosen: Selection
-) -> float:
-    """The pinned worker's unpaused time to the first token of the probe, measured now (a
-    stream the deployment refuses fails the verdict with its evidence)."""
-    stream = InFlightStream(
-        rl_client,
-        rl_target,
-        PROMPT,
-        instance_id=instance_of(chosen),
-        max_tokens=HELD_TOKENS,
-    )
-    started = time.monotonic()
-    stream.thread.start()
-    stream.progress.wait_for_events(1, FIRST_TOKEN_S)
-    elapsed = time.monotonic() - started
-    stream.wait()
-    if stream.progress.events == 0:
-        rl_verdict.events(stream.exchange)
-        raise Unobservable(
-            f"the unpaused probe delivered nothing within {FIRST_TOKEN_S:g} s "
-            f"({stream.exchange.state_reason or stream.exchange.error or 'no reason given'})"
-        )
-    return elapsed
-
-
-def instance_of(chosen: Selection) -> int | None:
-    return chosen.pinned.instance_id if chosen.pinned is not None else None
-
-
 @capability("refresh.pause_gates")
 def test_pause_holds_new_generation_until_resume(
     rl_client: Client,
@@ -134,9 +108,10 @@ def test_pause_holds_new_generation_until_resume(
     after resume completes. The hold is sized from the worker's own pace, so a slow engine
     cannot pass by being slow."""
     chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
-    held_s = max(
-        HELD_S, FIRST_TOKEN_FACTOR * first_token_s(rl_verdict, rl_client, rl_target, chosen)
+    measured = first_token_s(
+        rl_verdict, rl_client, rl_target, PROMPT, instance_of(chosen), HELD_TOKENS
     )
+    held_s = max(HELD_S, FIRST_TOKEN_FACTOR * measured)
     held = InFlightStream(
         rl_client, rl_target, PROMPT, instance_id=instance_of(chosen), max_tokens=HELD_TOKENS
     )

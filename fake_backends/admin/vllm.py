@@ -9,9 +9,11 @@ an update really changes the tokens, a flush really empties the prefix cache.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from fake_backends.admin.routes import VLLM_RL_ROUTES, AdminRoutes
+from fake_backends.runtime.scheduler import POLL_SECONDS
 from fake_backends.runtime.weights import (
     declare_version,
     load_weights,
@@ -47,9 +49,18 @@ async def liveness_probe(worker: EngineWorker, body: Body) -> Body:
 async def pause_generation(worker: EngineWorker, body: Body) -> Body:
     mode = body.get("mode", "keep")
     clear_cache = bool(body.get("clear_cache", False))
+    runtime = worker.runtime
     if mode not in VLLM_PAUSE_MODES:
-        return _error(f"Invalid mode '{mode}'; expected keep|wait|abort")
-    await worker.runtime.pause(mode)
+        if runtime.faults.active("invalid_pause_mode_accepted"):
+            mode = "keep"
+        else:
+            if runtime.faults.active("invalid_pause_mode_pauses"):
+                await runtime.pause("keep")
+            return _error(f"Invalid mode '{mode}'; expected keep|wait|abort")
+    if runtime.paused and runtime.faults.active("second_pause_hangs"):
+        while runtime.paused:  # answered only once another caller resumes the worker
+            await asyncio.sleep(POLL_SECONDS)
+    await runtime.pause(mode)
     if clear_cache and mode != "keep":  # vLLM ignores clear_cache in keep mode
         worker.runtime.flush()
     return {"status": "ok", "message": "Engine paused", "mode": mode, "clear_cache": clear_cache}

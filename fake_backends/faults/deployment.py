@@ -222,6 +222,23 @@ CATALOGUE = Catalogue(
             _ADMIN_BACKENDS,
         ),
         _fault(
+            "invalid_pause_mode_accepted",
+            "pause_generation with a mode the engine does not have pauses in keep mode and "
+            "answers ok",
+            _RL_BACKENDS,
+        ),
+        _fault(
+            "invalid_pause_mode_pauses",
+            "pause_generation refuses a mode the engine does not have, yet pauses the worker",
+            _RL_BACKENDS,
+        ),
+        _fault(
+            "second_pause_hangs",
+            "a pause_generation sent while the worker is paused is answered only after another "
+            "caller resumes it (FastDeploy #7825)",
+            _RL_BACKENDS,
+        ),
+        _fault(
             "weight_version_unchanged",
             "weight updates answer ok with the new version but the worker keeps the old one",
             _ADMIN_BACKENDS,

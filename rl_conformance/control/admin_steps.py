@@ -49,6 +49,11 @@ class Selection:
         return ", ".join(worker.label for worker in self.workers)
 
 
+def instance_of(selection: Selection) -> int | None:
+    """The instance id generations are pinned to, when the selection pins one."""
+    return selection.pinned.instance_id if selection.pinned is not None else None
+
+
 def administered(target: Target, workers: list[AdminWorker]) -> list[AdminWorker]:
     """The workers with a system URL, or why there are none: a registering backend (vLLM) that
     lists none lacks a documented feature; for the others the user has not given their URLs."""

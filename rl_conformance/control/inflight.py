@@ -12,6 +12,7 @@ flight. When it was not, the test is inconclusive (`Unobservable`), never passed
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -200,3 +201,29 @@ class InFlightStream:
         fold = self.result["exchange"].fold
         finished_by_length = fold is not None and fold.finish_reasons.get("0") == "length"
         return finished_by_length or self.mark().tokens >= self.max_tokens
+
+
+def first_token_s(
+    verdict: Verdict,
+    client: Client,
+    target: Target,
+    prompt: list[int],
+    instance_id: int | None,
+    max_tokens: int = 8,
+) -> float:
+    """An unpaused worker's time to the first token of a short stream, measured now: what a
+    "held" verdict is sized from, so a slow engine cannot look held. A stream the deployment
+    refuses fails `verdict` with its evidence; one that delivers nothing is `Unobservable`."""
+    stream = InFlightStream(client, target, prompt, instance_id=instance_id, max_tokens=max_tokens)
+    started = time.monotonic()
+    stream.thread.start()
+    stream.progress.wait_for_events(1, FIRST_TOKEN_S)
+    elapsed = time.monotonic() - started
+    stream.wait()
+    if stream.progress.events == 0:
+        verdict.events(stream.exchange)
+        raise Unobservable(
+            f"the unpaused probe delivered nothing within {FIRST_TOKEN_S:g} s "
+            f"({stream.exchange.state_reason or stream.exchange.error or 'no reason given'})"
+        )
+    return elapsed

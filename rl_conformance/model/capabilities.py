@@ -307,6 +307,24 @@ CAPABILITIES: tuple[Capability, ...] = (
         ADMIN,
     ),
     _cap(
+        "admin.invalid_pause_mode",
+        "An invalid pause mode is refused naming it, and the worker keeps serving",
+        _ADMIN,
+        "Check both HTTP status and body. (Upstream: vLLM's RL tests, "
+        "tests/entrypoints/rl/state_transitions/, pin an invalid mode refused with the pause "
+        "state unchanged.)",
+        ADMIN,
+    ),
+    _cap(
+        "admin.pause_cycles",
+        "Repeated and concurrent pauses and resumes are all answered, and the worker serves after",
+        _REFRESH,
+        "Pause or drain workers when the backend requires it. (Upstream: repeated pause/resume "
+        "cycles are idempotent, vLLM tests/entrypoints/rl/state_transitions/; a pause that never "
+        "returns, FastDeploy #7825.)",
+        ADMIN,
+    ),
+    _cap(
         "refresh.pause_gates",
         "Pause gates new generation until resume",
         _REFRESH,

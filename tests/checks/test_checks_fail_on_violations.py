@@ -17,6 +17,7 @@ from rl_conformance.checks import (
     errors,
     http,
     logprobs,
+    pause,
     schema_check,
     straddle,
     streaming,
@@ -413,6 +414,22 @@ CASES: dict[str, Case] = {
         lambda: terminal.abort_reported(6, terminal.Ending("stop", [5, 7], None, "cancelled")),
         lambda: terminal.abort_reported(6, terminal.Ending("stop", [5, 7], None, "stop")),
     ),
+    "admin.invalid_pause_mode": (
+        lambda: pause.invalid_mode_refused(
+            "vllm", "pause_generation", "drain", 200, {"status": "error", "message": "drain?"}, True
+        ),
+        lambda: pause.invalid_mode_refused(
+            "vllm", "pause_generation", "drain", 200, {"status": "ok"}, True
+        ),
+    ),
+    "admin.pause_cycles": (
+        lambda: pause.pause_cycle_answered(
+            [pause.Answer("pause", 200, {"status": "ok"}, None, True, True)], True
+        ),
+        lambda: pause.pause_cycle_answered(
+            [pause.Answer("pause", None, None, "no response within 10 s", False, False)], True
+        ),
+    ),
     "refresh.straddle_reported": (
         lambda: straddle.straddle_reported(_trail([("a", "a"), ("b", "b")]), "a", "b"),
         lambda: straddle.straddle_reported(_trail([("b", "b"), ("b", "b")]), "a", "b"),
@@ -512,3 +529,23 @@ def test_absent_nvext_names_the_switch_that_drops_it() -> None:
     assert "DYN_DISABLE_FRONTEND_NVEXT" in result.violations[0].message
     partial = tokens.completion_ids_present({"choices": [], "nvext": {"timing": {}}})
     assert "DYN_DISABLE_FRONTEND_NVEXT" not in partial.violations[0].message
+
+
+def test_every_rule_is_registered_by_importing_the_package_alone() -> None:
+    """The kill matrix lists the rules a fresh process registers: a check module the package
+    does not import would be missing there."""
+    import subprocess
+    import sys
+
+    listed = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from rl_conformance.checks.base import rule_ids; print('\\n'.join(rule_ids()))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout.split()
+    assert set(listed) == set(rule_ids())

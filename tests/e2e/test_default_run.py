@@ -56,6 +56,8 @@ EXPECTED: dict[str, tuple[str, str, str, str]] = {  # (vllm, sglang, trtllm, vll
     "stream.terminal_success": ALL,
     "admin.route_negotiation": RL_ONLY,
     "admin.success_semantics": ADMIN,
+    "admin.invalid_pause_mode": ADMIN,
+    "admin.pause_cycles": ADMIN,
     "refresh.pause_gates": ADMIN,
     "refresh.version_verified": ADMIN,
     "refresh.post_update_generation": ADMIN,

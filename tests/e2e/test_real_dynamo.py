@@ -49,6 +49,8 @@ MOCKER_EXPECTED: dict[str, tuple[str, str]] = {
     "stream.terminal_reason_verified": (P, "its stops and lengths are true even of random tokens"),
     "admin.route_negotiation": (F, "no worker advertises administration"),
     "admin.success_semantics": (F, "no worker advertises administration"),
+    "admin.invalid_pause_mode": (F, "no worker advertises administration"),
+    "admin.pause_cycles": (F, "no worker advertises administration"),
     "refresh.pause_gates": (F, "no worker advertises administration"),
     "refresh.version_verified": (F, "no worker advertises administration"),
     "refresh.post_update_generation": (F, "no worker advertises administration"),

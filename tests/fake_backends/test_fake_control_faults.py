@@ -322,3 +322,42 @@ def test_metrics_high_cardinality(client: httpx.Client, dep: FakeDeployment) -> 
     text = client.get(f"{dep.frontend_url}/metrics").text
     for i in range(3):
         assert f'request_id="r{i}"' in text
+
+
+def _pause_reply(client: httpx.Client, base: str, body: dict[str, Any]) -> dict[str, Any]:
+    reply = client.post(f"{base}/engine/pause_generation", json=body)
+    assert reply.status_code == 200
+    return dict(json.loads(reply.text))
+
+
+@shows("invalid_pause_mode_accepted", "invalid_pause_mode_pauses")
+def test_invalid_pause_modes(client: httpx.Client, dep: FakeDeployment) -> None:
+    base = dep.workers[0]["system_url"]
+    refused = _pause_reply(client, base, {"mode": "drain"})
+    assert refused["message"] == "Invalid mode 'drain'; expected keep|wait|abort"
+    assert greedy(client, dep)["choices"][0]["finish_reason"] == "length"  # not paused
+    with faulted(dep, "invalid_pause_mode_accepted"):
+        assert _pause_reply(client, base, {"mode": "drain"})["mode"] == "keep"
+    admin(client, base, "resume_generation")
+    with faulted(dep, "invalid_pause_mode_pauses"):
+        assert _pause_reply(client, base, {"mode": "drain"})["status"] == "error"
+        with pytest.raises(httpx.ReadTimeout):  # held: the refusal paused the worker anyway
+            client.post(
+                f"{dep.frontend_url}/v1/completions",
+                json={"model": dep.model, "prompt": PROMPT, "max_tokens": 2},
+                timeout=0.5,
+            )
+    admin(client, base, "resume_generation")
+
+
+@shows("second_pause_hangs")
+def test_second_pause_hangs(client: httpx.Client, dep: FakeDeployment) -> None:
+    base = dep.workers[0]["system_url"]
+    admin(client, base, "pause_generation", {"mode": "keep"})
+    assert admin(client, base, "pause_generation", {"mode": "keep"})["status"] == "ok"
+    with faulted(dep, "second_pause_hangs"), pytest.raises(httpx.ReadTimeout):
+        client.post(f"{base}/engine/pause_generation", json={"mode": "keep"}, timeout=0.5)
+    admin(client, base, "resume_generation")  # releases the hung pause, which pauses again
+    time.sleep(0.2)
+    admin(client, base, "resume_generation")
+    assert greedy(client, dep)["choices"][0]["finish_reason"] == "length"

@@ -1,0 +1,131 @@
+"""Pause control beyond the happy path: a mode the engine does not have, and pauses and resumes
+sent again, or at once.
+
+vLLM's own RL tests (`tests/entrypoints/rl/state_transitions/`) pin what a refresh coordinator
+relies on: an invalid pause mode is refused naming it, with the pause state unchanged, and
+repeated pause/resume cycles are idempotent. The real Dynamo 1.6.1 Python worker refuses an
+unknown mode with HTTP 200 `{"status": "error", "message": "Invalid mode 'drain'; expected
+keep|wait|abort"}` and answers a second pause and a resume of a running worker `ok`
+(`fixtures/dynamo-1.6.1/vllm-cpu/pause_invalid_mode.json`, `pause_while_paused.json`,
+`resume_while_not_paused.json`); the native sidecar refuses a second pause cleanly ("already
+unregistered"). Upstream bug threads show what goes wrong instead: a pause that never returns
+(FastDeploy #7825), a second pause stranding the first caller.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .admin import success_semantics
+from .base import MISSING, Findings, Violation, check, describe, get_path
+
+SECTION = "Compare vLLM and SGLang Administration"
+
+
+def succeeded(family: str, route: str, status: int | None, body: Any) -> bool:
+    """Whether the family's success semantics call the reply a success."""
+    return success_semantics(family, route, status, body).passed
+
+
+def _text(body: Any) -> str:
+    message = get_path(body, "message")
+    if message is MISSING:
+        message = get_path(body, "error", "message")
+    if message is MISSING:
+        message = get_path(body, "detail")
+    return body if isinstance(body, str) else ("" if message is MISSING else str(message))
+
+
+@check(
+    "admin.invalid_pause_mode",
+    title="an invalid pause mode is refused naming it, and the worker keeps serving",
+    spec="Check both HTTP status and body.",
+    section=SECTION,
+)
+def invalid_mode_refused(
+    family: str, route: str, mode: str, status: int | None, body: Any, still_serving: bool
+) -> Findings:
+    if status is None or status >= 500:
+        yield Violation(
+            f"{route} with mode {mode!r} was not answered with a refusal (HTTP {status})",
+            "status",
+            "200 with an error body, or 4xx",
+            status,
+        )
+    elif succeeded(family, route, status, body):
+        yield Violation(
+            f"{route} accepted mode {mode!r}, which no engine has",
+            "status",
+            "a refusal naming the mode",
+            describe(body),
+        )
+    elif mode not in _text(body) and "mode" not in _text(body):
+        yield Violation(
+            f"{route} refused mode {mode!r} without naming it or the field",
+            "message",
+            f"a message naming {mode!r} or `mode`",
+            _text(body) or describe(body),
+        )
+    if not still_serving:
+        yield Violation(
+            f"{route} refused mode {mode!r}, yet the worker stopped serving: a generation sent "
+            "after it was held until the worker was resumed",
+            "pause state",
+            "unchanged (not paused)",
+            "paused",
+        )
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One pause or resume call of a cycle and how it was answered."""
+
+    what: str
+    status: int | None
+    body: Any
+    error: str | None
+    must_succeed: bool
+    """The first pause and the last resume must succeed; a repeated or concurrent call may
+    instead be refused cleanly."""
+    succeeded: bool
+
+
+@check(
+    "admin.pause_cycles",
+    title="repeated and concurrent pauses and resumes are all answered, and the worker serves "
+    "after the resume",
+    spec="Pause or drain workers when the backend requires it.",
+    section=SECTION,
+)
+def pause_cycle_answered(answers: Sequence[Answer], served_after: bool) -> Findings:
+    for answer in answers:
+        if answer.status is None:
+            yield Violation(
+                f"{answer.what} was not answered: {answer.error or 'no response'}",
+                "status",
+                "an answer within the bound",
+                answer.error or "none",
+            )
+        elif answer.status >= 500:
+            yield Violation(
+                f"{answer.what} failed with HTTP {answer.status}: {_text(answer.body)}",
+                "status",
+                "success, or a clean refusal (200 with an error body, or 4xx)",
+                answer.status,
+            )
+        elif answer.must_succeed and not answer.succeeded:
+            yield Violation(
+                f"{answer.what} did not succeed: {_text(answer.body) or describe(answer.body)}",
+                "status",
+                "success",
+                describe(answer.body),
+            )
+    if not served_after:
+        yield Violation(
+            "after the cycle ended with a resume, the worker did not serve a generation",
+            "generation",
+            "served",
+            "not served",
+        )

@@ -1,0 +1,165 @@
+"""Pause control beyond the happy path: an invalid mode changes nothing, and pauses and resumes
+sent twice, or at once, are all answered and leave the worker serving (`checks.pause`)."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import pytest
+
+from rl_conformance import Unobservable
+from rl_conformance.checks import pause
+from rl_conformance.client.http import Client
+from rl_conformance.control.admin import AdminClient, AdminWorker
+from rl_conformance.control.admin_steps import Selection, instance_of, select
+from rl_conformance.control.families import AdminFamily
+from rl_conformance.control.inflight import InFlightStream, first_token_s
+from rl_conformance.control.refresh import pinned_generation
+from rl_conformance.model.target import Target
+from rl_conformance.model.verdict import Verdict
+from rl_conformance.wire.exchange import Exchange
+
+capability = pytest.mark.capability
+pytestmark = pytest.mark.mutating
+PROMPT = [640, 1024, 777, 1800, 512, 333, 901, 445]
+NOT_A_MODE = "drain-conformance"
+"""A pause mode no engine has."""
+ANSWER_S = 10.0
+"""A pause with nothing in flight, or a resume, is answered within this."""
+HELD_S = 0.6
+HELD_FACTOR = 5
+"""A probe that delivers nothing within this many times the worker's unpaused first-token time
+(at least HELD_S) is held."""
+PROBE_TOKENS = 8
+
+
+def reply(exchange: Exchange) -> Any:
+    try:
+        return exchange.json()
+    except ValueError:
+        return exchange.body_preview()
+
+
+def resume_all(rl_admin: AdminClient, chosen: Selection) -> None:
+    """Resume every selected worker whatever state a step left it in (a resume of a running
+    worker is answered `ok`: `fixtures/dynamo-1.6.1/vllm-cpu/resume_while_not_paused.json`)."""
+    with contextlib.suppress(Exception):
+        rl_admin.call_each(chosen.workers, chosen.family.resume, {}, deadline_s=ANSWER_S)
+
+
+def paused_now(rl_admin: AdminClient, worker: AdminWorker, family: AdminFamily) -> bool | None:
+    """The family's pause probe (the native sidecar's `control/is_paused`), None without one."""
+    if family.probe is None or family.probe not in (worker.routes or ()):
+        return None
+    found = reply(rl_admin.call(worker, family.probe, {}, deadline_s=ANSWER_S))
+    value = found.get("is_paused") if isinstance(found, dict) else None
+    return value if isinstance(value, bool) else None
+
+
+@capability("admin.invalid_pause_mode")
+def test_an_invalid_pause_mode_is_refused_and_changes_nothing(
+    rl_client: Client,
+    rl_target: Target,
+    rl_verdict: Verdict,
+    rl_admin: AdminClient,
+    rl_admin_workers: list[AdminWorker],
+) -> None:
+    """A pause in a mode the engine does not have is refused, naming the mode, and the worker
+    keeps serving: read from the family's pause probe where it has one, else from a generation
+    sent after the refusal, which must not be held until the worker is resumed."""
+    chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
+    family, worker = chosen.family, chosen.workers[0]
+    pinned = instance_of(chosen)
+    held_s = max(
+        HELD_S,
+        HELD_FACTOR * first_token_s(rl_verdict, rl_client, rl_target, PROMPT, pinned, PROBE_TOKENS),
+    )
+    probe = InFlightStream(
+        rl_client, rl_target, PROMPT, instance_id=pinned, max_tokens=PROBE_TOKENS
+    )
+    try:
+        exchange = rl_admin.call(worker, family.pause, {"mode": NOT_A_MODE}, deadline_s=ANSWER_S)
+        paused = paused_now(rl_admin, worker, family)
+        if paused is None:
+            probe.thread.start()
+            probe.progress.wait_for_events(1, held_s)
+        before_resume = probe.progress.events
+    finally:
+        resume_all(rl_admin, chosen)
+    if paused is not None:
+        serving = not paused
+    else:
+        probe.wait()
+        if before_resume == 0 and probe.progress.events == 0:
+            raise Unobservable(
+                "the probe generation was served neither before nor after the resume "
+                f"({probe.exchange.describe()}): whether the refused pause paused the worker "
+                "is not observable"
+            )
+        serving = before_resume > 0
+    rl_verdict.check(
+        pause.invalid_mode_refused(
+            family.name, family.pause, NOT_A_MODE, exchange.status, reply(exchange), serving
+        ),
+        exchange,
+    )
+
+
+def answered(
+    family: AdminFamily, route: str, what: str, exchange: Exchange, *, must_succeed: bool
+) -> pause.Answer:
+    body = reply(exchange)
+    return pause.Answer(
+        what=what,
+        status=exchange.status,
+        body=body,
+        error=exchange.error,
+        must_succeed=must_succeed,
+        succeeded=pause.succeeded(family.name, route, exchange.status, body),
+    )
+
+
+@capability("admin.pause_cycles")
+def test_pauses_and_resumes_sent_twice_or_at_once_are_all_answered(
+    rl_client: Client,
+    rl_target: Target,
+    rl_verdict: Verdict,
+    rl_admin: AdminClient,
+    rl_admin_workers: list[AdminWorker],
+) -> None:
+    """Pause, pause again, resume, resume again; then two pauses at once and a resume. Every
+    call is answered within `ANSWER_S`: the first pause and each closing resume succeed, a
+    repeated or concurrent call succeeds or is refused cleanly, at least one of the concurrent
+    pauses succeeds, and afterwards the worker serves a generation."""
+    chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
+    family, worker = chosen.family, chosen.workers[0]
+    body = family.pause_body()
+
+    def call(route: str, what: str, *, must_succeed: bool) -> pause.Answer:
+        exchange = rl_admin.call(
+            worker, route, body if route == family.pause else {}, deadline_s=ANSWER_S
+        )
+        return answered(family, route, what, exchange, must_succeed=must_succeed)
+
+    answers: list[pause.Answer] = []
+    try:
+        answers.append(call(family.pause, "the first pause", must_succeed=True))
+        answers.append(
+            call(family.pause, "a second pause of the paused worker", must_succeed=False)
+        )
+        answers.append(call(family.resume, "the resume", must_succeed=True))
+        answers.append(call(family.resume, "a resume of the running worker", must_succeed=False))
+        both = rl_admin.call_each([worker, worker], family.pause, body, deadline_s=ANSWER_S)
+        concurrent = [
+            answered(family, family.pause, f"concurrent pause {n}", exchange, must_succeed=False)
+            for n, exchange in enumerate(both, start=1)
+        ]
+        answers.extend(concurrent)
+        if not any(answer.succeeded for answer in concurrent):
+            answers.append(pause.Answer("both concurrent pauses", 200, None, None, True, False))
+        answers.append(call(family.resume, "the resume after them", must_succeed=True))
+    finally:
+        resume_all(rl_admin, chosen)
+    served = pinned_generation(rl_client, rl_target, chosen.pinned, PROMPT)
+    rl_verdict.check(pause.pause_cycle_answered(answers, served.status == 200), served)
