@@ -77,6 +77,8 @@ smallest is 32): a prompt shorter than one block is never cached, so its flush s
 HELD_S = 0.6
 HELD_TOKENS = 8
 WAIT_TOKENS = 64
+STREAMS = 3
+"""Streams held across one pause: each must end once, whatever the others do."""
 
 
 def generate_ids(
@@ -741,9 +743,11 @@ def test_streams_in_flight_across_a_refresh_end_in_one_terminal_state(
     rl_weights: WeightSource,
     mode_index: int,
 ) -> None:
-    """A stream open while its worker is paused (each mode) and updated ends exactly once: it
-    completes, or is aborted, or resumes; never hangs, never ends twice. Where the deployment
-    names the weights, they are the old or the new version, nothing else."""
+    """`STREAMS` streams open while their worker is paused (each mode) and updated each end
+    exactly once: completed, or aborted and saying so, or resumed; none hangs, none ends twice
+    (an abort pause once left streams with no terminal: vllm-project/tpu-inference #3362).
+    Where the deployment names the weights, they are the old or the new version, nothing
+    else."""
     chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
     family = chosen.family
     modes = family.pause_modes
@@ -751,27 +755,38 @@ def test_streams_in_flight_across_a_refresh_end_in_one_terminal_state(
         pytest.skip(f"{family.name} has {len(modes)} pause modes")
     mode = modes[mode_index]
     old_version = apply_update(rl_verdict, rl_admin, chosen, rl_weights)
-    # a `wait` pause lasts until the stream ends: a short one still crosses the pause
-    stream = in_flight(rl_client, rl_target, chosen, WAIT_TOKENS if mode == "wait" else None)
-    stream.start_and_wait_first_token(rl_verdict)
+    # a `wait` pause lasts until the streams end: short ones still cross the pause
+    streams = [
+        in_flight(rl_client, rl_target, chosen, WAIT_TOKENS if mode == "wait" else None)
+        for _ in range(STREAMS)
+    ]
     try:
-        sent = stream.mark()
+        sent = [stream.start_and_wait_first_token(rl_verdict) for stream in streams]
         with paused(rl_verdict, rl_admin, chosen, mode):
-            answered = stream.mark()
+            answered = [stream.mark() for stream in streams]
             version = update_all(rl_verdict, rl_admin, chosen, rl_weights)
     finally:
-        stream.wait()
-    ran_out = answered.ended and answered.tokens >= stream.max_tokens
-    if sent.ended or (ran_out and mode != "wait"):
+        for stream in streams:
+            stream.wait()
+    crossed = [
+        stream
+        for stream, before, at_pause in zip(streams, sent, answered, strict=True)
+        if not before.ended
+        and not (at_pause.ended and at_pause.tokens >= stream.max_tokens and mode != "wait")
+    ]
+    if not crossed:
         raise Unobservable(
-            f"the stream had run to its end ({answered.describe()} of {stream.max_tokens}) "
-            f"when the {mode!r} pause was answered: it did not cross the refresh"
+            f"every stream had run to its end ({', '.join(a.describe() for a in answered)} of "
+            f"{streams[0].max_tokens}) when the {mode!r} pause was answered: none crossed the "
+            "refresh"
         )
-    exchange = stream.exchange
-    payloads = ended_once(rl_verdict, stream)
-    merged = aggregate_stream(payloads)
-    # Cut short by an abort, it says so: a trainer must tell a truncated sample from a finished one.
-    ending = terminal.ending_from_body(merged)
-    rl_verdict.check(terminal.abort_reported(stream.max_tokens, ending), exchange)
-    reported = (merged.get("nvext") or {}).get("engine_data", {}).get("weight_version")
-    rl_verdict.check(control.version_is_one_of(reported, [old_version, version]), exchange)
+    for stream in crossed:
+        exchange = stream.exchange
+        payloads = ended_once(rl_verdict, stream)
+        merged = aggregate_stream(payloads)
+        # Cut short by an abort, it says so: a trainer must tell a truncated sample from a
+        # finished one.
+        ending = terminal.ending_from_body(merged)
+        rl_verdict.check(terminal.abort_reported(stream.max_tokens, ending), exchange)
+        reported = (merged.get("nvext") or {}).get("engine_data", {}).get("weight_version")
+        rl_verdict.check(control.version_is_one_of(reported, [old_version, version]), exchange)

@@ -180,6 +180,8 @@ class InFlightStream:
         return not self.thread.is_alive()
 
     def wait(self, seconds: float = STREAM_DEADLINE_S) -> bool:
+        if self.thread.ident is None:  # never started: nothing to wait for
+            return True
         self.thread.join(timeout=seconds)
         return self.finished()
 
