@@ -166,6 +166,26 @@ ENGINE_CATALOGUE = Catalogue(
             "not visible to the frontend: admin calls go straight to the worker's system "
             "server, which answers 200 ok",
         ),
+        _fault(
+            "invalid_pause_mode_accepted",
+            "pause_generation with a mode the engine does not have pauses in keep mode and "
+            "answers ok",
+            [ADMIN],
+            "the worker's system server passes the handler's 200 ok on",
+        ),
+        _fault(
+            "invalid_pause_mode_pauses",
+            "pause_generation refuses a mode the engine does not have, yet pauses the engine",
+            [ADMIN],
+            'the system server answers 200 {"status": "error"}; generations are then held',
+        ),
+        _fault(
+            "second_pause_hangs",
+            "a pause_generation sent while the engine is paused is answered only after another "
+            "caller resumes it",
+            [ADMIN],
+            "the system server holds the call open until the engine is resumed",
+        ),
     ),
 )
 

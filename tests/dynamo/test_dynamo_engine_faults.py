@@ -243,7 +243,12 @@ CASES: dict[str, Callable[[Stack], None]] = {
 }
 ADMIN_FAULTS = tuple(name for name in ENGINE_FAULT_NAMES if ADMIN in ENGINE_FAULTS[name].applies_to)
 # Faults that acknowledge and do nothing; they are shown together on one stack.
-SILENT_ADMIN_FAULTS = tuple(name for name in ADMIN_FAULTS if name != "admin_http200_failure_body")
+# Pause faults, shared with the in-process fake (fake_backends/admin/vllm.py) and shown there
+# (tests/fake_backends/test_fake_control_faults.py); one is shown through the real server here.
+PAUSE_FAULTS = ("invalid_pause_mode_accepted", "invalid_pause_mode_pauses", "second_pause_hangs")
+SILENT_ADMIN_FAULTS = tuple(
+    name for name in ADMIN_FAULTS if name not in ("admin_http200_failure_body", *PAUSE_FAULTS)
+)
 
 
 def test_every_engine_fault_has_a_case() -> None:
@@ -279,6 +284,15 @@ def test_admin_faults_acknowledge_and_do_nothing(dynamo_python: Path) -> None:
         after = stack.completion(**_body())["nvext"]
         assert after["completion_token_ids"] == before
         assert after["engine_data"]["weight_version"] is None
+
+
+def test_an_invalid_pause_mode_accepted_through_the_real_system_server(
+    dynamo_python: Path,
+) -> None:
+    with running_stack(dynamo_python, "fake-vllm", ("invalid_pause_mode_accepted",)) as stack:
+        reply = stack.admin("pause_generation", {"mode": "drain"})
+        assert reply["status"] == "ok" and reply["mode"] == "keep"
+        stack.admin("resume_generation")
 
 
 def test_a_failed_update_is_http_200_with_a_failure_body(dynamo_python: Path) -> None:
