@@ -41,7 +41,8 @@ def _text(body: Any) -> str:
 @check(
     "admin.invalid_pause_mode",
     title="an invalid pause mode is refused naming it, and the worker keeps serving",
-    spec="Check both HTTP status and body.",
+    spec="Built-in update routes commonly return `success` and `message`; check both HTTP "
+    "status and body",
     section=SECTION,
 )
 def invalid_mode_refused(

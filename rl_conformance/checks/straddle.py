@@ -30,11 +30,8 @@ from typing import Any
 
 from .base import MISSING, Findings, Violation, check, get_path, is_int_list
 
-SECTION = "Distribute and Update Rollout Weights"
-SPEC = (
-    "Admit only a verified terminal result; verify every worker reports the expected version "
-    "before reopening the fleet."
-)
+SECTION = "Handle Streaming and Retries"
+SPEC = "Admit only a verified terminal result."
 
 
 @dataclass(frozen=True)

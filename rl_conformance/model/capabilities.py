@@ -310,7 +310,9 @@ CAPABILITIES: tuple[Capability, ...] = (
         "admin.invalid_pause_mode",
         "An invalid pause mode is refused naming it, and the worker keeps serving",
         _ADMIN,
-        "Check both HTTP status and body. (Upstream: vLLM's RL tests, "
+        "Python RL routes commonly return a `status` field; built-in SGLang update routes "
+        "commonly return `success` and `message`; check both HTTP status and body. (Upstream: "
+        "vLLM's RL tests, "
         "tests/entrypoints/rl/state_transitions/, pin an invalid mode refused with the pause "
         "state unchanged.)",
         ADMIN,
@@ -376,7 +378,7 @@ CAPABILITIES: tuple[Capability, ...] = (
     _cap(
         "refresh.straddle_reported",
         "A sample generated across an update names the versions of its tokens truly",
-        _REFRESH,
+        _STREAM,
         "Admit only a verified terminal result. (Upstream: SGLang names the weight version of "
         "every output in `meta_info.weight_version` and per span in `meta_info.weight_versions`, "
         "python/sglang/srt/utils/weight_versions.py; vLLM before 0.34 and TensorRT-LLM name none "
