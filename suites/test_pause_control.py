@@ -4,6 +4,7 @@ sent twice, or at once, are all answered and leave the worker serving (`checks.p
 from __future__ import annotations
 
 import contextlib
+import time
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ from rl_conformance.client.http import Client
 from rl_conformance.control.admin import AdminClient, AdminWorker
 from rl_conformance.control.admin_steps import Selection, instance_of, select
 from rl_conformance.control.families import AdminFamily
-from rl_conformance.control.inflight import InFlightStream, first_token_s
+from rl_conformance.control.inflight import FIRST_TOKEN_S, InFlightStream, first_token_s
 from rl_conformance.control.refresh import pinned_generation
 from rl_conformance.model.target import Target
 from rl_conformance.model.verdict import Verdict
@@ -29,8 +30,12 @@ ANSWER_S = 10.0
 """A pause with nothing in flight, or a resume, is answered within this."""
 HELD_S = 0.6
 HELD_FACTOR = 5
-"""A probe that delivers nothing within this many times the worker's unpaused first-token time
-(at least HELD_S) is held."""
+"""A first token within this many times the worker's unpaused first-token time (at least
+HELD_S) came promptly."""
+HOLD_FACTOR = 20
+HOLD_FLOOR_S = 5.0
+"""A probe that delivers nothing for this many times the unpaused first-token time (at least
+HOLD_FLOOR_S) may be held; it is held only if its first token then follows the resume promptly."""
 PROBE_TOKENS = 8
 
 
@@ -67,14 +72,16 @@ def test_an_invalid_pause_mode_is_refused_and_changes_nothing(
 ) -> None:
     """A pause in a mode the engine does not have is refused, naming the mode, and the worker
     keeps serving: read from the family's pause probe where it has one, else from a generation
-    sent after the refusal, which must not be held until the worker is resumed."""
+    sent after the refusal. That one fails the rule only when it is held, with evidence no slow
+    engine gives: nothing for `HOLD_FACTOR` times the worker's unpaused first-token time (at
+    least `HOLD_FLOOR_S`), then its first token within `HELD_FACTOR` times that time of the
+    resume. Slow on both sides of the resume, it proves nothing (inconclusive)."""
     chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
     family, worker = chosen.family, chosen.workers[0]
     pinned = instance_of(chosen)
-    held_s = max(
-        HELD_S,
-        HELD_FACTOR * first_token_s(rl_verdict, rl_client, rl_target, PROMPT, pinned, PROBE_TOKENS),
-    )
+    unpaused_s = first_token_s(rl_verdict, rl_client, rl_target, PROMPT, pinned, PROBE_TOKENS)
+    hold_s = max(HOLD_FLOOR_S, HOLD_FACTOR * unpaused_s)
+    prompt_s = max(HELD_S, HELD_FACTOR * unpaused_s)
     probe = InFlightStream(
         rl_client, rl_target, PROMPT, instance_id=pinned, max_tokens=PROBE_TOKENS
     )
@@ -83,21 +90,29 @@ def test_an_invalid_pause_mode_is_refused_and_changes_nothing(
         paused = paused_now(rl_admin, worker, family)
         if paused is None:
             probe.thread.start()
-            probe.progress.wait_for_events(1, held_s)
+            probe.progress.wait_for_events(1, hold_s)
         before_resume = probe.progress.events
     finally:
         resume_all(rl_admin, chosen)
     if paused is not None:
         serving = not paused
+    elif before_resume > 0:
+        serving = True
     else:
+        resumed = time.monotonic()
+        came = probe.progress.wait_for_events(1, FIRST_TOKEN_S)
+        after_s = time.monotonic() - resumed
         probe.wait()
-        if before_resume == 0 and probe.progress.events == 0:
+        if not came or after_s > prompt_s:
             raise Unobservable(
-                "the probe generation was served neither before nor after the resume "
-                f"({probe.exchange.describe()}): whether the refused pause paused the worker "
-                "is not observable"
+                f"the probe generation delivered nothing for {hold_s:.1f} s before the resume "
+                f"and {'nothing' if not came else f'its first token {after_s:.1f} s'} after it "
+                f"(unpaused: {unpaused_s:.2f} s): a slow worker, not evidence of a pause"
             )
-        serving = before_resume > 0
+        serving = False
+    rl_verdict.measure(
+        invalid_pause_mode={"unpaused_first_token_s": round(unpaused_s, 3), "hold_s": hold_s}
+    )
     rl_verdict.check(
         pause.invalid_mode_refused(
             family.name, family.pause, NOT_A_MODE, exchange.status, reply(exchange), serving

@@ -688,7 +688,17 @@ def test_a_sample_held_across_an_update_names_the_versions_of_its_tokens(
         max_tokens=budget,
         native=True,
     )
-    stream.start_and_wait_first_token(rl_verdict)
+    try:
+        stream.start_and_wait_first_token()
+    except Unobservable:
+        stream.wait()
+        refused = stream.result.get("exchange")
+        if refused is not None and refused.status in {404, 405, 501}:
+            raise Unobservable(
+                f"POST /generate answered HTTP {refused.status}: SGLang's native stream, the "
+                "channel that names a version per output, is not served"
+            ) from None
+        raise
     try:
         with paused(rl_verdict, rl_admin, chosen, mode):
             before = stream.mark()
@@ -696,11 +706,6 @@ def test_a_sample_held_across_an_update_names_the_versions_of_its_tokens(
     finally:
         stream.wait()
     exchange = stream.exchange
-    if exchange.status in {404, 405, 501}:
-        raise Unobservable(
-            f"POST /generate answered HTTP {exchange.status}: SGLang's native stream, the channel "
-            "that names a version per output, is not served"
-        )
     if before.ended:
         raise Unobservable(
             f"the stream had ended ({before.describe()}) before the update was sent: it did not "
