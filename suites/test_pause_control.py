@@ -1,5 +1,6 @@
-"""Pause control beyond the happy path: an invalid mode changes nothing, and pauses and resumes
-sent twice, or at once, are all answered and leave the worker serving (`checks.pause`)."""
+"""Pause control beyond the happy path: an invalid mode changes nothing, pauses and resumes sent
+twice, or at once, are all answered and leave the worker serving, and an update sent to a running
+worker that requires a pause is refused (`checks.pause`)."""
 
 from __future__ import annotations
 
@@ -9,14 +10,20 @@ from typing import Any
 
 import pytest
 
-from rl_conformance import Unobservable
+from rl_conformance import FeatureAbsent, Unobservable
 from rl_conformance.checks import pause
 from rl_conformance.client.http import Client
 from rl_conformance.control.admin import AdminClient, AdminWorker
-from rl_conformance.control.admin_steps import Selection, instance_of, select
+from rl_conformance.control.admin_steps import (
+    Selection,
+    instance_of,
+    require_update_routes,
+    select,
+)
 from rl_conformance.control.families import AdminFamily
 from rl_conformance.control.inflight import FIRST_TOKEN_S, InFlightStream, first_token_s
 from rl_conformance.control.refresh import pinned_generation
+from rl_conformance.control.weights import WeightSource
 from rl_conformance.model.target import Target
 from rl_conformance.model.verdict import Verdict
 from rl_conformance.wire.exchange import Exchange
@@ -178,3 +185,40 @@ def test_pauses_and_resumes_sent_twice_or_at_once_are_all_answered(
         resume_all(rl_admin, chosen)
     served = pinned_generation(rl_client, rl_target, chosen.pinned, PROMPT)
     rl_verdict.check(pause.pause_cycle_answered(answers, served.status == 200), served)
+
+
+@capability("admin.unpaused_update_refused")
+def test_an_update_to_a_running_worker_is_refused(
+    rl_target: Target,
+    rl_verdict: Verdict,
+    rl_admin: AdminClient,
+    rl_admin_workers: list[AdminWorker],
+    rl_weights: WeightSource,
+) -> None:
+    """The vLLM Python worker takes weights only while paused: an update sent to a running
+    worker is refused, and the version it named is not reported afterwards. Other families
+    document no such precondition (SGLang quiesces running requests itself; the sidecar's
+    transfer lifecycle is judged by the refresh rows)."""
+    if rl_target.backend != "vllm":
+        raise FeatureAbsent(f"{rl_target.backend} workers take updates without a pause")
+    chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
+    family, worker = chosen.family, chosen.workers[0]
+    if family.name != "vllm" or family.version is None:
+        raise Unobservable(f"the {family.name} family documents no pause before an update")
+    require_update_routes(chosen)
+    resume_all(rl_admin, chosen)  # running, whatever an earlier step left
+    policy = rl_weights.new(family, chosen.workers)
+    call = family.update_calls(policy)[0]
+    exchange = rl_admin.call(worker, call.route, dict(call.body), deadline_s=ANSWER_S)
+    after = reply(rl_admin.call(worker, family.version, {}, deadline_s=ANSWER_S))
+    rl_verdict.check(
+        pause.unpaused_update_refused(
+            family.name,
+            call.route,
+            exchange.status,
+            reply(exchange),
+            family.read_version(after),
+            policy.version,
+        ),
+        exchange,
+    )

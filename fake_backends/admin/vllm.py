@@ -107,7 +107,7 @@ def _update_reply(body: Body) -> Body:
 
 
 async def update_weights_from_disk(worker: EngineWorker, body: Body) -> Body:
-    if not worker.runtime.paused:
+    if not worker.runtime.paused and not worker.runtime.faults.active("unpaused_update_applied"):
         return _error(PAUSE_FIRST)
     path = body.get("model_path")
     if not path:

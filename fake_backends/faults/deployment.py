@@ -233,6 +233,11 @@ CATALOGUE = Catalogue(
             _RL_BACKENDS,
         ),
         _fault(
+            "unpaused_update_applied",
+            "update_weights_from_disk loads the weights on a worker that is not paused",
+            _RL_BACKENDS,
+        ),
+        _fault(
             "second_pause_hangs",
             "a pause_generation sent while the worker is paused is answered only after another "
             "caller resumes it (FastDeploy #7825)",

@@ -180,6 +180,12 @@ ENGINE_CATALOGUE = Catalogue(
             'the system server answers 200 {"status": "error"}; generations are then held',
         ),
         _fault(
+            "unpaused_update_applied",
+            "update_weights_from_disk loads the weights on an engine that is not paused",
+            [ADMIN],
+            "the system server passes the handler's 200 ok on",
+        ),
+        _fault(
             "second_pause_hangs",
             "a pause_generation sent while the engine is paused is answered only after another "
             "caller resumes it",

@@ -9,7 +9,9 @@ keep|wait|abort"}` and answers a second pause and a resume of a running worker `
 (`fixtures/dynamo-1.6.1/vllm-cpu/pause_invalid_mode.json`, `pause_while_paused.json`,
 `resume_while_not_paused.json`); the native sidecar refuses a second pause cleanly ("already
 unregistered"). Upstream bug threads show what goes wrong instead: a pause that never returns
-(FastDeploy #7825), a second pause stranding the first caller.
+(FastDeploy #7825), a second pause stranding the first caller. The Python worker also refuses a
+weight update while it is not paused ("Worker must be paused via pause_generation() before
+updating weights", `flow_02_update_unpaused.json`).
 """
 
 from __future__ import annotations
@@ -129,4 +131,37 @@ def pause_cycle_answered(answers: Sequence[Answer], served_after: bool) -> Findi
             "generation",
             "served",
             "not served",
+        )
+
+
+@check(
+    "admin.unpaused_update_refused",
+    title="a weight update sent to a running worker that requires a pause is refused and leaves "
+    "the reported version as it was",
+    spec="Pause or drain workers when the backend requires it.",
+    section="Coordinate Policy Refresh",
+)
+def unpaused_update_refused(
+    family: str, route: str, status: int | None, body: Any, reported_after: Any, sent: Any
+) -> Findings:
+    if status is None or status >= 500:
+        yield Violation(
+            f"{route} on a running worker was not refused cleanly (HTTP {status})",
+            "status",
+            "200 with an error body, or 4xx",
+            status,
+        )
+    elif succeeded(family, route, status, body):
+        yield Violation(
+            f"{route} was applied to a worker that was not paused",
+            "status",
+            "a refusal (the worker must be paused first)",
+            describe(body),
+        )
+    if reported_after == sent:
+        yield Violation(
+            f"after the refused {route}, the worker reports the version it carried ({sent!r})",
+            "weight version",
+            "the version held before",
+            reported_after,
         )

@@ -327,6 +327,17 @@ CAPABILITIES: tuple[Capability, ...] = (
         ADMIN,
     ),
     _cap(
+        "admin.unpaused_update_refused",
+        "An update sent to a running worker that requires a pause is refused",
+        _REFRESH,
+        "Pause or drain workers when the backend requires it.",
+        {
+            Backend.VLLM: Support.SUPPORTED,
+            Backend.SGLANG: Support.UNSUPPORTED,
+            Backend.TRTLLM: Support.UNSUPPORTED,
+        },
+    ),
+    _cap(
         "refresh.pause_gates",
         "Pause gates new generation until resume",
         _REFRESH,

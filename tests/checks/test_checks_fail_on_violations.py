@@ -430,6 +430,14 @@ CASES: dict[str, Case] = {
             [pause.Answer("pause", None, None, "no response within 10 s", False, False)], True
         ),
     ),
+    "admin.unpaused_update_refused": (
+        lambda: pause.unpaused_update_refused(
+            "vllm", "update_weights_from_disk", 200, {"status": "error"}, "v1", "v2"
+        ),
+        lambda: pause.unpaused_update_refused(
+            "vllm", "update_weights_from_disk", 200, {"status": "ok"}, "v2", "v2"
+        ),
+    ),
     "refresh.straddle_reported": (
         lambda: straddle.straddle_reported(_trail([("a", "a"), ("b", "b")]), "a", "b"),
         lambda: straddle.straddle_reported(_trail([("b", "b"), ("b", "b")]), "a", "b"),

@@ -245,7 +245,12 @@ ADMIN_FAULTS = tuple(name for name in ENGINE_FAULT_NAMES if ADMIN in ENGINE_FAUL
 # Faults that acknowledge and do nothing; they are shown together on one stack.
 # Pause faults, shared with the in-process fake (fake_backends/admin/vllm.py) and shown there
 # (tests/fake_backends/test_fake_control_faults.py); one is shown through the real server here.
-PAUSE_FAULTS = ("invalid_pause_mode_accepted", "invalid_pause_mode_pauses", "second_pause_hangs")
+PAUSE_FAULTS = (
+    "invalid_pause_mode_accepted",
+    "invalid_pause_mode_pauses",
+    "second_pause_hangs",
+    "unpaused_update_applied",
+)
 SILENT_ADMIN_FAULTS = tuple(
     name for name in ADMIN_FAULTS if name not in ("admin_http200_failure_body", *PAUSE_FAULTS)
 )

@@ -58,6 +58,8 @@ EXPECTED: dict[str, tuple[str, str, str, str]] = {  # (vllm, sglang, trtllm, vll
     "admin.success_semantics": ADMIN,
     "admin.invalid_pause_mode": ADMIN,
     "admin.pause_cycles": ADMIN,
+    # the sidecar documents no pause before its transfer lifecycle
+    "admin.unpaused_update_refused": (P, U, U, "skipped"),
     "refresh.pause_gates": ADMIN,
     "refresh.version_verified": ADMIN,
     "refresh.post_update_generation": ADMIN,

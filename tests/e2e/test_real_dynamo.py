@@ -51,6 +51,7 @@ MOCKER_EXPECTED: dict[str, tuple[str, str]] = {
     "admin.success_semantics": (F, "no worker advertises administration"),
     "admin.invalid_pause_mode": (F, "no worker advertises administration"),
     "admin.pause_cycles": (F, "no worker advertises administration"),
+    "admin.unpaused_update_refused": (F, "no worker advertises administration"),
     "refresh.pause_gates": (F, "no worker advertises administration"),
     "refresh.version_verified": (F, "no worker advertises administration"),
     "refresh.post_update_generation": (F, "no worker advertises administration"),

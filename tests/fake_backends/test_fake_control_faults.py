@@ -361,3 +361,14 @@ def test_second_pause_hangs(client: httpx.Client, dep: FakeDeployment) -> None:
     time.sleep(0.2)
     admin(client, base, "resume_generation")
     assert greedy(client, dep)["choices"][0]["finish_reason"] == "length"
+
+
+@shows("unpaused_update_applied")
+def test_unpaused_update_applied(client: httpx.Client, dep: FakeDeployment) -> None:
+    base = dep.workers[0]["system_url"]
+    update = {"model_path": "/c", "weight_version": "v-unpaused"}
+    refused = client.post(f"{base}/engine/update_weights_from_disk", json=update)
+    assert json.loads(refused.text)["status"] == "error"
+    with faulted(dep, "unpaused_update_applied"):
+        assert admin(client, base, "update_weights_from_disk", update)["status"] == "ok"
+    assert admin(client, base, "get_weight_version")["version"] == "v-unpaused"
