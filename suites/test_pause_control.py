@@ -203,6 +203,8 @@ def test_an_update_to_a_running_worker_is_refused(
         raise FeatureAbsent(f"{rl_target.backend} workers take updates without a pause")
     chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
     family, worker = chosen.family, chosen.workers[0]
+    if not rl_admin.policy.permits(worker.instance_id):  # a read-only run says why first
+        raise rl_admin.policy.refusal(f"{family.update_routes[0]} on {worker.label}")
     if family.name != "vllm" or family.version is None:
         raise Unobservable(f"the {family.name} family documents no pause before an update")
     require_update_routes(chosen)
