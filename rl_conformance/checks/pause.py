@@ -40,6 +40,23 @@ def _text(body: Any) -> str:
     return body if isinstance(body, str) else ("" if message is MISSING else str(message))
 
 
+def _not_refused(
+    family: str, route: str, status: int | None, body: Any, call: str, accepted: str
+) -> Violation | None:
+    """Why a call that must be refused was not: no clean refusal (no answer, or a 5xx), or the
+    family's success semantics call the reply a success (`accepted` says what that means)."""
+    if status is None or status >= 500:
+        return Violation(
+            f"{call} was not refused cleanly (HTTP {status})",
+            "status",
+            "200 with an error body, or 4xx",
+            status,
+        )
+    if succeeded(family, route, status, body):
+        return Violation(accepted, "status", "a refusal", describe(body))
+    return None
+
+
 @check(
     "admin.invalid_pause_mode",
     title="an invalid pause mode is refused naming it, and the worker keeps serving",
@@ -50,20 +67,16 @@ def _text(body: Any) -> str:
 def invalid_mode_refused(
     family: str, route: str, mode: str, status: int | None, body: Any, still_serving: bool
 ) -> Findings:
-    if status is None or status >= 500:
-        yield Violation(
-            f"{route} with mode {mode!r} was not answered with a refusal (HTTP {status})",
-            "status",
-            "200 with an error body, or 4xx",
-            status,
-        )
-    elif succeeded(family, route, status, body):
-        yield Violation(
-            f"{route} accepted mode {mode!r}, which no engine has",
-            "status",
-            "a refusal naming the mode",
-            describe(body),
-        )
+    not_refused = _not_refused(
+        family,
+        route,
+        status,
+        body,
+        f"{route} with mode {mode!r}",
+        f"{route} accepted mode {mode!r}, which no engine has",
+    )
+    if not_refused is not None:
+        yield not_refused
     elif mode not in _text(body) and "mode" not in _text(body):
         yield Violation(
             f"{route} refused mode {mode!r} without naming it or the field",
@@ -144,20 +157,16 @@ def pause_cycle_answered(answers: Sequence[Answer], served_after: bool) -> Findi
 def unpaused_update_refused(
     family: str, route: str, status: int | None, body: Any, reported_after: Any, sent: Any
 ) -> Findings:
-    if status is None or status >= 500:
-        yield Violation(
-            f"{route} on a running worker was not refused cleanly (HTTP {status})",
-            "status",
-            "200 with an error body, or 4xx",
-            status,
-        )
-    elif succeeded(family, route, status, body):
-        yield Violation(
-            f"{route} was applied to a worker that was not paused",
-            "status",
-            "a refusal (the worker must be paused first)",
-            describe(body),
-        )
+    not_refused = _not_refused(
+        family,
+        route,
+        status,
+        body,
+        f"{route} on a running worker",
+        f"{route} was applied to a worker that was not paused",
+    )
+    if not_refused is not None:
+        yield not_refused
     if reported_after == sent:
         yield Violation(
             f"after the refused {route}, the worker reports the version it carried ({sent!r})",
