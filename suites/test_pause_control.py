@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import time
-from typing import Any
 
 import pytest
 
@@ -46,13 +45,6 @@ HOLD_FLOOR_S) may be held; it is held only if its first token then follows the r
 PROBE_TOKENS = 8
 
 
-def reply(exchange: Exchange) -> Any:
-    try:
-        return exchange.json()
-    except ValueError:
-        return exchange.body_preview()
-
-
 def resume_all(rl_admin: AdminClient, chosen: Selection) -> None:
     """Resume every selected worker whatever state a step left it in (a resume of a running
     worker is answered `ok`: `fixtures/dynamo-1.6.1/vllm-cpu/resume_while_not_paused.json`)."""
@@ -64,7 +56,7 @@ def paused_now(rl_admin: AdminClient, worker: AdminWorker, family: AdminFamily) 
     """The family's pause probe (the native sidecar's `control/is_paused`), None without one."""
     if family.probe is None or family.probe not in (worker.routes or ()):
         return None
-    found = reply(rl_admin.call(worker, family.probe, {}, deadline_s=ANSWER_S))
+    found = rl_admin.call(worker, family.probe, {}, deadline_s=ANSWER_S).reply()
     value = found.get("is_paused") if isinstance(found, dict) else None
     return value if isinstance(value, bool) else None
 
@@ -122,7 +114,7 @@ def test_an_invalid_pause_mode_is_refused_and_changes_nothing(
     )
     rl_verdict.check(
         pause.invalid_mode_refused(
-            family.name, family.pause, NOT_A_MODE, exchange.status, reply(exchange), serving
+            family.name, family.pause, NOT_A_MODE, exchange.status, exchange.reply(), serving
         ),
         exchange,
     )
@@ -131,7 +123,7 @@ def test_an_invalid_pause_mode_is_refused_and_changes_nothing(
 def answered(
     family: AdminFamily, route: str, what: str, exchange: Exchange, *, must_succeed: bool
 ) -> pause.Answer:
-    body = reply(exchange)
+    body = exchange.reply()
     return pause.Answer(
         what=what,
         status=exchange.status,
@@ -212,13 +204,13 @@ def test_an_update_to_a_running_worker_is_refused(
     policy = rl_weights.new(family, chosen.workers)
     call = family.update_calls(policy)[0]
     exchange = rl_admin.call(worker, call.route, dict(call.body), deadline_s=ANSWER_S)
-    after = reply(rl_admin.call(worker, family.version, {}, deadline_s=ANSWER_S))
+    after = rl_admin.call(worker, family.version, {}, deadline_s=ANSWER_S).reply()
     rl_verdict.check(
         pause.unpaused_update_refused(
             family.name,
             call.route,
             exchange.status,
-            reply(exchange),
+            exchange.reply(),
             family.read_version(after),
             policy.version,
         ),

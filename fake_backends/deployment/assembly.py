@@ -32,6 +32,7 @@ from fake_backends.admin.sglang import resolve_engine_routes, sglang_routes
 from fake_backends.admin.sglang_routes import ENV_VAR as ENGINE_ROUTES_ENV
 from fake_backends.admin.sglang_routes import EngineRouteDescriptor, parse_engine_routes
 from fake_backends.admin.system_server import build_worker_admin_app
+from fake_backends.admin.trtllm import trtllm_routes
 from fake_backends.admin.vllm import python_routes
 from fake_backends.admin.vllm_sidecar import sidecar_routes
 from fake_backends.deployment.control_port import build_control_app
@@ -249,6 +250,8 @@ class Assembly:
         """A fresh route table for one worker of this deployment's backend and family."""
         if not self.state.personality.admin_routes:
             return AdminRoutes()
+        if self.backend == "trtllm":
+            return trtllm_routes()
         if self.backend == "sglang":
             return sglang_routes(self.options.engine_routes)
         if self.options.admin_family == "sidecar":

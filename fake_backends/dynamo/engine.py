@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fake_backends.admin.routes import AdminRoutes, call
+from fake_backends.admin.sglang import NATIVE_ROUTES, sglang_routes
 from fake_backends.admin.vllm import python_routes
 from fake_backends.dynamo.requests import (
     Json,
@@ -80,6 +81,11 @@ NOT_PAUSED = (
     "pause_generation() first, then update, then resume_generation()."
 )
 
+ADMIN_FAMILIES = ("vllm", "sglang")
+"""`vllm`: the vLLM Python worker's RL routes, registered with `/v1/rl/workers`; `sglang`: SGLang's
+built-in `control/*` routes and its default native routes, not registered (SGLang workers are
+reached by URL)."""
+
 RouteCallback = Callable[[Any], Awaitable[Json]]
 Stopped = Callable[[], bool] | None  # the request context's "client went away"
 
@@ -116,11 +122,22 @@ class _Token:
 class ToyEngine:
     """Generation of one toy worker, over the runtime's worker and scheduler."""
 
-    def __init__(self, faults: ActiveFaults | None = None, weights: str = INITIAL_WEIGHTS) -> None:
+    def __init__(
+        self,
+        faults: ActiveFaults | None = None,
+        weights: str = INITIAL_WEIGHTS,
+        admin_family: str = "vllm",
+    ) -> None:
+        if admin_family not in ADMIN_FAMILIES:
+            raise ValueError(
+                f"admin family: expected one of {', '.join(ADMIN_FAMILIES)}, observed "
+                f"{admin_family!r}"
+            )
         self.faults = faults or engine_faults()
+        self.admin_family = admin_family
         self.worker = EngineWorker(0, 0, "toy", weights_tag=weights)
         self.worker.runtime = WorkerRuntime(self.faults)
-        self.routes: AdminRoutes = python_routes()
+        self.routes: AdminRoutes = python_routes() if admin_family == "vllm" else sglang_routes()
 
     # ------------------------------------------------------------------ model state
 
@@ -450,10 +467,23 @@ class ToyEngine:
     # ------------------------------------------------------------------ RL admin routes
 
     def admin_routes(self) -> dict[str, RouteCallback]:
-        """The vLLM Python worker's RL route family (dynamo/vllm/worker_factory.py), for
-        `dynamo.common.rl.register_rl_routes`: each callback answers as `admin.routes.call`
-        does, and raises where our own system server would answer 500 (Dynamo's does too)."""
+        """The worker's administration routes: the vLLM Python worker's RL family
+        (dynamo/vllm/worker_factory.py, for `dynamo.common.rl.register_rl_routes`) or SGLang's
+        `/engine` routes (for `register_engine_route`). Each callback answers as
+        `admin.routes.call` does, and raises where our own system server would answer 500
+        (Dynamo's does too)."""
         return {name: self._callback(name) for name in self.routes.names()}
+
+    def follows_pause_state(self, name: str) -> bool:
+        """Whether Dynamo re-syncs the worker's discovery registration with the engine's pause
+        state after this route (1.6.1 `BaseWorkerHandler._invoke_engine_route`: SGLang's
+        native routes)."""
+        return self.admin_family == "sglang" and name in NATIVE_ROUTES
+
+    @property
+    def routable(self) -> bool:
+        """Whether the engine is in a state Dynamo keeps registered for routing."""
+        return self.runtime.routable
 
     def _callback(self, name: str) -> RouteCallback:
         async def handle(body: Any) -> Json:

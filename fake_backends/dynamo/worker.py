@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from fake_backends.dynamo.connect import distributed_runtime
-from fake_backends.dynamo.engine import ToyEngine
+from fake_backends.dynamo.engine import ADMIN_FAMILIES, RouteCallback, ToyEngine
 from fake_backends.dynamo.requests import Json, RequestContext
 from fake_backends.faults.catalogue import ActiveFaults, UnknownFaultError
 from fake_backends.faults.engine import catalogue_lines, engine_faults
@@ -71,6 +71,14 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=DEFAULT_CONTEXT_LENGTH,
         help=f"runtime_config.context_length (default {DEFAULT_CONTEXT_LENGTH})",
+    )
+    parser.add_argument(
+        "--admin-family",
+        choices=ADMIN_FAMILIES,
+        default="vllm",
+        help="vllm: the vLLM Python worker's RL routes, listed by /v1/rl/workers (default); "
+        "sglang: SGLang's /engine routes, not listed (reached by the worker's system URL), the "
+        "worker leaving and rejoining routing with the engine's pause state",
     )
     parser.add_argument(
         "--engine-fault",
@@ -122,11 +130,16 @@ async def serve(args: argparse.Namespace, faults: ActiveFaults) -> None:
 
     loop = asyncio.get_running_loop()
     runtime = distributed_runtime()
-    engine = ToyEngine(faults)
+    engine = ToyEngine(faults, admin_family=args.admin_family)
     generate_endpoint = runtime.endpoint(f"{args.namespace}.backend.generate")
     rl_endpoint = runtime.endpoint(f"{args.namespace}.backend.rl")
-    registry = RLRouteRegistry(runtime, world_size=1)
-    register_rl_routes(runtime, registry, engine.admin_routes(), enable_dispatch=True)
+    served = [generate_endpoint.serve_endpoint(handler_for(engine, args))]
+    if args.admin_family == "vllm":
+        registry = RLRouteRegistry(runtime, world_size=1)
+        register_rl_routes(runtime, registry, engine.admin_routes(), enable_dispatch=True)
+        served.append(rl_endpoint.serve_endpoint(registry.dispatch_stream))
+    else:
+        register_engine_routes(runtime, engine, generate_endpoint)
 
     shutdown_tasks: list[asyncio.Task[None]] = []
 
@@ -135,7 +148,8 @@ async def serve(args: argparse.Namespace, faults: ActiveFaults) -> None:
         # graceful_shutdown_with_discovery does): the frontend drops the model at once
         # instead of routing to a dead worker while its file-discovery entry expires (~12 s).
         engine.shutdown()
-        for endpoint in (generate_endpoint, rl_endpoint):
+        endpoints = [generate_endpoint] + ([rl_endpoint] if args.admin_family == "vllm" else [])
+        for endpoint in endpoints:
             with contextlib.suppress(Exception):
                 await endpoint.unregister_endpoint_instance()
         runtime.shutdown()
@@ -153,18 +167,19 @@ async def serve(args: argparse.Namespace, faults: ActiveFaults) -> None:
     runtime_config.max_num_seqs = MAX_NUM_SEQS
     runtime_config.set_engine_specific("sglang_generate", "true")
     runtime_config.set_engine_specific("vllm_inference_v1_generate", "true")
-    # vLLM's overflow contract (dynamo/vllm/capacity.py, publish_vllm_token_budget): the frontend
-    # refuses a prompt, or a prompt plus max_tokens, beyond the context length.
-    runtime_config.set_engine_specific(
-        "token_budget",
-        json.dumps(
-            {
-                "combined_limit": args.context_length,
-                "reject_prompt_overflow": True,
-                "reject_total_overflow": True,
-            }
-        ),
-    )
+    if args.admin_family == "vllm":
+        # vLLM's overflow contract (dynamo/vllm/capacity.py, publish_vllm_token_budget): the
+        # frontend refuses a prompt, or a prompt plus max_tokens, beyond the context length.
+        runtime_config.set_engine_specific(
+            "token_budget",
+            json.dumps(
+                {
+                    "combined_limit": args.context_length,
+                    "reject_prompt_overflow": True,
+                    "reject_total_overflow": True,
+                }
+            ),
+        )
     await register_model(
         ModelInput.Tokens,
         ModelType.Chat | ModelType.Completions,
@@ -175,18 +190,52 @@ async def serve(args: argparse.Namespace, faults: ActiveFaults) -> None:
         kv_cache_block_size=KV_CACHE_BLOCK_SIZE,
         runtime_config=runtime_config,
     )
-    log_requests = args.log_requests or os.environ.get(LOG_REQUESTS_ENV, "") not in ("", "0")
-    handler = _request_logger(engine) if log_requests else engine.generate
     log.info(
-        "serving model %r from %s, engine faults: %s",
+        "serving model %r from %s, %s administration, engine faults: %s",
         args.model_name,
         args.model_dir,
+        args.admin_family,
         ", ".join(faults.names) or "none",
     )
-    await asyncio.gather(
-        generate_endpoint.serve_endpoint(handler),
-        rl_endpoint.serve_endpoint(registry.dispatch_stream),
-    )
+    await asyncio.gather(*served)
+
+
+def handler_for(engine: ToyEngine, args: argparse.Namespace) -> Any:
+    log_requests = args.log_requests or os.environ.get(LOG_REQUESTS_ENV, "") not in ("", "0")
+    return _request_logger(engine) if log_requests else engine.generate
+
+
+def register_engine_routes(runtime: Any, engine: ToyEngine, generate_endpoint: Any) -> None:
+    """SGLang's `/engine` routes on the system server, as 1.6.1's SGLang worker registers them
+    (`BaseWorkerHandler.register_engine_routes`): after each native route, under one lock, the
+    generate endpoint leaves discovery while the engine is paused or released and rejoins
+    when it is not (`_sync_discovery_with_sglang_pause_state`)."""
+    lock = asyncio.Lock()
+    registered = [True]
+
+    async def sync() -> None:
+        if engine.faults.active("stopped_worker_listed") or engine.routable == registered[0]:
+            return
+        if engine.routable:
+            await generate_endpoint.register_endpoint_instance()
+        else:
+            await generate_endpoint.unregister_endpoint_instance()
+        registered[0] = engine.routable
+
+    def synchronized(callback: RouteCallback) -> RouteCallback:
+        async def handle(body: Any) -> Json:
+            async with lock:
+                try:
+                    return await callback(body)
+                finally:
+                    await sync()
+
+        return handle
+
+    for name, callback in engine.admin_routes().items():
+        if engine.follows_pause_state(name):
+            callback = synchronized(callback)
+        runtime.register_engine_route(name, callback)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

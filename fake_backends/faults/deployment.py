@@ -238,6 +238,12 @@ CATALOGUE = Catalogue(
             _RL_BACKENDS,
         ),
         _fault(
+            "stopped_worker_listed",
+            "a paused or released SGLang worker stays listed for routing: the frontend's /health "
+            "keeps its generate instance (ai-dynamo/dynamo PR #15078)",
+            _SGLANG,
+        ),
+        _fault(
             "second_pause_hangs",
             "a pause_generation sent while the worker is paused is answered only after another "
             "caller resumes it (FastDeploy #7825)",

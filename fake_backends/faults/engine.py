@@ -192,6 +192,13 @@ ENGINE_CATALOGUE = Catalogue(
             [ADMIN],
             "the system server holds the call open until the engine is resumed",
         ),
+        _fault(
+            "stopped_worker_listed",
+            "with SGLang administration, a paused or released engine keeps its generate "
+            "instance in discovery (ai-dynamo/dynamo PR #15078: paused workers still routed to)",
+            [ADMIN],
+            "the frontend's /health keeps listing the instance and routes to it",
+        ),
     ),
 )
 

@@ -364,7 +364,12 @@ def build_frontend_app(state: DeploymentState, extra_routes: Sequence[Route] = (
         body = {
             "status": "healthy",
             "endpoints": [f"dyn://{ns}.{COMPONENT}.{e}" for ns in namespaces for e in live],
-            "instances": [_instance(w, e) for w in state.workers for e in live],
+            "instances": [
+                _instance(w, e)
+                for w in state.workers
+                for e in live
+                if e != GENERATE_ENDPOINT or state.router.in_discovery(w)
+            ],
         }
         return json_response(body)
 

@@ -9,8 +9,9 @@ RL integration reference's compatibility tables:
 * SGLang: the native streaming ``POST /generate`` route; a system server per worker with
   SGLang's own administration routes, but no RL registration; cache hits reported;
 * TensorRT-LLM: no native route, no prompt logprobs, no RL registration; its workers' system
-  servers answer health and metrics but serve no ``/engine`` route (no shared RL
-  administration contract is documented).
+  servers answer health and metrics and serve only the two memory routes Dynamo's TensorRT-LLM
+  worker registers (`control/release_memory_occupation`, `control/resume_memory_occupation`;
+  no shared RL administration contract is documented).
 """
 
 from __future__ import annotations
@@ -56,7 +57,6 @@ PERSONALITIES: Mapping[str, Personality] = MappingProxyType(
             native_generate=False,
             prompt_logprobs=False,
             rl_workers=False,
-            admin_routes=False,
         ),
     }
 )

@@ -114,6 +114,14 @@ class Router:
             turn = next(self._turn)
         return candidates[turn % len(candidates)]
 
+    def in_discovery(self, worker: EngineWorker) -> bool:
+        """Whether the worker's generate instance is listed for routing: a paused or released
+        SGLang worker and a paused native-sidecar worker leave discovery until resumed (under
+        `stopped_worker_listed` they stay listed while they serve nothing)."""
+        if worker.runtime.faults.active("stopped_worker_listed"):
+            return True
+        return worker.runtime.routable and worker.runtime.registered
+
     def any_registered(self) -> bool:
         """Whether any worker's generate endpoint is registered: with none, the frontend has no
         ready instance of the model (a paused native-sidecar fleet)."""

@@ -116,6 +116,18 @@ class Answer:
     section=SECTION,
 )
 def pause_cycle_answered(answers: Sequence[Answer], served_after: bool) -> Findings:
+    yield from answer_findings(answers)
+    if not served_after:
+        yield Violation(
+            "after the cycle ended with a resume, the worker did not serve a generation",
+            "generation",
+            "served",
+            "not served",
+        )
+
+
+def answer_findings(answers: Sequence[Answer]) -> Findings:
+    """Each call that was not answered, failed with a 5xx, or did not succeed when it had to."""
     for answer in answers:
         if answer.status is None:
             yield Violation(
@@ -138,13 +150,6 @@ def pause_cycle_answered(answers: Sequence[Answer], served_after: bool) -> Findi
                 "success",
                 describe(answer.body),
             )
-    if not served_after:
-        yield Violation(
-            "after the cycle ended with a resume, the worker did not serve a generation",
-            "generation",
-            "served",
-            "not served",
-        )
 
 
 @check(

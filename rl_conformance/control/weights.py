@@ -30,7 +30,7 @@ def synthetic_path(version: str) -> str:
 
 def synthetic_allowed(target: Target) -> bool:
     """Our fakes (launched, or our engine behind the real Dynamo) accept made-up weights."""
-    return target.kind == "fake" or target.versions.get("engine") == "fake-vllm"
+    return target.kind == "fake" or target.versions.get("engine") in ("fake-vllm", "fake-sglang")
 
 
 @dataclass

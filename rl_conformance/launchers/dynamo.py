@@ -7,6 +7,9 @@ Engines:
 - `fake-vllm`: our toy model served as a real Dynamo backend worker through Dynamo's Python
   runtime (`python -m fake_backends.dynamo.worker`), with vLLM-style RL routes registered by
   `dynamo.common.rl`, so the real frontend, nvext assembly and RL listener are under test.
+- `fake-sglang`: the same toy worker with SGLang's `/engine` routes registered the way Dynamo's
+  SGLang worker registers them (no RL registration; the worker leaves discovery while paused or
+  released), reached by its system URL as an SGLang worker is.
 - `vllm` and `vllm-tied`: the real vLLM engine (CPU build, `rl-conformance install-vllm`) as
   `python -m dynamo.vllm --enable-rl`, started as the spec starts it, on a tiny random-weight
   Qwen2-style model made locally with two further checkpoints of the same architecture for its
@@ -45,7 +48,9 @@ from .processes import ManagedProcess
 from .readiness import wait_until_ready
 from .tracing import REQUEST_TRACE_FILE, request_trace_environment
 
-ENGINES = ("mocker", "fake-vllm", "vllm", "vllm-tied")
+ENGINES = ("mocker", "fake-vllm", "fake-sglang", "vllm", "vllm-tied")
+TOY_ENGINES = {"fake-vllm": "vllm", "fake-sglang": "sglang"}
+"""Our toy worker behind real Dynamo, and the administration family it serves."""
 VLLM_ENGINES = {"vllm": "untied", "vllm-tied": "tied"}
 """Real vLLM engines and the checkpoint layout each serves."""
 MODEL_NAME = "toy"
@@ -159,12 +164,14 @@ class DynamoLauncher:
                 f"--launch: expected one of dynamo-{', dynamo-'.join(ENGINES)}"
                 f", observed dynamo-{self.engine}"
             )
-        if self.engine != "fake-vllm" and self.engine_faults:
+        if self.engine not in TOY_ENGINES and self.engine_faults:
             raise ConfigurationError(
-                f"--engine-fault needs --launch dynamo-fake-vllm (dynamo-{self.engine} "
-                "cannot be told to break the contract)"
+                "--engine-fault needs --launch dynamo-fake-vllm or dynamo-fake-sglang "
+                f"(dynamo-{self.engine} cannot be told to break the contract)"
             )
         self.target_id = self.target_id or f"dynamo-{self.engine}"
+        if TOY_ENGINES.get(self.engine) == "sglang":
+            self.backend = "sglang"
 
     def start(self) -> Target:
         vllm = self.engine in VLLM_ENGINES
@@ -364,7 +371,9 @@ class DynamoLauncher:
                 for index in range(self.workers)
             ]
         source_root = str(Path(fake_backends.__file__).resolve().parents[1])
+        family = TOY_ENGINES[self.engine]
         engines = []
+        system_urls = []
         for index in range(self.workers):
             command = [
                 str(python),
@@ -374,16 +383,23 @@ class DynamoLauncher:
                 str(model_dir),
                 "--model-name",
                 MODEL_NAME,
+                "--admin-family",
+                family,
             ]
             for fault in self.engine_faults:
                 command += ["--engine-fault", fault]
+            port = _system_port()
+            system_urls.append(f"http://127.0.0.1:{port}")
             worker_env = dict(
                 env,
                 PYTHONPATH=source_root,
-                DYN_SYSTEM_PORT=str(_system_port()),
+                DYN_SYSTEM_PORT=str(port),
                 DYN_SYSTEM_USE_ENDPOINT_HEALTH_STATUS='["generate"]',
             )
             engines.append(self._process(f"worker-{index}", command, worker_env))
+        if family == "sglang":
+            # SGLang workers are not discovered: the suite knows them as a user does, by URL.
+            self.worker_urls = tuple(system_urls)
         return engines
 
     def _process(self, name: str, command: list[str], env: dict[str, str]) -> ManagedProcess:
@@ -435,7 +451,7 @@ class DynamoLauncher:
         time.sleep(1.0)  # let the listener's first discovery settle
 
     def _wait_ready(self, frontend_url: str, rl_url: str) -> None:
-        needs_rl = self.engine != "mocker"
+        needs_rl = self.engine not in ("mocker", "fake-sglang")
 
         def ready(http: httpx.Client) -> tuple[bool, str]:
             models = http.get(frontend_url + "/v1/models").json().get("data", [])

@@ -327,6 +327,21 @@ CAPABILITIES: tuple[Capability, ...] = (
         ADMIN,
     ),
     _cap(
+        "admin.stopped_worker_unrouted",
+        "A paused or released worker leaves routing, and rejoins when restored",
+        _ADMIN,
+        "`release_memory_occupation` unregisters and drains the worker; "
+        "`resume_memory_occupation` restores it. (Upstream: Dynamo's SGLang worker follows "
+        "SGLang's pause state, the native sidecar's pause and sleep unregister, TensorRT-LLM's "
+        "memory routes with --load-format gms; ai-dynamo/dynamo PR #15078, paused workers still "
+        "routed to.)",
+        {
+            Backend.VLLM: Support.UNDOCUMENTED,
+            Backend.SGLANG: Support.SUPPORTED,
+            Backend.TRTLLM: Support.UNDOCUMENTED,
+        },
+    ),
+    _cap(
         "admin.unpaused_update_refused",
         "An update sent to a running worker that requires a pause is refused",
         _REFRESH,

@@ -24,7 +24,15 @@ from .weight_transfer import WeightTransfer, load_weight_transfer
 BACKENDS = ("vllm", "sglang", "trtllm")
 FAKES = ("vllm", "sglang", "trtllm", "vllm-sidecar")
 """Our fake deployments: one per backend, and vLLM with the native sidecar's routes."""
-LAUNCH_KINDS = ("dynamo-mocker", "dynamo-fake-vllm", "dynamo-vllm", "dynamo-vllm-tied", "docker")
+LAUNCH_KINDS = (
+    "dynamo-mocker",
+    "dynamo-fake-vllm",
+    "dynamo-fake-sglang",
+    "dynamo-vllm",
+    "dynamo-vllm-tied",
+    "docker",
+)
+TOY_LAUNCHES = ("dynamo-fake-vllm", "dynamo-fake-sglang")
 
 
 @dataclass(frozen=True)
@@ -157,7 +165,7 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "engine_fault",
         "--engine-fault",
-        "engine fault for --launch dynamo-fake-vllm (repeatable)",
+        "engine fault for --launch dynamo-fake-vllm or dynamo-fake-sglang (repeatable)",
         kind="list",
         metavar="NAME",
     ),
@@ -426,8 +434,11 @@ class RunConfig:
                 "--reference-checkpoint: expected at most one per --update-model-path "
                 f"({len(self.update_model_path)} given), observed {len(self.reference_checkpoint)}"
             )
-        if self.engine_fault and self.launch != "dynamo-fake-vllm":
-            raise ConfigurationError("--engine-fault needs --launch dynamo-fake-vllm")
+        if self.engine_fault and self.launch not in TOY_LAUNCHES:
+            raise ConfigurationError(
+                "--engine-fault needs --launch dynamo-fake-vllm or dynamo-fake-sglang, "
+                f"observed --launch {self.launch}"
+            )
         if self.docker_config and self.launch != "docker":
             raise ConfigurationError("--docker-config needs --launch docker")
         if self.launch == "docker" and not self.docker_config:

@@ -114,6 +114,14 @@ class Exchange:
     def body_preview(self) -> str:
         return preview(self.body)
 
+    def reply(self) -> Any:
+        """The body as JSON where it is JSON, else its preview: what a control call answered, for
+        a finding to quote."""
+        try:
+            return self.json()
+        except ValueError:
+            return self.body_preview()
+
     def curl(self) -> str:
         parts = ["curl", "-sS"]
         if self.streamed:

@@ -17,6 +17,7 @@ from rl_conformance.checks import (
     errors,
     http,
     logprobs,
+    membership,
     pause,
     schema_check,
     straddle,
@@ -33,6 +34,22 @@ from rl_conformance.control.policy_reference import PolicyReference
 from . import bodies
 
 Case = tuple[Callable[[], CheckResult], Callable[[], CheckResult]]
+
+
+def _stop_round(departed: int, listed_after: int) -> membership.StopRound:
+    ok = pause.Answer("the stop", 200, {"status": "ok"}, None, True, True)
+    return membership.StopRound(
+        control="memory release",
+        stop_route="release_memory_occupation",
+        restore_route="resume_memory_occupation",
+        stopped_workers=1,
+        stops=[ok],
+        listed_before=2,
+        departed=departed,
+        bound_s=30.0,
+        restores=[ok],
+        listed_after=listed_after,
+    )
 
 
 def _trail(events: list[tuple[str, str]]) -> straddle.VersionTrail:
@@ -437,6 +454,10 @@ CASES: dict[str, Case] = {
         lambda: pause.unpaused_update_refused(
             "vllm", "update_weights_from_disk", 200, {"status": "ok"}, "v2", "v2"
         ),
+    ),
+    "admin.stopped_worker_unrouted": (
+        lambda: membership.stopped_worker_unrouted([_stop_round(departed=1, listed_after=2)]),
+        lambda: membership.stopped_worker_unrouted([_stop_round(departed=0, listed_after=2)]),
     ),
     "refresh.straddle_reported": (
         lambda: straddle.straddle_reported(_trail([("a", "a"), ("b", "b")]), "a", "b"),

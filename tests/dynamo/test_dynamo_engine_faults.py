@@ -9,6 +9,7 @@ states the same in prose; together they are the pass-through report.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -251,8 +252,12 @@ PAUSE_FAULTS = (
     "second_pause_hangs",
     "unpaused_update_applied",
 )
+SGLANG_FAMILY_FAULTS = ("stopped_worker_listed",)
+"""Faults of the SGLang administration family (`--admin-family sglang`), shown on that stack."""
 SILENT_ADMIN_FAULTS = tuple(
-    name for name in ADMIN_FAULTS if name not in ("admin_http200_failure_body", *PAUSE_FAULTS)
+    name
+    for name in ADMIN_FAULTS
+    if name not in ("admin_http200_failure_body", *PAUSE_FAULTS, *SGLANG_FAMILY_FAULTS)
 )
 
 
@@ -309,3 +314,37 @@ def test_a_failed_update_is_http_200_with_a_failure_body(dynamo_python: Path) ->
         assert reply["status"] == "error"
         stack.admin("resume_generation")
         assert stack.completion(**_body())["nvext"]["completion_token_ids"] == before
+
+
+def _generate_instances(stack: Stack) -> list[int]:
+    health = stack.http.get(stack.target.frontend_url + "/health").json()
+    return [i["instance_id"] for i in health["instances"] if i["endpoint"] == "generate"]
+
+
+def _listed_within(stack: Stack, count: int, bound_s: float = 5.0) -> bool:
+    deadline = time.monotonic() + bound_s
+    while len(_generate_instances(stack)) != count:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+@pytest.mark.parametrize("faults", [(), SGLANG_FAMILY_FAULTS], ids=["clean", "listed"])
+def test_a_stopped_sglang_worker_leaves_the_real_frontends_routing(
+    dynamo_python: Path, faults: tuple[str, ...]
+) -> None:
+    """Our SGLang-family worker unregisters as Dynamo's SGLang worker does, and the real frontend's
+    /health drops the instance at once and lists it again on restore; under the fault it stays."""
+    with running_stack(dynamo_python, "fake-sglang", faults) as stack:
+        base = stack.target.worker_urls[0]
+        assert len(_generate_instances(stack)) == 1
+        for stop, restore in (
+            ("pause_generation", "continue_generation"),
+            ("release_memory_occupation", "resume_memory_occupation"),
+        ):
+            assert stack.http.post(f"{base}/engine/{stop}", json={}).status_code == 200
+            assert _listed_within(stack, 0) is not bool(faults)
+            assert stack.http.post(f"{base}/engine/{restore}", json={}).status_code == 200
+            assert _listed_within(stack, 1)
+        assert stack.completion(**_body())["choices"]

@@ -58,6 +58,8 @@ EXPECTED: dict[str, tuple[str, str, str, str]] = {  # (vllm, sglang, trtllm, vll
     "admin.success_semantics": ADMIN,
     "admin.invalid_pause_mode": ADMIN,
     "admin.pause_cycles": ADMIN,
+    # the vLLM Python worker stays routed while paused and advertises no sleep
+    "admin.stopped_worker_unrouted": (U, P, P, P),
     # the sidecar documents no pause before its transfer lifecycle
     "admin.unpaused_update_refused": (P, U, U, "skipped"),
     "refresh.pause_gates": ADMIN,

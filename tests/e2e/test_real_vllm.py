@@ -20,6 +20,8 @@ P, S, U = "pass", "skipped", "unsupported"
 UNSUPPORTED = {
     "generate.sglang_logprob_alignment": "the native SGLang route is not vLLM's",
     "refresh.straddle_reported": "vLLM 0.31 names no weight version per token",
+    "admin.stopped_worker_unrouted": "the Python worker stays routed while paused and does not "
+    "advertise control/sleep",
 }
 
 

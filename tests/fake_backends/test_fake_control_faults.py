@@ -372,3 +372,38 @@ def test_unpaused_update_applied(client: httpx.Client, dep: FakeDeployment) -> N
     with faulted(dep, "unpaused_update_applied"):
         assert admin(client, base, "update_weights_from_disk", update)["status"] == "ok"
     assert admin(client, base, "get_weight_version")["version"] == "v-unpaused"
+
+
+def generate_instances(client: httpx.Client, dep: FakeDeployment) -> list[int]:
+    health = client.get(f"{dep.frontend_url}/health").json()
+    return [i["instance_id"] for i in health["instances"] if i["endpoint"] == "generate"]
+
+
+@shows("stopped_worker_listed")
+def test_stopped_worker_listed(client: httpx.Client) -> None:
+    """A paused or released SGLang worker leaves the frontend's /health (as Dynamo's SGLang worker
+    unregisters), TensorRT-LLM's released worker too; under the fault it stays listed."""
+    with FakeDeployment("sglang", workers=2) as dep:
+        base = dep.workers[0]["system_url"]
+        stopped = dep.workers[0]["instance_id"]
+        assert stopped in generate_instances(client, dep)
+        for stop, restore in (
+            ("pause_generation", "continue_generation"),
+            ("release_memory_occupation", "resume_memory_occupation"),
+        ):
+            admin(client, base, stop)
+            assert generate_instances(client, dep) == [dep.workers[1]["instance_id"]]
+            with faulted(dep, "stopped_worker_listed"):
+                assert stopped in generate_instances(client, dep)
+            admin(client, base, restore)
+            assert stopped in generate_instances(client, dep)
+    with FakeDeployment("trtllm", workers=1) as dep:
+        base = dep.workers[0]["system_url"]
+        reply = admin(client, base, "control/release_memory_occupation")
+        assert reply == {"status": "ok", "message": "Memory released"}
+        assert generate_instances(client, dep) == []
+        assert admin(client, base, "control/release_memory_occupation")["message"] == (
+            "Memory already released"
+        )
+        admin(client, base, "control/resume_memory_occupation")
+        assert generate_instances(client, dep) == [dep.workers[0]["instance_id"]]

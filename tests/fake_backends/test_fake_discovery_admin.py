@@ -65,7 +65,8 @@ def test_other_backends_list_no_workers(
             "namespace": "dynamo",
             "workers": [],
         }
-    # Both have system servers (handed out by the deployment); TRT-LLM's serve no /engine route.
+    # Both have system servers (handed out by the deployment); TRT-LLM's serve only the two
+    # memory routes.
     assert all(w["system_url"].startswith("http://127.0.0.1:") for w in sglang.workers)
     for worker in trtllm.workers:
         assert client.get(f"{worker['system_url']}/health").status_code == 200
