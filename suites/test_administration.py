@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from rl_conformance import FeatureAbsent, MissingInput
@@ -10,7 +12,11 @@ from rl_conformance.checks import discovery
 from rl_conformance.client.http import Client
 from rl_conformance.control.admin import AdminClient, AdminWorker
 from rl_conformance.control.admin_steps import administered, apply_update, select
-from rl_conformance.control.families import TRANSFER_ALL_OR_NONE, discovered_family
+from rl_conformance.control.families import (
+    TRANSFER_ALL_OR_NONE,
+    AdminFamily,
+    discovered_family,
+)
 from rl_conformance.control.weights import WeightSource
 from rl_conformance.model.target import Target
 from rl_conformance.model.verdict import Verdict
@@ -31,12 +37,26 @@ def test_workers_advertise_what_the_update_path_needs(
     workers = [w for w in discovery.workers_of(body) if "error" not in w]
     if not workers:
         raise FeatureAbsent("GET /v1/rl/workers lists no RL workers")
+    exposed: dict[str, list[str]] = {}
     for worker in workers:
         family = discovered_family(worker.get("routes"))
         required = family.required if family is not None else None
         rl_verdict.check(
             admin_checks.route_negotiation(worker, required, TRANSFER_ALL_OR_NONE), exchange
         )
+        if family is not None and isinstance(worker.get("routes"), list):
+            exposed[str(worker.get("instance_id"))] = beyond_the_update_path(
+                family, worker["routes"]
+            )
+    # Evidence, not a verdict: "expose only the backend methods the integration requires".
+    rl_verdict.measure(advertised_beyond_the_update_path=exposed)
+
+
+def beyond_the_update_path(family: AdminFamily, routes: list[Any]) -> list[str]:
+    """The advertised routes a refresh of this family never calls (nor its read-only probe, nor
+    its version rename)."""
+    used = {*family.update_path, *family.required, family.probe, family.set_version}
+    return sorted(str(route) for route in routes if route not in used)
 
 
 @capability("admin.route_negotiation")
