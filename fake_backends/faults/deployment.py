@@ -238,6 +238,13 @@ CATALOGUE = Catalogue(
             _RL_BACKENDS,
         ),
         _fault(
+            "abort_orphans_streams",
+            "a stream whose request the worker aborts (a pause in abort mode) is left without a "
+            "terminal: the connection closes after the tokens released, no terminal chunk, no "
+            "[DONE] (vllm-project/tpu-inference #3362)",
+            _ADMIN_BACKENDS,
+        ),
+        _fault(
             "stopped_worker_listed",
             "a paused or released SGLang worker stays listed for routing: the frontend's /health "
             "keeps its generate instance (ai-dynamo/dynamo PR #15078)",

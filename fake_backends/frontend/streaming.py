@@ -76,6 +76,11 @@ async def stream_frames(
         if terminal and state.fault("content_after_terminal"):
             pending.append(frame(dialect.trailing_chunk(view)))
     final = list(views)
+    if aborted and state.fault("abort_orphans_streams"):
+        live.end("aborted")
+        if pending:
+            yield b"".join(pending)
+        return
     if aborted:
         final = [truncated_view(state, v, released[v.index]) for v in views]
         live.end("aborted")

@@ -59,7 +59,7 @@ def test_every_capability_holds_on_real_vllm(vllm_matrix: dict[str, Any]) -> Non
             vllm_matrix["stdout"][-2000:],
         )
     assert vllm_matrix["complete"]
-    assert leftover_processes() == []
+    assert leftover_processes(vllm_matrix) == []
 
 
 def test_the_report_names_the_real_versions(vllm_matrix: dict[str, Any]) -> None:

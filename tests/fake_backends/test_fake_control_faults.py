@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from fake_backend_helpers import PROMPT, admin, faulted, rl_workers, shows, wait_for
+from fake_backend_helpers import PROMPT, admin, faulted, parse_sse, rl_workers, shows, wait_for
 
 from fake_backends.deployment.assembly import FakeDeployment
 
@@ -407,3 +407,27 @@ def test_stopped_worker_listed(client: httpx.Client) -> None:
         )
         admin(client, base, "control/resume_memory_occupation")
         assert generate_instances(client, dep) == [dep.workers[0]["instance_id"]]
+
+
+def _aborted_stream(client: httpx.Client, dep: FakeDeployment) -> list[Any]:
+    """A stream held by a pause (keep), then aborted by a pause in abort mode: its events."""
+    base = dep.workers[0]["system_url"]
+    pinned = {"x-dynamo-worker-instance-id": str(dep.workers[0]["instance_id"])}
+    body = {"model": dep.model, "prompt": PROMPT, "max_tokens": 8, "stream": True}
+    admin(client, base, "pause_generation", {"mode": "keep"})
+    with client.stream(
+        "POST", f"{dep.frontend_url}/v1/completions", json=body, headers=pinned
+    ) as reply:
+        wait_for(lambda: dep.state.workers[0].runtime.has_requests())
+        admin(client, base, "pause_generation", {"mode": "abort"})
+        text = "".join(reply.iter_text())
+    admin(client, base, "resume_generation")
+    return parse_sse(text)
+
+
+@shows("abort_orphans_streams")
+def test_abort_orphans_streams(client: httpx.Client, dep: FakeDeployment) -> None:
+    clean = _aborted_stream(client, dep)
+    assert clean[-1] == "[DONE]" and clean[-2]["choices"][0]["finish_reason"] is not None
+    with faulted(dep, "abort_orphans_streams"):
+        assert _aborted_stream(client, dep) == []
