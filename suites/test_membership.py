@@ -5,6 +5,7 @@ and rejoins when restored (`checks.membership`)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -61,14 +62,16 @@ def listed(client: Client, target: Target) -> set[int]:
     return found
 
 
-def poll(client: Client, target: Target, done: object) -> tuple[set[int], float]:
+def poll(
+    client: Client, target: Target, done: Callable[[set[int]], bool]
+) -> tuple[set[int], float]:
     """`/health`'s generate instances until `done(instances)` holds or `MEMBERSHIP_S` passes;
     the last read and when it was taken (seconds from the start)."""
     started = time.monotonic()
     while True:
         now = listed(client, target)
         elapsed = time.monotonic() - started
-        if done(now) or elapsed >= MEMBERSHIP_S:  # type: ignore[operator]
+        if done(now) or elapsed >= MEMBERSHIP_S:
             return now, elapsed
         time.sleep(POLL_S)
 
