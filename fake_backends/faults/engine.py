@@ -210,3 +210,12 @@ catalogue_lines = ENGINE_CATALOGUE.lines
 def engine_faults(names: Iterable[str] = ()) -> ActiveFaults:
     """The engine faults switched on for one worker process (validated)."""
     return ActiveFaults(ENGINE_CATALOGUE, names)
+
+
+SGLANG_FAMILY_FAULTS = frozenset({"stopped_worker_listed"})
+"""Faults of the toy worker's SGLang administration family (`--admin-family sglang`)."""
+
+
+def toy_engine_for(fault: str) -> str:
+    """The toy engine (`--launch dynamo-<engine>`) on which an engine fault shows."""
+    return "fake-sglang" if fault in SGLANG_FAMILY_FAULTS else "fake-vllm"

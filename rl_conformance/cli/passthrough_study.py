@@ -150,8 +150,10 @@ def run_suite(fault: str, report_dir: Path, python: Path | None) -> dict[str, An
 
     The listener's namespace scope does not depend on the engine; re-scoping restarts the
     frontend about ten times, which would dominate every fault's run."""
+    from fake_backends.faults.engine import toy_engine_for
+
     config = RunConfig(
-        launch="dynamo-fake-vllm",
+        launch=f"dynamo-{toy_engine_for(fault)}",
         engine_fault=(fault,),
         dynamo_python=str(python) if python is not None else None,
         allow_mutations=True,
@@ -174,7 +176,7 @@ def caught_by(matrix: dict[str, Any]) -> list[str]:
 
 
 def build_report(report_dir: Path, python: Path | None, faults: list[str]) -> dict[str, Any]:
-    from fake_backends.faults.engine import ENGINE_FAULTS
+    from fake_backends.faults.engine import ENGINE_FAULTS, toy_engine_for
 
     started = time.monotonic()
     report_dir.mkdir(parents=True, exist_ok=True)
@@ -187,7 +189,9 @@ def build_report(report_dir: Path, python: Path | None, faults: list[str]) -> di
         clean_launcher.stop()
     rows = []
     for fault in faults:
-        launcher = DynamoLauncher(engine="fake-vllm", python=python, engine_faults=(fault,))
+        launcher = DynamoLauncher(
+            engine=toy_engine_for(fault), python=python, engine_faults=(fault,)
+        )
         faulty_target = launcher.start()
         try:
             frontend = classify(clean, probe_all(faulty_target))

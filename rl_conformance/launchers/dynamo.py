@@ -288,6 +288,7 @@ class DynamoLauncher:
             release_source=LAUNCHER_SOURCE if version else UNKNOWN_SOURCE,
             notes=[process.describe() for process in self.processes]
             + [f"logs: {self.keep_logs_in / self.target_id if self.keep_logs_in else self.workdir}"]
+            + [f"work directory: {self.workdir}"]
             + ([f"engine faults: {', '.join(self.engine_faults)}"] if self.engine_faults else []),
         )
 

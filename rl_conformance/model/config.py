@@ -24,15 +24,8 @@ from .weight_transfer import WeightTransfer, load_weight_transfer
 BACKENDS = ("vllm", "sglang", "trtllm")
 FAKES = ("vllm", "sglang", "trtllm", "vllm-sidecar")
 """Our fake deployments: one per backend, and vLLM with the native sidecar's routes."""
-LAUNCH_KINDS = (
-    "dynamo-mocker",
-    "dynamo-fake-vllm",
-    "dynamo-fake-sglang",
-    "dynamo-vllm",
-    "dynamo-vllm-tied",
-    "docker",
-)
 TOY_LAUNCHES = ("dynamo-fake-vllm", "dynamo-fake-sglang")
+LAUNCH_KINDS = ("dynamo-mocker", *TOY_LAUNCHES, "dynamo-vllm", "dynamo-vllm-tied", "docker")
 
 
 @dataclass(frozen=True)
@@ -435,10 +428,7 @@ class RunConfig:
                 f"({len(self.update_model_path)} given), observed {len(self.reference_checkpoint)}"
             )
         if self.engine_fault and self.launch not in TOY_LAUNCHES:
-            raise ConfigurationError(
-                "--engine-fault needs --launch dynamo-fake-vllm or dynamo-fake-sglang, "
-                f"observed --launch {self.launch}"
-            )
+            raise ConfigurationError(f"--engine-fault needs --launch {' or '.join(TOY_LAUNCHES)}")
         if self.docker_config and self.launch != "docker":
             raise ConfigurationError("--docker-config needs --launch docker")
         if self.launch == "docker" and not self.docker_config:

@@ -20,6 +20,7 @@ from dynamo_stack import Stack, running_stack
 
 from fake_backends.dynamo.engine import SCRIPT_PREFIX
 from fake_backends.faults.engine import ADMIN, ENGINE_FAULT_NAMES, ENGINE_FAULTS
+from fake_backends.faults.engine import SGLANG_FAMILY_FAULTS as SGLANG_FAMILY
 from fake_backends.model.decoding import SamplingParams, generate_choice
 from fake_backends.model.tokenizer import EOS_ID, byte_level_ids
 from fake_backends.model.toy_model import ToyModel
@@ -252,8 +253,7 @@ PAUSE_FAULTS = (
     "second_pause_hangs",
     "unpaused_update_applied",
 )
-SGLANG_FAMILY_FAULTS = ("stopped_worker_listed",)
-"""Faults of the SGLang administration family (`--admin-family sglang`), shown on that stack."""
+SGLANG_FAMILY_FAULTS = tuple(sorted(SGLANG_FAMILY))
 SILENT_ADMIN_FAULTS = tuple(
     name
     for name in ADMIN_FAULTS
