@@ -133,6 +133,11 @@ ALLOWLIST: dict[str, tuple[str, tuple[str, str]]] = {
         "the real Dynamo frontend with our engine; run by the real-Dynamo e2e test",
         ("tests/e2e/test_real_dynamo.py", '"--all-workers"'),
     ),
+    "rl-conformance run --launch dynamo-fake-sglang --allow-mutations --all-workers": (
+        "the real Dynamo frontend with our SGLang-family engine; `passthrough` runs that column "
+        "for its engine faults (toy_engine_for), and the engine-fault tests start its stack",
+        ("rl_conformance/cli/passthrough_study.py", "toy_engine_for(fault)"),
+    ),
     "rl-conformance run --launch dynamo-fake-vllm --engine-fault NAME": (
         "one real-Dynamo stack per engine fault; `passthrough` launches it for every fault",
         ("tests/e2e/test_passthrough.py", '"passthrough"'),

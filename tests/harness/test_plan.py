@@ -59,7 +59,10 @@ def test_external_deployment_replaces_the_fakes() -> None:
             {"frontend": "http://127.0.0.1:1", "backend": "tgi"},
             "expected one of vllm, sglang, trtllm",
         ),
-        ({"engine_fault": ("x",)}, "--engine-fault needs --launch dynamo-fake-vllm or dynamo-fake-sglang"),
+        (
+            {"engine_fault": ("x",)},
+            "--engine-fault needs --launch dynamo-fake-vllm or dynamo-fake-sglang",
+        ),
         ({"launch": "docker"}, "--launch docker needs --docker-config"),
         ({"launch": "kubernetes"}, "--launch: expected one of"),
     ],
