@@ -442,11 +442,13 @@ def _failure_point(records: list[AuditRecord]) -> AuditRecord | None:
 
 def gated_after_failure(evidence: Evidence) -> Finding:
     check = "adapter.gated_after_failure"
-    refresh = next(iter(evidence.refresh_steps()), None)
+    refreshes = evidence.refresh_steps()
+    refresh = next(iter(refreshes), None)
     if refresh is None:
         return _skip(check, "no refresh was driven")
-    may_fail = evidence.scenario.refresh_succeeds is None and refresh.outcome != "returned"
-    if evidence.scenario.refresh_succeeds is not False and not may_fail:
+    expected = evidence.scenario.expects(0)
+    may_fail = expected is None and refresh.outcome != "returned"
+    if expected is not False and not may_fail:
         return _skip(check, "the refresh of this scenario completed")
     records = evidence.within(refresh)
     failed = _failure_point(records)
@@ -467,7 +469,12 @@ def gated_after_failure(evidence: Evidence) -> Finding:
             "RefreshFailed",
             refresh.outcome,
         )
-    after = [s for s in evidence.generate_steps() if s.index > refresh.index]
+    retried = next((s.index for s in refreshes[1:]), None)
+    after = [
+        s
+        for s in evidence.generate_steps()
+        if s.index > refresh.index and (retried is None or s.index < retried)
+    ]
     for step in after:
         sent = [r for r in evidence.within(step) if r.is_generation]
         if sent or any(a.step == step.index for a in evidence.admissions):
@@ -482,13 +489,21 @@ def gated_after_failure(evidence: Evidence) -> Finding:
 
 def complete_iteration(evidence: Evidence) -> Finding:
     check = "adapter.complete_iteration"
-    if evidence.scenario.refresh_succeeds is False or not evidence.refresh_steps():
+    scenario = evidence.scenario
+    steps = evidence.refresh_steps()
+    judged = [
+        step for position, step in enumerate(steps) if scenario.expects(position) is not False
+    ]
+    if not judged and any(scenario.expects(p) is False for p in range(len(steps))):
         return _skip(check, "no refresh of this scenario can complete")
-    if evidence.scenario.refresh_succeeds is None and any(
-        step.outcome != "returned" for step in evidence.refresh_steps()
+    if any(
+        scenario.expects(position) is None and step.outcome != "returned"
+        for position, step in enumerate(steps)
     ):
         return _skip(check, "the refresh failed closed, which this scenario allows")
-    for step in evidence.refresh_steps():
+    if not judged:
+        return _skip(check, "no refresh of this scenario can complete")
+    for step in judged:
         plan = next(s for s in evidence.scenario.refreshes() if s.version == step.label)
         if step.outcome != "returned":
             return _fail(
@@ -541,8 +556,16 @@ def complete_iteration(evidence: Evidence) -> Finding:
                 "a verified generation after resume, before the refresh returns",
                 None,
             )
+    last = judged[-1]
+    gated = [s for s in evidence.generate_steps() if s.index > last.index and s.outcome == "gated"]
+    if gated:
+        return _fail(
+            check,
+            f"rollout slot {gated[0].label} stayed gated after refresh {last.label} returned",
+            "generation reopened once a refresh verifiably succeeded",
+            gated[0].detail,
+        )
     return _ok(
         check,
-        f"{len(evidence.refresh_steps())} refresh(es): every worker updated, verified, "
-        "generation checked",
+        f"{len(judged)} refresh(es): every worker updated, verified, generation checked",
     )

@@ -61,10 +61,21 @@ class Scenario:
     refresh_succeeds: bool | None = True
     """True: every refresh can and must complete; False: none can, generation must stay gated;
     None: completing on the whole fleet and failing closed are both safe."""
+    recovers: bool = False
+    """The first refresh cannot succeed and the trainer retries it: the retry must complete and
+    reopen the fleet (the weights page's recovery rule: a failed refresh keeps the fleet gated
+    until a later one verifiably succeeds)."""
     injection: type[Injection] = Injection
     request_timeout_s: float = REQUEST_TIMEOUT_S
     notes: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def expects(self, position: int) -> bool | None:
+        """Whether the refresh at this position (0 = the first the trainer takes) can and must
+        complete (True), cannot (False), or may fail closed (None)."""
+        if self.recovers:
+            return position > 0
+        return self.refresh_succeeds
 
     def refreshes(self) -> list[Refresh]:
         """Every refresh the trainer takes, overlapped with a rollout or not, in order."""
@@ -299,6 +310,15 @@ SCENARIOS: tuple[Scenario, ...] = (
         (Generate("s1"), _refresh(1), Generate("s2")),
         refresh_succeeds=False,
         injection=UpdateFailsOnOneWorker,
+    ),
+    Scenario(
+        "refresh_retried",
+        "the weight update fails on one worker; the trainer retries the refresh, which succeeds",
+        (Generate("s1"), _refresh(1), _refresh(1), Generate("s2")),
+        recovers=True,
+        injection=UpdateFailsOnOneWorker,
+        notes="the first refresh must fail closed and keep generation gated; the retry must "
+        "update and verify every worker and reopen the fleet, so s2 is generated",
     ),
     Scenario(
         "flush_fails",

@@ -11,7 +11,7 @@ from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .protocol import AdapterContext, RolloutRequest, Sample
+from .protocol import AdapterContext, Policy, RolloutRequest, Sample
 from .reference import AttemptFailed, ReferenceAdapter
 
 if TYPE_CHECKING:
@@ -156,6 +156,24 @@ class DropsNoneLogprobs(ReferenceAdapter):
         return [value for value in values if value is not None]
 
 
+class StaysGatedAfterFailure(ReferenceAdapter):
+    """Once a refresh has failed, keeps generation gated for good, even after a retried refresh
+    verifiably succeeds."""
+
+    def __init__(self, context: AdapterContext) -> None:
+        super().__init__(context)
+        self.failed_once = False
+
+    def refresh_policy(self, policy: Policy) -> None:
+        try:
+            super().refresh_policy(policy)
+        except Exception:
+            self.failed_once = True
+            raise
+        if self.failed_once:
+            self.gated = True
+
+
 TWINS: dict[str, type[ReferenceAdapter]] = {
     "retokenizes": Retokenizes,
     "caches_membership": CachesMembership,
@@ -165,6 +183,7 @@ TWINS: dict[str, type[ReferenceAdapter]] = {
     "reopens_after_failed_flush": ReopensAfterFailedFlush,
     "drops_none_logprobs": DropsNoneLogprobs,
     "names_current_policy": NamesCurrentPolicy,
+    "stays_gated_after_failure": StaysGatedAfterFailure,
 }
 
 REVIEWED = Path(__file__).resolve().parents[2] / "fixtures" / "expected" / "adapter-twins.json"

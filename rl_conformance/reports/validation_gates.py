@@ -155,7 +155,12 @@ _WORKER_FAILURES = (
     "discovery_entry_error",
     "route_missing_on_one_worker",
 )
-_UPDATE_FAILURES = ("update_fails_on_one_worker", "flush_fails", "post_update_generation_fails")
+_UPDATE_FAILURES = (
+    "update_fails_on_one_worker",
+    "refresh_retried",
+    "flush_fails",
+    "post_update_generation_fails",
+)
 
 ADAPTER_GATES: tuple[Gate, ...] = (
     Gate(
@@ -230,7 +235,10 @@ ADAPTER_GATES: tuple[Gate, ...] = (
             ),
             Field(
                 "weight_update_failure_recovered",
-                (Input("adapter.gated_after_failure", _UPDATE_FAILURES),),
+                (
+                    Input("adapter.gated_after_failure", _UPDATE_FAILURES),
+                    Input("adapter.complete_iteration", ("refresh_retried",)),
+                ),
             ),
         ),
     ),
