@@ -1,6 +1,7 @@
-"""Routing membership under administration: a worker taken out of routing (paused, its memory
-released, put to sleep) leaves the instances the frontend routes to, serves nothing meanwhile,
-and rejoins when restored (`checks.membership`)."""
+"""Routing membership: a worker taken out of routing (paused, its memory released, put to sleep)
+leaves the instances the frontend routes to, serves nothing meanwhile, and rejoins when restored;
+a worker whose process stops is dropped from routing and dropped or marked by discovery
+(`checks.membership`)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ from rl_conformance.control.stopping import (
     served_by,
     stop_controls,
 )
-from rl_conformance.model.target import Target
+from rl_conformance.model.capabilities import RL_WORKERS, Backend, Support
+from rl_conformance.model.target import WORKER_DEPARTURE, Target, WorkerDepartureProbe
 from rl_conformance.model.verdict import Verdict
 from rl_conformance.wire.exchange import Exchange
 
@@ -175,3 +177,97 @@ def test_a_stopped_worker_leaves_routing_until_restored(
         timings[control.name] = measured
     rl_verdict.measure(stopped_worker_unrouted=timings)
     rl_verdict.check(membership.stopped_worker_unrouted(rounds))
+
+
+DEPARTURE_S = 30.0
+"""A departure reaches discovery and the frontend within this (measured with Dynamo 1.6.1 and
+file discovery: at once for a worker that unregisters as it stops)."""
+RETURN_S = 90.0
+"""A restarted worker of ours is listed again within this (measured: a few seconds)."""
+
+
+def usable_workers(client: Client, target: Target) -> int:
+    """Workers `/v1/rl/workers` lists with routes and no `error`."""
+    exchange = client.get(target.rl("/v1/rl/workers"), deadline_s=HEALTH_S)
+    try:
+        body = exchange.json()
+    except ValueError:
+        return 0
+    workers = body.get("workers") if isinstance(body, dict) else None
+    return sum(
+        1
+        for worker in workers or []
+        if isinstance(worker, dict) and worker.get("routes") and "error" not in worker
+    )
+
+
+@capability("discovery.departure_visible")
+@pytest.mark.needs(WORKER_DEPARTURE)
+def test_a_departed_worker_leaves_routing_and_discovery_says_so(
+    rl_client: Client,
+    rl_target: Target,
+    rl_verdict: Verdict,
+    rl_probe: WorkerDepartureProbe,
+) -> None:
+    """The last worker's process stops: within `DEPARTURE_S` the frontend's `/health` lists one
+    generate instance fewer and, where the backend registers with `/v1/rl/workers`, discovery
+    lists one usable worker fewer (dropped, or kept with an `error` and no routes, as Dynamo
+    1.6.1 does until the registration expires). Started again, it is listed usable and routed
+    within `RETURN_S`."""
+    discovered = bool(rl_target.rl_url) and RL_WORKERS[Backend(rl_target.backend)] is (
+        Support.SUPPORTED
+    )
+    routed_before = len(listed(rl_client, rl_target))
+    usable_before = usable_workers(rl_client, rl_target) if discovered else None
+
+    def gone() -> tuple[int, int | None]:
+        return (
+            len(listed(rl_client, rl_target)),
+            usable_workers(rl_client, rl_target) if discovered else None,
+        )
+
+    def settled(
+        done: Callable[[int, int | None], bool], bound_s: float
+    ) -> tuple[int, int | None, float]:
+        started = time.monotonic()
+        while True:
+            routed, usable = gone()
+            elapsed = time.monotonic() - started
+            if done(routed, usable) or elapsed >= bound_s:
+                return routed, usable, elapsed
+            time.sleep(POLL_S)
+
+    rl_probe.depart_worker()
+    try:
+        routed_gone, usable_gone, left_s = settled(
+            lambda routed, usable: (
+                routed < routed_before
+                and (usable_before is None or (usable is not None and usable < usable_before))
+            ),
+            DEPARTURE_S,
+        )
+    finally:
+        rl_probe.return_worker()
+    routed_back, usable_back, back_s = settled(
+        lambda routed, usable: (
+            routed >= routed_before
+            and (usable_before is None or (usable is not None and usable >= usable_before))
+        ),
+        RETURN_S,
+    )
+    whole = routed_back >= routed_before and (
+        usable_before is None or (usable_back is not None and usable_back >= usable_before)
+    )
+    rl_verdict.measure(departure={"left_s": round(left_s, 3), "returned_s": round(back_s, 3)})
+    rl_verdict.check(
+        membership.departure_visible(
+            membership.Departure(
+                bound_s=DEPARTURE_S,
+                routed_before=routed_before,
+                routed_while_gone=routed_gone,
+                usable_before=usable_before,
+                usable_while_gone=usable_gone,
+                whole_again=whole,
+            )
+        )
+    )

@@ -10,6 +10,10 @@
 * ``GET /listener_env`` -> ``{"env": {...} | null}``; ``POST /listener_env
   {"env": {...} | null}`` replaces the environment the RL listener scopes discovery from
   (null: the process environment again), without a restart;
+* ``POST /departure {"departed": true|false}``: the last worker's process goes away (its
+  discovery entry stays, marked with an `error` and no routes, as Dynamo 1.6.1 lists a dead
+  worker until its registration expires; the frontend stops routing to it) or comes back;
+  answers ``{"instance_id": ..., "departed": ...}``;
 * ``POST /workers/{instance_id}/clear_kv_blocks``: the worker request-plane operation
   SGLang has instead of an ``/engine`` route (``{"status": "ok"}``, or an error while the
   worker has requests).
@@ -125,6 +129,19 @@ def build_control_app(state: DeploymentState) -> Starlette:
         override = state.listener_env_override
         return json_response({"env": None if override is None else dict(override)})
 
+    async def departure(request: Request) -> Response:
+        try:
+            body = await _json_body(request)
+        except ValueError as exc:
+            return json_response({"error": str(exc)}, 400)
+        departed = body.get("departed") if isinstance(body, dict) else None
+        if not isinstance(departed, bool) or not state.workers:
+            return json_response({"error": 'expected {"departed": true|false}'}, 400)
+        worker = state.workers[-1]
+        worker.runtime.departed = departed
+        worker.runtime.registered = not departed
+        return json_response({"instance_id": worker.instance_id, "departed": departed})
+
     async def worker_clear_kv_blocks(request: Request) -> Response:
         raw = request.path_params["instance_id"]
         worker = state.router.find(int(raw)) if raw.isdigit() else None
@@ -138,6 +155,7 @@ def build_control_app(state: DeploymentState) -> Starlette:
             Route("/request_ledger", _loopback_only(request_ledger), methods=["GET", "DELETE"]),
             Route("/admin_ledger", _loopback_only(admin_ledger), methods=["GET", "DELETE"]),
             Route("/listener_env", _loopback_only(listener_env), methods=["GET", "POST"]),
+            Route("/departure", _loopback_only(departure), methods=["POST"]),
             Route(
                 "/workers/{instance_id}/clear_kv_blocks",
                 _loopback_only(worker_clear_kv_blocks),

@@ -66,6 +66,15 @@ def _describe(worker: EngineWorker, instance_id: int, routes: tuple[str, ...]) -
     return entry
 
 
+def _departed(entry: dict[str, Any], worker: EngineWorker) -> dict[str, Any]:
+    """How Dynamo 1.6.1 lists a worker whose process is gone, until its registration expires:
+    no routes, no system_url or world_size, and the probe's `error`
+    (`fixtures/dynamo-1.6.1/toy-worker/worker_gone_rl_workers.json`)."""
+    kept = {k: v for k, v in entry.items() if k not in ("system_url", "world_size", "routes")}
+    address = entry["transport"]["tcp"].split("/", 1)[0]
+    return {**kept, "routes": [], "error": f"Unavailable: TCP connection to {address} failed"}
+
+
 def _break_worker_zero(state: DeploymentState, worker: EngineWorker, entry: dict[str, Any]) -> None:
     if state.fault("request_plane_url_mismatch"):
         entry["request_plane_url"] = worker.endpoint_url(GENERATE_ENDPOINT)
@@ -113,6 +122,8 @@ def list_workers(state: DeploymentState) -> dict[str, Any]:
             continue
         instance_id = instance_id_for(worker.index, read + 1) if unstable else worker.instance_id
         entry = _describe(worker, instance_id, worker.advertised_routes)
+        if worker.runtime.departed and not state.fault("departed_worker_listed"):
+            entry = _departed(entry, worker)
         if worker.index == 0:
             _break_worker_zero(state, worker, entry)
         by_index[worker.index] = entry

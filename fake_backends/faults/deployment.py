@@ -245,6 +245,12 @@ CATALOGUE = Catalogue(
             _ADMIN_BACKENDS,
         ),
         _fault(
+            "departed_worker_listed",
+            "a worker whose process went away stays listed by /v1/rl/workers as healthy (its "
+            "routes and system_url, no error)",
+            _RL_BACKENDS,
+        ),
+        _fault(
             "stopped_worker_listed",
             "a paused or released SGLang worker stays listed for routing: the frontend's /health "
             "keeps its generate instance (ai-dynamo/dynamo PR #15078)",

@@ -84,6 +84,7 @@ class WorkerRuntime:
         self.routable = True  # SGLang workers leave routing when paused or released
         self.registered = True  # a native-sidecar worker unregisters its generate endpoint
         self.memory_released = False
+        self.departed = False  # the worker's process went away (control port `/departure`)
         self.draining = 0  # > 0 while an unpaused update waits for in-flight requests
         self.cache = PrefixCache()
         self.closing = False

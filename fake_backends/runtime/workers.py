@@ -118,6 +118,8 @@ class Router:
         """Whether the worker's generate instance is listed for routing: a paused or released
         SGLang worker and a paused native-sidecar worker leave discovery until resumed (under
         `stopped_worker_listed` they stay listed while they serve nothing)."""
+        if worker.runtime.departed:
+            return False
         if worker.runtime.faults.active("stopped_worker_listed"):
             return True
         return worker.runtime.routable and worker.runtime.registered

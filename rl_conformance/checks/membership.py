@@ -89,3 +89,56 @@ def stopped_worker_unrouted(rounds: Sequence[StopRound]) -> Findings:
                 "served",
                 "not served",
             )
+
+
+@dataclass(frozen=True)
+class Departure:
+    """One worker's process stopped and started again, as discovery and the frontend showed it."""
+
+    bound_s: float
+    routed_before: int
+    routed_while_gone: int
+    """The fewest generate instances `/health` listed within the bound after the stop."""
+    usable_before: int | None = None
+    """Workers `/v1/rl/workers` listed usable (routes, no `error`); None where the backend
+    registers none."""
+    usable_while_gone: int | None = None
+    whole_again: bool = True
+    """Within the bound after the restart, as many usable workers and routed instances as
+    before."""
+
+
+@check(
+    "discovery.departure_visible",
+    title="a worker whose process stops is dropped from routing and dropped or marked by "
+    "discovery, and listed again when it returns",
+    spec="Keep generation gated when membership changes",
+    section="Coordinate Policy Refresh",
+)
+def departure_visible(observed: Departure) -> Findings:
+    before, gone = observed.usable_before, observed.usable_while_gone
+    if before is not None and gone is not None and gone >= before:
+        yield Violation(
+            f"{observed.bound_s:.0f} s after a worker's process stopped, /v1/rl/workers still "
+            f"listed {gone} usable worker(s), as before: the departed worker was neither "
+            "dropped nor marked with an `error`",
+            "/v1/rl/workers",
+            f"fewer than {before} usable",
+            gone,
+        )
+    if observed.routed_while_gone >= observed.routed_before:
+        yield Violation(
+            f"{observed.bound_s:.0f} s after a worker's process stopped, the frontend's /health "
+            f"still listed {observed.routed_while_gone} generate instance(s), as before",
+            "/health instances",
+            f"fewer than {observed.routed_before}",
+            observed.routed_while_gone,
+        )
+    if not observed.whole_again:
+        yield Violation(
+            "the worker started again was not listed usable and routed within "
+            f"{observed.bound_s:.0f} s",
+            "membership",
+            "as before the stop",
+            "fewer",
+        )

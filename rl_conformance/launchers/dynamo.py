@@ -42,7 +42,7 @@ import fake_backends
 
 from ..errors import ConfigurationError, LaunchError
 from ..model.releases import LAUNCHER_SOURCE, MAIN, UNKNOWN_SOURCE
-from ..model.target import LISTENER_RESTART, Target
+from ..model.target import LISTENER_RESTART, WORKER_DEPARTURE, Target
 from .model_dir import eos_token_ids
 from .processes import ManagedProcess
 from .readiness import wait_until_ready
@@ -172,6 +172,9 @@ class DynamoLauncher:
         self.target_id = self.target_id or f"dynamo-{self.engine}"
         if TOY_ENGINES.get(self.engine) == "sglang":
             self.backend = "sglang"
+        if self.engine in TOY_ENGINES:
+            # Our toy worker restarts in seconds; a real vLLM worker takes a minute or more.
+            self.offers = self.offers | {WORKER_DEPARTURE}
 
     def start(self) -> Target:
         vllm = self.engine in VLLM_ENGINES
@@ -415,6 +418,27 @@ class DynamoLauncher:
         )
         self.processes.append(process)
         return process
+
+    def depart_worker(self) -> None:
+        """SIGTERM the last worker (it leaves discovery as a stopping worker does)."""
+        self._last_worker().stop()
+
+    def return_worker(self) -> None:
+        """Start the last worker again with its command and environment (its system port
+        too), and wait until the process is up; discovery is the test's to watch."""
+        old = self._last_worker()
+        old.stop()
+        fresh = ManagedProcess(
+            old.name, old.command, old.env, old.log_path, cwd=old.cwd, priority=old.priority
+        )
+        self.processes[self.processes.index(old)] = fresh
+        fresh.start()
+
+    def _last_worker(self) -> ManagedProcess:
+        workers = [p for p in self.processes if p.name.startswith("worker-")]
+        if not workers:
+            raise LaunchError(f"{self.target_id} runs no worker of ours to stop")
+        return workers[-1]
 
     def rescope_listener(self, env: Mapping[str, str]) -> None:
         """Restart the frontend with these namespace variables in its own environment (the RL

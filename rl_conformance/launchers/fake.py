@@ -21,7 +21,13 @@ from typing import IO, Any
 import httpx
 
 from ..errors import LaunchError
-from ..model.target import COLD_START, LISTENER_RESTART, Target, check_backend
+from ..model.target import (
+    COLD_START,
+    LISTENER_RESTART,
+    WORKER_DEPARTURE,
+    Target,
+    check_backend,
+)
 from .model_dir import eos_token_ids
 from .tracing import REQUEST_TRACE_FILE, request_trace_environment
 
@@ -57,7 +63,8 @@ class ControlPortProbe:
 
     @classmethod
     def of(cls, control_url: str, flavour: str) -> ControlPortProbe:
-        offers = {LISTENER_RESTART} | ({COLD_START} if flavour in COLD_STARTS else set())
+        offers = {LISTENER_RESTART, WORKER_DEPARTURE}
+        offers |= {COLD_START} if flavour in COLD_STARTS else set()
         return cls(control_url, frozenset(offers), flavour)
 
     def cold_start_probe(self, model_path: str, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -95,11 +102,21 @@ class ControlPortProbe:
                 with contextlib.suppress(OSError):
                     os.unlink(launcher.log_path)
 
-    def rescope_listener(self, env: Mapping[str, str]) -> None:
+    def depart_worker(self) -> None:
+        self._departure(True)
+
+    def return_worker(self) -> None:
+        self._departure(False)
+
+    def _departure(self, departed: bool) -> None:
+        self._control("/departure", {"departed": departed}, "the worker's departure was refused")
+
+    def _control(self, path: str, body: Mapping[str, Any], refused: str) -> None:
+        """POST to the fake's control port; a LaunchError naming `refused` unless it says 200."""
         try:
             reply = httpx.post(
-                f"{self.control_url}/listener_env",
-                json={"env": dict(env)},
+                f"{self.control_url}{path}",
+                json=dict(body),
                 timeout=CONTROL_TIMEOUT_S,
                 trust_env=False,
                 verify=_PLAIN_HTTP_ONLY,
@@ -107,9 +124,10 @@ class ControlPortProbe:
         except httpx.HTTPError as exc:
             raise LaunchError(f"the fake's control port did not answer: {exc}") from exc
         if reply.status_code != 200:
-            raise LaunchError(
-                f"the listener cannot be re-scoped: HTTP {reply.status_code} {reply.text[:200]}"
-            )
+            raise LaunchError(f"{refused}: HTTP {reply.status_code} {reply.text[:200]}")
+
+    def rescope_listener(self, env: Mapping[str, str]) -> None:
+        self._control("/listener_env", {"env": dict(env)}, "the listener cannot be re-scoped")
 
 
 @functools.cache

@@ -327,6 +327,14 @@ CAPABILITIES: tuple[Capability, ...] = (
         ADMIN,
     ),
     _cap(
+        "discovery.departure_visible",
+        "A worker whose process stops leaves routing and is dropped or marked by discovery",
+        _REFRESH,
+        "Keep generation gated when membership changes. (Dynamo 1.6.1 lists a stopped worker "
+        "with `routes: []` and an `error` until its registration expires, and the frontend "
+        "stops routing to it at once.)",
+    ),
+    _cap(
         "admin.stopped_worker_unrouted",
         "A paused or released worker leaves routing, and rejoins when restored",
         _ADMIN,

@@ -19,11 +19,15 @@ from .releases import MAIN, UNKNOWN_SOURCE
 
 LISTENER_RESTART = "listener_restart"
 COLD_START = "cold_start"
+WORKER_DEPARTURE = "worker_departure"
 CHANNELS: Mapping[str, str] = {
     LISTENER_RESTART: "restarting the RL listener under a chosen environment, which only a "
     "deployment the suite launched offers (our fakes, --launch dynamo-*)",
     COLD_START: "starting the same deployment fresh on a checkpoint, which only a deployment "
     "the suite launched offers (our fakes)",
+    WORKER_DEPARTURE: "stopping one worker's process and starting it again, which only a "
+    "deployment the suite launched offers (our fakes, --launch dynamo-fake-vllm, "
+    "dynamo-fake-sglang)",
 }
 """Channels a probe may offer, and what a cell says when a target lacks one."""
 
@@ -35,6 +39,16 @@ class Probe(Protocol):
 
     def rescope_listener(self, env: Mapping[str, str]) -> None:
         """Restart (or re-read) the RL listener with these namespace variables only."""
+
+
+class WorkerDepartureProbe(Probe, Protocol):
+    """A probe that offers `WORKER_DEPARTURE`."""
+
+    def depart_worker(self) -> None:
+        """Stop the process of the deployment's last worker (it does not come back by itself)."""
+
+    def return_worker(self) -> None:
+        """Start the departed worker again (the same system URL; a new instance id may follow)."""
 
 
 class ColdStartProbe(Probe, Protocol):

@@ -455,6 +455,10 @@ CASES: dict[str, Case] = {
             "vllm", "update_weights_from_disk", 200, {"status": "ok"}, "v2", "v2"
         ),
     ),
+    "discovery.departure_visible": (
+        lambda: membership.departure_visible(membership.Departure(30.0, 2, 1, 2, 1)),
+        lambda: membership.departure_visible(membership.Departure(30.0, 2, 1, 2, 2)),
+    ),
     "admin.stopped_worker_unrouted": (
         lambda: membership.stopped_worker_unrouted([_stop_round(departed=1, listed_after=2)]),
         lambda: membership.stopped_worker_unrouted([_stop_round(departed=0, listed_after=2)]),

@@ -28,6 +28,7 @@ EXPECTED: dict[str, tuple[str, str, str, str]] = {  # (vllm, sglang, trtllm, vll
     "discovery.protocol_version": ALL,
     "discovery.schema": ALL,
     "discovery.listener_isolation": ALL,
+    "discovery.departure_visible": ALL,
     "discovery.worker_registration": RL_ONLY,
     "discovery.routes": RL_ONLY,
     "discovery.endpoint_identity": RL_ONLY,

@@ -23,6 +23,10 @@ UNSUPPORTED = {
     "admin.stopped_worker_unrouted": "the Python worker stays routed while paused and does not "
     "advertise control/sleep",
 }
+SKIPPED = {
+    "discovery.departure_visible": "the launcher stops and restarts only our toy workers: a real "
+    "vLLM worker takes a minute to start again",
+}
 
 
 def run_launch(directory: Path, *arguments: str) -> dict[str, Any]:
@@ -46,12 +50,13 @@ def vllm_matrix(vllm_python: Path, tmp_path_factory: pytest.TempPathFactory) -> 
 
 
 def test_every_capability_holds_on_real_vllm(vllm_matrix: dict[str, Any]) -> None:
-    """No fail, no error and no skip on a faithful real engine: every cell is judged, the
-    refresh rows included (pace-independent in-flight evidence, multi-block cache prompts, the
-    served policy held to the checkpoint's own reference)."""
+    """No fail, no error and no skip on a faithful real engine but the channel the launcher does
+    not offer it: every other cell is judged, the refresh rows included (pace-independent
+    in-flight evidence, multi-block cache prompts, the served policy held to the checkpoint's
+    own reference)."""
     found = cells(vllm_matrix, "dynamo-vllm")
     for capability_id, cell in found.items():
-        expected = U if capability_id in UNSUPPORTED else P
+        expected = U if capability_id in UNSUPPORTED else S if capability_id in SKIPPED else P
         assert cell["outcome"] == expected, (
             capability_id,
             cell["reason"],

@@ -431,3 +431,24 @@ def test_abort_orphans_streams(client: httpx.Client, dep: FakeDeployment) -> Non
     assert clean[-1] == "[DONE]" and clean[-2]["choices"][0]["finish_reason"] is not None
     with faulted(dep, "abort_orphans_streams"):
         assert _aborted_stream(client, dep) == []
+
+
+@shows("departed_worker_listed")
+def test_departed_worker_listed(client: httpx.Client) -> None:
+    """A worker whose process went away is listed as Dynamo lists it (no routes, an `error`,
+    no system_url) and leaves /health; under the fault it looks healthy."""
+    with FakeDeployment("vllm") as dep:
+        gone = dep.workers[-1]["instance_id"]
+
+        def entry() -> dict[str, Any]:
+            workers = rl_workers(client, dep)["workers"]
+            return next(w for w in workers if w["instance_id"] == gone)
+
+        control = f"{dep.control_url}/departure"
+        assert client.post(control, json={"departed": True}).json()["instance_id"] == gone
+        assert entry()["routes"] == [] and entry()["error"].startswith("Unavailable: TCP")
+        assert "system_url" not in entry() and gone not in generate_instances(client, dep)
+        with faulted(dep, "departed_worker_listed"):
+            assert entry()["routes"] and "error" not in entry()
+        client.post(control, json={"departed": False})
+        assert entry()["routes"] and gone in generate_instances(client, dep)
