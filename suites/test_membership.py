@@ -101,9 +101,9 @@ def stop_round(
     stop = answered(control, control.stop, f"{control.stop} ({control.name})", exchange)
     misrouted: list[int] = []
     try:
-        if control.absent_unless and not stop.succeeded and stop.status in range(200, 500):
+        if control.absent_unless and stop.status in (404, 405):
             raise FeatureAbsent(
-                f"{worker.label} refused {control.stop} (HTTP {stop.status}: "
+                f"{worker.label} does not serve {control.stop} (HTTP {stop.status}: "
                 f"{describe(stop.body)}): it is served only by workers started with "
                 f"{control.absent_unless}"
             )

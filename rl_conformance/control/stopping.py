@@ -50,7 +50,7 @@ class StopControl:
     body: Mapping[str, Any] = field(default_factory=dict)
     absent_unless: str = ""
     """Non-empty when a worker may lack the control for a reason of its own start-up (the flag
-    named here): a 404, or a clean refusal, then means the control is absent, not broken."""
+    named here): a 404 then means the control is absent, not broken."""
 
 
 def stop_controls(
