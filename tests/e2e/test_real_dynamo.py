@@ -222,3 +222,41 @@ def test_the_environment_record_names_the_real_deployment(
     topology = target["topology"]
     assert topology["discovered_workers"] >= 1 and topology["world_sizes"] == [1]
     assert topology["frontend_components"] == ["backend"] and topology["disaggregated"] is False
+
+
+SGLANG_FAMILY_UNSUPPORTED = {
+    "discovery.worker_registration",
+    "discovery.routes",
+    "discovery.endpoint_identity",
+    "discovery.identity_not_position",
+    "discovery.error_fails_closed",
+    "admin.route_negotiation",
+    "admin.unpaused_update_refused",
+    "namespace.scope",
+}
+"""SGLang workers do not register with /v1/rl/workers and take updates without a pause."""
+
+
+def test_real_frontend_with_an_sglang_family_worker_passes_everything_it_can_observe(
+    dynamo_python: Path, tmp_path: Path
+) -> None:
+    """The real frontend with our toy engine serving SGLang's /engine routes (no RL registration,
+    reached by its system URL, leaving discovery while paused or released): no false failure."""
+    matrix = run_launch(
+        tmp_path,
+        "--launch",
+        "dynamo-fake-sglang",
+        "--dynamo-python",
+        str(dynamo_python),
+        "--allow-mutations",
+        "--all-workers",
+    )
+    cells = {row["id"]: row["cells"]["dynamo-fake-sglang"] for row in matrix["capabilities"]}
+    for capability_id, cell in cells.items():
+        if capability_id in NEEDS_A_REFERENCE:
+            assert cell["outcome"] == S and "--reference-checkpoint" in cell["reason"], cell
+            continue
+        expected = U if capability_id in SGLANG_FAMILY_UNSUPPORTED else P
+        assert cell["outcome"] == expected, (capability_id, cell["reason"], cell["evidence"][:2])
+    assert matrix["exit_status"] == 0
+    assert leftover_processes(matrix) == []
