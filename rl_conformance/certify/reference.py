@@ -45,6 +45,8 @@ class AttemptFailed(Exception):
 
 class ReferenceAdapter:
     guarded = True
+    protocol_checked = True
+    """Discovery in a protocol version other than the one this client speaks fails closed."""
     """Every sample passes the admission guard before it is admitted."""
 
     def __init__(self, context: AdapterContext) -> None:
@@ -235,7 +237,7 @@ class ReferenceAdapter:
                 document = reply.json()
             except (httpx.HTTPError, ValueError) as exc:
                 raise RefreshFailed(f"discovery failed: {exc!r}") from exc
-            if document.get("protocol_version") != PROTOCOL_VERSION:
+            if self.protocol_checked and document.get("protocol_version") != PROTOCOL_VERSION:
                 raise RefreshFailed(
                     f"discovery protocol_version {document.get('protocol_version')!r}, "
                     f"expected {PROTOCOL_VERSION}"

@@ -223,6 +223,16 @@ class DiscoveryEntryError(Injection):
         return body
 
 
+class ProtocolVersionTwo(Injection):
+    """Once the first rollout has been sent, the listener answers in a discovery protocol version
+    this client does not speak (the worker entries unchanged)."""
+
+    def discovery(self, body: dict[str, Any], log: AuditLog) -> dict[str, Any]:
+        if _generations(log):
+            body["protocol_version"] = 2
+        return body
+
+
 class ReorderedListings(Injection):
     """Each discovery read lists the workers in the reverse order of the previous one: list
     position is not worker identity."""
@@ -347,6 +357,15 @@ SCENARIOS: tuple[Scenario, ...] = (
         (Generate("s1"), _refresh(1), Generate("s2")),
         refresh_succeeds=False,
         injection=DiscoveryEntryError,
+    ),
+    Scenario(
+        "discovery_protocol_v2",
+        "discovery answers in protocol version 2 when the refresh begins",
+        (Generate("s1"), _refresh(1), Generate("s2")),
+        refresh_succeeds=False,
+        injection=ProtocolVersionTwo,
+        notes="a client that speaks protocol version 1 cannot know what a version 2 body means: "
+        "it must not act on it, and keeps generation gated",
     ),
     Scenario(
         "partial_worker_set",

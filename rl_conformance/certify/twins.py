@@ -156,6 +156,12 @@ class DropsNoneLogprobs(ReferenceAdapter):
         return [value for value in values if value is not None]
 
 
+class IgnoresProtocolVersion(ReferenceAdapter):
+    """Reads any discovery body as protocol version 1."""
+
+    protocol_checked = False
+
+
 class StaysGatedAfterFailure(ReferenceAdapter):
     """Once a refresh has failed, keeps generation gated for good, even after a retried refresh
     verifiably succeeds."""
@@ -184,6 +190,7 @@ TWINS: dict[str, type[ReferenceAdapter]] = {
     "drops_none_logprobs": DropsNoneLogprobs,
     "names_current_policy": NamesCurrentPolicy,
     "stays_gated_after_failure": StaysGatedAfterFailure,
+    "ignores_protocol_version": IgnoresProtocolVersion,
 }
 
 REVIEWED = Path(__file__).resolve().parents[2] / "fixtures" / "expected" / "adapter-twins.json"

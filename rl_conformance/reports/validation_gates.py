@@ -153,6 +153,7 @@ _WORKER_FAILURES = (
     "worker_joins",
     "worker_leaves",
     "discovery_entry_error",
+    "discovery_protocol_v2",
     "route_missing_on_one_worker",
 )
 _UPDATE_FAILURES = (
