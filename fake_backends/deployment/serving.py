@@ -27,6 +27,9 @@ import uvicorn
 from starlette.types import ASGIApp
 
 GRACEFUL_SHUTDOWN_SECONDS = 2
+KEEP_ALIVE_SECONDS = 75
+"""Idle client connections stay open longer than the clients' own pool expiry (httpx: 5 s), so
+no client reuses a connection at the moment the server closes it (a reset under load)."""
 YOUNG_GC_THRESHOLD = 10_000
 LISTEN_BACKLOG = 2048  # a thousand clients connecting at once are not dropped (uvicorn's default)
 
@@ -208,6 +211,7 @@ class ServerGroup:
                     proxy_headers=False,  # no proxy in front: X-Forwarded-* is not trusted
                     log_config=None,
                     timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+                    timeout_keep_alive=KEEP_ALIVE_SECONDS,
                 )
             )
             for listener in self.listeners

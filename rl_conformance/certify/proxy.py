@@ -92,6 +92,11 @@ def _not_a_stream_cut(record: logging.LogRecord) -> bool:
 
 logging.getLogger("uvicorn.error").addFilter(_not_a_stream_cut)
 
+KEEP_ALIVE_S = 75
+"""How long an idle client connection stays open: longer than the clients' own pool expiry
+(httpx: 5 s), so a client never reuses a connection the server is closing at that moment (seen
+as `Connection reset by peer` on a loaded machine when both sides used 5 s)."""
+
 
 def _parse(raw: bytes) -> Any:
     if not raw:
@@ -345,6 +350,7 @@ class RecordingProxy:
                 lifespan="off",
                 access_log=False,
                 timeout_graceful_shutdown=1,
+                timeout_keep_alive=KEEP_ALIVE_S,
             )
             self._servers.append(uvicorn.Server(config))
         tasks = [
