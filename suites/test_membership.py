@@ -11,7 +11,7 @@ from collections.abc import Callable
 import pytest
 
 from rl_conformance import FeatureAbsent, Unobservable
-from rl_conformance.checks import membership, pause
+from rl_conformance.checks import discovery, membership, pause
 from rl_conformance.checks.base import describe
 from rl_conformance.client.http import Client
 from rl_conformance.control.admin import AdminClient, AdminWorker
@@ -188,16 +188,9 @@ RETURN_S = 90.0
 
 def usable_workers(client: Client, target: Target) -> int:
     """Workers `/v1/rl/workers` lists with routes and no `error`."""
-    exchange = client.get(target.rl("/v1/rl/workers"), deadline_s=HEALTH_S)
-    try:
-        body = exchange.json()
-    except ValueError:
-        return 0
-    workers = body.get("workers") if isinstance(body, dict) else None
+    body = client.get(target.rl("/v1/rl/workers"), deadline_s=HEALTH_S).reply()
     return sum(
-        1
-        for worker in workers or []
-        if isinstance(worker, dict) and worker.get("routes") and "error" not in worker
+        1 for worker in discovery.workers_of(body) if worker.get("routes") and "error" not in worker
     )
 
 
