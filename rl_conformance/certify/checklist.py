@@ -9,16 +9,18 @@ from .judge import (
     Evidence,
     Finding,
     attempt_identity,
-    complete_iteration,
-    discovery_before_control,
     engine_token_ids,
-    gated_after_failure,
     logprob_alignment,
-    mutations_to_advertised,
     single_admission,
     verified_terminal_only,
 )
 from .overlap import one_policy_samples
+from .refresh_checks import (
+    complete_iteration,
+    discovery_before_control,
+    gated_after_failure,
+    mutations_to_advertised,
+)
 
 CHECKS: dict[str, Callable[[Evidence], Finding]] = {
     "adapter.verified_terminal_only": verified_terminal_only,

@@ -4,7 +4,7 @@ a policy refresh has tokens of two policies, and must not be named one policy's.
 from __future__ import annotations
 
 from .audit import AuditRecord, Step
-from .judge import FAIL, PASS, PAUSE, RESUME, SKIPPED, Evidence, Finding, source_of
+from .judge import FAIL, PASS, SKIPPED, Evidence, Finding, source_of
 
 
 def _token_times(record: AuditRecord) -> list[float]:
@@ -29,8 +29,8 @@ def _straddled(evidence: Evidence, record: AuditRecord) -> Step | None:
         if step.outcome != "returned":
             continue
         calls = evidence.within(step)
-        pauses = [r for r in calls if r.route == PAUSE]
-        resumes = [r for r in calls if r.route == RESUME and r.finished is not None]
+        pauses = [r for r in calls if r.route == evidence.fleet.pause]
+        resumes = [r for r in calls if r.route == evidence.fleet.resume and r.finished is not None]
         if not pauses or not resumes:
             continue
         resumed = max(r.finished for r in resumes if r.finished is not None)

@@ -82,7 +82,11 @@ class AdapterContext:
 
     `expected_workers` is the size of the fleet the trainer was configured for: discovery may
     list fewer while workers are still registering. `request_timeout_s` is the adapter's own
-    deadline for one generation attempt; `max_attempts` its retry budget per slot."""
+    deadline for one generation attempt; `max_attempts` its retry budget per slot.
+
+    `family` names the administration family of the fleet (`vllm`, `vllm-sidecar`, `sglang`).
+    `worker_urls` are the trusted worker URLs the deployment supplies where workers are not
+    registered with discovery (SGLang); empty where discovery lists them."""
 
     frontend_url: str
     rl_url: str
@@ -91,6 +95,8 @@ class AdapterContext:
     expected_workers: int
     request_timeout_s: float = 2.0
     max_attempts: int = 3
+    family: str = "vllm"
+    worker_urls: tuple[str, ...] = ()
 
 
 class RefreshFailed(Exception):

@@ -23,6 +23,7 @@ import httpx
 import uvicorn
 
 from .audit import RL, AuditLog, AuditRecord, Delivery
+from .fleets import VLLM_FLEET, CertificationFleet
 
 HOST = "127.0.0.1"
 FORWARDED_HEADERS = ("content-type", "x-request-id", "accept")
@@ -73,7 +74,17 @@ Action = Respond | Hold | CutAfter | Pace | SlowEngine
 
 
 class Injection:
-    """A scenario's events. The default changes nothing."""
+    """A scenario's events on one certification fleet. The default changes nothing."""
+
+    def __init__(self, fleet: CertificationFleet = VLLM_FLEET) -> None:
+        self.fleet = fleet
+
+    @classmethod
+    def unsupported(cls, fleet: CertificationFleet) -> str | None:
+        """Why these events cannot happen on `fleet`, or None when they can."""
+        if cls.discovery is not Injection.discovery and not fleet.discovered:
+            return f"it changes discovery, which {fleet.name} workers are not registered with"
+        return None
 
     def intercept(self, record: AuditRecord, log: AuditLog) -> Action | None:
         return None

@@ -44,6 +44,11 @@ class AttemptFailed(Exception):
 
 
 class ReferenceAdapter:
+    PAUSE = "pause_generation"
+    RESUME = "resume_generation"
+    VERSION_ROUTE = "get_weight_version"
+    VERSION_KEY = "version"
+    REQUIRED_ROUTES = REQUIRED_ROUTES
     guarded = True
     protocol_checked = True
     """Discovery in a protocol version other than the one this client speaks fails closed."""
@@ -75,6 +80,10 @@ class ReferenceAdapter:
             return sample
         return None
 
+    @property
+    def generation_path(self) -> str:
+        return "/v1/completions"
+
     def attempt_id(self, request: RolloutRequest) -> str:
         """A fresh identity per attempt: a late completion of an abandoned attempt is then
         told apart from the retry that replaced it."""
@@ -104,7 +113,7 @@ class ReferenceAdapter:
         try:
             with self.http.stream(
                 "POST",
-                self.context.frontend_url + "/v1/completions",
+                self.context.frontend_url + self.generation_path,
                 json=self.request_body(request),
                 headers={"x-request-id": attempt_id},
             ) as response:
@@ -121,7 +130,7 @@ class ReferenceAdapter:
                     choice = (event.get("choices") or [{}])[0]
                     nvext = event.get("nvext") or {}
                     ids.extend(self.token_ids(choice, nvext))
-                    logprobs.extend((choice.get("logprobs") or {}).get("token_logprobs") or [])
+                    logprobs.extend(self.chunk_logprobs(choice))
                     if nvext.get("prompt_logprobs") is not None:
                         prompt_logprobs = self.selected_prompt_logprobs(
                             request.prompt_ids, nvext["prompt_logprobs"]
@@ -187,6 +196,11 @@ class ReferenceAdapter:
             yield "[DONE]" if data == "[DONE]" else json.loads(data)
 
     @staticmethod
+    def chunk_logprobs(choice: dict[str, Any]) -> list[float | None]:
+        """The selected log probabilities one completions chunk carries."""
+        return list((choice.get("logprobs") or {}).get("token_logprobs") or [])
+
+    @staticmethod
     def token_ids(choice: dict[str, Any], nvext: dict[str, Any]) -> list[int]:
         return list(nvext.get("completion_token_ids") or [])
 
@@ -211,23 +225,37 @@ class ReferenceAdapter:
         self.gated = True  # no new rollouts until the fleet verifiably serves `policy`
         self.refreshes += 1
         workers = self.discover()
-        self.each(workers, "pause_generation", {})
+        self.pause(workers)
         self.require_same(workers, self.discover())
-        update = {"model_path": policy.model_path, "weight_version": policy.version}
-        self.each(workers, "update_weights_from_disk", update)
-        self.each(workers, "flush_cache", {})
+        for worker in workers.values():
+            self.apply(worker, policy)
+        self.invalidate(workers)
         for instance, worker in workers.items():
-            reply = self.call(worker, "get_weight_version", {})
-            if reply.get("version") != policy.version:
+            reply = self.call(worker, self.VERSION_ROUTE, {})
+            if reply.get(self.VERSION_KEY) != policy.version:
                 raise RefreshFailed(
-                    f"worker {instance} reports version {reply.get('version')!r}, "
+                    f"worker {instance} reports version {reply.get(self.VERSION_KEY)!r}, "
                     f"expected {policy.version!r}"
                 )
         self.require_same(workers, self.discover())
-        self.each(workers, "resume_generation", {})
+        self.each(workers, self.RESUME, {})
         self.verify_generation()
         self.version = policy.version
         self.gated = False
+
+    def pause(self, workers: dict[int, dict[str, Any]]) -> None:
+        self.each(workers, self.PAUSE, self.pause_body())
+
+    def pause_body(self) -> dict[str, Any]:
+        """The Python worker's default pause keeps requests in place."""
+        return {}
+
+    def apply(self, worker: dict[str, Any], policy: Policy) -> None:
+        update = {"model_path": policy.model_path, "weight_version": policy.version}
+        self.call(worker, "update_weights_from_disk", update)
+
+    def invalidate(self, workers: dict[int, dict[str, Any]]) -> None:
+        self.each(workers, "flush_cache", {})
 
     def discover(self) -> dict[int, dict[str, Any]]:
         """The current worker set by instance id, waiting (bounded) for every expected worker."""
@@ -252,7 +280,7 @@ class ReferenceAdapter:
                     raise RefreshFailed(
                         f"worker {worker.get('instance_id')} is unavailable: {worker.get('error')}"
                     )
-                missing = [r for r in REQUIRED_ROUTES if r not in worker.get("routes", [])]
+                missing = [r for r in self.REQUIRED_ROUTES if r not in worker.get("routes", [])]
                 if missing:
                     raise RefreshFailed(
                         f"worker {worker['instance_id']} does not advertise {', '.join(missing)}"
@@ -282,11 +310,16 @@ class ReferenceAdapter:
             document = reply.json()
         except (httpx.HTTPError, ValueError) as exc:
             raise RefreshFailed(f"{route} on worker {worker['instance_id']}: {exc!r}") from exc
-        if reply.status_code != 200 or document.get("status") != "ok":
+        if reply.status_code != 200 or not self.accepted(document):
             raise RefreshFailed(
                 f"{route} on worker {worker['instance_id']}: HTTP {reply.status_code} {document}"
             )
         return dict(document)
+
+    @staticmethod
+    def accepted(document: dict[str, Any]) -> bool:
+        """Python RL routes answer `status`."""
+        return document.get("status") == "ok"
 
     def verify_generation(self) -> None:
         probe = RolloutRequest(slot="post-update", prompt_ids=(11, 12, 13), max_tokens=2)

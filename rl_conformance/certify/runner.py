@@ -20,7 +20,8 @@ from ..model.target import Target
 from ..wire.exchange import to_jsonable
 from .audit import WORKER_PREFIX, AuditLog, Step
 from .checklist import CHECKS, judge
-from .judge import FAIL, PASS, Admission, Evidence, Finding
+from .fleets import VLLM_FLEET, CertificationFleet
+from .judge import FAIL, PASS, SKIPPED, Admission, Evidence, Finding
 from .protocol import (
     AdapterContext,
     AdapterFactory,
@@ -301,15 +302,29 @@ def _cancelled(
     return outcome, result.get("value"), in_flight
 
 
-def run_scenario(name: str, factory: AdapterFactory, scenario: Scenario) -> ScenarioResult:
+def run_scenario(
+    name: str,
+    factory: AdapterFactory,
+    scenario: Scenario,
+    fleet: CertificationFleet = VLLM_FLEET,
+) -> ScenarioResult:
     started = time.monotonic()
+    unsupported = scenario.unsupported(fleet)
+    if unsupported is not None:
+        return _not_run(name, scenario, f"not run on the {fleet.name} fleet: {unsupported}")
     log = AuditLog()
     sink = _Sink()
-    with FakeDeployment("vllm", workers=scenario.workers) as fleet:
-        upstreams = {"frontend": fleet.frontend_url, "rl": fleet.rl_url}
-        for worker in fleet.workers:
+    supplied: dict[str, str] = {}
+    with FakeDeployment(fleet.backend, workers=scenario.workers, **fleet.options) as deployment:
+        upstreams = {"frontend": deployment.frontend_url, "rl": deployment.rl_url}
+        for worker in deployment.workers:
             upstreams[f"{WORKER_PREFIX}{worker['instance_id']}"] = worker["system_url"]
-        with RecordingProxy(upstreams, scenario.injection(), log) as proxy:
+        with RecordingProxy(upstreams, scenario.injection(fleet), log) as proxy:
+            if not fleet.discovered:
+                supplied = {
+                    str(worker["instance_id"]): proxy.url(f"{WORKER_PREFIX}{worker['instance_id']}")
+                    for worker in deployment.workers
+                }
             context = AdapterContext(
                 frontend_url=proxy.url("frontend"),
                 rl_url=proxy.url("rl"),
@@ -317,6 +332,8 @@ def run_scenario(name: str, factory: AdapterFactory, scenario: Scenario) -> Scen
                 sink=sink,
                 expected_workers=scenario.expected_workers,
                 request_timeout_s=scenario.request_timeout_s,
+                family=fleet.name,
+                worker_urls=tuple(supplied.values()),
             )
             try:
                 adapter = factory(context)
@@ -335,10 +352,16 @@ def run_scenario(name: str, factory: AdapterFactory, scenario: Scenario) -> Scen
             finally:
                 _bounded(adapter.close)
             time.sleep(scenario.request_timeout_s if _held(scenario) else 0.0)
-    evidence = Evidence(scenario, log, steps, list(sink.admissions))
+    evidence = Evidence(scenario, log, steps, list(sink.admissions), fleet, supplied)
     origin = steps[0].started if steps else 0.0
     audit = [record.to_json(origin) for record in log.records]
     return ScenarioResult(name, scenario, judge(evidence), steps, audit, time.monotonic() - started)
+
+
+def _not_run(adapter: str, scenario: Scenario, reason: str) -> ScenarioResult:
+    """A scenario the fleet cannot stage: every item skipped, naming why."""
+    findings = [Finding(check, SKIPPED, reason) for check in CHECKS]
+    return ScenarioResult(adapter, scenario, findings, [], [], 0.0)
 
 
 def _held(scenario: Scenario) -> bool:
@@ -350,9 +373,10 @@ def certify(
     scenarios: Sequence[Scenario] = SCENARIOS,
     progress: Callable[[str], None] | None = None,
     jobs: int = DEFAULT_JOBS,
+    fleet: CertificationFleet = VLLM_FLEET,
 ) -> tuple[Matrix, list[ScenarioResult]]:
-    """Every adapter through every scenario. Scenarios are independent (each has its own fleet
-    and proxy) and mostly wait on timers, so `jobs` of them run at once."""
+    """Every adapter through every scenario on `fleet`. Scenarios are independent (each has its
+    own deployment and proxy) and mostly wait on timers, so `jobs` of them run at once."""
     started = now()
     pairs = [
         (name, factory, scenario) for name, factory in adapters.items() for scenario in scenarios
@@ -360,7 +384,7 @@ def certify(
 
     def one(pair: tuple[str, AdapterFactory, Scenario]) -> ScenarioResult:
         name, factory, scenario = pair
-        result = run_scenario(name, factory, scenario)
+        result = run_scenario(name, factory, scenario, fleet)
         if progress is not None:
             failed = [f.check_id for f in result.failed]
             progress(
@@ -374,11 +398,14 @@ def certify(
     targets = [
         Target(
             id=name,
-            backend="vllm",
+            backend=fleet.backend,
             kind="fake",
             frontend_url="certification fleet",
             model=MODEL,
-            notes=["adapter certification: scenarios over a recorded fake vLLM fleet"],
+            notes=[
+                f"adapter certification: scenarios over a recorded fake {fleet.name} fleet",
+                *fleet.notes,
+            ],
         )
         for name in adapters
     ]

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .audit import AuditLog, AuditRecord
+from .fleets import CertificationFleet
 from .proxy import Action, CutAfter, Hold, Injection, Pace, Respond, SlowEngine
 
 PROMPT = (101, 102, 103, 104, 105)
@@ -76,6 +77,10 @@ class Scenario:
         if self.recovers:
             return position > 0
         return self.refresh_succeeds
+
+    def unsupported(self, fleet: CertificationFleet) -> str | None:
+        """Why this scenario cannot run on `fleet`, or None when it can."""
+        return self.injection.unsupported(fleet)
 
     def refreshes(self) -> list[Refresh]:
         """Every refresh the trainer takes, overlapped with a rollout or not, in order."""
@@ -156,7 +161,7 @@ class WorkerJoinsAfterPause(Injection):
     """A third worker registers once the refresh has begun."""
 
     def discovery(self, body: dict[str, Any], log: AuditLog) -> dict[str, Any]:
-        if _calls(log, "pause_generation"):
+        if _calls(log, self.fleet.pause):
             return body
         return _hide(body, 2)
 
@@ -165,34 +170,46 @@ class WorkerLeavesAfterPause(Injection):
     """The second worker is gone from discovery once the refresh has begun."""
 
     def discovery(self, body: dict[str, Any], log: AuditLog) -> dict[str, Any]:
-        if _calls(log, "pause_generation"):
+        if _calls(log, self.fleet.pause):
             return _hide(body, 1)
         return body
 
 
-def _failing_worker_call(route: str, record: AuditRecord, log: AuditLog) -> Action | None:
-    if record.route != route:
+def _failing_worker_call(
+    fleet: CertificationFleet, route: str | None, record: AuditRecord, log: AuditLog
+) -> Action | None:
+    if route is None or record.route != route:
         return None
     if _calls(log, route)[0] is not record:
         return None
-    return Respond(200, {"status": "error", "message": f"{route} failed (injected)"})
+    return Respond(200, fleet.failure_reply(route))
 
 
 class UpdateFailsOnOneWorker(Injection):
+    """The first call that applies a policy fails."""
+
     def intercept(self, record: AuditRecord, log: AuditLog) -> Action | None:
-        return _failing_worker_call("update_weights_from_disk", record, log)
+        return _failing_worker_call(self.fleet, self.fleet.update, record, log)
 
 
 class FlushFails(Injection):
+    @classmethod
+    def unsupported(cls, fleet: CertificationFleet) -> str | None:
+        if fleet.flush is None or fleet.flushes_on_update:
+            return (
+                f"{fleet.name} invalidates KV state by {fleet.invalidation}, not by a flush alone"
+            )
+        return None
+
     def intercept(self, record: AuditRecord, log: AuditLog) -> Action | None:
-        return _failing_worker_call("flush_cache", record, log)
+        return _failing_worker_call(self.fleet, self.fleet.flush, record, log)
 
 
 class PostUpdateGenerationFails(Injection):
     """Every generation after the fleet is resumed fails with a server error."""
 
     def intercept(self, record: AuditRecord, log: AuditLog) -> Action | None:
-        if record.is_generation and _calls(log, "resume_generation"):
+        if record.is_generation and _calls(log, self.fleet.resume):
             return Respond(
                 500,
                 {"message": "Internal server error", "type": "Internal Server Error", "code": 500},
@@ -201,11 +218,15 @@ class PostUpdateGenerationFails(Injection):
 
 
 class RouteMissingOnOneWorker(Injection):
+    """One worker lacks a route of the update path: the flush where the family has one, else
+    the version read."""
+
     def discovery(self, body: dict[str, Any], log: AuditLog) -> dict[str, Any]:
         workers = body.get("workers") or []
+        missing = self.fleet.flush or self.fleet.version
         if workers:
             first = min(workers, key=lambda w: str(w.get("instance_id")))
-            first["routes"] = [r for r in first.get("routes", []) if r != "flush_cache"]
+            first["routes"] = [r for r in first.get("routes", []) if r != missing]
         return body
 
 
@@ -346,7 +367,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     ),
     Scenario(
         "route_missing_on_one_worker",
-        "one worker does not advertise flush_cache",
+        "one worker does not advertise a route of the update path (flush_cache on vLLM)",
         (Generate("s1"), _refresh(1), Generate("s2")),
         refresh_succeeds=False,
         injection=RouteMissingOnOneWorker,

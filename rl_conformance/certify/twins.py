@@ -13,6 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 from .protocol import AdapterContext, Policy, RolloutRequest, Sample
 from .reference import AttemptFailed, ReferenceAdapter
+from .reference_families import (
+    ChatReferenceAdapter,
+    SGLangReferenceAdapter,
+    SidecarReferenceAdapter,
+)
 
 if TYPE_CHECKING:
     from .runner import ScenarioResult
@@ -180,6 +185,37 @@ class StaysGatedAfterFailure(ReferenceAdapter):
             self.gated = True
 
 
+class SidecarKeepsCache(SidecarReferenceAdapter):
+    """Pauses in `keep` mode, in which vLLM ignores `clear_cache`: stale KV state survives the
+    update, and the sidecar has no flush route to make up for it."""
+
+    def pause_body(self) -> dict[str, Any]:
+        return {"mode": "keep", "clear_cache": True}
+
+
+class SGLangUpdateWithoutFlush(SGLangReferenceAdapter):
+    """Turns off the flush SGLang's disk update does by default, and flushes nothing else."""
+
+    def apply(self, worker: dict[str, Any], policy: Policy) -> None:
+        update = {
+            "model_path": policy.model_path,
+            "weight_version": policy.version,
+            "flush_cache": False,
+        }
+        self.call(worker, self.UPDATE, update)
+
+
+class ChatTemplatesPrompt(ChatReferenceAdapter):
+    """Sends the prompt as message text for the chat template to tokenize, not as
+    `nvext.token_data`."""
+
+    def request_body(self, request: RolloutRequest) -> dict[str, Any]:
+        body = super().request_body(request)
+        body["messages"] = [{"role": "user", "content": " ".join(map(str, request.prompt_ids))}]
+        body["nvext"] = {"extra_fields": ["completion_token_ids"]}
+        return body
+
+
 TWINS: dict[str, type[ReferenceAdapter]] = {
     "retokenizes": Retokenizes,
     "caches_membership": CachesMembership,
@@ -192,6 +228,20 @@ TWINS: dict[str, type[ReferenceAdapter]] = {
     "stays_gated_after_failure": StaysGatedAfterFailure,
     "ignores_protocol_version": IgnoresProtocolVersion,
 }
+
+FAMILY_REFERENCES: dict[str, dict[str, type[ReferenceAdapter]]] = {
+    "vllm": {"reference": ReferenceAdapter, "reference-chat": ChatReferenceAdapter},
+    "vllm-sidecar": {"reference-sidecar": SidecarReferenceAdapter},
+    "sglang": {"reference-sglang": SGLangReferenceAdapter},
+}
+"""The adapters `--reference` adds per certification fleet: each must pass."""
+FAMILY_TWINS: dict[str, dict[str, type[ReferenceAdapter]]] = {
+    "vllm": {**TWINS, "chat_templates_prompt": ChatTemplatesPrompt},
+    "vllm-sidecar": {"sidecar_keeps_cache": SidecarKeepsCache},
+    "sglang": {"sglang_update_without_flush": SGLangUpdateWithoutFlush},
+}
+"""The broken twins `--reference` adds per certification fleet: each must fail as reviewed."""
+ALL_TWINS = frozenset(name for twins in FAMILY_TWINS.values() for name in twins)
 
 REVIEWED = Path(__file__).resolve().parents[2] / "fixtures" / "expected" / "adapter-twins.json"
 """Each twin's reviewed failures: (scenario -> failed checklist items); in a checkout only."""
@@ -215,7 +265,7 @@ def self_check_problems(
     """How the broken twins' results differ from what was reviewed, over the `scenarios` run:
     a twin that errored, failed elsewhere or not where its bug shows. Empty when they agree
     (or, without the review at hand, when no twin errored)."""
-    results = [result for result in results if result.adapter in TWINS]
+    results = [result for result in results if result.adapter in ALL_TWINS]
     problems = [
         f"broken twin {result.adapter} in scenario {result.scenario.name}: {result.error}"
         for result in results

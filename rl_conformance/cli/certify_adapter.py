@@ -38,6 +38,14 @@ def register(commands: Any) -> None:
         help="add the reference adapter and its broken twins as columns (the suite's self-check)",
     )
     parser.add_argument(
+        "--family",
+        choices=("vllm", "vllm-sidecar", "sglang"),
+        default="vllm",
+        help="the administration family of the certification fleet: the vLLM Python worker "
+        "(default), vLLM's native sidecar with weight transfer, or SGLang workers reached by "
+        "supplied URLs",
+    )
+    parser.add_argument(
         "--scenario",
         action="append",
         default=[],
@@ -57,17 +65,23 @@ def register(commands: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from ..certify.fleets import FLEETS
     from ..certify.loading import load_factory
-    from ..certify.reference import ReferenceAdapter
     from ..certify.runner import certify
     from ..certify.scenarios import SCENARIOS
-    from ..certify.twins import TWINS, reviewed_failures, self_check_problems
+    from ..certify.twins import (
+        FAMILY_REFERENCES,
+        FAMILY_TWINS,
+        reviewed_failures,
+        self_check_problems,
+    )
     from ..model.matrix import ExitRule
     from ..reports import evidence, write_reports
 
     adapters = {spec: load_factory(spec) for spec in args.adapters}
-    if args.reference:
-        adapters.update({"reference": ReferenceAdapter, **TWINS})
+    references = FAMILY_REFERENCES[args.family] if args.reference else {}
+    twins = FAMILY_TWINS[args.family] if args.reference else {}
+    adapters.update({**references, **twins})
     if not adapters:
         raise ConfigurationError("certify-adapter: name at least one MODULE:FACTORY or --reference")
     known = {scenario.name: scenario for scenario in SCENARIOS}
@@ -80,8 +94,8 @@ def handle(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         raise ConfigurationError(f"--jobs: expected at least 1, observed {args.jobs}")
     progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
-    matrix, results = certify(adapters, chosen, progress, jobs=args.jobs)
-    twins = list(TWINS) if args.reference else []
+    fleet = FLEETS[args.family]
+    matrix, results = certify(adapters, chosen, progress, jobs=args.jobs, fleet=fleet)
     if twins:
         matrix.exit_rule = ExitRule(
             exempt=dict.fromkeys(twins, TWIN_EXEMPTION),
@@ -98,9 +112,8 @@ def handle(args: argparse.Namespace) -> int:
         path = audit / f"{_safe(result.adapter)}--{result.scenario.name}.json"
         path.write_text(json.dumps(result.to_json(), indent=2) + "\n", encoding="utf-8")
     artifacts = {spec: spec for spec in args.adapters}
-    if args.reference:
-        artifacts["reference"] = "rl_conformance.certify.reference:ReferenceAdapter"
-        artifacts.update({name: f"rl_conformance.certify.twins:{name}" for name in TWINS})
+    for name, adapter in {**references, **twins}.items():
+        artifacts[name] = f"{adapter.__module__}:{adapter.__qualname__}"
     evidence.write_records(directory, None, artifacts)
     digest = evidence.seal(directory)
     print(_table(document))

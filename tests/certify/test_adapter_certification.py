@@ -17,12 +17,14 @@ from jsonschema import Draft202012Validator
 from rl_conformance.certify.checklist import CHECKS
 from rl_conformance.certify.loading import load_factory
 from rl_conformance.certify.scenarios import SCENARIOS
-from rl_conformance.certify.twins import TWINS
+from rl_conformance.certify.twins import FAMILY_REFERENCES, FAMILY_TWINS
 from rl_conformance.errors import ConfigurationError
 from rl_conformance.reports.bundle import verify_index
 from rl_conformance.reports.record_rules import structure_findings
 from rl_conformance.reports.validation import safe_name
 from rl_conformance.reports.validation_gates import ADAPTER_GATES, Gate
+
+from .cli_runs import certify
 
 pytestmark = pytest.mark.slow
 SHIM = "examples.my_adapter:MyAdapter"
@@ -30,29 +32,8 @@ ROOT = Path(__file__).resolve().parents[2]
 EXPECTED: dict[str, dict[str, list[str]]] = json.loads(
     (ROOT / "fixtures" / "expected" / "adapter-twins.json").read_text()
 )["failures"]
-
-
-def certify(directory: Path, *arguments: str) -> tuple[int, dict[str, Any], list[dict[str, Any]]]:
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "rl_conformance",
-            "certify-adapter",
-            "-q",
-            "--report-dir",
-            str(directory),
-            *arguments,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=ROOT,
-        check=False,
-    )
-    assert (directory / "matrix.json").exists(), done.stderr[-3000:]
-    audits = [json.loads(p.read_text()) for p in sorted((directory / "audit").glob("*.json"))]
-    return done.returncode, json.loads((directory / "matrix.json").read_text()), audits
+TWINS = FAMILY_TWINS["vllm"]
+REFERENCES = FAMILY_REFERENCES["vllm"]
 
 
 @pytest.fixture(scope="module")
@@ -115,12 +96,13 @@ def failures(audits: list[dict[str, Any]], adapter: str) -> dict[str, list[str]]
     return out
 
 
-def test_the_reference_adapter_passes_every_scenario(self_check: Any) -> None:
+@pytest.mark.parametrize("reference", sorted(REFERENCES))
+def test_the_reference_adapters_pass_every_scenario(self_check: Any, reference: str) -> None:
     _, matrix, audits = self_check
-    assert failures(audits, "reference") == {}
-    cells = {row["id"]: row["cells"]["reference"]["outcome"] for row in matrix["capabilities"]}
+    assert failures(audits, reference) == {}
+    cells = {row["id"]: row["cells"][reference]["outcome"] for row in matrix["capabilities"]}
     assert cells == dict.fromkeys(CHECKS, "pass")
-    assert len([a for a in audits if a["adapter"] == "reference"]) == len(SCENARIOS)
+    assert len([a for a in audits if a["adapter"] == reference]) == len(SCENARIOS)
 
 
 @pytest.mark.parametrize("twin", sorted(TWINS))
@@ -131,7 +113,7 @@ def test_each_twin_fails_exactly_its_reviewed_scenarios(self_check: Any, twin: s
 
 def test_every_checklist_item_can_fail_and_every_twin_is_caught(self_check: Any) -> None:
     exit_code, matrix, _ = self_check
-    assert set(EXPECTED) == set(TWINS)
+    assert set(EXPECTED) == {twin for twins in FAMILY_TWINS.values() for twin in twins}
     failed_items = {
         check for twin in EXPECTED.values() for checks in twin.values() for check in checks
     }
@@ -156,7 +138,7 @@ def test_the_adapter_matrix_is_a_valid_matrix_in_every_format(
     schema = json.loads((ROOT / "schemas" / "matrix.json").read_text())
     errors = sorted(Draft202012Validator(schema).iter_errors(matrix), key=str)
     assert not errors, [error.message for error in errors[:5]]
-    assert [t["id"] for t in matrix["targets"]] == [SHIM, "reference", *TWINS]
+    assert [t["id"] for t in matrix["targets"]] == [SHIM, *REFERENCES, *TWINS]
     audit = next(a for a in audits if a["adapter"] == "reference" and a["scenario"] == "iteration")
     assert [step["kind"] for step in audit["steps"]] == [
         "generate",

@@ -116,6 +116,12 @@ RUN: dict[str, Run] = {
 # Commands CI cannot run cheaply here: the reason, and where they are run instead, as
 # (file relative to the checkout, a string that file must contain).
 ALLOWLIST: dict[str, tuple[str, tuple[str, str]]] = {
+    "rl-conformance certify-adapter --family sglang --reference --report-dir "
+    "sglang-adapter-report": (
+        "the same command, with -q, --jobs 6 and a temporary report directory, is run for each "
+        "non-default family by the family certification test",
+        ("tests/certify/test_certification_families.py", '"--family", family'),
+    ),
     "python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[dev]'": (
         "builds the environment this test runs in (network, minutes); .ci/run does exactly "
         "this before the test run",
