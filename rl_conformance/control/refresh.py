@@ -87,21 +87,14 @@ class Coordinator:
     failures: list[str] = field(default_factory=list)
     admitted_while_gated: int = 0
     steps: list[StepResult] = field(default_factory=list)
-    membership: tuple[Any, ...] = ()
 
     def gate(self) -> None:
         self.gated = True
         self.failures = []
-        self.membership = tuple(sorted(str(worker.instance_id) for worker in self.workers))
 
     def admit(self) -> bool:
         """A rollout asks to be admitted; refused while the fleet is gated."""
         return not self.gated
-
-    def observe_membership(self, workers: list[AdminWorker]) -> None:
-        current = tuple(sorted(str(worker.instance_id) for worker in workers))
-        if self.gated and current != self.membership:
-            self.failures.append(f"membership changed from {self.membership} to {current}")
 
     def call_all(self, step: str, route: str, body: Any = None) -> list[StepResult]:
         """One step on every worker at once (bounded, `admin.FANOUT`), judged in order."""
