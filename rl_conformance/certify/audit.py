@@ -46,6 +46,9 @@ class AuditRecord:
     """When each of `events` was sent to the client (monotonic seconds)."""
     delivery: str = Delivery.COMPLETE
     finished: float | None = None
+    truth: Any = None
+    """For a worker call: the discovery body the listener served as the call arrived (the
+    scenario's events applied), or None where workers are not discovered."""
 
     @property
     def worker(self) -> str | None:
@@ -87,12 +90,22 @@ class AuditRecord:
             "status": self.status,
             "delivery": self.delivery,
         }
+        if self.truth is not None:
+            document["listed_at_call"] = sorted(
+                str(w.get("instance_id"))
+                for w in self.truth.get("workers") or []
+                if isinstance(w, dict) and w.get("system_url") and not w.get("error")
+            )
         if self.events or self.upstream_events:
             document["events"] = self.events[:MAX_LOGGED_EVENTS]
             document["upstream_events"] = len(self.upstream_events)
         else:
             document["response"] = self.response
         return document
+
+
+NOT_CLAIMED = "not-claimed"
+"""A step's outcome when the adapter does not implement that kind of step (not driven)."""
 
 
 @dataclass(frozen=True)
@@ -106,7 +119,7 @@ class Step:
     finished: float
     outcome: str
     """`returned`, `gated` (GenerationGated), `refresh-failed` (RefreshFailed), `raised: ...`,
-    or `hung` (did not return within the step's bound)."""
+    `hung` (did not return within the step's bound), or `not-claimed`."""
     detail: Any = None
     cancelled: bool = False
     """The trainer cancelled this rollout while it was in flight."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .judge import (
+    NOT_APPLICABLE,
     Evidence,
     Finding,
     attempt_identity,
@@ -15,6 +16,7 @@ from .judge import (
     verified_terminal_only,
 )
 from .overlap import one_policy_samples
+from .protocol import GENERATION, REFRESH
 from .refresh_checks import (
     complete_iteration,
     discovery_before_control,
@@ -36,5 +38,33 @@ CHECKS: dict[str, Callable[[Evidence], Finding]] = {
 }
 
 
+GENERATION_ITEMS = frozenset(
+    {
+        "adapter.verified_terminal_only",
+        "adapter.single_admission",
+        "adapter.attempt_identity",
+        "adapter.engine_token_ids",
+        "adapter.logprob_alignment",
+        "adapter.one_policy_samples",
+    }
+)
+"""The items about rollouts; the others are about the policy refresh."""
+
+
+def half_of(check_id: str) -> str:
+    return GENERATION if check_id in GENERATION_ITEMS else REFRESH
+
+
 def judge(evidence: Evidence) -> list[Finding]:
-    return [check(evidence) for check in CHECKS.values()]
+    """Every item, those of a half the adapter does not implement `not-applicable`."""
+    return [
+        check(evidence)
+        if half_of(check_id) in evidence.implements
+        else Finding(
+            check_id,
+            NOT_APPLICABLE,
+            f"the adapter declares it implements {' and '.join(sorted(evidence.implements))} "
+            f"only, not {half_of(check_id)}",
+        )
+        for check_id, check in CHECKS.items()
+    ]

@@ -54,8 +54,12 @@ class CertificationFleet:
     """The route that flushes the cache, where the family has one."""
     served: tuple[str, ...] = ()
     """The routes an undiscovered family's workers serve (nothing advertises them)."""
+    pause_clears: bool = False
+    """The pause accepts `clear_cache` (vLLM's Python worker and native sidecar)."""
     flushes_on_update: bool = False
-    """The update route flushes the cache unless its body says `flush_cache: false`."""
+    """The update route flushes the cache itself, unless its body turns that off."""
+    update_flush_flag: str | None = "flush_cache"
+    """The update body's field that can turn the update's own flush off (None: nothing can)."""
     notes: tuple[str, ...] = field(default=())
 
     @property
@@ -83,15 +87,27 @@ class CertificationFleet:
             return body.get("weight_version") == version
         return body.get("model_path") == model_path
 
-    def invalidates(self, route: str | None, body: Any) -> bool:
-        """This call invalidates the worker's stale KV state."""
+    def clears_on_pause(self, route: str | None, body: Any) -> bool:
+        """This pause clears the cache before the update: `clear_cache` in a mode that does not
+        keep requests in place (vLLM ignores it in `keep`); nothing runs until the resume."""
+        body = body if isinstance(body, Mapping) else {}
+        return (
+            self.pause_clears
+            and route == self.pause
+            and body.get("clear_cache") is True
+            and body.get("mode", self.family.default_pause_mode) != "keep"
+        )
+
+    def flushes(self, route: str | None, body: Any) -> bool:
+        """This call flushes the cache (after an update, it invalidates what the old weights
+        computed)."""
         body = body if isinstance(body, Mapping) else {}
         if self.flush is not None and route == self.flush:
             return True
-        if self.family.clears_on_pause and route == self.pause:
-            return body.get("clear_cache") is True and body.get("mode") != "keep"
         return (
-            self.flushes_on_update and route == self.update and body.get("flush_cache") is not False
+            self.flushes_on_update
+            and route == self.update
+            and (self.update_flush_flag is None or body.get(self.update_flush_flag) is not False)
         )
 
     def refused(self, status: int | None, reply: Any) -> bool:
@@ -126,9 +142,13 @@ VLLM_FLEET = CertificationFleet(
     update="update_weights_from_disk",
     version="get_weight_version",
     version_key="version",
-    invalidation="flush_cache",
+    invalidation="update_weights_from_disk (1.6.1 resets the prefix cache on every disk "
+    "update), flush_cache after the update, or a pause with clear_cache (mode wait or abort)",
     read_only=frozenset({"get_weight_version", "liveness_probe"}),
     flush="flush_cache",
+    pause_clears=True,
+    flushes_on_update=True,
+    update_flush_flag=None,
 )
 SIDECAR_FLEET = CertificationFleet(
     name="vllm-sidecar",
@@ -141,6 +161,7 @@ SIDECAR_FLEET = CertificationFleet(
     version_key="weight_version",
     invalidation="control/pause_generation with clear_cache true, in a mode other than keep",
     read_only=frozenset({"control/get_weight_version", "control/is_paused", "control/is_sleeping"}),
+    pause_clears=True,
 )
 SGLANG_FLEET = CertificationFleet(
     name="sglang",

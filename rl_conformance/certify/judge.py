@@ -7,15 +7,18 @@ or `skipped` when the scenario gave it nothing to judge.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from .audit import AuditLog, AuditRecord, Delivery, Step
+from .audit import NOT_CLAIMED, AuditLog, AuditRecord, Delivery, Step
 from .fleets import VLLM_FLEET, CertificationFleet
-from .protocol import Sample
-from .scenarios import Scenario
+from .protocol import GENERATION, REFRESH, Sample
+from .scenarios import Refresh, Scenario
 
 PASS, FAIL, SKIPPED = "pass", "fail", "skipped"
+NOT_APPLICABLE = "not-applicable"
+"""An item of the half of the protocol the adapter does not implement."""
 
 
 @dataclass(frozen=True)
@@ -44,10 +47,27 @@ class Evidence:
     fleet: CertificationFleet = VLLM_FLEET
     supplied: dict[str, str] = field(default_factory=dict)
     """Worker key -> URL handed to the adapter, for a family whose workers are not discovered."""
+    checkpoints: str = "/conformance/weights"
+    """The directory holding the scenario's checkpoint directories."""
+    implements: frozenset[str] = frozenset({GENERATION, REFRESH})
+    """What the adapter declared it implements."""
     records: list[AuditRecord] = field(init=False)
 
     def __post_init__(self) -> None:
         self.records = self.log.records
+
+    def expects(self, position: int) -> bool | None:
+        """The scenario's expectation of the refresh at `position`, unless its events answer a
+        call in the deployment's place and the adapter never made that call (a client that
+        does not flush meets no failed flush): the fleet then stayed healthy for it."""
+        expected = self.scenario.expects(position)
+        delivered = any(record.delivery == Delivery.INJECTED for record in self.records)
+        if expected is False and self.scenario.injection.replies_instead and not delivered:
+            return True
+        return expected
+
+    def model_path(self, planned: Refresh) -> str:
+        return os.path.join(self.checkpoints, planned.checkpoint)
 
     def mutations(self, records: list[AuditRecord]) -> list[AuditRecord]:
         read_only = self.fleet.read_only
@@ -73,10 +93,10 @@ class Evidence:
         return [r for r in self.records if step.started <= r.started <= step.finished]
 
     def refresh_steps(self) -> list[Step]:
-        return [s for s in self.steps if s.kind == "refresh"]
+        return [s for s in self.steps if s.kind == "refresh" and s.outcome != NOT_CLAIMED]
 
     def generate_steps(self) -> list[Step]:
-        return [s for s in self.steps if s.kind == "generate"]
+        return [s for s in self.steps if s.kind == "generate" and s.outcome != NOT_CLAIMED]
 
 
 def passing(check: str, message: str) -> Finding:

@@ -65,10 +65,15 @@ class RolloutRequest:
 
 @dataclass(frozen=True)
 class Policy:
-    """The policy to load: where its weights are and the version it is to be known by."""
+    """The policy to load: where its weights are and the version it is to be known by.
+
+    `model_path` is a real, writable directory the kit made for this policy (under a temporary
+    directory it owns and removes); `step` is the training step the policy comes from, for
+    clients that count versions as integers."""
 
     version: str
     model_path: str
+    step: int = 0
 
 
 class SampleSink(Protocol):
@@ -97,6 +102,16 @@ class AdapterContext:
     max_attempts: int = 3
     family: str = "vllm"
     worker_urls: tuple[str, ...] = ()
+    control_timeout_s: float = 5.0
+    """The adapter's deadline for one administration call; the kit abandons a whole step
+    after `STEP_BOUND_S`."""
+
+
+GENERATION = "generation"
+REFRESH = "refresh"
+"""What an adapter implements: declare `implements = {"refresh"}` (or `{"generation"}`) on a
+client that does only one half; the checklist items of the other half are then not applicable,
+and the kit does not drive those steps. Undeclared means both."""
 
 
 class RefreshFailed(Exception):
@@ -122,4 +137,15 @@ class RolloutAdapter(Protocol):
         """Release connections; called once after the last scenario step."""
 
 
-AdapterFactory = Callable[[AdapterContext], RolloutAdapter]
+class AsyncRolloutAdapter(Protocol):
+    """The same protocol for an asyncio client: the kit runs these coroutines on an event loop
+    of its own (one per scenario) and cancels one it abandons."""
+
+    async def generate(self, request: RolloutRequest) -> Sample | None: ...
+
+    async def refresh_policy(self, policy: Policy) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+AdapterFactory = Callable[[AdapterContext], RolloutAdapter | AsyncRolloutAdapter]

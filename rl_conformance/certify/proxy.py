@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 import uvicorn
 
-from .audit import RL, AuditLog, AuditRecord, Delivery
+from .audit import RL, WORKER_PREFIX, AuditLog, AuditRecord, Delivery
 from .fleets import VLLM_FLEET, CertificationFleet
 
 HOST = "127.0.0.1"
@@ -76,8 +76,39 @@ Action = Respond | Hold | CutAfter | Pace | SlowEngine
 class Injection:
     """A scenario's events on one certification fleet. The default changes nothing."""
 
+    replies_instead = False
+    """The events answer calls in the deployment's place (a failed update, flush or
+    generation): they reach only an adapter that makes those calls."""
+
     def __init__(self, fleet: CertificationFleet = VLLM_FLEET) -> None:
         self.fleet = fleet
+        self.armed_at: float | None = None
+        """When the adapter's start-up ended: the events begin then, so a client that reads
+        discovery or generates while starting meets a healthy fleet, and the refresh the
+        scenario tests meets the events."""
+
+    def arm(self) -> None:
+        self.armed_at = time.monotonic()
+
+    @property
+    def armed(self) -> bool:
+        return self.armed_at is not None
+
+    def since_armed(self, log: AuditLog) -> list[AuditRecord]:
+        """The records of requests sent once the events began."""
+        if self.armed_at is None:
+            return []
+        armed_at = self.armed_at
+        return [record for record in log.records if record.started >= armed_at]
+
+    def generations(self, log: AuditLog) -> list[AuditRecord]:
+        return [record for record in self.since_armed(log) if record.is_generation]
+
+    def calls(self, log: AuditLog, route: str) -> list[AuditRecord]:
+        return [record for record in self.since_armed(log) if record.route == route]
+
+    def discovery_reads(self, log: AuditLog) -> list[AuditRecord]:
+        return [record for record in self.since_armed(log) if record.is_discovery]
 
     @classmethod
     def unsupported(cls, fleet: CertificationFleet) -> str | None:
@@ -150,6 +181,7 @@ class _Forwarder:
         path = scope["path"]
         query = scope.get("query_string", b"").decode()
         log = self.proxy.log
+        truth = await self._listener_truth(path) if self.plane.startswith(WORKER_PREFIX) else None
         record = log.open(
             self.plane,
             scope["method"],
@@ -157,6 +189,7 @@ class _Forwarder:
             {k: headers[k] for k in RECORDED_HEADERS if k in headers},
             _parse(bytes(raw)),
         )
+        record.truth = truth
         gone = asyncio.Event()
 
         async def watch() -> None:
@@ -167,8 +200,9 @@ class _Forwarder:
                     return
 
         watcher = asyncio.create_task(watch())
+        injection = self.proxy.injection
         try:
-            action = self.proxy.injection.intercept(record, log)
+            action = injection.intercept(record, log) if injection.armed else None
             if isinstance(action, Respond):
                 record.delivery = Delivery.INJECTED
                 await self._reply_json(send, record, action.status, action.body)
@@ -206,11 +240,36 @@ class _Forwarder:
         document = _parse(body)
         if not isinstance(document, dict):
             return body
+        return json.dumps(self._as_listed(document, log)).encode()
+
+    def _as_listed(self, document: dict[str, Any], log: AuditLog) -> dict[str, Any]:
+        """A discovery body as the adapter is shown it: the proxy's worker URLs, then the
+        scenario's events."""
         for worker in document.get("workers") or []:
             if isinstance(worker, dict) and worker.get("system_url") in self.proxy.public:
                 worker["system_url"] = self.proxy.public[worker["system_url"]]
-        document = self.proxy.injection.discovery(document, log)
-        return json.dumps(document).encode()
+        injection = self.proxy.injection
+        return injection.discovery(document, log) if injection.armed else document
+
+    async def _listener_truth(self, path: str) -> dict[str, Any] | None:
+        """What the listener lists at the moment a worker call arrives, as a read would show it
+        (not recorded as one of the adapter's reads): the call is judged against this, not
+        against the adapter's last read. None where nothing is discovered or the read failed."""
+        rl = self.proxy.upstreams.get(RL)
+        if (
+            rl is None
+            or not path.startswith("/engine/")
+            or not self.proxy.injection.fleet.discovered
+        ):
+            return None
+        try:
+            reply = await self.proxy.client.get(rl.rstrip("/") + "/v1/rl/workers")
+            document = reply.json()
+        except (httpx.HTTPError, ValueError):
+            return None
+        if not isinstance(document, dict):
+            return None
+        return self._as_listed(document, self.proxy.log)
 
     async def _stream(
         self,

@@ -230,6 +230,15 @@ class ReferenceAdapter:
         for worker in workers.values():
             self.apply(worker, policy)
         self.invalidate(workers)
+        self.verify_versions(workers, policy)
+        self.require_same(workers, self.discover())
+        self.each(workers, self.RESUME, {})
+        self.verify_generation()
+        self.version = policy.version
+        self.gated = False
+
+    def verify_versions(self, workers: dict[int, dict[str, Any]], policy: Policy) -> None:
+        """Read every worker's version back before reopening the fleet."""
         for instance, worker in workers.items():
             reply = self.call(worker, self.VERSION_ROUTE, {})
             if reply.get(self.VERSION_KEY) != policy.version:
@@ -237,11 +246,6 @@ class ReferenceAdapter:
                     f"worker {instance} reports version {reply.get(self.VERSION_KEY)!r}, "
                     f"expected {policy.version!r}"
                 )
-        self.require_same(workers, self.discover())
-        self.each(workers, self.RESUME, {})
-        self.verify_generation()
-        self.version = policy.version
-        self.gated = False
 
     def pause(self, workers: dict[int, dict[str, Any]]) -> None:
         self.each(workers, self.PAUSE, self.pause_body())

@@ -9,7 +9,7 @@ from typing import Any
 from .audit import AuditRecord, Step
 from .fleets import CertificationFleet
 from .judge import Evidence, Finding, failing, passing, skipping, verified_terminal
-from .scenarios import Refresh
+from .protocol import GENERATION
 
 
 def _phases(fleet: CertificationFleet, records: list[AuditRecord]) -> list[tuple[str, int]]:
@@ -82,7 +82,11 @@ def discovery_before_control(evidence: Evidence) -> Finding:
 
 
 def _listing(record: AuditRecord) -> dict[str, dict[str, Any]]:
-    workers = (record.response or {}).get("workers") if isinstance(record.response, dict) else None
+    return _listing_of(record.response)
+
+
+def _listing_of(document: Any) -> dict[str, dict[str, Any]]:
+    workers = document.get("workers") if isinstance(document, dict) else None
     return {str(w.get("instance_id")): w for w in workers or [] if isinstance(w, dict)}
 
 
@@ -113,11 +117,14 @@ def mutations_to_advertised(evidence: Evidence) -> Finding:
                 )
             continue
         mutated += 1
-        entry = latest.get(record.worker or "")
+        # Judged against what the listener lists as the call arrives, not the adapter's last
+        # read, which may be stale (its own read when the listener could not be asked).
+        listed = latest if record.truth is None else _listing_of(record.truth)
+        entry = listed.get(record.worker or "")
         if entry is None or entry.get("error") or not entry.get("system_url"):
             return failing(
                 check,
-                "a mutating call reached a worker the latest discovery read did not offer: "
+                "a mutating call reached a worker the listener did not offer at that moment: "
                 + record.summary(),
                 "a listed worker with system_url and no error",
                 entry,
@@ -162,7 +169,7 @@ def gated_after_failure(evidence: Evidence) -> Finding:
     refresh = next(iter(refreshes), None)
     if refresh is None:
         return skipping(check, "no refresh was driven")
-    expected = evidence.scenario.expects(0)
+    expected = evidence.expects(0)
     may_fail = expected is None and refresh.outcome != "returned"
     if expected is not False and not may_fail:
         return skipping(check, "the refresh of this scenario completed")
@@ -205,15 +212,14 @@ def gated_after_failure(evidence: Evidence) -> Finding:
 
 def complete_iteration(evidence: Evidence) -> Finding:
     check = "adapter.complete_iteration"
-    scenario = evidence.scenario
     steps = evidence.refresh_steps()
     judged = [
-        step for position, step in enumerate(steps) if scenario.expects(position) is not False
+        step for position, step in enumerate(steps) if evidence.expects(position) is not False
     ]
-    if not judged and any(scenario.expects(p) is False for p in range(len(steps))):
+    if not judged and any(evidence.expects(p) is False for p in range(len(steps))):
         return skipping(check, "no refresh of this scenario can complete")
     if any(
-        scenario.expects(position) is None and step.outcome != "returned"
+        evidence.expects(position) is None and step.outcome != "returned"
         for position, step in enumerate(steps)
     ):
         return skipping(check, "the refresh failed closed, which this scenario allows")
@@ -237,11 +243,17 @@ def complete_iteration(evidence: Evidence) -> Finding:
                 evidence.scenario.expected_workers,
                 sorted(listed),
             )
+        model_path = evidence.model_path(plan)
         for worker in listed:
-            broken = _worker_refresh(evidence.fleet, evidence.worker_span(worker, step), plan)
+            span = evidence.worker_span(worker, step)
+            broken = _worker_refresh(evidence.fleet, span, plan.version, model_path)
+            if broken is None:
+                broken = _unverified(evidence, worker, span, records, plan.version, model_path)
             if broken is not None:
                 message, expected, observed = broken
                 return failing(check, f"worker {worker} {message}", expected, observed)
+        if GENERATION not in evidence.implements:
+            continue  # the framework generates through a client of its own
         last_resume = max(i for i, r in enumerate(records) if r.route == evidence.fleet.resume)
         verified = [r for r in records[last_resume:] if r.is_generation and verified_terminal(r)]
         if not verified:
@@ -260,47 +272,119 @@ def complete_iteration(evidence: Evidence) -> Finding:
             "generation reopened once a refresh verifiably succeeded",
             gated[0].detail,
         )
+    generation = (
+        "generation checked"
+        if GENERATION in evidence.implements
+        else "post-update generation not judged (the adapter declares refresh only)"
+    )
     return passing(
-        check,
-        f"{len(judged)} refresh(es): every worker updated, verified, generation checked",
+        check, f"{len(judged)} refresh(es): every worker updated, verified, {generation}"
     )
 
 
 def _worker_refresh(
-    fleet: CertificationFleet, calls: list[AuditRecord], plan: Refresh
+    fleet: CertificationFleet, calls: list[AuditRecord], version: str, model_path: str
 ) -> tuple[str, str, Any] | None:
-    """Whether one worker went through the whole refresh in order: paused, given the policy,
-    its stale KV state invalidated, its version read back, resumed. The violation (message,
-    expected, observed) or None."""
+    """Whether one worker went through the refresh in order: paused, given the policy, its stale
+    KV state invalidated, resumed. The violation (message, expected, observed) or None."""
     order = [r.route for r in calls]
     whole = (
         f"{fleet.pause}, {fleet.update} of the policy, invalidation ({fleet.invalidation}), "
-        f"{fleet.version}, {fleet.resume}"
+        f"{fleet.resume}"
+    )
+    paused = next((i for i, r in enumerate(calls) if r.route == fleet.pause), None)
+    applied = _applied(fleet, calls, version, model_path)
+    resumed = [i for i, r in enumerate(calls) if r.route == fleet.resume]
+    if paused is None or applied is None or not resumed:
+        return "did not go through the whole refresh", whole, order
+    cleared = any(fleet.clears_on_pause(r.route, r.body) for r in calls[: applied + 1])
+    flushed = any(fleet.flushes(r.route, r.body) for r in calls[applied : resumed[-1]])
+    if paused > applied or resumed[-1] < applied:
+        return "took its refresh steps out of order", whole + ", in that order", order
+    if not (cleared or flushed):
+        return (
+            "reopened with the old weights' KV state: nothing invalidated it",
+            f"invalidation: {fleet.invalidation}",
+            [
+                (r.route, r.body)
+                for r in calls
+                if r.route in (fleet.pause, fleet.flush, fleet.update)
+            ],
+        )
+    return None
+
+
+def _applied(
+    fleet: CertificationFleet, calls: list[AuditRecord], version: str, model_path: str
+) -> int | None:
+    return next(
+        (i for i, r in enumerate(calls) if fleet.applies(r.route, r.body, version, model_path)),
+        None,
     )
 
-    def first(predicate: Any) -> int | None:
-        return next((i for i, r in enumerate(calls) if predicate(r)), None)
 
-    paused = first(lambda r: r.route == fleet.pause)
-    applied = first(lambda r: fleet.applies(r.route, r.body, plan.version, plan.model_path))
-    invalidated = [i for i, r in enumerate(calls) if fleet.invalidates(r.route, r.body)]
-    read = [i for i, r in enumerate(calls) if r.route == fleet.version]
-    resumed = [i for i, r in enumerate(calls) if r.route == fleet.resume]
-    if paused is None or applied is None or not invalidated or not read or not resumed:
-        return "did not go through the whole refresh", whole, order
-    if fleet.family.clears_on_pause:
-        # The pause itself invalidates: the one that preceded the update must.
-        cleared = [i for i in invalidated if i <= applied]
-        after_update = cleared[-1:] if cleared else []
-    else:
-        after_update = [i for i in invalidated if i >= applied]
-    read_after = [i for i in read if i > applied]
-    resume = resumed[-1]
-    if (
-        paused > applied
-        or not after_update
-        or not read_after
-        or resume < max(after_update[-1], read_after[-1])
-    ):
-        return "took its refresh steps out of order", whole + ", in that order", order
+def _unverified(
+    evidence: Evidence,
+    worker: str,
+    calls: list[AuditRecord],
+    records: list[AuditRecord],
+    version: str,
+    model_path: str,
+) -> tuple[str, str, Any] | None:
+    """Whether the worker was verified to serve the policy before the fleet reopened ("verify
+    every worker"), in any of the ways the contract allows: the family's version read-back
+    after the update, the update's own reply naming the version, or a post-update generation
+    the worker served that reports the version. The violation, or None."""
+    fleet = evidence.fleet
+    applied = _applied(fleet, calls, version, model_path)
+    assert applied is not None
+    resumed = max(i for i, r in enumerate(calls) if r.route == fleet.resume)
+    # What a read-back names is the adapter's to compare: one that reopens on a mismatch fails
+    # the refresh that cannot succeed (gated_after_failure).
+    read = any(r.route == fleet.version for r in calls[applied + 1 : resumed])
+    replied = _names(calls[applied].response, version)
+    served = any(
+        r.is_generation
+        and verified_terminal(r)
+        and r.started >= calls[resumed].started
+        and worker in _served_by(r)
+        and _reported_version(r) == version
+        for r in records
+    )
+    if read or replied or served:
+        return None
+    return (
+        "was not verified to serve the policy before the fleet reopened",
+        f"{fleet.version} after the update, an update reply naming {version!r}, or a "
+        "post-update generation the worker served reporting it",
+        [r.route for r in calls],
+    )
+
+
+def _names(reply: Any, version: str) -> bool:
+    return isinstance(reply, dict) and version in reply.values()
+
+
+def _nvext_of(record: AuditRecord) -> list[dict[str, Any]]:
+    payloads = record.events if record.events else [record.response]
+    return [
+        p["nvext"] for p in payloads if isinstance(p, dict) and isinstance(p.get("nvext"), dict)
+    ]
+
+
+def _served_by(record: AuditRecord) -> set[str]:
+    """The instance ids a generation's `nvext.worker_id` names."""
+    ids: set[str] = set()
+    for nvext in _nvext_of(record):
+        named = nvext.get("worker_id")
+        values = named.values() if isinstance(named, dict) else [named]
+        ids.update(str(value) for value in values if value is not None)
+    return ids
+
+
+def _reported_version(record: AuditRecord) -> Any:
+    for nvext in _nvext_of(record):
+        engine = nvext.get("engine_data")
+        if isinstance(engine, dict) and engine.get("weight_version") is not None:
+            return engine["weight_version"]
     return None

@@ -3,12 +3,13 @@ adapters) in the same shape, and the same report formats, as the deployment matr
 
 from __future__ import annotations
 
+import tempfile
 import threading
 import time
-import traceback
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from fake_backends import FakeDeployment
@@ -20,32 +21,14 @@ from ..model.target import Target
 from ..wire.exchange import to_jsonable
 from .audit import WORKER_PREFIX, AuditLog, Step
 from .checklist import CHECKS, judge
+from .driving import AdapterHandle, Driver, bounded
 from .fleets import VLLM_FLEET, CertificationFleet
-from .judge import FAIL, PASS, SKIPPED, Admission, Evidence, Finding
-from .protocol import (
-    AdapterContext,
-    AdapterFactory,
-    GenerationGated,
-    Policy,
-    RefreshFailed,
-    RolloutAdapter,
-    RolloutRequest,
-    Sample,
-)
+from .judge import FAIL, NOT_APPLICABLE, PASS, SKIPPED, Admission, Evidence, Finding
+from .protocol import GENERATION, REFRESH, AdapterContext, AdapterFactory, Sample
 from .proxy import RecordingProxy
-from .scenarios import (
-    MAX_TOKENS,
-    PROMPT,
-    SCENARIOS,
-    Generate,
-    GenerateAcross,
-    Scenario,
-)
+from .scenarios import SCENARIOS, Refresh, Scenario
 
 MODEL = "toy"
-STEP_BOUND_S = 20.0
-"""No step may take longer; an adapter that hangs is reported, never waited for."""
-CANCEL_WAIT_S = 5.0
 DEFAULT_JOBS = 4
 CHECKLIST = "Integration Checklist"
 
@@ -119,6 +102,10 @@ class _Sink:
     admissions: list[Admission] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
+    def at(self, step: int) -> None:
+        """Admissions from now on belong to this step."""
+        self.current = step
+
     def admit(self, sample: Sample) -> None:
         with self.lock:
             self.admissions.append(Admission(self.current, sample))
@@ -172,136 +159,6 @@ class ScenarioResult:
         }
 
 
-def _bounded(call: Callable[[], Any]) -> tuple[str, Any]:
-    """Run one adapter call on a daemon thread: (`returned`|`gated`|`refresh-failed`|
-    `raised: ...`|`hung`, detail)."""
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = call()
-            box["outcome"] = "returned"
-        except GenerationGated as exc:
-            box.update(outcome="gated", value=str(exc))
-        except RefreshFailed as exc:
-            box.update(outcome="refresh-failed", value=str(exc))
-        except Exception as exc:
-            box.update(
-                outcome=f"raised: {type(exc).__name__}: {exc}", value=traceback.format_exc(limit=3)
-            )
-
-    worker = threading.Thread(target=target, daemon=True, name="certify-step")
-    worker.start()
-    worker.join(STEP_BOUND_S)
-    if worker.is_alive():
-        return "hung", f"did not return within {STEP_BOUND_S:.0f} s"
-    return box["outcome"], box.get("value")
-
-
-def _drive(adapter: RolloutAdapter, scenario: Scenario, log: AuditLog, sink: _Sink) -> list[Step]:
-    steps: list[Step] = []
-    for planned in scenario.steps:
-        index = len(steps)
-        sink.current = index
-        started = time.monotonic()
-        detail: Any
-        if isinstance(planned, GenerateAcross):
-            steps.extend(_overlapped(adapter, planned, log, index, started))
-            log.steps = steps
-            continue
-        if isinstance(planned, Generate):
-            request = RolloutRequest(planned.slot, PROMPT, MAX_TOKENS)
-            cancelled = False
-            if planned.cancel_after_events is not None:
-                outcome, detail, cancelled = _cancelled(
-                    adapter, request, planned.cancel_after_events, log, started
-                )
-            else:
-                outcome, detail = _bounded(lambda r=request: adapter.generate(r))
-            kind, label = "generate", planned.slot
-        else:
-            cancelled = False
-            policy = Policy(planned.version, planned.model_path)
-            outcome, detail = _bounded(lambda p=policy: adapter.refresh_policy(p))
-            kind, label = "refresh", planned.version
-        time.sleep(0.02)  # let the proxy finish recording what the step sent
-        steps.append(
-            Step(index, kind, label, started, time.monotonic(), outcome, detail, cancelled)
-        )
-        log.steps = steps
-    return steps
-
-
-def _overlapped(
-    adapter: RolloutAdapter, planned: GenerateAcross, log: AuditLog, index: int, since: float
-) -> list[Step]:
-    """The rollout on its own thread, the refresh once its first event reached the client (or it
-    returned first); both bounded. Two steps, the rollout's first: admissions belong to it."""
-    request = RolloutRequest(planned.slot, PROMPT, MAX_TOKENS)
-    result: dict[str, Any] = {}
-    finished: dict[str, float] = {}
-
-    def rollout() -> None:
-        result.update(
-            zip(("outcome", "value"), _bounded(lambda: adapter.generate(request)), strict=True)
-        )
-        finished["at"] = time.monotonic()
-
-    thread = threading.Thread(target=rollout, daemon=True, name="certify-rollout")
-    thread.start()
-    deadline = time.monotonic() + CANCEL_WAIT_S
-    while log.events_delivered(since) < 1 and time.monotonic() < deadline and thread.is_alive():
-        time.sleep(0.01)
-    policy = Policy(planned.refresh.version, planned.refresh.model_path)
-    refresh_started = time.monotonic()
-    outcome, detail = _bounded(lambda: adapter.refresh_policy(policy))
-    refresh = Step(
-        index + 1,
-        "refresh",
-        planned.refresh.version,
-        refresh_started,
-        time.monotonic(),
-        outcome,
-        detail,
-    )
-    thread.join(STEP_BOUND_S)
-    time.sleep(0.02)  # let the proxy finish recording what the steps sent
-    generate = Step(
-        index,
-        "generate",
-        planned.slot,
-        since,
-        finished.get("at", time.monotonic()),
-        result.get("outcome", "hung"),
-        result.get("value"),
-    )
-    return [generate, refresh]
-
-
-def _cancelled(
-    adapter: RolloutAdapter, request: RolloutRequest, after: int, log: AuditLog, since: float
-) -> tuple[str, Any, bool]:
-    """Cancel the rollout once `after` events reached the client; whether the cancellation
-    came while the call was still running (an adapter that had already returned was not
-    cancelled)."""
-    result: dict[str, Any] = {}
-    thread = threading.Thread(
-        target=lambda: result.update(
-            zip(("outcome", "value"), _bounded(lambda: adapter.generate(request)), strict=True)
-        ),
-        daemon=True,
-    )
-    thread.start()
-    deadline = time.monotonic() + CANCEL_WAIT_S
-    while log.events_delivered(since) < after and time.monotonic() < deadline and thread.is_alive():
-        time.sleep(0.01)
-    in_flight = thread.is_alive()
-    request.cancel.cancel()
-    thread.join(STEP_BOUND_S)
-    outcome = result.get("outcome", "hung")
-    return outcome, result.get("value"), in_flight
-
-
 def run_scenario(
     name: str,
     factory: AdapterFactory,
@@ -315,11 +172,16 @@ def run_scenario(
     log = AuditLog()
     sink = _Sink()
     supplied: dict[str, str] = {}
-    with FakeDeployment(fleet.backend, workers=scenario.workers, **fleet.options) as deployment:
+    implements = frozenset({GENERATION, REFRESH})
+    with (
+        tempfile.TemporaryDirectory(prefix="rl-conformance-checkpoints-") as checkpoints,
+        FakeDeployment(fleet.backend, workers=scenario.workers, **fleet.options) as deployment,
+    ):
         upstreams = {"frontend": deployment.frontend_url, "rl": deployment.rl_url}
         for worker in deployment.workers:
             upstreams[f"{WORKER_PREFIX}{worker['instance_id']}"] = worker["system_url"]
-        with RecordingProxy(upstreams, scenario.injection(fleet), log) as proxy:
+        injection = scenario.injection(fleet)
+        with RecordingProxy(upstreams, injection, log) as proxy:
             if not fleet.discovered:
                 supplied = {
                     str(worker["instance_id"]): proxy.url(f"{WORKER_PREFIX}{worker['instance_id']}")
@@ -335,27 +197,49 @@ def run_scenario(
                 family=fleet.name,
                 worker_urls=tuple(supplied.values()),
             )
+            outcome, built = bounded(lambda: factory(context))
+            if outcome != "returned":
+                return _could_not_run(name, scenario, _factory_failure(outcome, built), started)
             try:
-                adapter = factory(context)
-            except Exception as exc:
-                return ScenarioResult(
-                    name,
-                    scenario,
-                    [],
-                    [],
-                    [],
-                    time.monotonic() - started,
-                    f"the factory raised {type(exc).__name__}: {exc}",
-                )
+                handle = AdapterHandle(built)
+            except ValueError as exc:
+                bounded(getattr(built, "close", lambda: None))
+                return _could_not_run(name, scenario, f"the adapter's {exc}", started)
+            implements = handle.implements
+            injection.arm()  # the scenario's events begin once the adapter has started
+
+            def checkpoint(planned: Refresh) -> str:
+                path = Path(checkpoints) / planned.checkpoint
+                path.mkdir(exist_ok=True)
+                return str(path)
+
             try:
-                steps = _drive(adapter, scenario, log, sink)
+                steps = Driver(handle, scenario, log, sink.at, checkpoint).drive()
             finally:
-                _bounded(adapter.close)
+                handle.close()
             time.sleep(scenario.request_timeout_s if _held(scenario) else 0.0)
-    evidence = Evidence(scenario, log, steps, list(sink.admissions), fleet, supplied)
+        root = checkpoints
+    evidence = Evidence(
+        scenario, log, steps, list(sink.admissions), fleet, supplied, root, implements
+    )
     origin = steps[0].started if steps else 0.0
     audit = [record.to_json(origin) for record in log.records]
     return ScenarioResult(name, scenario, judge(evidence), steps, audit, time.monotonic() - started)
+
+
+def _factory_failure(outcome: str, detail: Any) -> str:
+    if outcome == "hung":
+        return f"the factory {detail}"
+    if outcome in ("gated", "refresh-failed"):
+        return f"the factory raised: {detail}"
+    return f"the factory {outcome}"
+
+
+def _could_not_run(adapter: str, scenario: Scenario, reason: str, started: float) -> ScenarioResult:
+    """The adapter could not be driven through this scenario: every item skipped for it (the
+    other scenarios' verdicts stand), the reason recorded as the scenario's error."""
+    findings = [Finding(check, SKIPPED, f"not judged: {reason}") for check in CHECKS]
+    return ScenarioResult(adapter, scenario, findings, [], [], time.monotonic() - started, reason)
 
 
 def _not_run(adapter: str, scenario: Scenario, reason: str) -> ScenarioResult:
@@ -416,20 +300,13 @@ def certify(
 
 
 def _records(result: ScenarioResult) -> list[TestRecord]:
-    if result.error is not None:
-        return [
-            TestRecord(
-                f"{result.scenario.name}::{check}",
-                (check,),
-                result.adapter,
-                Outcome.ERROR,
-                result.error,
-            )
-            for check in CHECKS
-        ]
     out = []
     for finding in result.findings:
-        outcome = {PASS: Outcome.PASS, FAIL: Outcome.FAIL}.get(finding.outcome, Outcome.SKIPPED)
+        outcome = {
+            PASS: Outcome.PASS,
+            FAIL: Outcome.FAIL,
+            NOT_APPLICABLE: Outcome.UNSUPPORTED,
+        }.get(finding.outcome, Outcome.SKIPPED)
         evidence = []
         if finding.outcome == FAIL:
             evidence.append(

@@ -33,7 +33,10 @@ class Generate:
 @dataclass(frozen=True)
 class Refresh:
     version: str
-    model_path: str
+    checkpoint: str
+    """The name of the policy's checkpoint directory, made by the kit under a temporary
+    directory of its own."""
+    step: int = 0
 
 
 @dataclass(frozen=True)
@@ -49,7 +52,7 @@ Step = Generate | Refresh | GenerateAcross
 
 
 def _refresh(n: int) -> Refresh:
-    return Refresh(version=f"policy-v{n}", model_path=f"/conformance/weights/policy-v{n}")
+    return Refresh(version=f"policy-v{n}", checkpoint=f"policy-v{n}", step=n)
 
 
 @dataclass
@@ -91,26 +94,18 @@ class Scenario:
         ]
 
 
-def _generations(log: AuditLog) -> list[AuditRecord]:
-    return [r for r in log.records if r.is_generation]
-
-
-def _calls(log: AuditLog, route: str) -> list[AuditRecord]:
-    return [r for r in log.records if r.route == route]
-
-
 class FirstGenerationHeld(Injection):
     """The first attempt completes after the adapter's deadline."""
 
     def intercept(self, record: AuditRecord, log: AuditLog) -> Action | None:
-        if record.is_generation and _generations(log)[0] is record:
+        if record.is_generation and self.generations(log)[0] is record:
             return Hold(REQUEST_TIMEOUT_S + LATE_BY_S)
         return None
 
 
 class FirstStreamCut(Injection):
     def intercept(self, record: AuditRecord, log: AuditLog) -> Action | None:
-        if record.is_generation and _generations(log)[0] is record:
+        if record.is_generation and self.generations(log)[0] is record:
             return CutAfter(2)
         return None
 
@@ -119,7 +114,7 @@ class PacedStreams(Injection):
     """Streams slow enough for the trainer to cancel one mid-way."""
 
     def intercept(self, record: AuditRecord, log: AuditLog) -> Action | None:
-        if record.is_generation and _generations(log)[0] is record:
+        if record.is_generation and self.generations(log)[0] is record:
             return Pace(0.15)
         return None
 
@@ -136,7 +131,7 @@ class FirstGenerationSlow(Injection):
     """The engine generates the first rollout slowly, so the refresh meets it mid-way."""
 
     def intercept(self, record: AuditRecord, log: AuditLog) -> Action | None:
-        if record.is_generation and _generations(log)[0] is record:
+        if record.is_generation and self.generations(log)[0] is record:
             return SlowEngine(SLOW_TOKEN_MS)
         return None
 
@@ -145,7 +140,7 @@ class FirstGenerationUnavailable(Injection):
     """A 503 as a paused or unregistered worker answers (real 1.6.1 sidecar recording)."""
 
     def intercept(self, record: AuditRecord, log: AuditLog) -> Action | None:
-        if record.is_generation and _generations(log)[0] is record:
+        if record.is_generation and self.generations(log)[0] is record:
             return Respond(503, NOT_READY)
         return None
 
@@ -161,55 +156,62 @@ class WorkerJoinsAfterPause(Injection):
     """A third worker registers once the refresh has begun."""
 
     def discovery(self, body: dict[str, Any], log: AuditLog) -> dict[str, Any]:
-        if _calls(log, self.fleet.pause):
+        if self.calls(log, self.fleet.pause):
             return body
         return _hide(body, 2)
 
 
 class WorkerLeavesAfterPause(Injection):
-    """The second worker is gone from discovery once the refresh has begun."""
+    """The second worker is gone from discovery once the pause reached every worker."""
 
     def discovery(self, body: dict[str, Any], log: AuditLog) -> dict[str, Any]:
-        if _calls(log, self.fleet.pause):
+        paused = {record.worker for record in self.calls(log, self.fleet.pause)}
+        if len(paused) >= len(body.get("workers") or []) > 0:
             return _hide(body, 1)
         return body
 
 
 def _failing_worker_call(
-    fleet: CertificationFleet, route: str | None, record: AuditRecord, log: AuditLog
+    injection: Injection, route: str | None, record: AuditRecord, log: AuditLog
 ) -> Action | None:
     if route is None or record.route != route:
         return None
-    if _calls(log, route)[0] is not record:
+    if injection.calls(log, route)[0] is not record:
         return None
-    return Respond(200, fleet.failure_reply(route))
+    return Respond(200, injection.fleet.failure_reply(route))
 
 
 class UpdateFailsOnOneWorker(Injection):
     """The first call that applies a policy fails."""
 
+    replies_instead = True
+
     def intercept(self, record: AuditRecord, log: AuditLog) -> Action | None:
-        return _failing_worker_call(self.fleet, self.fleet.update, record, log)
+        return _failing_worker_call(self, self.fleet.update, record, log)
 
 
 class FlushFails(Injection):
+    """The first flush fails (an adapter that does not flush never meets it)."""
+
+    replies_instead = True
+
     @classmethod
     def unsupported(cls, fleet: CertificationFleet) -> str | None:
-        if fleet.flush is None or fleet.flushes_on_update:
-            return (
-                f"{fleet.name} invalidates KV state by {fleet.invalidation}, not by a flush alone"
-            )
+        if fleet.flush is None:
+            return f"{fleet.name} has no flush route: it invalidates by {fleet.invalidation}"
         return None
 
     def intercept(self, record: AuditRecord, log: AuditLog) -> Action | None:
-        return _failing_worker_call(self.fleet, self.fleet.flush, record, log)
+        return _failing_worker_call(self, self.fleet.flush, record, log)
 
 
 class PostUpdateGenerationFails(Injection):
     """Every generation after the fleet is resumed fails with a server error."""
 
+    replies_instead = True
+
     def intercept(self, record: AuditRecord, log: AuditLog) -> Action | None:
-        if record.is_generation and _calls(log, self.fleet.resume):
+        if record.is_generation and self.calls(log, self.fleet.resume):
             return Respond(
                 500,
                 {"message": "Internal server error", "type": "Internal Server Error", "code": 500},
@@ -249,7 +251,7 @@ class ProtocolVersionTwo(Injection):
     this client does not speak (the worker entries unchanged)."""
 
     def discovery(self, body: dict[str, Any], log: AuditLog) -> dict[str, Any]:
-        if _generations(log):
+        if self.generations(log):
             body["protocol_version"] = 2
         return body
 
@@ -259,7 +261,7 @@ class ReorderedListings(Injection):
     position is not worker identity."""
 
     def discovery(self, body: dict[str, Any], log: AuditLog) -> dict[str, Any]:
-        reads = len([r for r in log.records if r.is_discovery])
+        reads = len(self.discovery_reads(log))
         if reads % 2 == 0:
             body["workers"] = list(reversed(body.get("workers") or []))
         return body
@@ -269,7 +271,7 @@ class PartialWorkerSet(Injection):
     """The second worker is still registering during the first two discovery reads."""
 
     def discovery(self, body: dict[str, Any], log: AuditLog) -> dict[str, Any]:
-        reads = [r for r in log.records if r.is_discovery]
+        reads = self.discovery_reads(log)
         return _hide(body, 1) if len(reads) <= 2 else body
 
 

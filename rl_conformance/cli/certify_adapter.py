@@ -96,12 +96,16 @@ def handle(args: argparse.Namespace) -> int:
     progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     fleet = FLEETS[args.family]
     matrix, results = certify(adapters, chosen, progress, jobs=args.jobs, fleet=fleet)
+    problems = [
+        f"{result.adapter}: scenario {result.scenario.name} could not run: {result.error}"
+        for result in results
+        if result.error is not None and result.adapter not in twins
+    ]
     if twins:
+        problems += self_check_problems(results, [s.name for s in chosen], reviewed_failures())
+    if twins or problems:
         matrix.exit_rule = ExitRule(
-            exempt=dict.fromkeys(twins, TWIN_EXEMPTION),
-            problems=tuple(
-                self_check_problems(results, [s.name for s in chosen], reviewed_failures())
-            ),
+            exempt=dict.fromkeys(twins, TWIN_EXEMPTION), problems=tuple(problems)
         )
     directory = Path(args.report_dir)
     document = matrix.to_json()
@@ -148,5 +152,5 @@ def _table(document: dict[str, Any]) -> str:
         f"{t:>{width}}" for t, width in zip(targets, widths, strict=True)
     )
     rule = document.get("exit_rule") or {}
-    lines += [f"self-check: {problem}" for problem in rule.get("problems", [])]
+    lines += [f"problem: {problem}" for problem in rule.get("problems", [])]
     return "\n".join([header, *lines])
