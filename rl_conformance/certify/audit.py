@@ -148,6 +148,11 @@ class AuditLog:
         with self._lock:
             return list(self._records)
 
+    def adopt(self, record: AuditRecord) -> None:
+        """Add a record made elsewhere (a recorded scenario read back)."""
+        with self._lock:
+            self._records.append(record)
+
     def within(self, step: Step) -> list[AuditRecord]:
         return [r for r in self.records if step.started <= r.started <= step.finished]
 

@@ -174,11 +174,17 @@ def verified_terminal(record: AuditRecord) -> bool:
 
 
 def _sources(evidence: Evidence, admission: Admission) -> list[AuditRecord]:
+    """The requests an admitted sample may have come from: those carrying its attempt identity;
+    for a sample that names none (a client that sends no identity, which `attempt_identity`
+    judges), those whose engine-returned ids are the sample's."""
+    sample = admission.sample
+    generations = [record for record in evidence.records if record.is_generation]
+    if sample.attempt_id:
+        return [r for r in generations if r.headers.get("x-request-id") == sample.attempt_id]
     return [
-        record
-        for record in evidence.records
-        if record.is_generation
-        and record.headers.get("x-request-id") == admission.sample.attempt_id
+        r
+        for r in generations
+        if not r.headers.get("x-request-id") and _completion_ids(r) == list(sample.token_ids)
     ]
 
 

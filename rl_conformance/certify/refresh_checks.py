@@ -342,7 +342,13 @@ def _unverified(
     # What a read-back names is the adapter's to compare: one that reopens on a mismatch fails
     # the refresh that cannot succeed (gated_after_failure).
     read = any(r.route == fleet.version for r in calls[applied + 1 : resumed])
-    replied = _names(calls[applied].response, version)
+    update = calls[applied]
+    declared = update.body.get("weight_version") if isinstance(update.body, dict) else None
+    # The reply confirms the version the update named: the kit's, or the client's own name
+    # for it (a training step).
+    replied = _names(update.response, version) or (
+        declared is not None and _names(update.response, declared)
+    )
     served = any(
         r.is_generation
         and verified_terminal(r)

@@ -26,6 +26,7 @@ from .fleets import VLLM_FLEET, CertificationFleet
 from .judge import FAIL, NOT_APPLICABLE, PASS, SKIPPED, Admission, Evidence, Finding
 from .protocol import GENERATION, REFRESH, AdapterContext, AdapterFactory, Sample
 from .proxy import RecordingProxy
+from .replay import evidence_to_json
 from .scenarios import SCENARIOS, Refresh, Scenario
 
 MODEL = "toy"
@@ -120,6 +121,8 @@ class ScenarioResult:
     audit: list[dict[str, Any]]
     duration_s: float
     error: str | None = None
+    evidence: dict[str, Any] | None = None
+    """The scenario's whole evidence (`replay`), from which its findings can be judged again."""
 
     @property
     def failed(self) -> list[Finding]:
@@ -224,7 +227,15 @@ def run_scenario(
     )
     origin = steps[0].started if steps else 0.0
     audit = [record.to_json(origin) for record in log.records]
-    return ScenarioResult(name, scenario, judge(evidence), steps, audit, time.monotonic() - started)
+    return ScenarioResult(
+        name,
+        scenario,
+        judge(evidence),
+        steps,
+        audit,
+        time.monotonic() - started,
+        evidence=evidence_to_json(evidence, name),
+    )
 
 
 def _factory_failure(outcome: str, detail: Any) -> str:

@@ -66,9 +66,11 @@ class Scenario:
     """True: every refresh can and must complete; False: none can, generation must stay gated;
     None: completing on the whole fleet and failing closed are both safe."""
     recovers: bool = False
-    """The first refresh cannot succeed and the trainer retries it: the retry must complete and
-    reopen the fleet (the weights page's recovery rule: a failed refresh keeps the fleet gated
-    until a later one verifiably succeeds)."""
+    """The first refresh cannot succeed and the trainer retries it. The retry may complete and
+    reopen the fleet, or fail closed (a client that holds its state indeterminate after a failed
+    update until an operator acts keeps the recovery rule: the fleet stays gated); what it may
+    not do is report success and keep generation gated, or reopen without a verified
+    refresh."""
     injection: type[Injection] = Injection
     request_timeout_s: float = REQUEST_TIMEOUT_S
     notes: str = ""
@@ -78,7 +80,7 @@ class Scenario:
         """Whether the refresh at this position (0 = the first the trainer takes) can and must
         complete (True), cannot (False), or may fail closed (None)."""
         if self.recovers:
-            return position > 0
+            return None if position > 0 else False
         return self.refresh_succeeds
 
     def unsupported(self, fleet: CertificationFleet) -> str | None:
@@ -220,12 +222,12 @@ class PostUpdateGenerationFails(Injection):
 
 
 class RouteMissingOnOneWorker(Injection):
-    """One worker lacks a route of the update path: the flush where the family has one, else
-    the version read."""
+    """One worker lacks the route that applies a policy, which every refresh of the family
+    needs (a flush or a version read may be done otherwise)."""
 
     def discovery(self, body: dict[str, Any], log: AuditLog) -> dict[str, Any]:
         workers = body.get("workers") or []
-        missing = self.fleet.flush or self.fleet.version
+        missing = self.fleet.update
         if workers:
             first = min(workers, key=lambda w: str(w.get("instance_id")))
             first["routes"] = [r for r in first.get("routes", []) if r != missing]
@@ -350,8 +352,9 @@ SCENARIOS: tuple[Scenario, ...] = (
         (Generate("s1"), _refresh(1), _refresh(1), Generate("s2")),
         recovers=True,
         injection=UpdateFailsOnOneWorker,
-        notes="the first refresh must fail closed and keep generation gated; the retry must "
-        "update and verify every worker and reopen the fleet, so s2 is generated",
+        notes="the first refresh must fail closed and keep generation gated; the retry may "
+        "complete (every worker updated and verified, the fleet reopened, s2 generated) or fail "
+        "closed",
     ),
     Scenario(
         "flush_fails",
@@ -369,7 +372,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     ),
     Scenario(
         "route_missing_on_one_worker",
-        "one worker does not advertise a route of the update path (flush_cache on vLLM)",
+        "one worker does not advertise the route that applies a policy",
         (Generate("s1"), _refresh(1), Generate("s2")),
         refresh_succeeds=False,
         injection=RouteMissingOnOneWorker,

@@ -59,6 +59,12 @@ def register(commands: Any) -> None:
         metavar="N",
         help="scenarios run at once, each with its own fleet (default 4)",
     )
+    parser.add_argument(
+        "--keep-evidence",
+        action="store_true",
+        help="also write each scenario's whole evidence under evidence/, from which "
+        "`rl_conformance.certify.replay.rejudge` judges it again without the adapter",
+    )
     parser.add_argument("--report-dir", default="adapter-report", metavar="DIR")
     parser.add_argument("-q", "--quiet", action="store_true")
     parser.set_defaults(handler=handle)
@@ -115,6 +121,10 @@ def handle(args: argparse.Namespace) -> int:
     for result in results:
         path = audit / f"{_safe(result.adapter)}--{result.scenario.name}.json"
         path.write_text(json.dumps(result.to_json(), indent=2) + "\n", encoding="utf-8")
+        if args.keep_evidence and result.evidence is not None:
+            kept = directory / "evidence" / path.name
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            kept.write_text(json.dumps(result.evidence, indent=1) + "\n", encoding="utf-8")
     artifacts = {spec: spec for spec in args.adapters}
     for name, adapter in {**references, **twins}.items():
         artifacts[name] = f"{adapter.__module__}:{adapter.__qualname__}"

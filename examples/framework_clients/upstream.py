@@ -1,0 +1,50 @@
+"""Loading a framework's own Dynamo client, unchanged, from where the user keeps it.
+
+The source is not part of this repository: `fixtures/framework_clients/sources.json` cites it
+(repository, path, commit) and pins each file's SHA-256. A shim names the environment variable
+that points to the file (or checkout) and gets the file's text only when its bytes are the
+pinned ones, so that a certification always says which code it judged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+SOURCES = Path(__file__).resolve().parents[2] / "fixtures" / "framework_clients" / "sources.json"
+
+
+class SourceUnavailable(RuntimeError):
+    """The framework's source is not at hand, or is not the pinned version."""
+
+
+def pinned(client: str) -> dict:
+    return json.loads(SOURCES.read_text())["clients"][client]
+
+
+def source_text(client: str, variable: str, relative: str | None = None) -> tuple[str, str]:
+    """(text, path) of one pinned file of `client`: `variable` names the file itself, or, with
+    `relative`, the checkout holding it."""
+    entry = pinned(client)
+    where = os.environ.get(variable)
+    if not where:
+        raise SourceUnavailable(
+            f"{client}: set {variable} to {entry['environment'][variable]} "
+            f"({entry['repository']} at {entry['commit']})"
+        )
+    path = Path(where) / relative if relative else Path(where)
+    name = relative or next(iter(entry["files"]))
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise SourceUnavailable(f"{client}: {variable}: cannot read {path}: {exc}") from exc
+    digest = hashlib.sha256(data).hexdigest()
+    expected = entry["files"][name]
+    if digest != expected:
+        raise SourceUnavailable(
+            f"{client}: {path} is not {entry['repository']} {name} at {entry['commit']}: "
+            f"sha256 expected {expected}, observed {digest}"
+        )
+    return data.decode(), str(path)
