@@ -32,6 +32,7 @@ from docker.models.containers import Container
 from docker.types import DeviceRequest
 
 from ..errors import LaunchError
+from ..model.releases import DOCKER_CONFIG_SOURCE, MAIN, UNKNOWN_SOURCE
 from ..model.target import Target
 from .docker_config import (
     ContainerSpec,
@@ -372,6 +373,10 @@ class DockerLauncher:
             model=self.deployment.model,
             versions=versions,
             notes=notes,
+            release=self.deployment.dynamo_release or MAIN,
+            release_source=DOCKER_CONFIG_SOURCE
+            if self.deployment.dynamo_release
+            else UNKNOWN_SOURCE,
         )
 
     # -- stop -------------------------------------------------------------------------------

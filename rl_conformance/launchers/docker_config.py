@@ -118,6 +118,8 @@ class DockerDeployment:
     network: NetworkSpec | None = None
     readiness: Readiness = field(default_factory=Readiness)
     stop_timeout_s: float = 10.0
+    dynamo_release: str | None = None
+    """The release the images run, as the file declares it."""
     source: str = "<config>"
 
     @classmethod
@@ -258,6 +260,7 @@ def _build(data: dict[str, Any], source: str) -> DockerDeployment:
         network=_network(data.get("network"), source),
         readiness=readiness,
         stop_timeout_s=float(data.get("stop_timeout_s", 10.0)),
+        dynamo_release=data.get("dynamo_release"),
         source=source,
     )
 

@@ -14,7 +14,7 @@ from ..client.http import Client
 from ..errors import ConfigurationError, LaunchError, TransportError, WrongInput
 from ..model import provenance
 from ..model.config import FAKES, RunConfig
-from ..model.releases import FLAG_SOURCE, OBSERVED_SOURCE
+from ..model.releases import DOCKER_CONFIG_SOURCE, FLAG_SOURCE, OBSERVED_SOURCE
 from ..model.target import Launcher, Target
 from ..wire.exchange import Exchange
 from . import ExternalLauncher, FakeLauncher
@@ -284,10 +284,11 @@ def observe_release(target: Target) -> None:
     observed = target.versions.get("dynamo")
     if observed is None or target.version_sources.get("dynamo") == LAUNCHER_SOURCE:
         return
-    if target.release_source == FLAG_SOURCE and target.release != observed:
+    declared_by = {FLAG_SOURCE: "--dynamo-release", DOCKER_CONFIG_SOURCE: "the docker config"}
+    if target.release_source in declared_by and target.release != observed:
         target.notes.append(
-            f"--dynamo-release {target.release} was declared; the deployment publishes "
-            f"{observed} ({target.version_sources.get('dynamo')}), which the report uses"
+            f"{declared_by[target.release_source]} declared {target.release}; the deployment "
+            f"publishes {observed} ({target.version_sources.get('dynamo')}), which the report uses"
         )
     target.release, target.release_source = observed, OBSERVED_SOURCE
 

@@ -33,12 +33,14 @@ _BUILD_OF = re.compile(r"^v?(\d+\.\d+\.\d+)(?:[.-]?(?:dev|rc|a|b|post)[.-]?\d*)*
 OBSERVED_SOURCE = "observed"
 LAUNCHER_SOURCE = "launcher"
 FLAG_SOURCE = "--dynamo-release"
+DOCKER_CONFIG_SOURCE = "docker-config"
 UNKNOWN_SOURCE = "unknown"
 RELEASE_SOURCES: Mapping[str, str] = MappingProxyType(
     {
         OBSERVED_SOURCE: "observed: the deployment published it",
         LAUNCHER_SOURCE: "the launcher's installed ai-dynamo",
         FLAG_SOURCE: "declared with --dynamo-release, not observed",
+        DOCKER_CONFIG_SOURCE: "declared by the docker deployment file, not observed",
         UNKNOWN_SOURCE: "not observed",
     }
 )
