@@ -183,7 +183,12 @@ class DockerLauncher:
         return self._target(frontend_url, rl_url, engine_version, images)
 
     def _connect(self) -> docker.DockerClient:
-        where = self.base_url or "the engine named by DOCKER_HOST (default /var/run/docker.sock)"
+        named = os.environ.get("DOCKER_HOST")
+        where = self.base_url or (
+            f"the Docker engine at DOCKER_HOST={named}"
+            if named
+            else "the Docker engine at /var/run/docker.sock (DOCKER_HOST is unset)"
+        )
         try:
             if self.base_url:
                 return docker.DockerClient(base_url=self.base_url)
