@@ -49,6 +49,12 @@ def daemon() -> Iterator[Daemon]:
         yield started
 
 
+def _fake_arguments(frontend: int, rl: int) -> list[str]:
+    """`python -m fake_backends` arguments: a vLLM fake of two workers on these loopback ports."""
+    ports = ["--port", str(frontend), "--rl-port", str(rl), "--control-port", "0"]
+    return ["vllm", "--host", "127.0.0.1", *ports, "--workers", "2"]
+
+
 def _config(directory: Path, ports: list[int], **changes: Any) -> Path:
     frontend, rl = ports
     document: dict[str, Any] = {
@@ -59,19 +65,7 @@ def _config(directory: Path, ports: list[int], **changes: Any) -> Path:
             {
                 "name": "fake",
                 "image": FAKES_IMAGE,
-                "command": [
-                    "vllm",
-                    "--host",
-                    "127.0.0.1",
-                    "--port",
-                    str(frontend),
-                    "--rl-port",
-                    str(rl),
-                    "--control-port",
-                    "0",
-                    "--workers",
-                    "2",
-                ],
+                "command": _fake_arguments(frontend, rl),
                 "network": "host",
             }
         ],
@@ -90,18 +84,23 @@ def _config(directory: Path, ports: list[int], **changes: Any) -> Path:
     return path
 
 
+def _argv(directory: Path, *arguments: str) -> list[str]:
+    """`rl-conformance run -q --report-dir DIRECTORY ARGUMENTS...`"""
+    return [
+        sys.executable,
+        "-m",
+        "rl_conformance",
+        "run",
+        "-q",
+        "--report-dir",
+        str(directory),
+        *arguments,
+    ]
+
+
 def _run(daemon_host: str, directory: Path, *arguments: str, timeout: float = RUN_S) -> Any:
     return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "rl_conformance",
-            "run",
-            "-q",
-            "--report-dir",
-            str(directory),
-            *arguments,
-        ],
+        _argv(directory, *arguments),
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -146,20 +145,7 @@ def test_containerized_fakes_get_the_matrix_they_get_as_a_process(
     _nothing_left(daemon)
     frontend, rl = free_ports(2)
     process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "fake_backends",
-            "vllm",
-            "--port",
-            str(frontend),
-            "--rl-port",
-            str(rl),
-            "--control-port",
-            "0",
-            "--workers",
-            "2",
-        ],
+        [sys.executable, "-m", "fake_backends", *_fake_arguments(frontend, rl)],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
     )
@@ -270,22 +256,17 @@ def test_a_run_cut_short_by_its_timeout_leaves_nothing(daemon: Daemon, tmp_path:
 
 def test_an_interrupted_run_leaves_nothing(daemon: Daemon, tmp_path: Path) -> None:
     report = tmp_path / "r"
+    config = _config(tmp_path, free_ports(2))
     process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "rl_conformance",
-            "run",
-            "-q",
-            "--report-dir",
-            str(report),
+        _argv(
+            report,
             "--launch",
             "docker",
             "--docker-config",
-            str(_config(tmp_path, free_ports(2))),
+            str(config),
             "--allow-mutations",
             "--all-workers",
-        ],
+        ),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env={**os.environ, "DOCKER_HOST": daemon.host},
