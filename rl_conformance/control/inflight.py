@@ -29,6 +29,8 @@ and 512 tokens take a second or more on any engine (9 s on this CPU)."""
 FIRST_TOKEN_S = 60.0
 """How long a stream may take to deliver its first token (a cold CPU engine takes 20 s)."""
 STREAM_DEADLINE_S = 300.0
+BACKLOG_FACTOR = 3.0
+MIN_INTERVAL_S = 0.001
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,8 @@ class Mark:
     tokens: int
     ended: bool
     unit: str = "tokens"
+    at: float = 0.0
+    """When it was read (monotonic seconds)."""
 
     def describe(self) -> str:
         return f"{self.tokens} {self.unit}{' (ended)' if self.ended else ''}"
@@ -113,6 +117,7 @@ class InFlightStream:
             route, detector = "/v1/completions", openai_terminals
         self.native = native
         self.max_tokens = max_tokens
+        self.started_at = time.monotonic()
         self.progress = StreamProgress()
         self.result: dict[str, Exchange] = {}
         self.failure: Exception | None = None
@@ -141,6 +146,7 @@ class InFlightStream:
         """Start the stream and return once its first token arrived. A stream the deployment
         refused or did not answer as a stream fails `verdict` (when given) with its evidence;
         one that ended, or delivered nothing, before its first token is `Unobservable`."""
+        self.started_at = time.monotonic()
         self.thread.start()
         if self.native:
             self.progress.wait_for_events(1, FIRST_TOKEN_S)
@@ -173,8 +179,17 @@ class InFlightStream:
     def mark(self) -> Mark:
         events, tokens, ended = self.progress.counts()
         if self.native:
-            return Mark(events, ended, "events")
-        return Mark(tokens, ended)
+            return Mark(events, ended, "events", time.monotonic())
+        return Mark(tokens, ended, at=time.monotonic())
+
+    def outpaced(self, before: Mark, since: Mark, end: Mark) -> bool:
+        """Whether what arrived between `since` and `end` came much faster (`BACKLOG_FACTOR`)
+        than the stream delivered from its start to `before`: tokens the engine generated
+        earlier and the client read late (a loaded client, buffered chunks), not generated in
+        that interval."""
+        pace = before.tokens / max(before.at - self.started_at, MIN_INTERVAL_S)
+        burst = (end.tokens - since.tokens) / max(end.at - since.at, MIN_INTERVAL_S)
+        return burst > BACKLOG_FACTOR * pace
 
     def finished(self) -> bool:
         return not self.thread.is_alive()

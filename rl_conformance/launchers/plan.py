@@ -284,10 +284,10 @@ def observe_release(target: Target) -> None:
     observed = target.versions.get("dynamo")
     if observed is None or target.version_sources.get("dynamo") == LAUNCHER_SOURCE:
         return
-    declared_by = {FLAG_SOURCE: "--dynamo-release", DOCKER_CONFIG_SOURCE: "the docker config"}
+    declared_by = {FLAG_SOURCE: "--dynamo-release", DOCKER_CONFIG_SOURCE: "dynamo_release"}
     if target.release_source in declared_by and target.release != observed:
         target.notes.append(
-            f"{declared_by[target.release_source]} declared {target.release}; the deployment "
+            f"{declared_by[target.release_source]} {target.release} was declared; the deployment "
             f"publishes {observed} ({target.version_sources.get('dynamo')}), which the report uses"
         )
     target.release, target.release_source = observed, OBSERVED_SOURCE

@@ -1,0 +1,29 @@
+"""A stream that ends while its worker is paused has not necessarily been generated while paused:
+a loaded client reads late what the engine generated before the pause took hold. Tokens arriving
+much faster than the stream ever generated are that backlog (`InFlightStream.outpaced`), and the
+pause-default test then stays inconclusive instead of judging `none`."""
+
+from __future__ import annotations
+
+from rl_conformance.control.inflight import InFlightStream, Mark
+
+
+def _stream(started_at: float) -> InFlightStream:
+    stream = object.__new__(InFlightStream)
+    stream.started_at = started_at
+    return stream
+
+
+def test_a_backlog_read_late_is_told_from_generation_during_the_pause() -> None:
+    # Real vLLM 0.31 on CPU under a loaded full run: 69 tokens 1.2 s after the start, 330 when the
+    # pause was answered, all 512 within the 0.6 s hold: 303 tokens/s against 57 before.
+    stream = _stream(started_at=100.0)
+    sent, answered = Mark(69, False, at=101.2), Mark(330, False, at=105.8)
+    assert stream.outpaced(sent, answered, Mark(512, True, at=106.4))
+
+
+def test_a_pause_that_holds_nothing_keeps_the_streams_own_pace() -> None:
+    # A worker that ignores the pause: its tokens keep coming at the pace they came before.
+    stream = _stream(started_at=100.0)
+    sent, answered = Mark(60, False, at=101.0), Mark(62, False, at=101.03)
+    assert not stream.outpaced(sent, answered, Mark(512, True, at=108.5))
