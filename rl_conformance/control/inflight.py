@@ -182,6 +182,17 @@ class InFlightStream:
             return Mark(events, ended, "events", time.monotonic())
         return Mark(tokens, ended, at=time.monotonic())
 
+    def maybe_read_late(self, sent: Mark, answered: Mark, end: Mark) -> bool:
+        """Whether what the stream delivered between a pause's answer and `end` may have been
+        generated before the pause took hold and read late. Where in a stream a pause lands is
+        seen only by the engine, and what the client counts lags what the engine generated when
+        the client is slow. Either sign is enough: the pause call was in flight for at least as
+        many tokens as arrived after it was answered (it may have landed anywhere among them),
+        or they arrived much faster than the stream ever ran (a backlog)."""
+        during_call = answered.tokens - sent.tokens
+        after_answer = end.tokens - answered.tokens
+        return during_call >= after_answer or self.outpaced(sent, answered, end)
+
     def outpaced(self, before: Mark, since: Mark, end: Mark) -> bool:
         """Whether what arrived between `since` and `end` came much faster (`BACKLOG_FACTOR`)
         than the stream delivered from its start to `before`: tokens the engine generated

@@ -20,10 +20,22 @@ def test_a_backlog_read_late_is_told_from_generation_during_the_pause() -> None:
     stream = _stream(started_at=100.0)
     sent, answered = Mark(69, False, at=101.2), Mark(330, False, at=105.8)
     assert stream.outpaced(sent, answered, Mark(512, True, at=106.4))
+    assert stream.maybe_read_late(sent, answered, Mark(512, True, at=106.4))
+
+
+def test_a_pause_call_that_outlasts_the_rest_of_the_stream_leaves_it_unseen() -> None:
+    # The toy engine behind real Dynamo, loaded: 194 tokens when the pause was sent, 463 when it
+    # was answered, the last 49 during the hold at the stream's own pace. The pause may have
+    # landed after the engine's last token.
+    stream = _stream(started_at=100.0)
+    sent, answered = Mark(194, False, at=100.4), Mark(463, False, at=101.0)
+    end = Mark(512, True, at=101.5)
+    assert not stream.outpaced(sent, answered, end)
+    assert stream.maybe_read_late(sent, answered, end)
 
 
 def test_a_pause_that_holds_nothing_keeps_the_streams_own_pace() -> None:
     # A worker that ignores the pause: its tokens keep coming at the pace they came before.
     stream = _stream(started_at=100.0)
     sent, answered = Mark(60, False, at=101.0), Mark(62, False, at=101.03)
-    assert not stream.outpaced(sent, answered, Mark(512, True, at=108.5))
+    assert not stream.maybe_read_late(sent, answered, Mark(512, True, at=108.5))

@@ -111,7 +111,19 @@ def running_daemon() -> Iterator[Daemon]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=10)
+        _unmount_under(root)
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _unmount_under(root: Path) -> None:
+    """What the daemon left mounted under its directories (its network namespace's nsfs)."""
+    try:
+        mounts = Path("/proc/self/mounts").read_text().splitlines()
+    except OSError:
+        return
+    points = [line.split()[1] for line in mounts if len(line.split()) > 1]
+    for point in sorted((p for p in points if p.startswith(f"{root}/")), reverse=True):
+        subprocess.run(["umount", point], capture_output=True, timeout=30, check=False)
 
 
 def _wait_for(daemon: Daemon) -> None:
