@@ -46,11 +46,13 @@ class AdapterHandle:
             for name in ("generate", "refresh_policy", "close")
         )
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: threading.Thread | None = None
         if self.asynchronous:
             self._loop = asyncio.new_event_loop()
-            threading.Thread(
+            self._loop_thread = threading.Thread(
                 target=self._loop.run_forever, daemon=True, name="adapter-loop"
-            ).start()
+            )
+            self._loop_thread.start()
 
     def call(self, method: str, *args: Any) -> tuple[Callable[[], Any], Callable[[], None]]:
         """A blocking call of `method`, and how to abandon it (an asynchronous call is
@@ -63,7 +65,7 @@ class AdapterHandle:
             result = function(*args)
             if loop is None or not inspect.isawaitable(result):
                 return result
-            future = asyncio.run_coroutine_threadsafe(_awaited(result), loop)
+            future = asyncio.run_coroutine_threadsafe(awaited(result), loop)
             running.append(future)
             return future.result()
 
@@ -74,13 +76,19 @@ class AdapterHandle:
         return blocking, abandon
 
     def close(self) -> tuple[str, Any]:
-        outcome = bounded(*self.call("close"))
-        if self._loop is not None:
+        """The adapter's `close` (when it has one), then the kit's event loop, stopped and
+        closed once its thread returned."""
+        outcome = bounded(*self.call("close")) if hasattr(self.adapter, "close") else ("", None)
+        if self._loop is not None and self._loop_thread is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)
+            self._loop_thread.join(CANCEL_WAIT_S)
+            if not self._loop_thread.is_alive():
+                self._loop.close()
         return outcome
 
 
-async def _awaited(awaitable: Any) -> Any:
+async def awaited(awaitable: Any) -> Any:
+    """A coroutine of any awaitable (what `run_coroutine_threadsafe` and `asyncio.run` take)."""
     return await awaitable
 
 

@@ -3,6 +3,8 @@ adapters) in the same shape, and the same report formats, as the deployment matr
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import tempfile
 import threading
 import time
@@ -21,7 +23,7 @@ from ..model.target import Target
 from ..wire.exchange import to_jsonable
 from .audit import WORKER_PREFIX, AuditLog, Step
 from .checklist import CHECKS, judge
-from .driving import AdapterHandle, Driver, bounded
+from .driving import AdapterHandle, Driver, awaited, bounded
 from .fleets import VLLM_FLEET, CertificationFleet
 from .judge import FAIL, NOT_APPLICABLE, PASS, SKIPPED, Admission, Evidence, Finding
 from .protocol import GENERATION, REFRESH, AdapterContext, AdapterFactory, Sample
@@ -206,7 +208,7 @@ def run_scenario(
             try:
                 handle = AdapterHandle(built)
             except ValueError as exc:
-                bounded(getattr(built, "close", lambda: None))
+                bounded(lambda: _close_undriven(built))
                 return _could_not_run(name, scenario, f"the adapter's {exc}", started)
             implements = handle.implements
             injection.arm()  # the scenario's events begin once the adapter has started
@@ -236,6 +238,13 @@ def run_scenario(
         time.monotonic() - started,
         evidence=evidence_to_json(evidence, name),
     )
+
+
+def _close_undriven(adapter: Any) -> None:
+    """Close an adapter the kit will not drive, whether its `close` is a coroutine or not."""
+    closing = getattr(adapter, "close", lambda: None)()
+    if inspect.isawaitable(closing):
+        asyncio.run(awaited(closing))
 
 
 def _factory_failure(outcome: str, detail: Any) -> str:
