@@ -256,12 +256,10 @@ class _Forwarder:
         (not recorded as one of the adapter's reads): the call is judged against this, not
         against the adapter's last read. None where nothing is discovered or the read failed."""
         rl = self.proxy.upstreams.get(RL)
-        if (
-            rl is None
-            or not path.startswith("/engine/")
-            or not self.proxy.injection.fleet.discovered
-        ):
-            return None
+        fleet = self.proxy.injection.fleet
+        route = path.removeprefix("/engine/")
+        if rl is None or route == path or route in fleet.read_only or not fleet.discovered:
+            return None  # only a mutating call is judged against the listener's truth
         try:
             reply = await self.proxy.client.get(rl.rstrip("/") + "/v1/rl/workers")
             document = reply.json()
