@@ -152,6 +152,18 @@ def ensure_base_image(client: docker.DockerClient) -> None:
     client.images.get(BASE_IMAGE)
 
 
+def can_run_containers(client: docker.DockerClient, daemon: Daemon) -> None:
+    """One container of the base on the host network, or the tests skipped loudly: a daemon
+    that starts but cannot run containers here (a sandbox's seccomp, no overlay filesystem)
+    says nothing about the launcher."""
+    try:
+        client.containers.run(
+            BASE_IMAGE, ["python3", "-c", "print('ok')"], network_mode="host", remove=True
+        )
+    except docker.errors.DockerException as exc:
+        skip_loudly(f"the daemon cannot run a container here: {exc}\n{daemon.log_tail()}")
+
+
 def _debootstrap(tarball: Path) -> None:
     debootstrap = shutil.which("debootstrap")
     if debootstrap is None:

@@ -26,6 +26,7 @@ from .real_docker import (
     FAKES_IMAGE,
     Daemon,
     build_fakes_image,
+    can_run_containers,
     ensure_base_image,
     free_ports,
     labelled,
@@ -43,6 +44,7 @@ def daemon() -> Iterator[Daemon]:
         client = started.client()
         try:
             ensure_base_image(client)
+            can_run_containers(client, started)
             build_fakes_image(client)
         finally:
             client.close()
