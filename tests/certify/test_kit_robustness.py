@@ -170,7 +170,22 @@ def _as_unprivileged() -> list[str]:
         return []
     if shutil.which("setpriv") is None:
         pytest.skip("running as root and setpriv is not installed: cannot drop privileges")
-    return ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    drop = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    probe = subprocess.run(
+        [*drop, sys.executable, "-c", "import rl_conformance, tests.certify.kit_adapters"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+        check=False,
+    )
+    if probe.returncode != 0:
+        pytest.skip(
+            "this checkout or its environment is not readable by an unprivileged user "
+            f"(uid 65534): {probe.stderr.strip().splitlines()[-1:]}"
+        )
+    return drop
 
 
 def test_the_kit_runs_unprivileged_and_writes_only_its_directories() -> None:
