@@ -86,6 +86,18 @@ def _config(directory: Path, ports: list[int], **changes: Any) -> Path:
     return path
 
 
+def _launched(config: Path) -> tuple[str, ...]:
+    """The flags of a mutating run on the deployment `config` describes."""
+    return (
+        "--launch",
+        "docker",
+        "--docker-config",
+        str(config),
+        "--allow-mutations",
+        "--all-workers",
+    )
+
+
 def _argv(directory: Path, *arguments: str) -> list[str]:
     """`rl-conformance run -q --report-dir DIRECTORY ARGUMENTS...`"""
     return [
@@ -135,12 +147,7 @@ def test_containerized_fakes_get_the_matrix_they_get_as_a_process(
     done = _run(
         daemon.host,
         docker_report,
-        "--launch",
-        "docker",
-        "--docker-config",
-        str(_config(tmp_path, free_ports(2))),
-        "--allow-mutations",
-        "--all-workers",
+        *_launched(_config(tmp_path, free_ports(2))),
         *CHECKPOINTS,
     )
     assert (docker_report / "matrix.json").exists(), done.stdout[-2000:] + done.stderr[-3000:]
@@ -242,12 +249,7 @@ def test_a_run_cut_short_by_its_timeout_leaves_nothing(daemon: Daemon, tmp_path:
     done = _run(
         daemon.host,
         report,
-        "--launch",
-        "docker",
-        "--docker-config",
-        str(_config(tmp_path, free_ports(2))),
-        "--allow-mutations",
-        "--all-workers",
+        *_launched(_config(tmp_path, free_ports(2))),
         "--run-timeout",
         "4",
     )
@@ -260,15 +262,7 @@ def test_an_interrupted_run_leaves_nothing(daemon: Daemon, tmp_path: Path) -> No
     report = tmp_path / "r"
     config = _config(tmp_path, free_ports(2))
     process = subprocess.Popen(
-        _argv(
-            report,
-            "--launch",
-            "docker",
-            "--docker-config",
-            str(config),
-            "--allow-mutations",
-            "--all-workers",
-        ),
+        _argv(report, *_launched(config)),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env={**os.environ, "DOCKER_HOST": daemon.host},
