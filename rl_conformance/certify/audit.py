@@ -45,6 +45,9 @@ class AuditRecord:
     event_times: list[float] = field(default_factory=list)
     """When each of `events` was sent to the client (monotonic seconds)."""
     delivery: str = Delivery.COMPLETE
+    staged: bool = False
+    """The scenario acted on this request (held, cut, paced, slowed, answered or rewrote its
+    reply): a rollout whose requests none was staged for met a healthy fleet."""
     finished: float | None = None
     truth: Any = None
     """For a worker call: the discovery body the listener served as the call arrived (the
@@ -90,6 +93,8 @@ class AuditRecord:
             "status": self.status,
             "delivery": self.delivery,
         }
+        if self.staged:
+            document["staged"] = True
         if self.truth is not None:
             document["listed_at_call"] = sorted(
                 str(w.get("instance_id"))

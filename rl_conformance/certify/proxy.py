@@ -203,6 +203,7 @@ class _Forwarder:
         injection = self.proxy.injection
         try:
             action = injection.intercept(record, log) if injection.armed else None
+            record.staged = action is not None
             if isinstance(action, Respond):
                 record.delivery = Delivery.INJECTED
                 await self._reply_json(send, record, action.status, action.body)
