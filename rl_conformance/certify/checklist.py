@@ -23,8 +23,10 @@ from .refresh_checks import (
     gated_after_failure,
     mutations_to_advertised,
 )
+from .rollouts import generation_reaches_backend
 
 CHECKS: dict[str, Callable[[Evidence], Finding]] = {
+    "adapter.generation_reaches_backend": generation_reaches_backend,
     "adapter.verified_terminal_only": verified_terminal_only,
     "adapter.single_admission": single_admission,
     "adapter.attempt_identity": attempt_identity,
@@ -40,6 +42,7 @@ CHECKS: dict[str, Callable[[Evidence], Finding]] = {
 
 GENERATION_ITEMS = frozenset(
     {
+        "adapter.generation_reaches_backend",
         "adapter.verified_terminal_only",
         "adapter.single_admission",
         "adapter.attempt_identity",

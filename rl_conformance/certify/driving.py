@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import os
+import site
+import sysconfig
 import threading
 import time
 import traceback
@@ -123,9 +126,7 @@ def bounded(
         except RefreshFailed as exc:
             box.update(outcome="refresh-failed", value=str(exc))
         except BaseException as exc:  # an adapter's own errors, and its cancelled coroutines
-            box.update(
-                outcome=f"raised: {type(exc).__name__}: {exc}", value=traceback.format_exc(limit=3)
-            )
+            box.update(outcome=f"raised: {type(exc).__name__}: {exc}", value=raised_at(exc))
 
     worker = threading.Thread(target=target, daemon=True, name="certify-step")
     worker.start()
@@ -135,6 +136,35 @@ def bounded(
             on_abandon()
         return "hung", f"did not return within {STEP_BOUND_S:.0f} s (abandoned)"
     return box["outcome"], box.get("value")
+
+
+def raised_at(exc: BaseException) -> str:
+    """An exception as an adapter author needs it: type, message and the adapter's own frame
+    (the deepest one outside this module, the standard library and installed packages), with
+    no source line quoted."""
+    frames = [
+        frame
+        for frame in traceback.extract_tb(exc.__traceback__)
+        if os.path.abspath(frame.filename) != os.path.abspath(__file__)
+    ]
+    own = [frame for frame in frames if not _library(frame.filename)] or frames
+    where = f" at {_short(own[-1].filename)}:{own[-1].lineno} in {own[-1].name}" if own else ""
+    return f"{type(exc).__name__}: {exc}{where}"
+
+
+_LIBRARIES = tuple(
+    {os.path.abspath(p) for p in (sysconfig.get_paths()["stdlib"], *site.getsitepackages())}
+)
+
+
+def _library(filename: str) -> bool:
+    return os.path.abspath(filename).startswith(_LIBRARIES)
+
+
+def _short(filename: str) -> str:
+    """A path relative to the working directory when it lies under it."""
+    relative = os.path.relpath(os.path.abspath(filename))
+    return filename if relative.startswith("..") else relative
 
 
 @dataclass

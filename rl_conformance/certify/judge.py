@@ -8,6 +8,7 @@ or `skipped` when the scenario gave it nothing to judge.
 from __future__ import annotations
 
 import os
+import struct
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,6 +101,16 @@ class Evidence:
         return [s for s in self.steps if s.kind == "generate" and s.outcome != NOT_CLAIMED]
 
 
+def no_generation(evidence: Evidence) -> str:
+    """Why no generation request can be judged: none was sent, or what was sent reached no
+    generation route (every request is audited, whatever its path or status)."""
+    sent = [r for r in evidence.records if r.plane == "frontend" and r.method == "POST"]
+    if not sent:
+        return "no generation request was sent"
+    shown = "; ".join(f"{r.method} {r.path} -> {r.status}" for r in sent[:3])
+    return f"no request reached a generation route (sent: {shown})"
+
+
 def passing(check: str, message: str) -> Finding:
     return Finding(check, PASS, message)
 
@@ -112,37 +123,99 @@ def skipping(check: str, message: str) -> Finding:
     return Finding(check, SKIPPED, message)
 
 
-def _completion_ids(record: AuditRecord) -> list[int] | None:
+def _payloads(record: AuditRecord) -> list[dict[str, Any]]:
+    """A generation's JSON payloads as the client received them: each stream event, or the
+    unary body."""
+    found = record.events if record.events else [record.response]
+    return [payload for payload in found if isinstance(payload, dict)]
+
+
+def _nvexts(payload: dict[str, Any]) -> list[dict[str, Any]]:
+    """The nvext objects of one payload: top-level, and per choice where a backend puts it."""
+    out = [payload.get("nvext")]
+    out += [choice.get("nvext") for choice in payload.get("choices") or [] if choice]
+    return [nvext for nvext in out if isinstance(nvext, dict)]
+
+
+def named_ids(record: AuditRecord) -> list[int] | None:
+    """`nvext.completion_token_ids`, concatenated over a stream's events; None when absent."""
     ids: list[int] = []
     found = False
-    for event in record.events:
-        if isinstance(event, dict):
-            got = (event.get("nvext") or {}).get("completion_token_ids")
-            if got is not None:
+    for payload in _payloads(record):
+        for nvext in _nvexts(payload):
+            got = nvext.get("completion_token_ids")
+            if isinstance(got, list):
                 found = True
                 ids.extend(got)
-    if not found and isinstance(record.response, dict):
-        choices = record.response.get("choices") or [{}]
-        got = (record.response.get("nvext") or {}).get("completion_token_ids")
-        got = (
-            got if got is not None else (choices[0].get("nvext") or {}).get("completion_token_ids")
-        )
-        if got is not None:
-            return list(got)
     return ids if found else None
 
 
+def _engine_data(record: AuditRecord) -> dict[str, Any] | None:
+    """The raw engine payload (`nvext.engine_data`), sent whole with the final output."""
+    found = None
+    for payload in _payloads(record):
+        for nvext in _nvexts(payload):
+            if isinstance(nvext.get("engine_data"), dict):
+                found = nvext["engine_data"]
+    return found
+
+
+def engine_ids(record: AuditRecord) -> list[int] | None:
+    """The engine-returned ids: the named field, else the raw engine payload's
+    `completion_token_ids` (the engine's own values, forwarded verbatim)."""
+    named = named_ids(record)
+    if named is not None:
+        return named
+    got = (_engine_data(record) or {}).get("completion_token_ids")
+    return list(got) if isinstance(got, list) else None
+
+
 def _selected_logprobs(record: AuditRecord) -> list[float | None]:
+    """The selected log probabilities of the OpenAI surface (float32 values on the wire)."""
     out: list[float | None] = []
-    for event in record.events if record.events else [record.response]:
-        if isinstance(event, dict):
-            for choice in event.get("choices") or []:
-                logprobs = choice.get("logprobs") or {}
-                if "content" in logprobs:  # chat: one entry per generated token
-                    out.extend(entry.get("logprob") for entry in logprobs.get("content") or [])
-                else:
-                    out.extend(logprobs.get("token_logprobs") or [])
+    for event in _payloads(record):
+        for choice in event.get("choices") or []:
+            logprobs = choice.get("logprobs") or {}
+            if "content" in logprobs:  # chat: one entry per generated token
+                out.extend(entry.get("logprob") for entry in logprobs.get("content") or [])
+            else:
+                out.extend(logprobs.get("token_logprobs") or [])
     return out
+
+
+def _engine_logprobs(record: AuditRecord) -> list[float | None] | None:
+    """`engine_data.completion_logprobs`: the worker's values before the frontend's float32."""
+    got = (_engine_data(record) or {}).get("completion_logprobs")
+    return list(got) if isinstance(got, list) else None
+
+
+def _float32(value: Any) -> bytes | None:
+    try:
+        return struct.pack("<f", value)
+    except (struct.error, OverflowError, TypeError):
+        return None
+
+
+def same_at_float32(admitted: list[Any], wire: list[Any]) -> bool:
+    """Equal at the precision the OpenAI surface carries (float32), None where None."""
+    if len(admitted) != len(wire):
+        return False
+    for mine, theirs in zip(admitted, wire, strict=True):
+        if mine is None or theirs is None:
+            if mine is not theirs:
+                return False
+        elif isinstance(mine, bool) or _float32(mine) is None or _float32(mine) != _float32(theirs):
+            return False
+    return True
+
+
+def logprobs_match(admitted: list[Any], record: AuditRecord) -> bool:
+    """The admitted values are the engine's: exactly the raw engine payload's, or the OpenAI
+    field's at its float32 precision."""
+    engine = _engine_logprobs(record)
+    if engine is not None and admitted == engine:
+        return True
+    return same_at_float32(admitted, _selected_logprobs(record))
 
 
 def _prompt_ids(body: Any) -> Any:
@@ -185,7 +258,7 @@ def _sources(evidence: Evidence, admission: Admission) -> list[AuditRecord]:
     return [
         r
         for r in generations
-        if not r.headers.get("x-request-id") and _completion_ids(r) == list(sample.token_ids)
+        if not r.headers.get("x-request-id") and engine_ids(r) == list(sample.token_ids)
     ]
 
 
@@ -255,7 +328,7 @@ def attempt_identity(evidence: Evidence) -> Finding:
     check = "adapter.attempt_identity"
     generations = [r for r in evidence.records if r.is_generation]
     if not generations:
-        return skipping(check, "no generation request was sent")
+        return skipping(check, no_generation(evidence))
     ids = [r.headers.get("x-request-id") for r in generations]
     if any(not i for i in ids):
         missing = next(r for r in generations if not r.headers.get("x-request-id"))
@@ -286,7 +359,7 @@ def engine_token_ids(evidence: Evidence) -> Finding:
     check = "adapter.engine_token_ids"
     generations = [r for r in evidence.records if r.is_generation]
     if not generations:
-        return skipping(check, "no generation request was sent")
+        return skipping(check, no_generation(evidence))
     for record in generations:
         body = record.body if isinstance(record.body, dict) else {}
         prompt = _prompt_ids(body)
@@ -298,18 +371,18 @@ def engine_token_ids(evidence: Evidence) -> Finding:
                 type(prompt).__name__,
             )
         fields = ((body.get("nvext") or {}).get("extra_fields")) or []
-        if "completion_token_ids" not in fields:
+        if not {"completion_token_ids", "engine_data"} & set(fields):
             return failing(
                 check,
-                "generated token ids were not requested from the engine",
-                'nvext.extra_fields containing "completion_token_ids"',
+                "generated token ids were not requested from the engine: " + record.summary(),
+                'nvext.extra_fields containing "completion_token_ids" (or "engine_data")',
                 fields,
             )
     for admission in evidence.admissions:
         record = source_of(evidence, admission)
         if record is None or not verified_terminal(record):
             continue  # judged by attempt_identity / verified_terminal_only
-        engine = _completion_ids(record)
+        engine = engine_ids(record)
         if engine is None or tuple(engine) != admission.sample.token_ids:
             return failing(
                 check,
@@ -336,12 +409,14 @@ def logprob_alignment(evidence: Evidence) -> Finding:
         record = source_of(evidence, admission)
         if record is None or not verified_terminal(record):
             continue  # judged by attempt_identity / verified_terminal_only
-        selected = _selected_logprobs(record)
-        if len(sample.logprobs) != len(sample.token_ids) or list(sample.logprobs) != selected:
+        if len(sample.logprobs) != len(sample.token_ids) or not logprobs_match(
+            list(sample.logprobs), record
+        ):
             return failing(
                 check,
-                "admitted logprobs are not the engine's, one per token",
-                selected,
+                "admitted logprobs are not the engine's, one per token (compared exactly with "
+                "nvext.engine_data.completion_logprobs, at float32 with the OpenAI field)",
+                _engine_logprobs(record) or _selected_logprobs(record),
                 list(sample.logprobs),
             )
         if sample.prompt_logprobs is not None and len(sample.prompt_logprobs) != len(
@@ -354,4 +429,8 @@ def logprob_alignment(evidence: Evidence) -> Finding:
                 f"{len(sample.prompt_ids)} entries, None where undefined",
                 list(sample.prompt_logprobs),
             )
-    return passing(check, "admitted logprobs equal the engine's, aligned with ids and prompt")
+    return passing(
+        check,
+        "admitted logprobs are the engine's (at the precision of the field they came from), "
+        "aligned with ids and prompt",
+    )

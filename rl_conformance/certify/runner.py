@@ -18,7 +18,7 @@ from fake_backends import FakeDeployment
 
 from ..model.capabilities import ALL, Capability, Level
 from ..model.matrix import Evidence as CellEvidence
-from ..model.matrix import Matrix, Outcome, RunInfo, TestRecord, build_matrix, now
+from ..model.matrix import ExitRule, Matrix, Outcome, RunInfo, TestRecord, build_matrix, now
 from ..model.target import Target
 from ..wire.exchange import to_jsonable
 from .audit import WORKER_PREFIX, AuditLog, Step
@@ -36,6 +36,11 @@ DEFAULT_JOBS = 4
 CHECKLIST = "Integration Checklist"
 
 ITEMS: dict[str, tuple[str, str, str]] = {
+    "adapter.generation_reaches_backend": (
+        "Rollouts on a healthy fleet reach the frontend and yield samples",
+        CHECKLIST,
+        "Generation reaches the intended Dynamo frontend and backend.",
+    ),
     "adapter.verified_terminal_only": (
         "Only verified terminal results are admitted",
         "Handle Streaming and Retries",
@@ -314,9 +319,25 @@ def certify(
         for name in adapters
     ]
     records = [record for result in results for record in _records(result)]
-    return build_matrix(
-        ITEM_CAPABILITIES, targets, records, RunInfo(started, now(), True, 0)
-    ), results
+    matrix = build_matrix(ITEM_CAPABILITIES, targets, records, RunInfo(started, now(), True, 0))
+    mark_never_exercised(matrix)
+    matrix.exit_rule = ExitRule(failing=CERTIFY_FAILING)
+    return matrix, results
+
+
+CERTIFY_FAILING = (Outcome.FAIL, Outcome.ERROR, Outcome.SKIPPED)
+"""An adapter is certified only on evidence: an item it claims that no scenario exercised (its
+cell `skipped`) fails the run as a `fail` does; an item it does not claim is `unsupported`."""
+NEVER_EXERCISED = "never exercised"
+
+
+def mark_never_exercised(matrix: Matrix) -> None:
+    """Say of every `skipped` cell that nothing exercised the item, and why the first scenario
+    did not."""
+    for row in matrix.rows:
+        for cell in row.cells.values():
+            if cell.outcome is Outcome.SKIPPED and not cell.reason.startswith(NEVER_EXERCISED):
+                cell.reason = f"{NEVER_EXERCISED} (no scenario gave evidence): {cell.reason}"
 
 
 def _records(result: ScenarioResult) -> list[TestRecord]:
@@ -345,7 +366,9 @@ def _records(result: ScenarioResult) -> list[TestRecord]:
                 outcome,
                 f"{result.scenario.name}: {finding.message}",
                 result.duration_s / max(len(result.findings), 1),
-                [(finding.check_id, finding.outcome != FAIL)],
+                [(finding.check_id, finding.outcome == PASS)]
+                if finding.outcome in (PASS, FAIL)
+                else [],
                 evidence,
                 measured=_measured(result, finding),
             )

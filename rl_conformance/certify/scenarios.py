@@ -250,10 +250,12 @@ class DiscoveryEntryError(Injection):
 
 class ProtocolVersionTwo(Injection):
     """Once the first rollout has been sent, the listener answers in a discovery protocol version
-    this client does not speak (the worker entries unchanged)."""
+    this client does not speak (the worker entries unchanged). Any request to the frontend
+    counts as the rollout: one a client sends to a path that is not a generation route must not
+    spare its refresh the event."""
 
     def discovery(self, body: dict[str, Any], log: AuditLog) -> dict[str, Any]:
-        if self.generations(log):
+        if any(record.plane == "frontend" for record in self.since_armed(log)):
             body["protocol_version"] = 2
         return body
 

@@ -216,6 +216,26 @@ class ChatTemplatesPrompt(ChatReferenceAdapter):
         return body
 
 
+class MistypedGenerationPath(ReferenceAdapter):
+    """A first draft's typo: rollouts go to `/v1/completion`, which the frontend answers 404,
+    so every rollout returns None; the refresh's own post-update probe uses the right path."""
+
+    def __init__(self, context: AdapterContext) -> None:
+        super().__init__(context)
+        self.rolling_out = threading.local()
+
+    def generate(self, request: RolloutRequest) -> Sample | None:
+        self.rolling_out.now = True
+        try:
+            return super().generate(request)
+        finally:
+            self.rolling_out.now = False
+
+    @property
+    def generation_path(self) -> str:
+        return "/v1/completion" if getattr(self.rolling_out, "now", False) else "/v1/completions"
+
+
 TWINS: dict[str, type[ReferenceAdapter]] = {
     "retokenizes": Retokenizes,
     "caches_membership": CachesMembership,
@@ -227,6 +247,7 @@ TWINS: dict[str, type[ReferenceAdapter]] = {
     "names_current_policy": NamesCurrentPolicy,
     "stays_gated_after_failure": StaysGatedAfterFailure,
     "ignores_protocol_version": IgnoresProtocolVersion,
+    "mistyped_generation_path": MistypedGenerationPath,
 }
 
 FAMILY_REFERENCES: dict[str, dict[str, type[ReferenceAdapter]]] = {

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -81,7 +82,6 @@ def handle(args: argparse.Namespace) -> int:
         reviewed_failures,
         self_check_problems,
     )
-    from ..model.matrix import ExitRule
     from ..reports import evidence, write_reports
 
     adapters = {spec: load_factory(spec) for spec in args.adapters}
@@ -110,8 +110,10 @@ def handle(args: argparse.Namespace) -> int:
     if twins:
         problems += self_check_problems(results, [s.name for s in chosen], reviewed_failures())
     if twins or problems:
-        matrix.exit_rule = ExitRule(
-            exempt=dict.fromkeys(twins, TWIN_EXEMPTION), problems=tuple(problems)
+        matrix.exit_rule = replace(
+            matrix.exit_rule,
+            exempt=dict.fromkeys(twins, TWIN_EXEMPTION),
+            problems=tuple(problems),
         )
     directory = Path(args.report_dir)
     document = matrix.to_json()
@@ -148,6 +150,7 @@ def _safe(name: str) -> str:
 
 def _table(document: dict[str, Any]) -> str:
     targets = [target["id"] for target in document["targets"]]
+    exempt = (document.get("exit_rule") or {}).get("exempt") or {}
     widths = [max(len(t), 8) for t in targets]  # whole names: a column is an adapter
     lines = []
     for row in document["capabilities"]:
@@ -156,7 +159,9 @@ def _table(document: dict[str, Any]) -> str:
         lines.append(f"{row['id']:<36} {cells}")
         for target in targets:
             cell = row["cells"][target]
-            if cell["outcome"] in ("fail", "error"):
+            if cell["outcome"] in ("fail", "error") or (
+                cell["outcome"] == "skipped" and target not in exempt
+            ):
                 lines.append(f"    {target}: {cell['reason']}")
     header = f"{'adapter checklist item':<36} " + " ".join(
         f"{t:>{width}}" for t, width in zip(targets, widths, strict=True)

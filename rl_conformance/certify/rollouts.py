@@ -1,0 +1,80 @@
+"""The first thing a rollout client is judged on: on a healthy fleet its rollouts reach the
+frontend and come back as samples ("Generation reaches the intended Dynamo frontend and
+backend"). Without it a client that produces nothing (a `generate` that always raises, a
+mistyped path) would be judged only on what it never did, and certified on absence."""
+
+from __future__ import annotations
+
+from .audit import NOT_CLAIMED, AuditRecord, Step
+from .judge import Evidence, Finding, failing, passing, skipping, verified_terminal
+
+CHECK = "adapter.generation_reaches_backend"
+STILL_OPEN = ("returned", NOT_CLAIMED)
+"""A refresh that returned (the adapter says the fleet serves the new policy) or that was not
+driven (the fleet was left as it was) leaves generation open."""
+
+
+def healthy_rollouts(evidence: Evidence) -> list[Step]:
+    """The rollouts the fleet served with none of the scenario's events: driven, not cancelled
+    by the trainer, none of the requests sent meanwhile acted on by the scenario, and every
+    refresh begun before it one that left generation open."""
+    healthy = []
+    for step in evidence.generate_steps():
+        if step.cancelled:
+            continue
+        earlier = [s for s in evidence.steps if s.kind == "refresh" and s.started < step.started]
+        if any(s.outcome not in STILL_OPEN for s in earlier):
+            continue
+        if any(record.staged for record in evidence.within(step)):
+            continue
+        healthy.append(step)
+    return healthy
+
+
+def _sent(records: list[AuditRecord]) -> str:
+    """What a step sent to the frontend, as `METHOD path -> status` lines."""
+    frontend = [r for r in records if r.plane == "frontend"]
+    if not frontend:
+        return "it sent no request to the frontend"
+    shown = "; ".join(f"{r.method} {r.path} -> {r.status}" for r in frontend[:3])
+    more = f" and {len(frontend) - 3} more" if len(frontend) > 3 else ""
+    return f"it sent {shown}{more}"
+
+
+def _why_nothing(evidence: Evidence, step: Step) -> str:
+    records = evidence.within(step)
+    if step.outcome.startswith("raised"):
+        return f"generate raised {step.detail or step.outcome.removeprefix('raised: ')}; " + _sent(
+            records
+        )
+    if step.outcome == "hung":
+        return f"generate {step.detail}; " + _sent(records)
+    verified = [r for r in records if r.is_generation and verified_terminal(r)]
+    if verified:
+        return (
+            f"generate returned no sample although request #{verified[0].seq} "
+            f"({verified[0].method} {verified[0].path}) was answered with a verified terminal "
+            "reply"
+        )
+    return "generate returned no sample: " + _sent(records)
+
+
+def generation_reaches_backend(evidence: Evidence) -> Finding:
+    judged = [
+        step
+        for step in healthy_rollouts(evidence)
+        if step.outcome != "gated"  # gating is the refresh items' to judge
+    ]
+    if not judged:
+        return skipping(CHECK, "no rollout met a healthy fleet in this scenario")
+    admitted = {admission.step for admission in evidence.admissions}
+    for step in judged:
+        if step.index not in admitted:
+            return failing(
+                CHECK,
+                f"rollout {step.label} on a healthy fleet gave no sample: "
+                + _why_nothing(evidence, step),
+                "a verified sample admitted for every rollout the healthy fleet served",
+                step.outcome,
+            )
+    return passing(CHECK, f"{len(judged)} rollout(s) on a healthy fleet, each admitted a sample")
