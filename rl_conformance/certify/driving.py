@@ -31,7 +31,16 @@ from .protocol import (
     RefreshFailed,
     RolloutRequest,
 )
-from .scenarios import MAX_TOKENS, PROMPT, Generate, GenerateAcross, Refresh, Scenario
+from .scenarios import (
+    MAX_TOKENS,
+    PROMPT,
+    SLOW_TOKEN_MS,
+    UNARY_LEAD_TOKENS,
+    Generate,
+    GenerateAcross,
+    Refresh,
+    Scenario,
+)
 
 STEP_BOUND_S = 20.0
 """No step may take longer; an adapter that hangs is reported, never waited for."""
@@ -245,11 +254,7 @@ class Driver:
         thread = threading.Thread(target=rollout, daemon=True, name="certify-rollout")
         thread.start()
         deadline = time.monotonic() + CANCEL_WAIT_S
-        while (
-            self.log.events_delivered(since) < 1
-            and time.monotonic() < deadline
-            and thread.is_alive()
-        ):
+        while not self.generating(since) and time.monotonic() < deadline and thread.is_alive():
             time.sleep(0.01)
         refresh = self.refresh(planned.refresh, index + 1, time.monotonic())
         thread.join(STEP_BOUND_S)
@@ -264,6 +269,20 @@ class Driver:
             result.get("value"),
         )
         return [generate, refresh]
+
+    def generating(self, since: float) -> bool:
+        """The rollout's tokens are being generated: a streamed one delivered its first event;
+        a unary one (nothing reaches the client before the end) has been at the engine for
+        `UNARY_LEAD_TOKENS` of the slowed engine's token times."""
+        if self.log.events_delivered(since) >= 1:
+            return True
+        lead = UNARY_LEAD_TOKENS * SLOW_TOKEN_MS / 1000
+        return any(
+            not (isinstance(r.body, dict) and r.body.get("stream"))
+            and time.monotonic() - r.started >= lead
+            for r in self.log.records
+            if r.is_generation and r.started >= since and r.staged
+        )
 
     def cancelled(self, request: RolloutRequest, after: int, since: float) -> tuple[str, Any, bool]:
         """Cancel the rollout once `after` events reached the client; whether the cancellation

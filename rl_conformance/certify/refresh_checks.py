@@ -8,7 +8,15 @@ from typing import Any
 
 from .audit import AuditRecord, Step
 from .fleets import CertificationFleet
-from .judge import Evidence, Finding, failing, passing, skipping, verified_terminal
+from .judge import (
+    NOT_APPLICABLE,
+    Evidence,
+    Finding,
+    failing,
+    passing,
+    skipping,
+    verified_terminal,
+)
 from .protocol import GENERATION
 
 
@@ -49,9 +57,11 @@ def _negotiated(evidence: Evidence, records: list[AuditRecord]) -> str | None:
 def discovery_before_control(evidence: Evidence) -> Finding:
     check = "adapter.discovery_before_control"
     if not evidence.fleet.discovered:
-        return skipping(
+        return Finding(
             check,
-            f"{evidence.fleet.name} workers are not discovered: the adapter is handed their URLs",
+            NOT_APPLICABLE,
+            f"not applicable: {evidence.fleet.name} workers are not discovered; the adapter is "
+            "handed their URLs",
         )
     judged = 0
     for step in evidence.refresh_steps():

@@ -19,6 +19,9 @@ REQUEST_TIMEOUT_S = 1.0
 """The adapter's deadline for one attempt in every scenario but those that say otherwise."""
 SLOW_TOKEN_MS = 250
 """The engine's pace for a rollout a refresh is to land in: six tokens take 1.5 s."""
+UNARY_LEAD_TOKENS = 2
+"""A unary rollout shows no token before its end: the refresh it is to straddle begins once it
+has been at the slowed engine this many token times."""
 LATE_BY_S = 0.6
 """How long past the adapter's deadline a held response completes."""
 

@@ -167,6 +167,7 @@ ADAPTER_GATES: tuple[Gate, ...] = (
     Gate(
         "generation_smoke",
         also=(
+            Input("adapter.generation_reaches_backend", ("iteration",)),
             Input("adapter.verified_terminal_only", ("iteration",)),
             Input("adapter.engine_token_ids", ("iteration",)),
         ),
