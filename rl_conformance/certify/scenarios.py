@@ -21,13 +21,17 @@ SLOW_TOKEN_MS = 250
 """The engine's pace for a rollout a refresh is to land in: six tokens take 1.5 s."""
 LATE_BY_S = 0.6
 """How long past the adapter's deadline a held response completes."""
+CANCEL_HOLD_S = 0.5
+"""How long a unary reply is held for the trainer to cancel its rollout meanwhile: inside the
+adapter's deadline, so the client meets the cancel, not a timeout."""
 
 
 @dataclass(frozen=True)
 class Generate:
     slot: str
     cancel_after_events: int | None = None
-    """Cancel the rollout once this many events reached the client."""
+    """Cancel the rollout once this many events reached the client; a unary rollout, which
+    receives no events, once the proxy holds its reply."""
 
 
 @dataclass(frozen=True)
@@ -106,6 +110,10 @@ class FirstGenerationHeld(Injection):
 
 
 class FirstStreamCut(Injection):
+    """The first reply is cut short: a stream after two events, a unary reply mid-body."""
+
+    cuts = True
+
     def intercept(self, record: AuditRecord, log: AuditLog) -> Action | None:
         if record.is_generation and self.generations(log)[0] is record:
             return CutAfter(2)
@@ -113,11 +121,12 @@ class FirstStreamCut(Injection):
 
 
 class PacedStreams(Injection):
-    """Streams slow enough for the trainer to cancel one mid-way."""
+    """Streams slow enough for the trainer to cancel one mid-way; a unary reply, which has no
+    events to pace, held while the trainer cancels it."""
 
     def intercept(self, record: AuditRecord, log: AuditLog) -> Action | None:
         if record.is_generation and self.generations(log)[0] is record:
-            return Pace(0.15)
+            return Pace(0.15) if record.streamed else Hold(CANCEL_HOLD_S)
         return None
 
 
@@ -308,13 +317,14 @@ SCENARIOS: tuple[Scenario, ...] = (
     ),
     Scenario(
         "stream_cut",
-        "the first stream is cut after two events, without [DONE]",
+        "the first reply is cut short: a stream after two events, without [DONE]; a unary "
+        "reply mid-body",
         (Generate("s1"), Generate("s2")),
         injection=FirstStreamCut,
     ),
     Scenario(
         "cancellation",
-        "the trainer cancels a rollout mid-stream",
+        "the trainer cancels a rollout in flight: mid-stream, or while its unary reply is held",
         (Generate("s1", cancel_after_events=2), Generate("s2")),
         injection=PacedStreams,
     ),
