@@ -248,9 +248,8 @@ def not_staged(evidence: Evidence) -> str | None:
     if evidence.scenario.injection.cuts and not any(
         record.delivery == Delivery.CUT for record in generations
     ):
-        if not generations:
-            return "the adapter sent no generation request, so no reply could be cut"
-        return f"no generation reply was cut short (the first: {generations[0].summary()})"
+        first = f"the first: {generations[0].summary()}" if generations else "none was sent"
+        return f"no generation reply was cut short ({first})"
     for step in _planned_cancels(evidence):
         if step.cancelled:
             continue
