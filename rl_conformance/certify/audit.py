@@ -37,7 +37,12 @@ class AuditRecord:
     started: float
     status: int | None = None
     response: Any = None
-    """A unary reply's JSON (or text)."""
+    """A unary reply's JSON (or text), whole as the deployment produced it, also where the
+    client received only `delivered_bytes` of it (as `upstream_events` keeps a cut stream's
+    every event): a sample salvaged from a cut reply is still traced to its request."""
+    delivered_bytes: int | None = None
+    """For a unary reply the scenario cut short: how many bytes of its body reached the client
+    (its `content-length` announced them all)."""
     events: list[Any] = field(default_factory=list)
     """A stream's `data:` payloads as the client received them (parsed JSON or `[DONE]`)."""
     upstream_events: list[Any] = field(default_factory=list)
@@ -48,6 +53,8 @@ class AuditRecord:
     staged: bool = False
     """The scenario acted on this request (held, cut, paced, slowed, answered or rewrote its
     reply): a rollout whose requests none was staged for met a healthy fleet."""
+    held: bool = False
+    """The proxy held the reply back before delivering it (`Hold`)."""
     finished: float | None = None
     truth: Any = None
     """For a worker call: the discovery body the listener served as the call arrived (the
@@ -64,6 +71,11 @@ class AuditRecord:
     @property
     def is_generation(self) -> bool:
         return self.plane == FRONTEND and self.method == "POST" and "completions" in self.path
+
+    @property
+    def streamed(self) -> bool:
+        """The request asked for an SSE stream."""
+        return isinstance(self.body, dict) and bool(self.body.get("stream"))
 
     @property
     def is_discovery(self) -> bool:
@@ -95,6 +107,10 @@ class AuditRecord:
         }
         if self.staged:
             document["staged"] = True
+        if self.held:
+            document["held"] = True
+        if self.delivered_bytes is not None:
+            document["delivered_bytes"] = self.delivered_bytes
         if self.truth is not None:
             document["listed_at_call"] = sorted(
                 str(w.get("instance_id"))
@@ -165,4 +181,13 @@ class AuditLog:
         return max(
             (len(r.events) for r in self.records if r.is_generation and r.started >= since),
             default=0,
+        )
+
+    def replies_held(self, since: float) -> int:
+        """How many generation requests sent since `since` the proxy is holding the reply of
+        right now (arrived, answered upstream, not yet delivered)."""
+        return sum(
+            1
+            for r in self.records
+            if r.is_generation and r.started >= since and r.held and r.finished is None
         )

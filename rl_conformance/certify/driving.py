@@ -285,9 +285,9 @@ class Driver:
         )
 
     def cancelled(self, request: RolloutRequest, after: int, since: float) -> tuple[str, Any, bool]:
-        """Cancel the rollout once `after` events reached the client; whether the cancellation
-        came while the call was still running (an adapter that had already returned was not
-        cancelled)."""
+        """Cancel the rollout once `after` events reached the client, or once the proxy holds
+        its unary reply (which has no events to count); whether the cancellation came while the
+        call was still running (an adapter that had already returned was not cancelled)."""
         result: dict[str, Any] = {}
         thread = threading.Thread(
             target=lambda: result.update(
@@ -299,6 +299,7 @@ class Driver:
         deadline = time.monotonic() + CANCEL_WAIT_S
         while (
             self.log.events_delivered(since) < after
+            and not self.log.replies_held(since)
             and time.monotonic() < deadline
             and thread.is_alive()
         ):

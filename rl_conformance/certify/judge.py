@@ -15,7 +15,7 @@ from typing import Any
 from .audit import NOT_CLAIMED, AuditLog, AuditRecord, Delivery, Step
 from .fleets import VLLM_FLEET, CertificationFleet
 from .protocol import GENERATION, REFRESH, Sample
-from .scenarios import Refresh, Scenario
+from .scenarios import Generate, Refresh, Scenario
 
 PASS, FAIL, SKIPPED = "pass", "fail", "skipped"
 NOT_APPLICABLE = "not-applicable"
@@ -304,10 +304,42 @@ def verified_terminal_only(evidence: Evidence) -> Finding:
                 "nothing admitted for a cancelled rollout",
                 "a sample",
             )
+    gap = not_staged(evidence)
+    if gap is not None:
+        return skipping(check, f"not staged: {gap}")
     return passing(
         check,
         f"{len(evidence.admissions)} admitted sample(s), each from a verified terminal response",
     )
+
+
+def not_staged(evidence: Evidence) -> str | None:
+    """Why the event this scenario exists to stage (a reply cut short, a rollout cancelled in
+    flight) did not happen in this run, or None when it did or the scenario stages none. What
+    the adapter did still fails where it is wrong, but nothing it was not shown may pass."""
+    generations = [record for record in evidence.records if record.is_generation]
+    if evidence.scenario.injection.cuts and not any(
+        record.delivery == Delivery.CUT for record in generations
+    ):
+        first = f"the first: {generations[0].summary()}" if generations else "none was sent"
+        return f"no generation reply was cut short ({first})"
+    for step in _planned_cancels(evidence):
+        if step.cancelled:
+            continue
+        if not any(record.is_generation for record in evidence.within(step)):
+            return f"the adapter sent no generation request for slot {step.label} to cancel"
+        return f"the trainer's cancel of slot {step.label} came after the rollout returned"
+    return None
+
+
+def _planned_cancels(evidence: Evidence) -> list[Step]:
+    """The rollouts the trainer was to cancel in flight, as driven."""
+    slots = {
+        planned.slot
+        for planned in evidence.scenario.steps
+        if isinstance(planned, Generate) and planned.cancel_after_events is not None
+    }
+    return [step for step in evidence.generate_steps() if step.label in slots]
 
 
 def single_admission(evidence: Evidence) -> Finding:

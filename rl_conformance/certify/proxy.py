@@ -48,7 +48,8 @@ class Hold:
 
 @dataclass(frozen=True)
 class CutAfter:
-    """Drop the connection after `events` SSE events, without the terminal `[DONE]`."""
+    """Drop the connection after `events` SSE events, without the terminal `[DONE]`; a unary
+    reply, which has no events, after the first half of its body."""
 
     events: int
 
@@ -79,6 +80,9 @@ class Injection:
     replies_instead = False
     """The events answer calls in the deployment's place (a failed update, flush or
     generation): they reach only an adapter that makes those calls."""
+    cuts = False
+    """The events cut a generation reply short: a run in which no reply was cut staged
+    nothing for the items the scenario exists to test."""
 
     def __init__(self, fleet: CertificationFleet = VLLM_FLEET) -> None:
         self.fleet = fleet
@@ -221,21 +225,50 @@ class _Forwarder:
                 if "text/event-stream" in kind:
                     await self._stream(send, record, response, action, gone)
                 else:
-                    body = await response.aread()
-                    if isinstance(action, Hold):
-                        await asyncio.sleep(action.seconds)
-                    if record.plane == RL and record.path == "/v1/rl/workers":
-                        body = self._rewrite_discovery(body, log)
-                    record.status = response.status_code
-                    record.response = _parse(body)
-                    if gone.is_set():
-                        record.delivery = Delivery.CLIENT_GONE
-                    await self._send_bytes(send, response.status_code, kind, body)
+                    await self._unary(send, record, response, action, gone)
             finally:
                 await response.aclose()
         finally:
             record.finished = time.monotonic()
             watcher.cancel()
+
+    async def _unary(
+        self,
+        send: Any,
+        record: AuditRecord,
+        response: httpx.Response,
+        action: Action | None,
+        gone: asyncio.Event,
+    ) -> None:
+        kind = response.headers.get("content-type", "")
+        body = await response.aread()
+        if isinstance(action, Hold):
+            record.held = True
+            await asyncio.sleep(action.seconds)
+        if record.plane == RL and record.path == "/v1/rl/workers":
+            body = self._rewrite_discovery(body, self.proxy.log)
+        record.status = response.status_code
+        record.response = _parse(body)
+        if gone.is_set():
+            record.delivery = Delivery.CLIENT_GONE
+        if isinstance(action, CutAfter) and body and not gone.is_set():
+            await self._cut(send, record, response.status_code, kind, body)
+        await self._send_bytes(send, response.status_code, kind, body)
+
+    async def _cut(
+        self, send: Any, record: AuditRecord, status: int, kind: str, body: bytes
+    ) -> None:
+        """A unary reply's `CutAfter`: its `content-length` announces the whole body, the first
+        half is sent, then the connection drops, so the client meets an incomplete read (a
+        transport error), never a valid reply."""
+        part = body[: len(body) // 2]
+        await send(
+            {"type": "http.response.start", "status": status, "headers": _headers(kind, body)}
+        )
+        await send({"type": "http.response.body", "body": part, "more_body": True})
+        record.delivery = Delivery.CUT
+        record.delivered_bytes = len(part)
+        raise _StreamCut
 
     def _rewrite_discovery(self, body: bytes, log: AuditLog) -> bytes:
         document = _parse(body)
@@ -314,6 +347,7 @@ class _Forwarder:
                 if isinstance(action, CutAfter) and len(record.events) >= action.events:
                     cut = True
         if held:
+            record.held = True
             await asyncio.sleep(action.seconds)  # type: ignore[union-attr]
             if gone.is_set():
                 record.delivery = Delivery.CLIENT_GONE
@@ -355,16 +389,16 @@ class _Forwarder:
 
     async def _send_bytes(self, send: Any, status: int, kind: str, body: bytes) -> None:
         await send(
-            {
-                "type": "http.response.start",
-                "status": status,
-                "headers": [
-                    (b"content-type", (kind or "application/json").encode()),
-                    (b"content-length", str(len(body)).encode()),
-                ],
-            }
+            {"type": "http.response.start", "status": status, "headers": _headers(kind, body)}
         )
         await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+def _headers(kind: str, body: bytes) -> list[tuple[bytes, bytes]]:
+    return [
+        (b"content-type", (kind or "application/json").encode()),
+        (b"content-length", str(len(body)).encode()),
+    ]
 
 
 class RecordingProxy:

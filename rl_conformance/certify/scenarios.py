@@ -24,13 +24,17 @@ UNARY_LEAD_TOKENS = 2
 has been at the slowed engine this many token times."""
 LATE_BY_S = 0.6
 """How long past the adapter's deadline a held response completes."""
+CANCEL_HOLD_S = 0.5
+"""How long a unary reply is held for the trainer to cancel its rollout meanwhile: inside the
+adapter's deadline, so the client meets the cancel, not a timeout."""
 
 
 @dataclass(frozen=True)
 class Generate:
     slot: str
     cancel_after_events: int | None = None
-    """Cancel the rollout once this many events reached the client."""
+    """Cancel the rollout once this many events reached the client; a unary rollout, which
+    receives no events, once the proxy holds its reply."""
 
 
 @dataclass(frozen=True)
@@ -109,6 +113,10 @@ class FirstGenerationHeld(Injection):
 
 
 class FirstStreamCut(Injection):
+    """The first reply is cut short: a stream after two events, a unary reply mid-body."""
+
+    cuts = True
+
     def intercept(self, record: AuditRecord, log: AuditLog) -> Action | None:
         if record.is_generation and self.generations(log)[0] is record:
             return CutAfter(2)
@@ -116,11 +124,12 @@ class FirstStreamCut(Injection):
 
 
 class PacedStreams(Injection):
-    """Streams slow enough for the trainer to cancel one mid-way."""
+    """Streams slow enough for the trainer to cancel one mid-way; a unary reply, which has no
+    events to pace, held while the trainer cancels it."""
 
     def intercept(self, record: AuditRecord, log: AuditLog) -> Action | None:
         if record.is_generation and self.generations(log)[0] is record:
-            return Pace(0.15)
+            return Pace(0.15) if record.streamed else Hold(CANCEL_HOLD_S)
         return None
 
 
@@ -313,13 +322,14 @@ SCENARIOS: tuple[Scenario, ...] = (
     ),
     Scenario(
         "stream_cut",
-        "the first stream is cut after two events, without [DONE]",
+        "the first reply is cut short: a stream after two events, without [DONE]; a unary "
+        "reply mid-body",
         (Generate("s1"), Generate("s2")),
         injection=FirstStreamCut,
     ),
     Scenario(
         "cancellation",
-        "the trainer cancels a rollout mid-stream",
+        "the trainer cancels a rollout in flight: mid-stream, or while its unary reply is held",
         (Generate("s1", cancel_after_events=2), Generate("s2")),
         injection=PacedStreams,
     ),

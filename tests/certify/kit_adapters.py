@@ -1,17 +1,27 @@
 """Adapters that behave as real framework clients do, for the kit's own tests: they start up by
 reading discovery, write into their checkpoint directory, implement one half of the protocol,
-speak asyncio, hang, refuse to start, or verify workers another way."""
+speak asyncio, hang, refuse to start, verify workers another way, or ignore the trainer's
+cancel of a unary rollout."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from rl_conformance.certify import AdapterContext, Policy, RefreshFailed, RolloutRequest, Sample
+from examples.my_adapter import MyAdapter
+from rl_conformance.certify import (
+    AdapterContext,
+    CancelToken,
+    Policy,
+    RefreshFailed,
+    RolloutRequest,
+    Sample,
+)
 from rl_conformance.certify.reference import ReferenceAdapter
 from rl_conformance.certify.reference_families import SidecarReferenceAdapter
 
@@ -141,3 +151,11 @@ class SidecarNeverVerifies(SidecarReferenceAdapter):
 
     def verify_versions(self, workers: dict[Any, dict[str, Any]], policy: Policy) -> None:
         return None
+
+
+class UnaryIgnoresCancel(MyAdapter):
+    """The unary example without its cancel check: admits a reply that arrives after the
+    trainer cancelled the rollout."""
+
+    def generate(self, req: RolloutRequest, admit: bool = True) -> Sample | None:
+        return super().generate(dataclasses.replace(req, cancel=CancelToken()), admit)
