@@ -265,7 +265,9 @@ class ReferenceAdapter:
         """The current worker set by instance id, waiting (bounded) for every expected worker."""
         for _ in range(DISCOVERY_ATTEMPTS):
             try:
-                reply = self.http.get(self.context.rl_url + "/v1/rl/workers")
+                reply = self.http.get(
+                    self.context.rl_url + "/v1/rl/workers", timeout=self.context.control_timeout_s
+                )
                 document = reply.json()
             except (httpx.HTTPError, ValueError) as exc:
                 raise RefreshFailed(f"discovery failed: {exc!r}") from exc
@@ -310,7 +312,7 @@ class ReferenceAdapter:
     def call(self, worker: dict[str, Any], route: str, body: dict[str, Any]) -> dict[str, Any]:
         url = f"{worker['system_url'].rstrip('/')}/engine/{route}"
         try:
-            reply = self.http.post(url, json=body)
+            reply = self.http.post(url, json=body, timeout=self.context.control_timeout_s)
             document = reply.json()
         except (httpx.HTTPError, ValueError) as exc:
             raise RefreshFailed(f"{route} on worker {worker['instance_id']}: {exc!r}") from exc
