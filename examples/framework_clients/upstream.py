@@ -1,7 +1,8 @@
 """Loading a framework's own Dynamo client, unchanged, from where the user keeps it.
 
 The source is not part of this repository: `fixtures/framework_clients/sources.json` cites it
-(repository, path, commit) and pins each file's SHA-256. A shim names the environment variable
+(repository, path, commit) and pins each file's SHA-256; a client whose files come from several
+repositories names each file's own in `origins`. A shim names the environment variable
 that points to the file (or checkout) and gets the file's text only when its bytes are the
 pinned ones, so that a certification always says which code it judged.
 """
@@ -30,13 +31,14 @@ def source_text(client: str, variable: str, relative: str | None = None) -> tupl
     `relative`, the checkout holding it."""
     entry = pinned(client)
     where = os.environ.get(variable)
+    name = relative or next(iter(entry["files"]))
+    origin = entry.get("origins", {}).get(name, entry)
     if not where:
         raise SourceUnavailable(
             f"{client}: set {variable} to {entry['environment'][variable]} "
-            f"({entry['repository']} at {entry['commit']})"
+            f"({origin['repository']} at {origin['commit']})"
         )
     path = Path(where) / relative if relative else Path(where)
-    name = relative or next(iter(entry["files"]))
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -45,7 +47,8 @@ def source_text(client: str, variable: str, relative: str | None = None) -> tupl
     expected = entry["files"][name]
     if digest != expected:
         raise SourceUnavailable(
-            f"{client}: {path} is not {entry['repository']} {name} at {entry['commit']}: "
+            f"{client}: {path} is not {origin['repository']} {origin.get('path', name)} at "
+            f"{origin['commit']}: "
             f"sha256 expected {expected}, observed {digest}"
         )
     return data.decode(), str(path)

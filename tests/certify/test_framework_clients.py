@@ -33,7 +33,7 @@ SOURCES = json.loads((ROOT / "fixtures" / "framework_clients" / "sources.json").
 REVIEWED = json.loads((ROOT / "fixtures" / "expected" / "framework-clients.json").read_text())
 RECORDED = ROOT / "fixtures" / "framework_clients" / "recorded"
 CLIENTS = sorted(SOURCES["clients"])
-PENDING = frozenset({"verl-dynamo-generation", "miles-dynamo-engine"})
+PENDING = frozenset({"verl-dynamo-generation", "miles-dynamo-engine", "slime-dynamo-generation"})
 """Cited and shimmed, not yet recorded: their recordings and reviewed verdicts come once the
 checklist they are judged by settles."""
 RECORDED_CLIENTS = sorted(set(CLIENTS) - PENDING)
