@@ -27,7 +27,7 @@ from typing import Any, Optional
 
 from rl_conformance.certify import AdapterContext, RolloutRequest, Sample
 
-from .upstream import source_text
+from .upstream import class_methods, definitions, source_text
 
 CLIENT = "nemo-rl-dynamo-generation"
 VARIABLE = "RL_CONFORMANCE_NEMO_RL_SOURCE"
@@ -49,35 +49,6 @@ _LOADING = threading.Lock()
 _LOADED: dict[str, Any] = {}
 
 
-def _definitions(tree: ast.Module, names: tuple[str, ...]) -> list[ast.stmt]:
-    found: dict[str, ast.stmt] = {}
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in names:
-            found[node.name] = node
-        elif isinstance(node, ast.Assign):
-            for target in node.targets:
-                if isinstance(target, ast.Name) and target.id in names:
-                    found[target.id] = node
-    missing = [name for name in names if name not in found]
-    if missing:
-        raise RuntimeError(f"{CLIENT}: the pinned source defines no {missing}")
-    return [found[name] for name in names]
-
-
-def _class_methods(tree: ast.Module, owner: str, names: tuple[str, ...]) -> ast.ClassDef:
-    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == owner)
-    methods = [
-        n
-        for n in cls.body
-        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name in names
-    ]
-    if len(methods) != len(names):
-        raise RuntimeError(f"{CLIENT}: {owner} lacks some of {names}")
-    return ast.ClassDef(
-        name=owner, bases=[], keywords=[], body=methods, decorator_list=[], type_params=[]
-    )
-
-
 def load() -> dict[str, Any]:
     """The upstream functions and the class carrying the upstream methods."""
     with _LOADING:
@@ -93,7 +64,10 @@ def _load() -> dict[str, Any]:
     exec(compile(http_text, http_path, "exec"), http_client.__dict__)
     text, path = source_text(CLIENT, VARIABLE, f"{PACKAGE}/dynamo_generation.py")
     tree = ast.parse(text, path)
-    body = [*_definitions(tree, FUNCTIONS), _class_methods(tree, "DynamoGeneration", METHODS)]
+    body = [
+        *definitions(CLIENT, tree, FUNCTIONS),
+        class_methods(CLIENT, tree, "DynamoGeneration", METHODS),
+    ]
     namespace: dict[str, Any] = {
         "__name__": "nemo_rl.models.generation.dynamo.dynamo_generation",
         "asyncio": asyncio,
