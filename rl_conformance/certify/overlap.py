@@ -4,7 +4,8 @@ a policy refresh has tokens of two policies, and must not be named one policy's.
 from __future__ import annotations
 
 from .audit import AuditRecord, Step
-from .judge import FAIL, PASS, SKIPPED, Evidence, Finding, source_of
+from .judge import FAIL, NOT_APPLICABLE, PASS, SKIPPED, Evidence, Finding, source_of
+from .protocol import REFRESH
 from .scenarios import SLOW_TOKEN_MS, UNARY_LEAD_TOKENS
 
 
@@ -78,6 +79,13 @@ def _finished_before_update(evidence: Evidence) -> str | None:
 
 def one_policy_samples(evidence: Evidence) -> Finding:
     check = "adapter.one_policy_samples"
+    if REFRESH not in evidence.implements:
+        return Finding(
+            check,
+            NOT_APPLICABLE,
+            "not applicable: the adapter does not implement the refresh, so the kit drives none "
+            "for a rollout to straddle",
+        )
     judged = 0
     for admission in evidence.admissions:
         record = source_of(evidence, admission)

@@ -21,6 +21,7 @@ import pytest
 
 from examples.framework_clients.upstream import SourceUnavailable
 from rl_conformance.certify.checklist import CHECKS, half_of
+from rl_conformance.certify.fleets import FLEETS
 from rl_conformance.certify.replay import FORMAT, rejudge
 from rl_conformance.certify.runner import run_scenario
 from rl_conformance.certify.scenarios import SCENARIOS, scenario
@@ -33,9 +34,9 @@ SOURCES = json.loads((ROOT / "fixtures" / "framework_clients" / "sources.json").
 REVIEWED = json.loads((ROOT / "fixtures" / "expected" / "framework-clients.json").read_text())
 RECORDED = ROOT / "fixtures" / "framework_clients" / "recorded"
 CLIENTS = sorted(SOURCES["clients"])
-PENDING = frozenset({"verl-dynamo-generation", "miles-dynamo-engine", "slime-dynamo-generation"})
-"""Cited and shimmed, not yet recorded: their recordings and reviewed verdicts come once the
-checklist they are judged by settles."""
+PENDING = frozenset({"slime-dynamo-generation"})
+"""Cited and shimmed, not yet recorded: Slime rolls out through SGLang's native `/generate`,
+which the checklist does not yet judge as generation (its recording would certify nothing)."""
 RECORDED_CLIENTS = sorted(set(CLIENTS) - PENDING)
 
 
@@ -66,7 +67,9 @@ def test_every_client_not_pending_is_recorded() -> None:
 @pytest.mark.parametrize("client", RECORDED_CLIENTS)
 def test_the_recordings_give_the_reviewed_verdicts(client: str) -> None:
     recordings = _recordings(client)
-    assert set(recordings) == {s.name for s in SCENARIOS}, "a scenario was not recorded"
+    fleet = FLEETS[SOURCES["clients"][client].get("family", "vllm")]
+    staged = {s.name for s in SCENARIOS if s.unsupported(fleet) is None}
+    assert set(recordings) == staged, "a scenario its fleet stages was not recorded"
     implements = set(SOURCES["clients"][client]["implements"])
     failures: dict[str, list[str]] = {}
     for name, document in recordings.items():
