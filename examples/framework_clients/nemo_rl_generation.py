@@ -21,13 +21,12 @@ import ast
 import asyncio
 import logging
 import sys
-import threading
 import types
 from typing import Any, Optional
 
 from rl_conformance.certify import AdapterContext, RolloutRequest, Sample
 
-from .upstream import class_methods, definitions, source_text
+from .upstream import Once, class_methods, definitions, source_text
 
 CLIENT = "nemo-rl-dynamo-generation"
 VARIABLE = "RL_CONFORMANCE_NEMO_RL_SOURCE"
@@ -45,16 +44,6 @@ METHODS = (
     "_build_completion_request",
     "_post_completion_request",
 )
-_LOADING = threading.Lock()
-_LOADED: dict[str, Any] = {}
-
-
-def load() -> dict[str, Any]:
-    """The upstream functions and the class carrying the upstream methods."""
-    with _LOADING:
-        if not _LOADED:
-            _LOADED.update(_load())
-        return _LOADED
 
 
 def _load() -> dict[str, Any]:
@@ -81,6 +70,10 @@ def _load() -> dict[str, Any]:
     module = ast.Module(body=body, type_ignores=[])
     exec(compile(ast.fix_missing_locations(module), path, "exec"), namespace)
     return namespace
+
+
+load = Once(_load)
+"""The upstream functions and the class carrying the upstream methods."""
 
 
 class NeMoRLDynamoGeneration:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
-import threading
 import types
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ import httpx
 
 from rl_conformance.certify import AdapterContext, Policy
 
-from .upstream import source_text
+from .upstream import Once, exec_module, source_text
 
 CLIENT = "prime-rl-dynamo-admin"
 VARIABLE = "RL_CONFORMANCE_PRIME_RL_ADMIN"
@@ -66,29 +65,15 @@ def _stand_ins() -> dict[str, types.ModuleType]:
     return modules
 
 
-_LOADING = threading.Lock()
-
-
-def load() -> types.ModuleType:
-    """The pinned module, loaded once per process (scenarios start adapters concurrently)."""
-    with _LOADING:
-        if MODULE not in sys.modules:
-            _load()
-        return sys.modules[MODULE]
-
-
-def _load() -> None:
+def _load() -> types.ModuleType:
     text, path = source_text(CLIENT, VARIABLE)
     for name, module in _stand_ins().items():
         sys.modules.setdefault(name, module)
-    module = types.ModuleType(MODULE)
-    module.__file__ = path
-    sys.modules[MODULE] = module
-    try:
-        exec(compile(text, path, "exec"), module.__dict__)
-    except BaseException:
-        del sys.modules[MODULE]
-        raise
+    return exec_module(MODULE, text, path)
+
+
+load = Once(_load)
+"""The pinned module."""
 
 
 class PrimeRLDynamoAdmin:

@@ -39,7 +39,6 @@ import ast
 import contextlib
 import contextvars
 import sys
-import threading
 import types
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -49,7 +48,7 @@ import httpx
 
 from rl_conformance.certify import AdapterContext, CancelToken, RolloutRequest, Sample
 
-from .upstream import definitions, source_text
+from .upstream import Once, definitions, exec_module, source_text
 
 CLIENT = "slime-dynamo-generation"
 VARIABLE = "RL_CONFORMANCE_SLIME_DYNAMO"
@@ -155,28 +154,9 @@ def _stand_ins() -> dict[str, types.ModuleType]:
 
 
 def _module(name: str, relative: str) -> types.ModuleType:
-    text, path = source_text(CLIENT, VARIABLE, relative)
-    module = types.ModuleType(name)
-    module.__file__ = path
-    sys.modules[name] = module
-    try:
-        exec(compile(text, path, "exec"), module.__dict__)
-    except BaseException:
-        del sys.modules[name]
-        raise
-    return module
+    return exec_module(name, *source_text(CLIENT, VARIABLE, relative))
 
 
-_LOADING = threading.Lock()
-_LOADED: dict[str, Any] = {}
-
-
-def load() -> dict[str, Any]:
-    """Dynamo's `generate_streaming` over Slime's, and Slime's `Sample`, loaded once."""
-    with _LOADING:
-        if not _LOADED:
-            _LOADED.update(_load())
-        return _LOADED
 
 
 def _load() -> dict[str, Any]:
@@ -197,6 +177,10 @@ def _load() -> dict[str, Any]:
     exec(compile(glue_text, glue_path, "exec"), glue.__dict__)
     glue.os = types.SimpleNamespace(environ=_Environ())  # type: ignore[attr-defined]
     return {"generate_streaming": glue.generate_streaming, "Sample": sample_type}
+
+
+load = Once(_load)
+"""Dynamo's `generate_streaming` over Slime's, and Slime's `Sample`, loaded once."""
 
 
 class SlimeDynamoGeneration:

@@ -13,7 +13,12 @@ import ast
 import hashlib
 import json
 import os
+import sys
+import threading
+import types
+from collections.abc import Callable
 from pathlib import Path
+from typing import Generic, TypeVar
 
 SOURCES = Path(__file__).resolve().parents[2] / "fixtures" / "framework_clients" / "sources.json"
 
@@ -90,3 +95,41 @@ def class_methods(
     return ast.ClassDef(
         name=owner, bases=[], keywords=[], body=methods, decorator_list=[], type_params=[]
     )
+
+
+Loaded = TypeVar("Loaded")
+
+
+class Once(Generic[Loaded]):
+    """A shim's upstream code, loaded once per process (scenarios start adapters concurrently);
+    a load that failed is tried again by the next call."""
+
+    def __init__(self, build: Callable[[], Loaded]) -> None:
+        self._build = build
+        self._lock = threading.Lock()
+        self._loaded: Loaded | None = None
+
+    def __call__(self) -> Loaded:
+        with self._lock:
+            if self._loaded is None:
+                self._loaded = self._build()
+            return self._loaded
+
+    def forget(self) -> None:
+        """Load again on the next call (a test that takes the source away)."""
+        with self._lock:
+            self._loaded = None
+
+
+def exec_module(name: str, text: str, path: str) -> types.ModuleType:
+    """The source text run as module `name`, registered in `sys.modules` while it runs (as an
+    import would) and removed again when it raises."""
+    module = types.ModuleType(name)
+    module.__file__ = path
+    sys.modules[name] = module
+    try:
+        exec(compile(text, path, "exec"), module.__dict__)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module

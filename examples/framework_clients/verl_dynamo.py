@@ -35,7 +35,6 @@ import json
 import logging
 import os
 import sys
-import threading
 import time
 import types
 import uuid
@@ -46,7 +45,7 @@ from urllib.parse import urlsplit
 from fake_backends.model import tokenizer as toy_tokenizer
 from rl_conformance.certify import AdapterContext, RolloutRequest, Sample
 
-from .upstream import class_methods, source_text
+from .upstream import Once, class_methods, source_text
 
 CLIENT = "verl-dynamo-generation"
 VARIABLE = "RL_CONFORMANCE_VERL_DYNAMO"
@@ -76,8 +75,6 @@ METHODS = (
     "_extract_completion_log_probs",
     "_normalize_log_probs",
 )
-_LOADING = threading.Lock()
-_LOADED: dict[str, Any] = {}
 
 
 def normalize_token_ids(value: Any) -> list[int]:
@@ -137,14 +134,6 @@ def _stand_ins() -> dict[str, types.ModuleType]:
     return modules
 
 
-def load() -> dict[str, Any]:
-    """The namespace holding `DynamoHttpServer` reduced to the methods a rollout reaches."""
-    with _LOADING:
-        if not _LOADED:
-            _LOADED.update(_load())
-        return _LOADED
-
-
 def _load() -> dict[str, Any]:
     text, path = source_text(CLIENT, VARIABLE)
     for name, module in _stand_ins().items():
@@ -167,6 +156,10 @@ def _load() -> dict[str, Any]:
     }
     exec(compile(ast.fix_missing_locations(module), path, "exec"), namespace)
     return namespace
+
+
+load = Once(_load)
+"""The namespace holding `DynamoHttpServer` reduced to the methods a rollout reaches."""
 
 
 class VerlDynamoGeneration:

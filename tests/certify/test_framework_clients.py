@@ -13,7 +13,6 @@ from __future__ import annotations
 import importlib
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +66,7 @@ def test_every_client_not_pending_is_recorded() -> None:
 @pytest.mark.parametrize("client", RECORDED_CLIENTS)
 def test_the_recordings_give_the_reviewed_verdicts(client: str) -> None:
     recordings = _recordings(client)
-    fleet = FLEETS[SOURCES["clients"][client].get("family", "vllm")]
+    fleet = FLEETS[_family(client)]
     staged = {s.name for s in SCENARIOS if s.unsupported(fleet) is None}
     assert set(recordings) == staged, "a scenario its fleet stages was not recorded"
     implements = set(SOURCES["clients"][client]["implements"])
@@ -97,10 +96,7 @@ def test_a_shim_without_its_source_names_the_variable(
     monkeypatch.delenv(variable, raising=False)
     module_name, _, name = entry["shim"].partition(":")
     module = importlib.import_module(module_name)
-    # Forget a source loaded earlier in this process.
-    monkeypatch.delitem(sys.modules, "prime_rl.inference.dynamo_admin", raising=False)
-    if hasattr(module, "_LOADED"):
-        monkeypatch.setattr(module, "_LOADED", {})
+    module.load.forget()  # a source loaded earlier in this process
     result = run_scenario(client, getattr(module, name), scenario("iteration"))
     assert result.error is not None and variable in result.error
     assert entry["repository"] in result.error and entry["commit"] in result.error
@@ -134,18 +130,27 @@ def test_live_certification_agrees_with_the_recordings(tmp_path: Path) -> None:
             f"no framework source at hand ({', '.join(variables)} unset): the recordings "
             "stand for the live run"
         )
-    shims = [SOURCES["clients"][client]["shim"] for client in clients]
-    _, matrix, audits = certify(tmp_path, *shims, "--jobs", "6")
-    for client, shim in zip(clients, shims, strict=True):
-        observed = {
-            audit["scenario"]: sorted(
-                f["check"] for f in audit["findings"] if f["outcome"] == "fail"
-            )
-            for audit in audits
-            if audit["adapter"] == shim
+    for family in sorted({_family(client) for client in clients}):
+        chosen = [client for client in clients if _family(client) == family]
+        shims = [SOURCES["clients"][client]["shim"] for client in chosen]
+        directory = tmp_path / family
+        _, matrix, audits = certify(directory, *shims, "--family", family, "--jobs", "6")
+        for client, shim in zip(chosen, shims, strict=True):
+            mine = [audit for audit in audits if audit["adapter"] == shim]
+            observed = {
+                audit["scenario"]: sorted(
+                    f["check"] for f in audit["findings"] if f["outcome"] == "fail"
+                )
+                for audit in mine
+            }
+            assert all(audit["error"] is None for audit in mine)
+            reviewed = REVIEWED["clients"][client]["failures"]
+            assert {k: v for k, v in observed.items() if v} == reviewed, client
+        assert "error" not in {
+            cell["outcome"] for row in matrix["capabilities"] for cell in row["cells"].values()
         }
-        assert all(audit["error"] is None for audit in audits if audit["adapter"] == shim)
-        assert {k: v for k, v in observed.items() if v} == REVIEWED["clients"][client]["failures"]
-    assert "error" not in {
-        cell["outcome"] for row in matrix["capabilities"] for cell in row["cells"].values()
-    }
+
+
+def _family(client: str) -> str:
+    """The administration family of the fleet the client is certified on."""
+    return str(SOURCES["clients"][client].get("family", "vllm"))
