@@ -159,3 +159,21 @@ class UnaryIgnoresCancel(MyAdapter):
 
     def generate(self, req: RolloutRequest, admit: bool = True) -> Sample | None:
         return super().generate(dataclasses.replace(req, cancel=CancelToken()), admit)
+
+
+class UnaryNamesCurrentPolicy(MyAdapter):
+    """The unary example naming each sample after the policy current when it is admitted, as
+    `names_current_policy` does for streams: a rollout a refresh overtook is named the new
+    policy's although its first tokens are the old one's."""
+
+    def __init__(self, ctx: AdapterContext) -> None:
+        super().__init__(dataclasses.replace(ctx, sink=self))
+        self.training = ctx.sink
+        self.current: str | None = None
+
+    def admit(self, sample: Sample) -> None:
+        self.training.admit(dataclasses.replace(sample, weight_version=self.current))
+
+    def refresh_policy(self, policy: Policy) -> None:
+        super().refresh_policy(policy)
+        self.current = policy.version

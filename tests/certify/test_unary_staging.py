@@ -150,3 +150,18 @@ def test_a_rollout_never_sent_is_not_staged(unary_runs: dict[str, ScenarioResult
     assert verdict.message == (
         "not staged: the adapter sent no generation request for slot s1 to cancel"
     )
+
+
+@pytest.mark.parametrize(
+    ("factory", "outcome"),
+    [(MyAdapter, "pass"), (kit_adapters.UnaryNamesCurrentPolicy, "fail")],
+)
+def test_a_unary_rollout_is_overtaken_by_the_refresh(factory: AdapterFactory, outcome: str) -> None:
+    """The refresh begins while the unary rollout is at the engine, and ends before its reply:
+    naming that sample one policy's fails, leaving it unnamed passes."""
+    result = run_scenario("unary", factory, scenario("refresh_during_rollout"))
+    rollout, refresh = result.steps[0], result.steps[1]
+    assert rollout.started < refresh.started and refresh.finished < rollout.finished
+    found = next(f for f in result.findings if f.check_id == "adapter.one_policy_samples")
+    assert found.outcome == outcome, found
+    assert _failed(result) == (["adapter.one_policy_samples"] if outcome == "fail" else [])
