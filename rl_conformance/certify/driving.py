@@ -278,8 +278,7 @@ class Driver:
             return True
         lead = UNARY_LEAD_TOKENS * SLOW_TOKEN_MS / 1000
         return any(
-            not (isinstance(r.body, dict) and r.body.get("stream"))
-            and time.monotonic() - r.started >= lead
+            not r.streamed and time.monotonic() - r.started >= lead
             for r in self.log.records
             if r.is_generation and r.started >= since and r.staged
         )

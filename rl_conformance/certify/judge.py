@@ -12,7 +12,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
-from .audit import NOT_CLAIMED, AuditLog, AuditRecord, Delivery, Step
+from .audit import FRONTEND, NOT_CLAIMED, AuditLog, AuditRecord, Delivery, Step
 from .fleets import VLLM_FLEET, CertificationFleet
 from .protocol import GENERATION, REFRESH, Sample
 from .scenarios import Generate, Refresh, Scenario
@@ -104,11 +104,16 @@ class Evidence:
 def no_generation(evidence: Evidence) -> str:
     """Why no generation request can be judged: none was sent, or what was sent reached no
     generation route (every request is audited, whatever its path or status)."""
-    sent = [r for r in evidence.records if r.plane == "frontend" and r.method == "POST"]
+    sent = [r for r in evidence.records if r.plane == FRONTEND and r.method == "POST"]
     if not sent:
         return "no generation request was sent"
-    shown = "; ".join(f"{r.method} {r.path} -> {r.status}" for r in sent[:3])
-    return f"no request reached a generation route (sent: {shown})"
+    return f"no request reached a generation route (sent: {shown(sent)})"
+
+
+def shown(records: list[AuditRecord]) -> str:
+    """Requests as a user reads them: up to three `METHOD path -> status`, and how many more."""
+    listed = "; ".join(f"{r.method} {r.path} -> {r.status}" for r in records[:3])
+    return listed + (f" and {len(records) - 3} more" if len(records) > 3 else "")
 
 
 def passing(check: str, message: str) -> Finding:
@@ -410,10 +415,12 @@ def engine_token_ids(evidence: Evidence) -> Finding:
                 'nvext.extra_fields containing "completion_token_ids" (or "engine_data")',
                 fields,
             )
+    traced = 0
     for admission in evidence.admissions:
         record = source_of(evidence, admission)
         if record is None or not verified_terminal(record):
             continue  # judged by attempt_identity / verified_terminal_only
+        traced += 1
         engine = engine_ids(record)
         if engine is None or tuple(engine) != admission.sample.token_ids:
             return failing(
@@ -429,18 +436,24 @@ def engine_token_ids(evidence: Evidence) -> Finding:
                 _prompt_ids(record.body),
                 list(admission.sample.prompt_ids),
             )
-    return passing(check, "prompts sent as ids; admitted ids are the engine's completion_token_ids")
+    return passing(
+        check,
+        f"{len(generations)} prompt(s) sent as ids, the engine's ids requested; {traced} admitted "
+        "sample(s) traced to a verified reply, each with the engine's ids",
+    )
 
 
 def logprob_alignment(evidence: Evidence) -> Finding:
     check = "adapter.logprob_alignment"
     if not evidence.admissions:
         return skipping(check, "no sample was admitted in this scenario")
+    traced = 0
     for admission in evidence.admissions:
         sample = admission.sample
         record = source_of(evidence, admission)
         if record is None or not verified_terminal(record):
             continue  # judged by attempt_identity / verified_terminal_only
+        traced += 1
         if len(sample.logprobs) != len(sample.token_ids) or not logprobs_match(
             list(sample.logprobs), record
         ):
@@ -461,8 +474,13 @@ def logprob_alignment(evidence: Evidence) -> Finding:
                 f"{len(sample.prompt_ids)} entries, None where undefined",
                 list(sample.prompt_logprobs),
             )
+    if not traced:
+        return skipping(
+            check,
+            "no admitted sample could be traced to a verified reply to compare its logprobs with",
+        )
     return passing(
         check,
-        "admitted logprobs are the engine's (at the precision of the field they came from), "
-        "aligned with ids and prompt",
+        f"{traced} admitted sample(s): logprobs are the engine's (at the precision of the field "
+        "they came from), aligned with ids and prompt",
     )

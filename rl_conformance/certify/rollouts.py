@@ -5,8 +5,8 @@ mistyped path) would be judged only on what it never did, and certified on absen
 
 from __future__ import annotations
 
-from .audit import NOT_CLAIMED, AuditRecord, Step
-from .judge import Evidence, Finding, failing, passing, skipping, verified_terminal
+from .audit import FRONTEND, NOT_CLAIMED, AuditRecord, Step
+from .judge import Evidence, Finding, failing, passing, shown, skipping, verified_terminal
 
 CHECK = "adapter.generation_reaches_backend"
 STILL_OPEN = ("returned", NOT_CLAIMED)
@@ -32,13 +32,9 @@ def healthy_rollouts(evidence: Evidence) -> list[Step]:
 
 
 def _sent(records: list[AuditRecord]) -> str:
-    """What a step sent to the frontend, as `METHOD path -> status` lines."""
-    frontend = [r for r in records if r.plane == "frontend"]
-    if not frontend:
-        return "it sent no request to the frontend"
-    shown = "; ".join(f"{r.method} {r.path} -> {r.status}" for r in frontend[:3])
-    more = f" and {len(frontend) - 3} more" if len(frontend) > 3 else ""
-    return f"it sent {shown}{more}"
+    """What a step sent to the frontend."""
+    frontend = [r for r in records if r.plane == FRONTEND]
+    return f"it sent {shown(frontend)}" if frontend else "it sent no request to the frontend"
 
 
 def _why_nothing(evidence: Evidence, step: Step) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .audit import AuditLog, AuditRecord
+from .audit import FRONTEND, AuditLog, AuditRecord
 from .fleets import CertificationFleet
 from .proxy import Action, CutAfter, Hold, Injection, Pace, Respond, SlowEngine
 
@@ -267,7 +267,7 @@ class ProtocolVersionTwo(Injection):
     spare its refresh the event."""
 
     def discovery(self, body: dict[str, Any], log: AuditLog) -> dict[str, Any]:
-        if any(record.plane == "frontend" for record in self.since_armed(log)):
+        if any(record.plane == FRONTEND for record in self.since_armed(log)):
             body["protocol_version"] = 2
         return body
 

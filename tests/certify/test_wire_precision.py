@@ -6,6 +6,7 @@ raw engine payload are the engine's ids."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from rl_conformance.certify.audit import AuditLog, Step
 from rl_conformance.certify.judge import (
     FAIL,
     PASS,
+    SKIPPED,
     Admission,
     Evidence,
     engine_token_ids,
@@ -119,3 +121,13 @@ def test_ids_asked_of_nothing_are_not_the_engines(
     finding = engine_token_ids(_evidence(request, reply, _sample(reply, ids, [])))
     assert finding.outcome == FAIL
     assert "not requested from the engine" in finding.message
+
+
+def test_logprobs_of_a_sample_traced_to_no_reply_are_never_exercised(
+    rl_fields: tuple[dict[str, Any], dict[str, Any]],
+) -> None:
+    request, reply = rl_fields
+    ids = reply["nvext"]["completion_token_ids"]
+    sample = dataclasses.replace(_sample(reply, ids, [0.0] * len(ids)), attempt_id="elsewhere")
+    finding = logprob_alignment(_evidence(request, reply, sample))
+    assert finding.outcome == SKIPPED, finding  # not a pass on nothing compared
