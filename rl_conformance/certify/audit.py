@@ -70,7 +70,11 @@ class AuditRecord:
 
     @property
     def is_generation(self) -> bool:
-        return self.plane == FRONTEND and self.method == "POST" and "completions" in self.path
+        return (
+            self.plane == FRONTEND
+            and self.method == "POST"
+            and ("completions" in self.path or self.path == "/generate")
+        )
 
     @property
     def streamed(self) -> bool:

@@ -8,13 +8,21 @@ or `skipped` when the scenario gave it nothing to judge.
 from __future__ import annotations
 
 import os
-import struct
 from dataclasses import dataclass, field
 from typing import Any
 
 from .audit import FRONTEND, NOT_CLAIMED, AuditLog, AuditRecord, Delivery, Step
 from .fleets import VLLM_FLEET, CertificationFleet
 from .protocol import GENERATION, REFRESH, Sample
+from .replies import (
+    engine_ids,
+    engine_logprobs,
+    is_native,
+    logprobs_match,
+    prompt_ids,
+    selected_logprobs,
+    verified_terminal,
+)
 from .scenarios import Generate, Refresh, Scenario
 
 PASS, FAIL, SKIPPED = "pass", "fail", "skipped"
@@ -126,130 +134,6 @@ def failing(check: str, message: str, expected: Any, observed: Any) -> Finding:
 
 def skipping(check: str, message: str) -> Finding:
     return Finding(check, SKIPPED, message)
-
-
-def _payloads(record: AuditRecord) -> list[dict[str, Any]]:
-    """A generation's JSON payloads as the client received them: each stream event, or the
-    unary body."""
-    found = record.events if record.events else [record.response]
-    return [payload for payload in found if isinstance(payload, dict)]
-
-
-def _nvexts(payload: dict[str, Any]) -> list[dict[str, Any]]:
-    """The nvext objects of one payload: top-level, and per choice where a backend puts it."""
-    out = [payload.get("nvext")]
-    out += [choice.get("nvext") for choice in payload.get("choices") or [] if choice]
-    return [nvext for nvext in out if isinstance(nvext, dict)]
-
-
-def named_ids(record: AuditRecord) -> list[int] | None:
-    """`nvext.completion_token_ids`, concatenated over a stream's events; None when absent."""
-    ids: list[int] = []
-    found = False
-    for payload in _payloads(record):
-        for nvext in _nvexts(payload):
-            got = nvext.get("completion_token_ids")
-            if isinstance(got, list):
-                found = True
-                ids.extend(got)
-    return ids if found else None
-
-
-def _engine_data(record: AuditRecord) -> dict[str, Any] | None:
-    """The raw engine payload (`nvext.engine_data`), sent whole with the final output."""
-    found = None
-    for payload in _payloads(record):
-        for nvext in _nvexts(payload):
-            if isinstance(nvext.get("engine_data"), dict):
-                found = nvext["engine_data"]
-    return found
-
-
-def engine_ids(record: AuditRecord) -> list[int] | None:
-    """The engine-returned ids: the named field, else the raw engine payload's
-    `completion_token_ids` (the engine's own values, forwarded verbatim)."""
-    named = named_ids(record)
-    if named is not None:
-        return named
-    got = (_engine_data(record) or {}).get("completion_token_ids")
-    return list(got) if isinstance(got, list) else None
-
-
-def _selected_logprobs(record: AuditRecord) -> list[float | None]:
-    """The selected log probabilities of the OpenAI surface (float32 values on the wire)."""
-    out: list[float | None] = []
-    for event in _payloads(record):
-        for choice in event.get("choices") or []:
-            logprobs = choice.get("logprobs") or {}
-            if "content" in logprobs:  # chat: one entry per generated token
-                out.extend(entry.get("logprob") for entry in logprobs.get("content") or [])
-            else:
-                out.extend(logprobs.get("token_logprobs") or [])
-    return out
-
-
-def _engine_logprobs(record: AuditRecord) -> list[float | None] | None:
-    """`engine_data.completion_logprobs`: the worker's values before the frontend's float32."""
-    got = (_engine_data(record) or {}).get("completion_logprobs")
-    return list(got) if isinstance(got, list) else None
-
-
-def _float32(value: Any) -> bytes | None:
-    try:
-        return struct.pack("<f", value)
-    except (struct.error, OverflowError, TypeError):
-        return None
-
-
-def same_at_float32(admitted: list[Any], wire: list[Any]) -> bool:
-    """Equal at the precision the OpenAI surface carries (float32), None where None."""
-    if len(admitted) != len(wire):
-        return False
-    for mine, theirs in zip(admitted, wire, strict=True):
-        if mine is None or theirs is None:
-            if mine is not theirs:
-                return False
-        elif isinstance(mine, bool) or _float32(mine) is None or _float32(mine) != _float32(theirs):
-            return False
-    return True
-
-
-def logprobs_match(admitted: list[Any], record: AuditRecord) -> bool:
-    """The admitted values are the engine's: exactly the raw engine payload's, or the OpenAI
-    field's at its float32 precision."""
-    engine = _engine_logprobs(record)
-    if engine is not None and admitted == engine:
-        return True
-    return same_at_float32(admitted, _selected_logprobs(record))
-
-
-def _prompt_ids(body: Any) -> Any:
-    """The prompt as sent: `prompt` on completions, `nvext.token_data` (which bypasses the chat
-    template) on chat completions."""
-    body = body if isinstance(body, dict) else {}
-    if "messages" in body:
-        return (body.get("nvext") or {}).get("token_data")
-    return body.get("prompt")
-
-
-def verified_terminal(record: AuditRecord) -> bool:
-    """The client received the whole response and it ends in a terminal success state."""
-    if record.status != 200 or record.delivery != Delivery.COMPLETE:
-        return False
-    if record.events:
-        if record.events[-1] != "[DONE]":
-            return False
-        finishes = [
-            choice.get("finish_reason")
-            for event in record.events
-            if isinstance(event, dict)
-            for choice in event.get("choices") or []
-        ]
-        return any(f in ("stop", "length") for f in finishes) and not any(
-            isinstance(e, dict) and "error" in e for e in record.events
-        )
-    choices = (record.response or {}).get("choices") if isinstance(record.response, dict) else None
-    return bool(choices) and choices[0].get("finish_reason") in ("stop", "length")
 
 
 def _sources(evidence: Evidence, admission: Admission) -> list[AuditRecord]:
@@ -399,16 +283,17 @@ def engine_token_ids(evidence: Evidence) -> Finding:
         return skipping(check, no_generation(evidence))
     for record in generations:
         body = record.body if isinstance(record.body, dict) else {}
-        prompt = _prompt_ids(body)
+        prompt = prompt_ids(record)
         if not (isinstance(prompt, list) and all(isinstance(t, int) for t in prompt)):
             return failing(
                 check,
                 f"the prompt was not sent as token ids: {record.summary()}",
-                "prompt (chat: nvext.token_data) as a list of token ids",
+                "prompt (chat: nvext.token_data; native /generate: input_ids) as a list of "
+                "token ids",
                 type(prompt).__name__,
             )
         fields = ((body.get("nvext") or {}).get("extra_fields")) or []
-        if not {"completion_token_ids", "engine_data"} & set(fields):
+        if not is_native(record) and not {"completion_token_ids", "engine_data"} & set(fields):
             return failing(
                 check,
                 "generated token ids were not requested from the engine: " + record.summary(),
@@ -429,11 +314,11 @@ def engine_token_ids(evidence: Evidence) -> Finding:
                 engine,
                 list(admission.sample.token_ids),
             )
-        if tuple(_prompt_ids(record.body) or ()) != admission.sample.prompt_ids:
+        if tuple(prompt_ids(record) or ()) != admission.sample.prompt_ids:
             return failing(
                 check,
                 "an admitted sample's prompt ids are not those sent",
-                _prompt_ids(record.body),
+                prompt_ids(record),
                 list(admission.sample.prompt_ids),
             )
     return passing(
@@ -461,7 +346,7 @@ def logprob_alignment(evidence: Evidence) -> Finding:
                 check,
                 "admitted logprobs are not the engine's, one per token (compared exactly with "
                 "nvext.engine_data.completion_logprobs, at float32 with the OpenAI field)",
-                _engine_logprobs(record) or _selected_logprobs(record),
+                engine_logprobs(record) or selected_logprobs(record),
                 list(sample.logprobs),
             )
         if sample.prompt_logprobs is not None and len(sample.prompt_logprobs) != len(

@@ -6,6 +6,7 @@ from __future__ import annotations
 from .audit import AuditRecord, Step
 from .judge import FAIL, NOT_APPLICABLE, PASS, SKIPPED, Evidence, Finding, source_of
 from .protocol import REFRESH
+from .replies import carries_tokens
 from .scenarios import SLOW_TOKEN_MS, UNARY_LEAD_TOKENS
 
 
@@ -14,7 +15,7 @@ def _token_times(record: AuditRecord) -> list[float]:
     return [
         at
         for event, at in zip(record.events, record.event_times, strict=False)
-        if isinstance(event, dict) and (event.get("nvext") or {}).get("completion_token_ids")
+        if carries_tokens(record, event)
     ]
 
 

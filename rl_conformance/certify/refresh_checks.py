@@ -15,9 +15,9 @@ from .judge import (
     failing,
     passing,
     skipping,
-    verified_terminal,
 )
 from .protocol import GENERATION
+from .replies import verified_terminal
 
 
 def _phases(fleet: CertificationFleet, records: list[AuditRecord]) -> list[tuple[str, int]]:

@@ -6,7 +6,8 @@ mistyped path) would be judged only on what it never did, and certified on absen
 from __future__ import annotations
 
 from .audit import FRONTEND, NOT_CLAIMED, AuditRecord, Step
-from .judge import Evidence, Finding, failing, passing, shown, skipping, verified_terminal
+from .judge import Evidence, Finding, failing, passing, shown, skipping
+from .replies import verified_terminal
 
 CHECK = "adapter.generation_reaches_backend"
 STILL_OPEN = ("returned", NOT_CLAIMED)

@@ -1,0 +1,188 @@
+"""What one generation reply told the client, read the same way on every surface the contract
+names: the OpenAI completions and chat routes (ids in `nvext.completion_token_ids` or the raw
+`nvext.engine_data`, logprobs in the choices) and SGLang's native `POST /generate` stream
+("Generated token IDs: named `nvext.completion_token_ids`, or the native SGLang stream"), whose
+events carry `output_ids`, `meta_info.output_token_logprobs` (`[logprob, token_id, text]`
+triples) and `meta_info.finish_reason` (`{"type": ...}`), cumulatively by default."""
+
+from __future__ import annotations
+
+import struct
+from itertools import pairwise
+from typing import Any
+
+from .audit import AuditRecord, Delivery
+
+NATIVE_GENERATE = "/generate"
+TERMINAL = ("stop", "length")
+
+
+def is_native(record: AuditRecord) -> bool:
+    return record.path == NATIVE_GENERATE
+
+
+def payloads(record: AuditRecord) -> list[dict[str, Any]]:
+    """A generation's JSON payloads as the client received them: each stream event, or the
+    unary body."""
+    found = record.events if record.events else [record.response]
+    return [payload for payload in found if isinstance(payload, dict)]
+
+
+def _nvexts(payload: dict[str, Any]) -> list[dict[str, Any]]:
+    """The nvext objects of one payload: top-level, and per choice where a backend puts it."""
+    out = [payload.get("nvext")]
+    out += [choice.get("nvext") for choice in payload.get("choices") or [] if choice]
+    return [nvext for nvext in out if isinstance(nvext, dict)]
+
+
+def _meta(payload: dict[str, Any]) -> dict[str, Any]:
+    meta = payload.get("meta_info")
+    return meta if isinstance(meta, dict) else {}
+
+
+def _native_sequence(record: AuditRecord, read: Any) -> list[Any] | None:
+    """A list each native event carries (`read(payload)`), over the whole stream: the last
+    event's where each extends the one before (SGLang's default, cumulative output), else
+    every event's joined (incremental output)."""
+    parts = [part for part in (read(p) for p in payloads(record)) if isinstance(part, list)]
+    if not parts:
+        return None
+    cumulative = all(later[: len(earlier)] == earlier for earlier, later in pairwise(parts))
+    return list(parts[-1]) if cumulative else [item for part in parts for item in part]
+
+
+def named_ids(record: AuditRecord) -> list[int] | None:
+    """`nvext.completion_token_ids`, concatenated over a stream's events; None when absent."""
+    ids: list[int] = []
+    found = False
+    for payload in payloads(record):
+        for nvext in _nvexts(payload):
+            got = nvext.get("completion_token_ids")
+            if isinstance(got, list):
+                found = True
+                ids.extend(got)
+    return ids if found else None
+
+
+def _engine_data(record: AuditRecord) -> dict[str, Any] | None:
+    """The raw engine payload (`nvext.engine_data`), sent whole with the final output."""
+    found = None
+    for payload in payloads(record):
+        for nvext in _nvexts(payload):
+            if isinstance(nvext.get("engine_data"), dict):
+                found = nvext["engine_data"]
+    return found
+
+
+def engine_ids(record: AuditRecord) -> list[int] | None:
+    """The engine-returned ids: the native stream's `output_ids`; else the named field, else
+    the raw engine payload's `completion_token_ids` (the engine's own values, forwarded
+    verbatim)."""
+    if is_native(record):
+        return _native_sequence(record, lambda payload: payload.get("output_ids"))
+    named = named_ids(record)
+    if named is not None:
+        return named
+    got = (_engine_data(record) or {}).get("completion_token_ids")
+    return list(got) if isinstance(got, list) else None
+
+
+def selected_logprobs(record: AuditRecord) -> list[float | None]:
+    """The selected log probabilities the reply carries: the OpenAI surface's (float32 on the
+    wire), or the native stream's `output_token_logprobs`."""
+    if is_native(record):
+        triples = _native_sequence(
+            record, lambda payload: _meta(payload).get("output_token_logprobs")
+        )
+        return [t[0] if isinstance(t, list) and t else None for t in triples or []]
+    out: list[float | None] = []
+    for event in payloads(record):
+        for choice in event.get("choices") or []:
+            logprobs = choice.get("logprobs") or {}
+            if "content" in logprobs:  # chat: one entry per generated token
+                out.extend(entry.get("logprob") for entry in logprobs.get("content") or [])
+            else:
+                out.extend(logprobs.get("token_logprobs") or [])
+    return out
+
+
+def engine_logprobs(record: AuditRecord) -> list[float | None] | None:
+    """`engine_data.completion_logprobs`: the worker's values before the frontend's float32."""
+    got = (_engine_data(record) or {}).get("completion_logprobs")
+    return list(got) if isinstance(got, list) else None
+
+
+def _float32(value: Any) -> bytes | None:
+    try:
+        return struct.pack("<f", value)
+    except (struct.error, OverflowError, TypeError):
+        return None
+
+
+def same_at_float32(admitted: list[Any], wire: list[Any]) -> bool:
+    """Equal at the precision the OpenAI surface carries (float32), None where None."""
+    if len(admitted) != len(wire):
+        return False
+    for mine, theirs in zip(admitted, wire, strict=True):
+        if mine is None or theirs is None:
+            if mine is not theirs:
+                return False
+        elif isinstance(mine, bool) or _float32(mine) is None or _float32(mine) != _float32(theirs):
+            return False
+    return True
+
+
+def logprobs_match(admitted: list[Any], record: AuditRecord) -> bool:
+    """The admitted values are the engine's: exactly the raw engine payload's, or the reply's
+    own field at float32 precision."""
+    engine = engine_logprobs(record)
+    if engine is not None and admitted == engine:
+        return True
+    return same_at_float32(admitted, selected_logprobs(record))
+
+
+def prompt_ids(record: AuditRecord) -> Any:
+    """The prompt as sent: `prompt` on completions, `nvext.token_data` (which bypasses the chat
+    template) on chat completions, `input_ids` on the native route."""
+    body = record.body if isinstance(record.body, dict) else {}
+    if is_native(record):
+        return body.get("input_ids")
+    if "messages" in body:
+        return (body.get("nvext") or {}).get("token_data")
+    return body.get("prompt")
+
+
+def finish_reasons(record: AuditRecord) -> list[Any]:
+    """Every finish reason the reply reported, in order (a native `{"type": ...}` by type)."""
+    if is_native(record):
+        found = [_meta(payload).get("finish_reason") for payload in payloads(record)]
+        return [f.get("type") if isinstance(f, dict) else f for f in found if f is not None]
+    return [
+        choice.get("finish_reason")
+        for payload in payloads(record)
+        for choice in payload.get("choices") or []
+        if choice.get("finish_reason") is not None
+    ]
+
+
+def verified_terminal(record: AuditRecord) -> bool:
+    """The client received the whole response and it ends in a terminal success state."""
+    if record.status != 200 or record.delivery != Delivery.COMPLETE:
+        return False
+    finishes = finish_reasons(record)
+    if record.events:
+        if record.events[-1] != "[DONE]":
+            return False
+        return any(f in TERMINAL for f in finishes) and not any(
+            isinstance(e, dict) and "error" in e for e in record.events
+        )
+    return bool(finishes) and finishes[0] in TERMINAL
+
+
+def carries_tokens(record: AuditRecord, event: Any) -> bool:
+    """A stream event that delivered generated tokens."""
+    if not isinstance(event, dict):
+        return False
+    if is_native(record):
+        return bool(event.get("output_ids"))
+    return any(nvext.get("completion_token_ids") for nvext in _nvexts(event))
