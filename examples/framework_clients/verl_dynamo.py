@@ -22,9 +22,10 @@ RL routes, so the shim implements generation only. The tokenizer verl loads is t
 model's: here the fake fleet's toy tokenizer, which the text fallback uses. verl's agent loop
 asks for log probabilities; the sample is the `TokenOutput` as verl hands it on (its
 `stop_reason` as the finish reason, `completed` included), under the `X-Request-Id` it sent.
-verl's abort for Dynamo is a no-op (`abort_all_requests` returns nothing aborted), so a
-cancelled slot is not treated otherwise; an exception out of `generate` is a slot with no
-sample.
+Every turn of a multi-turn trajectory is sent under the id verl's agent loop passes
+(`AgentData.request_id`, drawn once per trajectory). verl's abort for Dynamo is a no-op
+(`abort_all_requests` returns nothing aborted), so a cancelled slot is not treated otherwise;
+an exception out of `generate` is a slot with no sample.
 """
 
 from __future__ import annotations
@@ -184,9 +185,17 @@ class VerlDynamoGeneration:
         server._logged_engine_data_token_ids = False
         server._logged_missing_engine_data = False
         self.server = server
+        self.trajectories: dict[str, str] = {}
+
+    def request_id(self, request: RolloutRequest) -> str:
+        """The id verl's agent loop hands `generate`: a uuid drawn once per trajectory and kept
+        for all its turns (a sticky session that routes the trajectory to one server)."""
+        if request.trajectory is None:
+            return uuid.uuid4().hex
+        return self.trajectories.setdefault(request.trajectory, uuid.uuid4().hex)
 
     async def generate(self, request: RolloutRequest) -> Sample | None:
-        request_id = uuid.uuid4().hex
+        request_id = self.request_id(request)
         sampling_params = {
             "temperature": 1.0,
             "top_p": 1.0,

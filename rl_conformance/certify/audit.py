@@ -55,6 +55,9 @@ class AuditRecord:
     reply): a rollout whose requests none was staged for met a healthy fleet."""
     held: bool = False
     """The proxy held the reply back before delivering it (`Hold`)."""
+    rewritten: str | None = None
+    """What the scenario changed in the reply the client received (`Rewrite`), or None: the
+    reply is judged as the client received it."""
     finished: float | None = None
     truth: Any = None
     """For a worker call: the discovery body the listener served as the call arrived (the
@@ -113,6 +116,8 @@ class AuditRecord:
             document["staged"] = True
         if self.held:
             document["held"] = True
+        if self.rewritten:
+            document["rewritten"] = self.rewritten
         if self.delivered_bytes is not None:
             document["delivered_bytes"] = self.delivered_bytes
         if self.truth is not None:

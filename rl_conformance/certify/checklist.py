@@ -7,11 +7,14 @@ from collections.abc import Callable
 
 from .judge import (
     NOT_APPLICABLE,
+    PASS,
+    SKIPPED,
     Evidence,
     Finding,
     attempt_identity,
     engine_token_ids,
     logprob_alignment,
+    not_staged,
     single_admission,
     verified_terminal_only,
 )
@@ -59,15 +62,24 @@ def half_of(check_id: str) -> str:
 
 
 def judge(evidence: Evidence) -> list[Finding]:
-    """Every item, those of a half the adapter does not implement `not-applicable`."""
-    return [
-        check(evidence)
-        if half_of(check_id) in evidence.implements
-        else Finding(
-            check_id,
-            NOT_APPLICABLE,
-            f"the adapter declares it implements {' and '.join(sorted(evidence.implements))} "
-            f"only, not {half_of(check_id)}",
-        )
-        for check_id, check in CHECKS.items()
-    ]
+    """Every item, those of a half the adapter does not implement `not-applicable`, and those
+    the scenario's event exists to test `skipped` where it passed without the event having
+    happened."""
+    gap = not_staged(evidence)
+    findings = []
+    for check_id, check in CHECKS.items():
+        if half_of(check_id) not in evidence.implements:
+            findings.append(
+                Finding(
+                    check_id,
+                    NOT_APPLICABLE,
+                    "the adapter declares it implements "
+                    f"{' and '.join(sorted(evidence.implements))} only, not {half_of(check_id)}",
+                )
+            )
+            continue
+        finding = check(evidence)
+        if gap is not None and finding.outcome == PASS and check_id in evidence.scenario.staged_for:
+            finding = Finding(check_id, SKIPPED, f"not staged: {gap}")
+        findings.append(finding)
+    return findings

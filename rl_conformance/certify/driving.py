@@ -19,7 +19,7 @@ import time
 import traceback
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .audit import NOT_CLAIMED, AuditLog, Step
@@ -33,6 +33,7 @@ from .protocol import (
 )
 from .scenarios import (
     MAX_TOKENS,
+    OBSERVATION,
     PROMPT,
     SLOW_TOKEN_MS,
     UNARY_LEAD_TOKENS,
@@ -187,6 +188,8 @@ class Driver:
     """Told the index of the step whose admissions follow."""
     checkpoint: Callable[[Refresh], str]
     """The real, writable checkpoint directory of a planned refresh."""
+    turns: dict[str, tuple[int, tuple[int, ...]]] = field(default_factory=dict)
+    """Per trajectory, how many turns were driven and the next turn's prompt."""
 
     def drive(self) -> list[Step]:
         steps: list[Step] = []
@@ -206,10 +209,30 @@ class Driver:
     def policy(self, planned: Refresh) -> Policy:
         return Policy(planned.version, self.checkpoint(planned), planned.step)
 
+    def request(self, planned: Generate) -> RolloutRequest:
+        """A single-turn rollout's request, or the next turn of its trajectory."""
+        if planned.trajectory is None:
+            return RolloutRequest(planned.slot, PROMPT, MAX_TOKENS)
+        turn, prompt = self.turns.get(planned.trajectory, (0, PROMPT))
+        return RolloutRequest(
+            planned.slot, prompt, MAX_TOKENS, trajectory=planned.trajectory, turn=turn
+        )
+
+    def next_turn(self, request: RolloutRequest, sample: Any) -> None:
+        """The prompt of the turn after `request`: its prompt, the ids it generated (none when
+        it gave no sample) and the environment's reply."""
+        if request.trajectory is None:
+            return
+        generated = tuple(getattr(sample, "token_ids", ()) or ())
+        self.turns[request.trajectory] = (
+            request.turn + 1,
+            request.prompt_ids + generated + OBSERVATION,
+        )
+
     def rollout(self, planned: Generate, index: int, started: float) -> Step:
         if GENERATION not in self.handle.implements:
             return Step(index, "generate", planned.slot, started, started, NOT_CLAIMED)
-        request = RolloutRequest(planned.slot, PROMPT, MAX_TOKENS)
+        request = self.request(planned)
         cancelled = False
         if planned.cancel_after_events is not None:
             outcome, detail, cancelled = self.cancelled(
@@ -217,6 +240,7 @@ class Driver:
             )
         else:
             outcome, detail = self.generate(request)
+        self.next_turn(request, detail if outcome == "returned" else None)
         time.sleep(0.02)  # let the proxy finish recording what the step sent
         finished = time.monotonic()
         return Step(index, "generate", planned.slot, started, finished, outcome, detail, cancelled)

@@ -20,6 +20,7 @@ from .replies import (
     is_native,
     logprobs_match,
     prompt_ids,
+    raw_payload_hazard,
     selected_logprobs,
     verified_terminal,
 )
@@ -139,16 +140,19 @@ def skipping(check: str, message: str) -> Finding:
 def _sources(evidence: Evidence, admission: Admission) -> list[AuditRecord]:
     """The requests an admitted sample may have come from: those carrying its attempt identity;
     for a sample that names none (a client that sends no identity, which `attempt_identity`
-    judges), those whose engine-returned ids are the sample's."""
+    judges), those whose engine-returned ids are the sample's, else the requests without an
+    identity its rollout sent (a sample whose ids are not the engine's is still traced to the
+    reply it was made from, and judged on it)."""
     sample = admission.sample
     generations = [record for record in evidence.records if record.is_generation]
     if sample.attempt_id:
         return [r for r in generations if r.headers.get("x-request-id") == sample.attempt_id]
-    return [
-        r
-        for r in generations
-        if not r.headers.get("x-request-id") and engine_ids(r) == list(sample.token_ids)
-    ]
+    anonymous = [r for r in generations if not r.headers.get("x-request-id")]
+    same_ids = [r for r in anonymous if engine_ids(r) == list(sample.token_ids)]
+    if same_ids or not 0 <= admission.step < len(evidence.steps):
+        return same_ids
+    step = evidence.steps[admission.step]
+    return [r for r in anonymous if step.started <= r.started <= step.finished]
 
 
 def source_of(evidence: Evidence, admission: Admission) -> AuditRecord | None:
@@ -193,9 +197,6 @@ def verified_terminal_only(evidence: Evidence) -> Finding:
                 "nothing admitted for a cancelled rollout",
                 "a sample",
             )
-    gap = not_staged(evidence)
-    if gap is not None:
-        return skipping(check, f"not staged: {gap}")
     return passing(
         check,
         f"{len(evidence.admissions)} admitted sample(s), each from a verified terminal response",
@@ -203,15 +204,22 @@ def verified_terminal_only(evidence: Evidence) -> Finding:
 
 
 def not_staged(evidence: Evidence) -> str | None:
-    """Why the event this scenario exists to stage (a reply cut short, a rollout cancelled in
-    flight) did not happen in this run, or None when it did or the scenario stages none. What
-    the adapter did still fails where it is wrong, but nothing it was not shown may pass."""
+    """Why the event this scenario exists to stage (a reply cut short or rewritten, a rollout
+    cancelled in flight) did not happen in this run, or None when it did or the scenario stages
+    none. What the adapter did still fails where it is wrong, but nothing it was not shown may
+    pass (`Scenario.staged_for`)."""
     generations = [record for record in evidence.records if record.is_generation]
+    first = f"the first: {generations[0].summary()}" if generations else "none was sent"
     if evidence.scenario.injection.cuts and not any(
         record.delivery == Delivery.CUT for record in generations
     ):
-        first = f"the first: {generations[0].summary()}" if generations else "none was sent"
         return f"no generation reply was cut short ({first})"
+    rewrites = getattr(evidence.scenario.injection, "rewrites", ())
+    if rewrites and not any(record.rewritten for record in generations):
+        return (
+            f"no generation reply had anything to change ({rewrites[0].what}; {first}): the "
+            "adapter's replies carry none of the fields the event changes"
+        )
     for step in _planned_cancels(evidence):
         if step.cancelled:
             continue
@@ -261,6 +269,16 @@ def attempt_identity(evidence: Evidence) -> Finding:
         )
     repeated = sorted({i for i in ids if ids.count(i) > 1})
     if repeated:
+        slots = _slots_sent_under(evidence, repeated[0])
+        if len(slots) > 1:
+            return failing(
+                check,
+                f"rollouts {' and '.join(slots)} (each a generation of its own, as the turns of a "
+                "trajectory are) were sent under one identity: a late completion of one cannot "
+                "be told from the other",
+                "a distinct x-request-id per generation request",
+                repeated,
+            )
         return failing(
             check,
             "two attempts carry the same identity: a late completion of the first cannot be told "
@@ -274,6 +292,18 @@ def attempt_identity(evidence: Evidence) -> Finding:
         f"{len(generations)} attempt(s), each with its own identity"
         + (" (retries seen)" if retried else ""),
     )
+
+
+def _slots_sent_under(evidence: Evidence, identity: str) -> list[str]:
+    """The rollouts whose requests carried `identity`, in order."""
+    return [
+        step.label
+        for step in evidence.generate_steps()
+        if any(
+            r.is_generation and r.headers.get("x-request-id") == identity
+            for r in evidence.within(step)
+        )
+    ]
 
 
 def engine_token_ids(evidence: Evidence) -> Finding:
@@ -307,7 +337,16 @@ def engine_token_ids(evidence: Evidence) -> Finding:
             continue  # judged by attempt_identity / verified_terminal_only
         traced += 1
         engine = engine_ids(record)
-        if engine is None or tuple(engine) != admission.sample.token_ids:
+        if engine is None:
+            return failing(
+                check,
+                "admitted a sample although its reply carried no engine-returned ids "
+                f"({record.summary()}): its ids were made some other way"
+                + raw_payload_hazard(record),
+                "no sample admitted from a reply without the engine's ids",
+                list(admission.sample.token_ids),
+            )
+        if tuple(engine) != admission.sample.token_ids:
             return failing(
                 check,
                 "an admitted sample's token ids are not the engine's",
@@ -339,6 +378,14 @@ def logprob_alignment(evidence: Evidence) -> Finding:
         if record is None or not verified_terminal(record):
             continue  # judged by attempt_identity / verified_terminal_only
         traced += 1
+        if any(value is None for value in sample.logprobs):
+            return failing(
+                check,
+                "admitted a sample with no logprob for a generated token: it cannot be verified "
+                f"({record.summary()})",
+                "a number for every generated token, the engine's",
+                list(sample.logprobs),
+            )
         if len(sample.logprobs) != len(sample.token_ids) or not logprobs_match(
             list(sample.logprobs), record
         ):

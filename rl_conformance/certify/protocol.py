@@ -55,12 +55,19 @@ class CancelToken:
 
 @dataclass(frozen=True)
 class RolloutRequest:
-    """One rollout slot: the prompt as token ids and the sampling budget."""
+    """One rollout slot: the prompt as token ids and the sampling budget.
+
+    A turn of a multi-turn trajectory names it: `trajectory` is the same for every turn, `turn`
+    counts from 0, and a later turn's prompt holds the earlier turns' prompt, generated ids and
+    the environment's reply. Each turn is a generation of its own (an attempt identity of its
+    own); `trajectory` is None for a single-turn rollout."""
 
     slot: str
     prompt_ids: tuple[int, ...]
     max_tokens: int
     cancel: CancelToken = field(default_factory=CancelToken)
+    trajectory: str | None = None
+    turn: int = 0
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import json
 import logging
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,10 +35,31 @@ START_TIMEOUT_S = 10.0
 
 @dataclass(frozen=True)
 class Respond:
-    """Answer instead of the deployment."""
+    """Answer instead of the deployment: `body` as JSON, or as it is (a string) under another
+    content type (an ingress's HTML error page)."""
 
     status: int
     body: Any
+    kind: str = "application/json"
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """Forward the request, then change what its reply says: `change` is given a copy of each
+    JSON payload (the unary body, each stream event) and returns what the client receives.
+    `what` names the change in the audit log (`AuditRecord.rewritten`) when it changed
+    anything."""
+
+    what: str
+    change: Callable[[dict[str, Any]], dict[str, Any]]
+    legal: bool = False
+    """The changed reply is one a conforming deployment gives: the rollout still met a
+    healthy fleet (not `AuditRecord.staged`)."""
+
+    def apply(self, payload: Any) -> Any:
+        if not isinstance(payload, dict):
+            return payload
+        return self.change(copy.deepcopy(payload))
 
 
 @dataclass(frozen=True)
@@ -71,7 +94,7 @@ class SlowEngine:
 
 
 TOKEN_DELAY_HEADER = "x-fake-token-delay-ms"
-Action = Respond | Hold | CutAfter | Pace | SlowEngine
+Action = Respond | Hold | CutAfter | Pace | SlowEngine | Rewrite
 
 
 class Injection:
@@ -126,6 +149,16 @@ class Injection:
 
     def discovery(self, body: dict[str, Any], log: AuditLog) -> dict[str, Any]:
         return body
+
+
+def _rewritten_event(record: AuditRecord, action: Rewrite, block: bytes) -> bytes:
+    """One stream event as a `Rewrite` changes it; `[DONE]` and non-JSON events as they are."""
+    payload = _event_payload(block)
+    changed = action.apply(payload)
+    if changed == payload:
+        return block
+    record.rewritten = action.what
+    return b"data: " + json.dumps(changed).encode()
 
 
 class _StreamCut(Exception):
@@ -207,10 +240,10 @@ class _Forwarder:
         injection = self.proxy.injection
         try:
             action = injection.intercept(record, log) if injection.armed else None
-            record.staged = action is not None
+            record.staged = action is not None and not getattr(action, "legal", False)
             if isinstance(action, Respond):
                 record.delivery = Delivery.INJECTED
-                await self._reply_json(send, record, action.status, action.body)
+                await self._reply(send, record, action)
                 return
             url = self.upstream + path + (f"?{query}" if query else "")
             forwarded = {k: headers[k] for k in FORWARDED_HEADERS if k in headers}
@@ -247,6 +280,8 @@ class _Forwarder:
             await asyncio.sleep(action.seconds)
         if record.plane == RL and record.path == "/v1/rl/workers":
             body = self._rewrite_discovery(body, self.proxy.log)
+        if isinstance(action, Rewrite) and response.status_code == 200:
+            body = self._rewritten(record, action, body)
         record.status = response.status_code
         record.response = _parse(body)
         if gone.is_set():
@@ -269,6 +304,17 @@ class _Forwarder:
         record.delivery = Delivery.CUT
         record.delivered_bytes = len(part)
         raise _StreamCut
+
+    @staticmethod
+    def _rewritten(record: AuditRecord, action: Rewrite, body: bytes) -> bytes:
+        """A unary reply's `Rewrite`: the body as the scenario changed it (recorded as such
+        when the change changed anything)."""
+        document = _parse(body)
+        changed = action.apply(document)
+        if changed == document:
+            return body
+        record.rewritten = action.what
+        return json.dumps(changed).encode()
 
     def _rewrite_discovery(self, body: bytes, log: AuditLog) -> bytes:
         document = _parse(body)
@@ -325,6 +371,8 @@ class _Forwarder:
                 if not block.strip():
                     continue
                 record.upstream_events.append(_event_payload(block))
+                if isinstance(action, Rewrite):
+                    block = _rewritten_event(record, action, block)
                 if held:
                     blocks.append(block)
                     continue
@@ -371,11 +419,14 @@ class _Forwarder:
         if not gone.is_set():
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
-    async def _reply_json(self, send: Any, record: AuditRecord, status: int, body: Any) -> None:
-        record.status = status
-        record.response = body
-        payload = json.dumps(body).encode()
-        await self._send_bytes(send, status, "application/json", payload)
+    async def _reply(self, send: Any, record: AuditRecord, action: Respond) -> None:
+        record.status = action.status
+        record.response = action.body
+        if action.kind == "application/json":
+            payload = json.dumps(action.body).encode()
+        else:
+            payload = str(action.body).encode()
+        await self._send_bytes(send, action.status, action.kind, payload)
 
     @staticmethod
     async def _start(send: Any, status: int, kind: str) -> None:

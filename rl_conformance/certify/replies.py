@@ -186,3 +186,19 @@ def carries_tokens(record: AuditRecord, event: Any) -> bool:
     if is_native(record):
         return bool(event.get("output_ids"))
     return any(nvext.get("completion_token_ids") for nvext in _nvexts(event))
+
+
+def raw_payload_hazard(record: AuditRecord) -> str:
+    """Why a client that asks for the generated ids only inside the raw engine payload meets
+    replies without them (the frontend drops `nvext.engine_data` on a stop-string finish), as a
+    clause to add to a finding; empty for any other request."""
+    body = record.body if isinstance(record.body, dict) else {}
+    fields = set(((body.get("nvext") or {}).get("extra_fields")) or [])
+    if is_native(record) or "engine_data" not in fields or "completion_token_ids" in fields:
+        return ""
+    return (
+        "; the request asked for the ids only inside nvext.engine_data, which the Dynamo "
+        "frontend drops on a stop-string finish while keeping the named completion_token_ids "
+        "(recorded: Dynamo 1.6.1, completions_stop_string.json; spec: 'Prefer named fields over "
+        "the raw engine payload')"
+    )

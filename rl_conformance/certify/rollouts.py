@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from .audit import FRONTEND, NOT_CLAIMED, AuditRecord, Step
 from .judge import Evidence, Finding, failing, passing, shown, skipping
-from .replies import verified_terminal
+from .replies import raw_payload_hazard, verified_terminal
 
 CHECK = "adapter.generation_reaches_backend"
 STILL_OPEN = ("returned", NOT_CLAIMED)
@@ -51,7 +51,7 @@ def _why_nothing(evidence: Evidence, step: Step) -> str:
         return (
             f"generate returned no sample although request #{verified[0].seq} "
             f"({verified[0].method} {verified[0].path}) was answered with a verified terminal "
-            "reply"
+            "reply" + raw_payload_hazard(verified[0])
         )
     return "generate returned no sample: " + _sent(records)
 

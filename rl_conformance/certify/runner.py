@@ -22,7 +22,7 @@ from ..model.matrix import ExitRule, Matrix, Outcome, RunInfo, TestRecord, build
 from ..model.target import Target
 from ..wire.exchange import to_jsonable
 from .audit import WORKER_PREFIX, AuditLog, Step
-from .checklist import CHECKS, judge
+from .checklist import CHECKS, half_of, judge
 from .driving import AdapterHandle, Driver, awaited, bounded
 from .fleets import VLLM_FLEET, CertificationFleet
 from .judge import FAIL, NOT_APPLICABLE, PASS, SKIPPED, Admission, Evidence, Finding
@@ -216,6 +216,10 @@ def run_scenario(
                 bounded(lambda: _close_undriven(built))
                 return _could_not_run(name, scenario, f"the adapter's {exc}", started)
             implements = handle.implements
+            inapplicable = scenario.applies_to(implements)
+            if inapplicable is not None:
+                handle.close()
+                return _not_run(name, scenario, f"not run: {inapplicable}", implements)
             injection.arm()  # the scenario's events begin once the adapter has started
 
             def checkpoint(planned: Refresh) -> str:
@@ -267,9 +271,20 @@ def _could_not_run(adapter: str, scenario: Scenario, reason: str, started: float
     return ScenarioResult(adapter, scenario, findings, [], [], time.monotonic() - started, reason)
 
 
-def _not_run(adapter: str, scenario: Scenario, reason: str) -> ScenarioResult:
-    """A scenario the fleet cannot stage: every item skipped, naming why."""
-    findings = [Finding(check, SKIPPED, reason) for check in CHECKS]
+def _not_run(
+    adapter: str,
+    scenario: Scenario,
+    reason: str,
+    implements: frozenset[str] = frozenset({GENERATION, REFRESH}),
+) -> ScenarioResult:
+    """A scenario the fleet cannot stage, or that cannot judge the adapter: every item it claims
+    skipped, naming why (the others not applicable, as everywhere)."""
+    findings = [
+        Finding(check, SKIPPED, reason)
+        if half_of(check) in implements
+        else Finding(check, NOT_APPLICABLE, f"the adapter does not implement {half_of(check)}")
+        for check in CHECKS
+    ]
     return ScenarioResult(adapter, scenario, findings, [], [], 0.0)
 
 

@@ -9,11 +9,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import hard_replies
 from .audit import FRONTEND, AuditLog, AuditRecord
 from .fleets import CertificationFleet
-from .proxy import Action, CutAfter, Hold, Injection, Pace, Respond, SlowEngine
+from .protocol import GENERATION, REFRESH
+from .proxy import Action, CutAfter, Hold, Injection, Pace, Respond, Rewrite, SlowEngine
 
 PROMPT = (101, 102, 103, 104, 105)
+OBSERVATION = (106, 107)
+"""What the environment answers between two turns of a trajectory, appended to the next turn's
+prompt after the ids the turn before generated."""
 MAX_TOKENS = 6
 REQUEST_TIMEOUT_S = 1.0
 """The adapter's deadline for one attempt in every scenario but those that say otherwise."""
@@ -35,6 +40,9 @@ class Generate:
     cancel_after_events: int | None = None
     """Cancel the rollout once this many events reached the client; a unary rollout, which
     receives no events, once the proxy holds its reply."""
+    trajectory: str | None = None
+    """The multi-turn trajectory this rollout is a turn of: the turns of one trajectory are
+    driven in order, each prompt extending the one before."""
 
 
 @dataclass(frozen=True)
@@ -81,7 +89,20 @@ class Scenario:
     injection: type[Injection] = Injection
     request_timeout_s: float = REQUEST_TIMEOUT_S
     notes: str = ""
+    staged_for: tuple[str, ...] = ()
+    """The checklist items this scenario's event exists to test: where the event did not happen
+    (no reply was cut, rewritten or cancelled in flight), they cannot pass on it."""
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def applies_to(self, implements: frozenset[str]) -> str | None:
+        """Why this scenario cannot judge an adapter that implements only `implements` (it
+        drives rollouts only, and the adapter generates nothing), or None when it can."""
+        if GENERATION not in implements and not self.refreshes():
+            return (
+                f"it drives rollouts only, and the adapter implements "
+                f"{' and '.join(sorted(implements & {GENERATION, REFRESH}))} only"
+            )
+        return None
 
     def expects(self, position: int) -> bool | None:
         """Whether the refresh at this position (0 = the first the trainer takes) can and must
@@ -291,6 +312,69 @@ class PartialWorkerSet(Injection):
         return _hide(body, 1) if len(reads) <= 2 else body
 
 
+class RepliesRewritten(Injection):
+    """The first generation replies, one per entry of `rewrites`, changed as a real deployment
+    may answer (`hard_replies`); later replies as the deployment gave them."""
+
+    rewrites: tuple[Rewrite, ...] = ()
+
+    def intercept(self, record: AuditRecord, log: AuditLog) -> Action | None:
+        if not record.is_generation:
+            return None
+        position = self.generations(log).index(record)
+        return self.rewrites[position] if position < len(self.rewrites) else None
+
+
+class IdsMissing(RepliesRewritten):
+    rewrites = (Rewrite("every generated token id removed", hard_replies.without_ids),)
+
+
+class LogprobsUnusable(RepliesRewritten):
+    rewrites = (
+        Rewrite("every selected logprob null", hard_replies.null_logprobs),
+        Rewrite("one selected logprob fewer than tokens", hard_replies.short_logprobs),
+    )
+
+
+class FinishUnrecognised(RepliesRewritten):
+    rewrites = (
+        Rewrite("finish_reason null", hard_replies.no_finish),
+        Rewrite('finish_reason "error"', hard_replies.error_finish),
+    )
+
+
+STOP_STRING = Rewrite(
+    "a stop-string finish: nvext.engine_data and nvext.prompt_logprobs dropped",
+    hard_replies.stop_string_finish,
+    legal=True,
+)
+
+
+class StopStringFinish(RepliesRewritten):
+    """Every reply ends on a stop string, as a greedy rollout that meets one does on every
+    attempt: a retry cannot step around what the client does with it."""
+
+    rewrites = (STOP_STRING,)
+
+    def intercept(self, record: AuditRecord, log: AuditLog) -> Action | None:
+        return STOP_STRING if record.is_generation else None
+
+
+BAD_GATEWAY = (
+    "<html><head><title>502 Bad Gateway</title></head><body><center><h1>502 Bad Gateway</h1>"
+    "</center></body></html>"
+)
+
+
+class FirstGenerationBadGateway(Injection):
+    """An ingress in front of the frontend answers the first attempt 502 with its HTML page."""
+
+    def intercept(self, record: AuditRecord, log: AuditLog) -> Action | None:
+        if record.is_generation and self.generations(log)[0] is record:
+            return Respond(502, BAD_GATEWAY, "text/html")
+        return None
+
+
 SCENARIOS: tuple[Scenario, ...] = (
     Scenario(
         "iteration",
@@ -326,18 +410,71 @@ SCENARIOS: tuple[Scenario, ...] = (
         "reply mid-body",
         (Generate("s1"), Generate("s2")),
         injection=FirstStreamCut,
+        staged_for=("adapter.verified_terminal_only",),
     ),
     Scenario(
         "cancellation",
         "the trainer cancels a rollout in flight: mid-stream, or while its unary reply is held",
         (Generate("s1", cancel_after_events=2), Generate("s2")),
         injection=PacedStreams,
+        staged_for=("adapter.verified_terminal_only",),
     ),
     Scenario(
         "unavailable_while_paused",
         "the first attempt is answered 503 as a paused worker's model is",
         (Generate("s1"),),
         injection=FirstGenerationUnavailable,
+    ),
+    Scenario(
+        "bad_gateway",
+        "an ingress answers the first attempt 502 with an HTML page, not JSON",
+        (Generate("s1"), Generate("s2")),
+        injection=FirstGenerationBadGateway,
+        notes="a retry must carry an identity of its own; giving the slot up is safe too",
+    ),
+    Scenario(
+        "ids_missing",
+        "the first reply carries no generated token id in any field, only the text",
+        (Generate("s1"), Generate("s2")),
+        injection=IdsMissing,
+        staged_for=("adapter.engine_token_ids",),
+        notes="the text encoded again is not the engine's sequence: nothing may be admitted "
+        "from that reply",
+    ),
+    Scenario(
+        "logprobs_unusable",
+        "the first reply's selected logprobs are all null, the second's one fewer than its "
+        "tokens",
+        (Generate("s1"), Generate("s2"), Generate("s3")),
+        injection=LogprobsUnusable,
+        staged_for=("adapter.logprob_alignment",),
+        notes="a sample whose logprobs are not the engine's, one per token, cannot be verified; "
+        "filling them in (0.0) or cutting the ids to fit is admitting what was not returned",
+    ),
+    Scenario(
+        "finish_unrecognised",
+        "a 200 whose finish_reason is null, then one whose finish_reason is \"error\"",
+        (Generate("s1"), Generate("s2"), Generate("s3")),
+        injection=FinishUnrecognised,
+        staged_for=("adapter.verified_terminal_only",),
+    ),
+    Scenario(
+        "stop_string_finish",
+        "every reply ends on a stop string, as the Dynamo 1.6.1 frontend sends it: the raw "
+        "engine payload (nvext.engine_data) dropped, the named completion_token_ids kept",
+        (Generate("s1"), Generate("s2")),
+        injection=StopStringFinish,
+        staged_for=("adapter.engine_token_ids", "adapter.generation_reaches_backend"),
+        notes="a legal reply, staged whatever stop strings the request named: what is judged "
+        "is which fields the client takes the engine's ids from",
+    ),
+    Scenario(
+        "multi_turn",
+        "a two-turn trajectory: the second turn's prompt holds the first's prompt, its "
+        "generated ids and the environment's reply",
+        (Generate("t1", trajectory="episode-1"), Generate("t2", trajectory="episode-1")),
+        notes="each turn is a generation of its own: a late completion of the first turn must "
+        "be told from the second",
     ),
     Scenario(
         "worker_joins",

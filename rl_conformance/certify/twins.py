@@ -216,6 +216,28 @@ class ChatTemplatesPrompt(ChatReferenceAdapter):
         return body
 
 
+class OneIdentityPerTrajectory(ReferenceAdapter):
+    """Sends every turn of a multi-turn trajectory under the trajectory's id, a sticky session
+    id an agent loop keeps to route the trajectory to one worker, reused as the request id."""
+
+    def attempt_id(self, request: RolloutRequest) -> str:
+        return request.trajectory or super().attempt_id(request)
+
+
+class RawPayloadIds(ReferenceAdapter):
+    """Asks for the generated ids only inside the raw engine payload (`nvext.engine_data`) and
+    takes them from there, failing closed where it is missing."""
+
+    def request_body(self, request: RolloutRequest) -> dict[str, Any]:
+        body = super().request_body(request)
+        body["nvext"] = {"extra_fields": ["engine_data", "prompt_logprobs"]}
+        return body
+
+    @staticmethod
+    def token_ids(choice: dict[str, Any], nvext: dict[str, Any]) -> list[int]:
+        return list((nvext.get("engine_data") or {}).get("completion_token_ids") or [])
+
+
 class MistypedGenerationPath(ReferenceAdapter):
     """A first draft's typo: rollouts go to `/v1/completion`, which the frontend answers 404,
     so every rollout returns None; the refresh's own post-update probe uses the right path."""
@@ -248,6 +270,8 @@ TWINS: dict[str, type[ReferenceAdapter]] = {
     "stays_gated_after_failure": StaysGatedAfterFailure,
     "ignores_protocol_version": IgnoresProtocolVersion,
     "mistyped_generation_path": MistypedGenerationPath,
+    "one_identity_per_trajectory": OneIdentityPerTrajectory,
+    "raw_payload_ids": RawPayloadIds,
 }
 
 FAMILY_REFERENCES: dict[str, dict[str, type[ReferenceAdapter]]] = {
