@@ -443,8 +443,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     ),
     Scenario(
         "logprobs_unusable",
-        "the first reply's selected logprobs are all null, the second's one fewer than its "
-        "tokens",
+        "the first reply's selected logprobs are all null, the second's one fewer than its tokens",
         (Generate("s1"), Generate("s2"), Generate("s3")),
         injection=LogprobsUnusable,
         staged_for=("adapter.logprob_alignment",),
@@ -453,7 +452,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     ),
     Scenario(
         "finish_unrecognised",
-        "a 200 whose finish_reason is null, then one whose finish_reason is \"error\"",
+        'a 200 whose finish_reason is null, then one whose finish_reason is "error"',
         (Generate("s1"), Generate("s2"), Generate("s3")),
         injection=FinishUnrecognised,
         staged_for=("adapter.verified_terminal_only",),
