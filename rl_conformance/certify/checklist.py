@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from .deployment_routes import not_judged
 from .judge import (
+    FAIL,
     NOT_APPLICABLE,
     PASS,
     SKIPPED,
@@ -62,10 +64,13 @@ def half_of(check_id: str) -> str:
 
 
 def judge(evidence: Evidence) -> list[Finding]:
-    """Every item, those of a half the adapter does not implement `not-applicable`, and those
-    the scenario's event exists to test `skipped` where it passed without the event having
-    happened."""
+    """Every item, those of a half the adapter does not implement `not-applicable`; those the
+    scenario's event exists to test `skipped` where they passed without the event having
+    happened; and a refresh item the client failed only on a deployment other than its own
+    (an engine route the staged deployment does not serve) `skipped`, naming the route and the
+    option that describes the client's deployment."""
     gap = not_staged(evidence)
+    mismatch = not_judged(evidence)
     findings = []
     for check_id, check in CHECKS.items():
         if half_of(check_id) not in evidence.implements:
@@ -81,5 +86,7 @@ def judge(evidence: Evidence) -> list[Finding]:
         finding = check(evidence)
         if gap is not None and finding.outcome == PASS and check_id in evidence.scenario.staged_for:
             finding = Finding(check_id, SKIPPED, f"not staged: {gap}")
+        if mismatch is not None and finding.outcome == FAIL and half_of(check_id) == REFRESH:
+            finding = Finding(check_id, SKIPPED, f"not judged: {mismatch}")
         findings.append(finding)
     return findings

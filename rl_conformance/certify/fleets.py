@@ -22,15 +22,27 @@ like on the wire depends on the family:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from fake_backends.admin.sglang import (
+    BUILT_IN_ROUTES,
+    ENGINE_METHODS,
+    NATIVE_ROUTES,
+    resolve_engine_routes,
+)
+from fake_backends.admin.sglang_routes import EngineRouteError, parse_engine_routes
+
 from ..control.families import SGLANG, VLLM, VLLM_SIDECAR, AdminFamily
+from ..errors import ConfigurationError
 
 SGLANG_ALLOWLIST = ("flush_cache", "get_weight_version")
-"""The methods the SGLang certification fleet allowlists, as a deployment that lets its trainer
-flush and read versions would (`DYN_SGLANG_ENGINE_ROUTES`)."""
+"""The engine routes the SGLang certification fleet allowlists unless told otherwise, as a
+deployment that lets its trainer flush and read versions would (`--engine-route` /
+`DYN_SGLANG_ENGINE_ROUTES`)."""
+MODEL = "toy"
+"""The model name the certification fleets serve unless told otherwise."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +73,11 @@ class CertificationFleet:
     update_flush_flag: str | None = "flush_cache"
     """The update body's field that can turn the update's own flush off (None: nothing can)."""
     notes: tuple[str, ...] = field(default=())
+    model: str = MODEL
+    """The name the fleet serves its model under."""
+    engine_routes: tuple[str, ...] = ()
+    """The deployment's SGLang engine-route allowlist, as descriptors (`path[=method]
+    [:engine|tm]`); empty for the other families."""
 
     @property
     def pause(self) -> str:
@@ -163,32 +180,73 @@ SIDECAR_FLEET = CertificationFleet(
     read_only=frozenset({"control/get_weight_version", "control/is_paused", "control/is_sleeping"}),
     pause_clears=True,
 )
-SGLANG_FLEET = CertificationFleet(
-    name="sglang",
-    family=SGLANG,
-    backend="sglang",
-    options={"engine_routes": SGLANG_ALLOWLIST},
-    discovered=False,
-    update="control/update_weights_from_disk",
-    version="get_weight_version",
-    version_key="result",
-    invalidation="control/update_weights_from_disk without flush_cache false, or flush_cache",
-    read_only=frozenset({"get_weight_version"}),
-    flush="flush_cache",
-    served=(
-        "pause_generation",
-        "continue_generation",
-        "control/update_weights_from_disk",
-        "control/update_weight_version",
-        *SGLANG_ALLOWLIST,
-    ),
-    flushes_on_update=True,
-    notes=(
-        "SGLang workers are not registered with /v1/rl/workers: the adapter is handed the "
-        "deployment's worker URLs (AdapterContext.worker_urls)",
-        "the deployment allowlists " + ", ".join(SGLANG_ALLOWLIST),
-    ),
-)
+
+
+def sglang_fleet(engine_routes: Sequence[str] = SGLANG_ALLOWLIST) -> CertificationFleet:
+    """The SGLang fleet of a deployment whose engine-route allowlist is `engine_routes`: the
+    built-in and native routes every worker serves, the allowlisted paths, and the flush and
+    version reads where the allowlist exposes them."""
+    try:
+        descriptors = parse_engine_routes(list(engine_routes))
+    except EngineRouteError as exc:
+        raise ConfigurationError(f"--engine-route: {exc}") from exc
+    try:
+        resolve_engine_routes(descriptors)
+    except EngineRouteError as exc:
+        raise ConfigurationError(
+            f"--engine-route: the certification fleet cannot stage this allowlist ({exc}); its "
+            f"SGLang engine has the methods {', '.join(sorted(ENGINE_METHODS))}"
+        ) from exc
+    by_method = {d.method: d.path for d in descriptors}
+    allowlisted = tuple(d.path for d in descriptors)
+    version = by_method.get("get_weight_version", "get_weight_version")
+    return CertificationFleet(
+        name="sglang",
+        family=SGLANG,
+        backend="sglang",
+        options={"engine_routes": tuple(engine_routes)},
+        discovered=False,
+        update="control/update_weights_from_disk",
+        version=version,
+        version_key="result",
+        invalidation="control/update_weights_from_disk without flush_cache false"
+        + (f", or {by_method['flush_cache']}" if "flush_cache" in by_method else ""),
+        read_only=frozenset({version}),
+        flush=by_method.get("flush_cache"),
+        served=tuple(dict.fromkeys((*NATIVE_ROUTES, *BUILT_IN_ROUTES, *allowlisted))),
+        flushes_on_update=True,
+        notes=(
+            "SGLang workers are not registered with /v1/rl/workers: the adapter is handed the "
+            "deployment's worker URLs (AdapterContext.worker_urls)",
+            "the deployment allowlists "
+            + (", ".join(engine_routes) if engine_routes else "no engine route"),
+        ),
+        engine_routes=tuple(engine_routes),
+    )
+
+
+def with_facts(
+    fleet: CertificationFleet,
+    engine_routes: Sequence[str] | None = None,
+    model: str | None = None,
+) -> CertificationFleet:
+    """`fleet` as the author's deployment is: its SGLang engine-route allowlist and its served
+    model name, where given."""
+    if engine_routes is not None:
+        if fleet.name != "sglang":
+            raise ConfigurationError(
+                f"--engine-route: an SGLang deployment's allowlist; the {fleet.name} family has "
+                "none (give --family sglang)"
+            )
+        fleet = replace(sglang_fleet(engine_routes), model=fleet.model)
+    if model is not None:
+        if not model.strip():
+            raise ConfigurationError("--served-model: expected a model name, observed ''")
+        fleet = replace(fleet, model=model)
+    return fleet
+
+
+SGLANG_FLEET = sglang_fleet()
 FLEETS: Mapping[str, CertificationFleet] = {
     fleet.name: fleet for fleet in (VLLM_FLEET, SIDECAR_FLEET, SGLANG_FLEET)
 }

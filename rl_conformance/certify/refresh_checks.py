@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from .audit import AuditRecord, Step
+from .deployment_routes import body_method, negotiation_failure
 from .fleets import CertificationFleet
 from .judge import (
     NOT_APPLICABLE,
@@ -140,6 +141,10 @@ def mutations_to_advertised(evidence: Evidence) -> Finding:
                 entry,
             )
         if record.route not in entry.get("routes", []):
+            if not evidence.fleet.discovered and body_method(record) is not None:
+                return failing(
+                    check, negotiation_failure(record), entry.get("routes"), record.route
+                )
             return failing(
                 check,
                 f"route {record.route} is not among those the worker advertised",

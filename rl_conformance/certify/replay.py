@@ -11,9 +11,10 @@ from __future__ import annotations
 from dataclasses import asdict, fields
 from typing import Any
 
+from ..errors import ConfigurationError
 from .audit import AuditLog, AuditRecord, Step
 from .checklist import judge
-from .fleets import FLEETS
+from .fleets import FLEETS, with_facts
 from .judge import Admission, Evidence, Finding
 from .protocol import Sample
 from .scenarios import scenario as scenario_named
@@ -27,6 +28,12 @@ def evidence_to_json(evidence: Evidence, adapter: str) -> dict[str, Any]:
         "adapter": adapter,
         "scenario": evidence.scenario.name,
         "fleet": evidence.fleet.name,
+        "model": evidence.fleet.model,
+        **(
+            {"engine_routes": list(evidence.fleet.engine_routes)}
+            if evidence.fleet.engine_routes
+            else {}
+        ),
         "supplied": dict(evidence.supplied),
         "checkpoints": evidence.checkpoints,
         "implements": sorted(evidence.implements),
@@ -66,6 +73,11 @@ def evidence_from_json(document: dict[str, Any]) -> Evidence:
         raise RecordingError(
             f"fleet: expected one of {sorted(FLEETS)}, observed {document.get('fleet')!r}"
         )
+    try:
+        routes = document.get("engine_routes")
+        fleet = with_facts(fleet, routes, document.get("model"))
+    except ConfigurationError as exc:
+        raise RecordingError(f"the recorded deployment: {exc}") from exc
     log = AuditLog()
     known = {f.name for f in fields(AuditRecord)}
     for raw in document["records"]:

@@ -31,7 +31,6 @@ from .proxy import RecordingProxy
 from .replay import evidence_to_json
 from .scenarios import SCENARIOS, Refresh, Scenario
 
-MODEL = "toy"
 DEFAULT_JOBS = 4
 CHECKLIST = "Integration Checklist"
 
@@ -185,7 +184,9 @@ def run_scenario(
     implements = frozenset({GENERATION, REFRESH})
     with (
         tempfile.TemporaryDirectory(prefix="rl-conformance-checkpoints-") as checkpoints,
-        FakeDeployment(fleet.backend, workers=scenario.workers, **fleet.options) as deployment,
+        FakeDeployment(
+            fleet.backend, workers=scenario.workers, model=fleet.model, **fleet.options
+        ) as deployment,
     ):
         upstreams = {"frontend": deployment.frontend_url, "rl": deployment.rl_url}
         for worker in deployment.workers:
@@ -200,7 +201,7 @@ def run_scenario(
             context = AdapterContext(
                 frontend_url=proxy.url("frontend"),
                 rl_url=proxy.url("rl"),
-                model=MODEL,
+                model=fleet.model,
                 sink=sink,
                 expected_workers=scenario.expected_workers,
                 request_timeout_s=scenario.request_timeout_s,
@@ -325,7 +326,7 @@ def certify(
             backend=fleet.backend,
             kind="fake",
             frontend_url="certification fleet",
-            model=MODEL,
+            model=fleet.model,
             notes=[
                 f"adapter certification: scenarios over a recorded fake {fleet.name} fleet",
                 *fleet.notes,

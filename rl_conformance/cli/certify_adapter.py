@@ -47,6 +47,23 @@ def register(commands: Any) -> None:
         "supplied URLs",
     )
     parser.add_argument(
+        "--engine-route",
+        action="append",
+        default=None,
+        metavar="DESCRIPTOR",
+        help="with --family sglang: an engine route the client's deployment allowlists, in "
+        "Dynamo's grammar path[=method][:engine|tm] (repeatable; the whole allowlist, as the "
+        "deployment's --engine-route / DYN_SGLANG_ENGINE_ROUTES; default: flush_cache and "
+        "get_weight_version)",
+    )
+    parser.add_argument(
+        "--served-model",
+        default=None,
+        metavar="NAME",
+        help="the model name the client's deployment serves and the client asks for "
+        "(default: toy)",
+    )
+    parser.add_argument(
         "--scenario",
         action="append",
         default=[],
@@ -72,7 +89,7 @@ def register(commands: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from ..certify.fleets import FLEETS
+    from ..certify.fleets import FLEETS, with_facts
     from ..certify.loading import load_factory
     from ..certify.runner import certify
     from ..certify.scenarios import SCENARIOS
@@ -100,7 +117,12 @@ def handle(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         raise ConfigurationError(f"--jobs: expected at least 1, observed {args.jobs}")
     progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
-    fleet = FLEETS[args.family]
+    fleet = with_facts(FLEETS[args.family], args.engine_route, args.served_model)
+    if args.reference and fleet != FLEETS[args.family]:
+        raise ConfigurationError(
+            "--reference: the reference adapter and its twins are reviewed on the kit's own "
+            "fleet; run them without --engine-route and --served-model"
+        )
     matrix, results = certify(adapters, chosen, progress, jobs=args.jobs, fleet=fleet)
     problems = [
         f"{result.adapter}: scenario {result.scenario.name} could not run: {result.error}"

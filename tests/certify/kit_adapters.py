@@ -23,7 +23,10 @@ from rl_conformance.certify import (
     Sample,
 )
 from rl_conformance.certify.reference import ReferenceAdapter
-from rl_conformance.certify.reference_families import SidecarReferenceAdapter
+from rl_conformance.certify.reference_families import (
+    SGLangReferenceAdapter,
+    SidecarReferenceAdapter,
+)
 
 CHECKPOINTS_SEEN: list[str] = []
 CANCELLED: list[str] = []
@@ -177,3 +180,19 @@ class UnaryNamesCurrentPolicy(MyAdapter):
     def refresh_policy(self, policy: Policy) -> None:
         super().refresh_policy(policy)
         self.current = policy.version
+
+
+class ReadsServerInfo(SGLangReferenceAdapter):
+    """Reads each worker's topology through an engine route its own deployment allowlists
+    (`server_info=get_server_info`, as Slime's tooling reads tp_size) before every refresh."""
+
+    def refresh_policy(self, policy: Policy) -> None:
+        self.each(self.discover(), "server_info", {})
+        super().refresh_policy(policy)
+
+
+class TokenizerManagerPassthrough(SGLangReferenceAdapter):
+    """Pauses through one path that is to run whichever method the body names."""
+
+    def pause(self, workers: dict[Any, dict[str, Any]]) -> None:
+        self.each(workers, "call_tokenizer_manager", {"method": "pause_generation", "args": []})
