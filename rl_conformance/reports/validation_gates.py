@@ -148,7 +148,7 @@ DEPLOYMENT_GATES: tuple[Gate, ...] = (
     Gate("trace_correlation", also=_all("telemetry.trace_correlation", "telemetry.bounded_labels")),
 )
 
-_REQUEST_FAILURES = ("stream_cut", "unavailable_while_paused", "late_completion")
+_REQUEST_FAILURES = ("stream_cut", "unavailable_while_paused", "bad_gateway", "late_completion")
 _WORKER_FAILURES = (
     "worker_joins",
     "worker_leaves",
