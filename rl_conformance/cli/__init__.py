@@ -63,16 +63,32 @@ def build_parser() -> argparse.ArgumentParser:
         prog="rl-conformance",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     for command in COMMANDS:
         command.register(commands)
+    for subcommand in commands.choices.values():
+        subcommand.allow_abbrev = False  # `--allow-mutation` is a typo, not `--allow-mutations`
+    return parser
+
+
+def subcommand_parser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and name in action.choices:
+            chosen: argparse.ArgumentParser = action.choices[name]
+            return chosen
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # reported with the subcommand's own usage, not the top-level one
+        subcommand_parser(parser, args.command).error(
+            f"unrecognized arguments: {' '.join(unknown)}"
+        )
     try:
         code: int = args.handler(args)
         return code

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigurationError
+from ..model.options import OVERWRITE_HELP
+from ..reports.directory import claim
 
 EXIT_OK, EXIT_FAILED = 0, 1
 
@@ -60,8 +62,7 @@ def register(commands: Any) -> None:
         "--served-model",
         default=None,
         metavar="NAME",
-        help="the model name the client's deployment serves and the client asks for "
-        "(default: toy)",
+        help="the model name the client's deployment serves and the client asks for (default: toy)",
     )
     parser.add_argument(
         "--scenario",
@@ -83,8 +84,16 @@ def register(commands: Any) -> None:
         help="also write each scenario's whole evidence under evidence/, from which "
         "`rl_conformance.certify.replay.rejudge` judges it again without the adapter",
     )
-    parser.add_argument("--report-dir", default="adapter-report", metavar="DIR")
-    parser.add_argument("-q", "--quiet", action="store_true")
+    parser.add_argument(
+        "--report-dir",
+        default="adapter-report",
+        metavar="DIR",
+        help="where the adapter matrix and the audit logs are written (default ./adapter-report)",
+    )
+    parser.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
+    parser.add_argument(
+        "-q", "--quiet", action="store_true", help="no progress line per scenario, only the table"
+    )
     parser.set_defaults(handler=handle)
 
 
@@ -116,6 +125,7 @@ def handle(args: argparse.Namespace) -> int:
     chosen = [known[name] for name in args.scenario] or list(SCENARIOS)
     if args.jobs < 1:
         raise ConfigurationError(f"--jobs: expected at least 1, observed {args.jobs}")
+    claim(Path(args.report_dir), overwrite=args.overwrite)
     progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     fleet = with_facts(FLEETS[args.family], args.engine_route, args.served_model)
     if args.reference and fleet != FLEETS[args.family]:

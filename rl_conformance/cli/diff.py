@@ -18,8 +18,8 @@ def register(commands: Any) -> None:
     parser = commands.add_parser(
         "diff", help="compare two matrix.json files (a baseline and a new run)", description=__doc__
     )
-    parser.add_argument("old", type=Path, metavar="OLD.json")
-    parser.add_argument("new", type=Path, metavar="NEW.json")
+    parser.add_argument("old", type=Path, metavar="OLD.json", help="the baseline matrix.json")
+    parser.add_argument("new", type=Path, metavar="NEW.json", help="the newer matrix.json")
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--markdown", action="store_true", help="Markdown (a CI step summary)")
     output.add_argument("--json", action="store_true", help="the diff as JSON")

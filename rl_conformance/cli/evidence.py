@@ -22,7 +22,7 @@ def register(commands: Any) -> None:
         help="hold a dynamo.rl.validation.v1 record to the rules of Dynamo's checker",
         description=__doc__,
     )
-    check.add_argument("record", metavar="FILE")
+    check.add_argument("record", metavar="FILE", help="a dynamo.rl.validation.v1 record (JSON)")
     check.add_argument(
         "--publication-gate",
         action="store_true",
@@ -34,7 +34,7 @@ def register(commands: Any) -> None:
         help="check that a report directory is what its bundle.json says it was",
         description=__doc__,
     )
-    verify.add_argument("directory", metavar="DIR")
+    verify.add_argument("directory", metavar="DIR", help="a report directory holding bundle.json")
     verify.add_argument(
         "--sha256", metavar="DIGEST", help="the digest of bundle.json printed at the end of the run"
     )

@@ -15,8 +15,20 @@ def register(commands: Any) -> None:
     parser = commands.add_parser(
         "install-dynamo", help="install the real Dynamo into its own virtual environment"
     )
-    parser.add_argument("--venv", default=".venv-dynamo", type=Path)
-    parser.add_argument("--version", dest="dynamo_version", default=DYNAMO_VERSION)
+    parser.add_argument(
+        "--venv",
+        default=".venv-dynamo",
+        type=Path,
+        metavar="DIR",
+        help="the virtual environment to create or reuse (default ./.venv-dynamo)",
+    )
+    parser.add_argument(
+        "--version",
+        dest="dynamo_version",
+        default=DYNAMO_VERSION,
+        metavar="VERSION",
+        help=f"the ai-dynamo release from PyPI (default {DYNAMO_VERSION})",
+    )
     parser.set_defaults(handler=handle)
 
 

@@ -18,7 +18,13 @@ def register(commands: Any) -> None:
         "install-vllm",
         help="install the real Dynamo and vLLM (CPU build) into their own virtual environment",
     )
-    parser.add_argument("--venv", default=VLLM_VENV, type=Path)
+    parser.add_argument(
+        "--venv",
+        default=VLLM_VENV,
+        type=Path,
+        metavar="DIR",
+        help=f"the virtual environment to create or reuse (default ./{VLLM_VENV})",
+    )
     parser.set_defaults(handler=handle)
 
 

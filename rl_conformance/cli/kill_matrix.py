@@ -19,8 +19,10 @@ from ..checks.base import rule_ids
 from ..errors import ConfigurationError
 from ..model.config import RunConfig
 from ..model.killmatrix import build_kill_matrix, merge_matrix_documents, write_kill_matrix
+from ..model.options import OVERWRITE_HELP
 from ..plugin.runner import run
 from ..reports import write_reports
+from ..reports.directory import claim
 from .shards import default_jobs, run_shards, shard_directory
 
 EXIT_OK, EXIT_FAILED = 0, 1
@@ -35,9 +37,22 @@ def register(commands: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--report-dir", default="kill-matrix-report", metavar="DIR")
-    parser.add_argument("--examples", type=int, default=4)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--report-dir",
+        default="kill-matrix-report",
+        metavar="DIR",
+        help="where the kill matrix is written (default ./kill-matrix-report)",
+    )
+    parser.add_argument(
+        "--examples",
+        type=int,
+        default=4,
+        metavar="N",
+        help="hypothesis examples per property test in each fault's run (default 4)",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed for generated requests (default 0)"
+    )
     parser.add_argument(
         "--jobs",
         type=int,
@@ -47,6 +62,7 @@ def register(commands: Any) -> None:
         "a shard mostly waits on the network)",
     )
     parser.add_argument("--shard", default=None, metavar="I/N", help=argparse.SUPPRESS)
+    parser.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
     parser.set_defaults(handler=handle)
 
 
@@ -68,6 +84,7 @@ def handle(args: argparse.Namespace) -> int:
         raise ConfigurationError(f"--jobs: expected at least 1, observed {args.jobs}")
     report = Path(args.report_dir)
     shard = _shard(args.shard)
+    claim(report, overwrite=args.overwrite)
     if shard is None and args.jobs > 1:
         document = _run_shards(args, report)
         if document is None:

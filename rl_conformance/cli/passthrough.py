@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigurationError, LaunchError
+from ..model.options import OVERWRITE_HELP
+from ..reports.directory import claim
 from .shards import default_jobs, run_shards
 
 EXIT_OK, EXIT_FAILED = 0, 1
@@ -21,8 +23,19 @@ def register(commands: Any) -> None:
         help="engine faults through the real Dynamo frontend: rejected, repaired or passed "
         "through, and caught by the suite or not",
     )
-    parser.add_argument("--report-dir", default="passthrough-report", metavar="DIR")
-    parser.add_argument("--dynamo-python", metavar="PATH")
+    parser.add_argument(
+        "--report-dir",
+        default="passthrough-report",
+        metavar="DIR",
+        help="where the passthrough study is written (default ./passthrough-report)",
+    )
+    parser.add_argument(
+        "--dynamo-python",
+        metavar="PATH",
+        help="python of a virtual environment with ai-dynamo (default: "
+        "$RL_CONFORMANCE_DYNAMO_PYTHON, else ./.venv-dynamo's, as install-dynamo makes it)",
+    )
+    parser.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
     parser.add_argument(
         "--engine-fault",
         action="append",
@@ -56,6 +69,7 @@ def handle(args: argparse.Namespace) -> int:
         raise ConfigurationError(f"--jobs: expected at least 1, observed {args.jobs}")
     python = Path(args.dynamo_python) if args.dynamo_python else None
     directory = Path(args.report_dir)
+    claim(directory, overwrite=args.overwrite)
     if args.jobs > 1 and len(faults) > 1:
         report = _run_shards(args, faults, directory)
         if report is None:

@@ -13,7 +13,9 @@ import sys
 from typing import Any
 
 from ..errors import LaunchError
-from ..model.config import RunConfig, add_arguments
+from ..model.config import RunConfig
+from ..model.options import add_arguments
+from ..reports.directory import claim
 
 EXIT_OK, EXIT_FAILED = 0, 1
 
@@ -25,7 +27,9 @@ def register(commands: Any) -> None:
         description=__doc__,
     )
     add_arguments(parser)
-    parser.add_argument("-q", "--quiet", action="store_true")
+    parser.add_argument(
+        "-q", "--quiet", action="store_true", help="no progress line per deployment"
+    )
     parser.set_defaults(handler=handle)
 
 
@@ -37,6 +41,7 @@ def handle(args: argparse.Namespace) -> int:
     from ..reports import write_reports
 
     config = RunConfig.from_options(args).validate()
+    claim(config.report_path, overwrite=config.overwrite)
     started = now()
     pool = plan_targets(config)
     client = Client(deadline_s=config.deadline)

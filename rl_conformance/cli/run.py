@@ -8,8 +8,10 @@ import sys
 from typing import Any
 
 from ..errors import ConfigurationError
-from ..model.config import RunConfig, add_arguments
+from ..model.config import RunConfig
+from ..model.options import add_arguments
 from ..plugin.runner import parallel_jobs, run
+from ..reports.directory import claim
 
 
 def register(commands: Any) -> None:
@@ -35,6 +37,7 @@ def register(commands: Any) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     config = RunConfig.from_options(args).validate()
+    claim(config.report_path, overwrite=config.overwrite)
     jobs = parallel_jobs(config) if args.jobs == "auto" else _jobs(args.jobs)
     if config.dry_run:
         jobs = 1

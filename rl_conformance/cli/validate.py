@@ -20,7 +20,9 @@ EXIT_OK, EXIT_FAILED = 0, 1
 def register(commands: Any) -> None:
     parser = commands.add_parser("validate", help="validate a captured body or SSE transcript")
     parser.add_argument("schema", help=f"one of: {', '.join(schema_names())}")
-    parser.add_argument("file", type=Path)
+    parser.add_argument(
+        "file", type=Path, help="a captured JSON body, or an SSE transcript (data: lines)"
+    )
     parser.set_defaults(handler=handle)
 
 

@@ -31,8 +31,9 @@ from ..checks.discovery import foreign_listener, workers_of
 from ..client.breaker import origin
 from ..client.http import Client
 from ..errors import ConfigurationError, TransportError, WrongInput
-from ..model.config import FAKES, RunConfig
+from ..model.config import RunConfig
 from ..model.matrix import Evidence
+from ..model.options import FAKES
 from ..model.target import Target
 from ..wire.exchange import BodyNotJSON, Exchange, shorten
 from .fake import FLAVOURS

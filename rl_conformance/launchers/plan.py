@@ -13,7 +13,8 @@ from ..client.breaker import origin
 from ..client.http import Client
 from ..errors import ConfigurationError, LaunchError, TransportError, WrongInput
 from ..model import provenance
-from ..model.config import FAKES, RunConfig
+from ..model.config import RunConfig
+from ..model.options import FAKES
 from ..model.releases import DOCKER_CONFIG_SOURCE, FLAG_SOURCE, OBSERVED_SOURCE
 from ..model.target import Launcher, Target
 from ..wire.exchange import Exchange

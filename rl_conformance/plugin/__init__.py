@@ -18,7 +18,8 @@ from __future__ import annotations
 import pytest
 
 from ..errors import ConfigurationError
-from ..model.config import OPTIONS, RunConfig, add_pytest_options
+from ..model.config import RunConfig
+from ..model.options import OPTIONS, add_pytest_options
 from .session import ConformanceRun
 
 __all__ = ["ConformanceRun", "pytest_addoption", "pytest_configure"]

@@ -51,10 +51,11 @@ def transfers(directory: Path) -> list[str]:
 
 
 def run(directory: Path, *arguments: str) -> dict[str, Any]:
-    command = [sys.executable, "-m", "rl_conformance", "run", "-q", "--report-dir", str(directory)]
+    report = directory / "report"
+    command = [sys.executable, "-m", "rl_conformance", "run", "-q", "--report-dir", str(report)]
     done = subprocess.run([*command, *arguments], capture_output=True, text=True, timeout=600)
-    assert (directory / "matrix.json").exists(), done.stdout[-3000:] + done.stderr[-3000:]
-    matrix: dict[str, Any] = json.loads((directory / "matrix.json").read_text())
+    assert (report / "matrix.json").exists(), done.stdout[-3000:] + done.stderr[-3000:]
+    matrix: dict[str, Any] = json.loads((report / "matrix.json").read_text())
     matrix["returncode"] = done.returncode
     return matrix
 

@@ -16,7 +16,8 @@ from rl_conformance.cli import build_parser
 from rl_conformance.client.breaker import CircuitBreaker, PlaneRefused
 from rl_conformance.errors import ConfigurationError
 from rl_conformance.launchers import inputs
-from rl_conformance.model.config import OPTIONS, RunConfig, resolve_path, same_url
+from rl_conformance.model.config import RunConfig, resolve_path, same_url
+from rl_conformance.model.options import OPTIONS
 from rl_conformance.plugin.recording import assertion_site
 from rl_conformance.wire.exchange import Exchange, WireRequest, shorten
 

@@ -13,8 +13,9 @@ import pytest
 
 from rl_conformance.checks import schema_check
 from rl_conformance.errors import ConfigurationError
-from rl_conformance.model.config import RunConfig, add_arguments, parse_records
+from rl_conformance.model.config import RunConfig, parse_records
 from rl_conformance.model.matrix import RunInfo, build_matrix, now
+from rl_conformance.model.options import add_arguments
 
 
 def test_records_parse_in_the_order_given() -> None:

@@ -1,0 +1,317 @@
+"""The table of a run's options: each declared once, for the `rl-conformance run` command line
+and for the pytest plugin (`--rl-*`), with its flag, default and help."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from typing import Any
+
+from .releases import RELEASES
+
+OVERWRITE_HELP = (
+    "replace the report a previous run left in --report-dir (cleared first; never a "
+    "directory holding files no run wrote)"
+)
+BACKENDS = ("vllm", "sglang", "trtllm")
+FAKES = ("vllm", "sglang", "trtllm", "vllm-sidecar")
+"""Our fake deployments: one per backend, and vLLM with the native sidecar's routes."""
+TOY_LAUNCHES = ("dynamo-fake-vllm", "dynamo-fake-sglang")
+LAUNCH_KINDS = ("dynamo-mocker", *TOY_LAUNCHES, "dynamo-vllm", "dynamo-vllm-tied", "docker")
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option: its `RunConfig` field, its command-line flag, how it parses."""
+
+    name: str
+    flag: str
+    help: str
+    kind: str = "str"  # str | int | float | flag | list | int-list
+    default: Any = None
+    metavar: str | None = None
+    choices: tuple[str, ...] | None = None
+    pytest_flag: str = ""
+    path: bool = False
+    """A path (or paths) on this machine: resolved against the working directory when parsed, so
+    that it means the same wherever the run later starts a process (`resolve_path`)."""
+
+    @property
+    def pytest(self) -> str:
+        """The pytest option: `--rl-<flag>` unless the flag already is one."""
+        if self.pytest_flag:
+            return self.pytest_flag
+        bare = self.flag.removeprefix("--")
+        return self.flag if bare.startswith("rl-") else f"--rl-{bare}"
+
+    def declare(self, add: Any, flag: str, dest: str) -> None:
+        """Declare this option with an argparse-compatible `add` (argparse or pytest)."""
+        kwargs: dict[str, Any] = {"dest": dest, "help": self.help}
+        if self.kind == "flag":
+            kwargs.update(action="store_true", default=False)
+        elif self.kind in ("list", "int-list"):
+            kwargs.update(action="append", default=[], metavar=self.metavar)
+            if self.kind == "int-list":
+                kwargs["type"] = int
+        else:
+            kwargs.update(default=self.default, metavar=self.metavar)
+            if self.kind in ("int", "float"):
+                kwargs["type"] = int if self.kind == "int" else float
+        if self.choices is not None:
+            kwargs["choices"] = self.choices
+        add(flag, **kwargs)
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("frontend", "--frontend", "frontend URL of an external deployment", metavar="URL"),
+    Option("rl_url", "--rl-url", "RL discovery listener URL", metavar="URL"),
+    Option("backend", "--backend", "backend of the external deployment", choices=BACKENDS),
+    Option("model", "--model", "model to request (default: the one /v1/models lists)"),
+    Option(
+        "dynamo_release",
+        "--dynamo-release",
+        "the Dynamo release the external deployment runs, as declared (a release the frontend "
+        "publishes wins); capabilities are judged against what that release has (without "
+        "either, the release is reported unknown and judged as main, what the spec documents)",
+        choices=RELEASES,
+    ),
+    Option(
+        "worker_url",
+        "--worker-url",
+        "system URL of a worker that discovery does not list (SGLang, TensorRT-LLM; "
+        "repeatable): its administration and its metrics",
+        kind="list",
+        metavar="URL",
+    ),
+    Option(
+        "request_trace",
+        "--request-trace",
+        "the external frontend's request trace (DYN_REQUEST_TRACE file sink: a .jsonl file, a "
+        "directory of segments, or a jsonl_gz segment prefix), recording request_payload rows "
+        "with the X-RL-* headers captured; for telemetry.trace_correlation",
+        metavar="FILE",
+        path=True,
+    ),
+    Option(
+        "eos_token_id",
+        "--eos-token-id",
+        "the external model's end-of-sequence token id (its generation_config.json "
+        "eos_token_id; repeatable): a stop no stop condition of the request explains must end "
+        "on one (stream.terminal_reason_verified)",
+        kind="int-list",
+        metavar="ID",
+    ),
+    Option(
+        "record_meta",
+        "--record-meta",
+        "what only you know of the run, for its dynamo.rl.validation.v1 records (framework "
+        "commits, image and digest, CUDA and driver, model revisions, hardware, topology, "
+        "owners): a JSON object shaped like the record (docs/EVIDENCE.md)",
+        metavar="FILE",
+        path=True,
+    ),
+    Option(
+        "fake",
+        "--fake",
+        "test one of our fake deployments (repeatable; default: all four when no "
+        "--frontend or --launch is given)",
+        kind="list",
+        metavar="NAME",
+    ),
+    Option(
+        "fault",
+        "--fault",
+        "start the fakes with this named fault (repeatable)",
+        kind="list",
+        metavar="NAME",
+    ),
+    Option(
+        "workers", "--workers", "RL workers per fake deployment (default 2)", kind="int", default=2
+    ),
+    Option(
+        "capability",
+        "--capability",
+        "run only this capability (repeatable)",
+        kind="list",
+        metavar="ID",
+    ),
+    Option(
+        "launch",
+        "--launch",
+        "start a deployment: the real Dynamo with its mocker or with our fake engine "
+        "(needs `rl-conformance install-dynamo`), or containers",
+        choices=LAUNCH_KINDS,
+    ),
+    Option(
+        "docker_config",
+        "--docker-config",
+        "deployment config for --launch docker",
+        metavar="FILE",
+        path=True,
+    ),
+    Option(
+        "engine_fault",
+        "--engine-fault",
+        "engine fault for --launch dynamo-fake-vllm or dynamo-fake-sglang (repeatable)",
+        kind="list",
+        metavar="NAME",
+    ),
+    Option(
+        "dynamo_python",
+        "--dynamo-python",
+        "python of a virtual environment with ai-dynamo",
+        metavar="PATH",
+        path=True,
+    ),
+    Option(
+        "allow_mutations",
+        "--allow-mutations",
+        "allow mutating admin calls on the chosen workers (never by default, except on our "
+        "own fakes)",
+        kind="flag",
+    ),
+    Option(
+        "worker",
+        "--worker",
+        "a worker mutating calls may target (repeatable)",
+        kind="int-list",
+        metavar="INSTANCE_ID",
+    ),
+    Option(
+        "all_workers",
+        "--all-workers",
+        "mutating calls may target every advertised worker",
+        kind="flag",
+    ),
+    Option(
+        "read_only",
+        "--read-only",
+        "send no mutating call at all, not even to our fakes",
+        kind="flag",
+    ),
+    Option(
+        "update_model_path",
+        "--update-model-path",
+        "checkpoint for weight-update tests on a real engine (give two; they alternate; a "
+        "relative path is resolved against the current directory)",
+        kind="list",
+        metavar="PATH",
+        path=True,
+    ),
+    Option(
+        "reference_checkpoint",
+        "--reference-checkpoint",
+        "a local, readable copy of each --update-model-path checkpoint (same order), for "
+        "refresh.served_policy_verified when the deployment's paths are not readable here",
+        kind="list",
+        metavar="PATH",
+        path=True,
+    ),
+    Option(
+        "reference_python",
+        "--reference-python",
+        "a Python with torch and transformers that computes the served-policy reference from "
+        "a checkpoint (default: $RL_CONFORMANCE_REFERENCE_PYTHON, else .venv-vllm's)",
+        metavar="PATH",
+        path=True,
+    ),
+    Option(
+        "weight_transfer",
+        "--weight-transfer",
+        "a weight transfer for native-sidecar workers, as a JSON file "
+        '{"init_info": {...}, "update_info": [{...}]} (give two; they alternate)',
+        kind="list",
+        metavar="FILE",
+        path=True,
+    ),
+    Option(
+        "record",
+        "--record",
+        "record a fact the deployment does not publish (e.g. vllm=0.11.0, gpu=H100; "
+        "repeatable): written in matrix.json `recorded`, marked as given by the user, never "
+        "as observed",
+        kind="list",
+        metavar="KEY=VALUE",
+    ),
+    Option(
+        "report_dir",
+        "--report-dir",
+        "where matrix.json, matrix.md, junit.xml and matrix.html go (default ./conformance-report)",
+        default="conformance-report",
+        metavar="DIR",
+        path=True,
+    ),
+    Option(
+        "overwrite",
+        "--overwrite",
+        OVERWRITE_HELP,
+        kind="flag",
+    ),
+    Option("seed", "--seed", "seed for generated requests", kind="int", default=0),
+    Option(
+        "examples",
+        "--examples",
+        "hypothesis examples per property test (default 8)",
+        kind="int",
+        default=8,
+    ),
+    Option(
+        "deadline",
+        "--deadline",
+        "per-request deadline in seconds (default 30)",
+        kind="float",
+        default=30.0,
+    ),
+    Option(
+        "budget_generations",
+        "--budget-generations",
+        "send at most N generation requests to each target; the tests run are chosen from "
+        "estimates per test, one test per capability first (the cheapest, MUST first), property "
+        "tests with fewer examples rather than none, and the matrix names what the budget left "
+        "uncovered (default: no limit)",
+        kind="int",
+        metavar="N",
+    ),
+    Option(
+        "dry_run",
+        "--dry-run",
+        "start nothing and send nothing: list the tests a run would run on each target with "
+        "their estimated generation requests (and, with --budget-generations, which ones the "
+        "budget covers) and the budget that covers every capability once; also written as "
+        "plan.json in --report-dir",
+        kind="flag",
+    ),
+    Option(
+        "run_timeout",
+        "--run-timeout",
+        "stop the whole run after this many seconds; the matrix is still written, marked "
+        "incomplete (default: no limit)",
+        kind="float",
+        metavar="SECONDS",
+    ),
+    Option(
+        "verify_reproducers",
+        "--verify-reproducers",
+        "right after a test fails, re-send its curl reproducer (read-only requests only) and "
+        "record whether it shows the same response (`reproduced` in the evidence); the kill "
+        "matrix always does",
+        kind="flag",
+    ),
+    Option(
+        "shrink",
+        "--shrink",
+        "minimise each failing generated example (many more requests; off by default: every "
+        "failure already carries the exchange that failed and its curl reproducer)",
+        kind="flag",
+    ),
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    for option in OPTIONS:
+        option.declare(parser.add_argument, option.flag, option.name)
+
+
+def add_pytest_options(group: Any) -> None:
+    for option in OPTIONS:
+        option.declare(group.addoption, option.pytest, "rl_" + option.name)

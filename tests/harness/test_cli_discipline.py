@@ -1,0 +1,79 @@
+"""The command line a user meets: no option is taken from an abbreviation, every subcommand and
+option says what it does and its default, a subcommand's mistakes are shown with its own usage,
+and an option that needs mutations is refused without `--allow-mutations`."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from rl_conformance.cli import build_parser, main
+
+
+def _subcommands() -> dict[str, argparse.ArgumentParser]:
+    parser = build_parser()
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(action.choices)
+
+
+def _helps() -> dict[str, str | None]:
+    parser = build_parser()
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return {choice.dest: choice.help for choice in action._choices_actions}
+
+
+def test_every_subcommand_says_what_it_does() -> None:
+    helps = _helps()
+    assert set(helps) == set(_subcommands())
+    assert all(helps.values()), [name for name, text in helps.items() if not text]
+
+
+@pytest.mark.parametrize("name", sorted(_subcommands()))
+def test_every_option_says_what_it_does_and_its_default(name: str) -> None:
+    parser = _subcommands()[name]
+    assert parser.allow_abbrev is False
+    for action in parser._actions:
+        if isinstance(action, argparse._HelpAction) or action.help == argparse.SUPPRESS:
+            continue
+        label = "/".join(action.option_strings) or action.dest
+        assert action.help, f"{name} {label}: no help"
+        if action.option_strings and action.default not in (None, False, [], argparse.SUPPRESS):
+            assert "default" in action.help, f"{name} {label}: default {action.default!r} unsaid"
+
+
+def test_an_abbreviated_option_is_refused_with_the_subcommands_usage(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["run", "--allow-mutation", "--all-workers"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "usage: rl-conformance run" in err
+    assert "unrecognized arguments: --allow-mutation" in err
+
+
+def test_a_mistyped_option_of_a_subcommand_shows_that_subcommands_usage(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["certify-adapter", "--reference", "--familly", "sglang"])
+    err = capsys.readouterr().err
+    assert err.startswith("usage: rl-conformance certify-adapter")
+    assert "--familly" in err
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        (["--update-model-path", "/a", "--update-model-path", "/b"], "add --allow-mutations"),
+        (["--weight-transfer", "/a.json"], "--weight-transfer drive weight updates"),
+        (["--update-model-path", "/a", "--read-only"], "exclude each other"),
+    ],
+)
+def test_a_weight_update_option_needs_mutations_on_a_users_deployment(
+    extra: list[str], expected: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["run", "--frontend", "http://127.0.0.1:9", "--backend", "vllm", *extra])
+    assert code == 2
+    assert expected in capsys.readouterr().err
