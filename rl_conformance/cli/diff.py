@@ -1,8 +1,11 @@
 """`rl-conformance diff OLD.json NEW.json`: regressions (pass -> fail/error), fixes, newly
 failing cells, coverage lost (pass -> skipped/unsupported/not-advertised, or a passing cell gone
 with its capability or target), changed failure causes (fail -> fail with other failing checks
-or violated fields), new and removed capabilities and targets. Exit 1 on a regression (and, with
---fail-on-coverage-loss, on coverage lost), 2 on an unreadable file."""
+or violated fields), new and removed capabilities and targets. A target either run never reached
+(`targets[].unreached`: it did not start, an input was wrong, its frontend did not answer) is
+"not comparable", with its cause, and none of its cells is compared. Exit 1 on a regression (and,
+with --fail-on-coverage-loss, on coverage lost), 3 when the only finding is a target not
+comparable, 2 on an unreadable file."""
 
 from __future__ import annotations
 

@@ -22,6 +22,7 @@ from typing import Any
 from ..client.http import Client
 from ..model.config import RunConfig
 from ..wire.exchange import Exchange
+from .ledger import AdminLedger
 
 FANOUT = 64
 """Administrative calls in flight at once when one step goes to many workers: a fleet of a
@@ -114,6 +115,8 @@ class AdminClient:
     client: Client
     policy: MutationPolicy
     calls: list[tuple[AdminWorker, str]] = field(default_factory=list)
+    ledger: AdminLedger = field(default_factory=AdminLedger)
+    """The run's: what each worker was last left in (`ledger`)."""
 
     def require(self, worker: AdminWorker, routes: Iterable[str]) -> None:
         """Fail closed unless the worker is administrable and advertises every route."""
@@ -141,12 +144,21 @@ class AdminClient:
         if route not in READ_ONLY_ROUTES and not self.policy.permits(worker.instance_id):
             raise self.policy.refusal(f"{route} on {worker.label}")
         self.calls.append((worker, route))
-        exchange = self.client.request(
-            "POST",
-            self.url(worker, route),
-            json_body={} if body is None else body,
-            deadline_s=deadline_s,
-        )
+        mutating = route not in READ_ONLY_ROUTES
+        if mutating:
+            self.ledger.sent(worker, route)
+        status: int | None = None
+        try:
+            exchange = self.client.request(
+                "POST",
+                self.url(worker, route),
+                json_body={} if body is None else body,
+                deadline_s=deadline_s,
+            )
+            status = exchange.status
+        finally:
+            if mutating:
+                self.ledger.answered(worker, route, status, body)
         version = body.get("weight_version") if isinstance(body, dict) else None
         if isinstance(version, str) and version and exchange.status == 200:
             self.client.identity.policy_version = version

@@ -68,6 +68,7 @@ class TargetPool:
                     if isinstance(exc, WrongInput):  # the target is reported as given
                         self.wrong_inputs[target_id] = exc.evidence
                         target.notes.append(self.failures[target_id])
+                        target.unreached = self.failures[target_id]
                         self.retired[target_id] = target
                     raise self._failure(target_id) from exc
                 self.started[target_id] = target
@@ -93,6 +94,7 @@ class TargetPool:
                         kind="unknown",
                         frontend_url="",
                         notes=[note],
+                        unreached=self.failures.get(target_id),
                     )
                 )
         return found
@@ -154,6 +156,8 @@ def preflight(target: Target, client: Client) -> None:
             reason = f"preflight GET {url} ({plane}): {exchange.error}"
             client.breaker.trip(url, reason)
             target.notes.append(f"plane down: {origin(url)} is unavailable: {reason}")
+            if plane == "frontend":  # every test starts at the frontend
+                target.unreached = f"{target.id}: the frontend did not answer: {reason}"
 
 
 def preflight_generation(target: Target, client: Client) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigurationError
+from .exits import EXIT_FAILED, EXIT_OK, EXIT_UNREACHED
 
 FAILING = ("fail", "error")
 PASS = "pass"
@@ -61,6 +62,9 @@ class MatrixDiff:
     removed_capabilities: list[str] = field(default_factory=list)
     new_targets: list[str] = field(default_factory=list)
     removed_targets: list[str] = field(default_factory=list)
+    not_comparable: dict[str, str] = field(default_factory=dict)
+    """Target -> why its cells are not compared: one of the runs never reached it
+    (`targets[].unreached`), so its cells say nothing of the deployment."""
     old_incomplete: bool = False
     new_incomplete: bool = False
     fail_on_coverage_loss: bool = False
@@ -68,9 +72,11 @@ class MatrixDiff:
 
     @property
     def exit_status(self) -> int:
-        if self.regressions:
-            return 1
-        return 1 if self.fail_on_coverage_loss and self.coverage_lost else 0
+        """1 on a regression (or coverage lost, when asked); else 3 (`exits.EXIT_UNREACHED`)
+        when a target could not be compared; else 0."""
+        if self.regressions or (self.fail_on_coverage_loss and self.coverage_lost):
+            return EXIT_FAILED
+        return EXIT_UNREACHED if self.not_comparable else EXIT_OK
 
     def to_json(self) -> dict[str, Any]:
         def cells(items: list[CellChange] | list[CauseChange]) -> list[dict[str, Any]]:
@@ -87,6 +93,7 @@ class MatrixDiff:
             "removed_capabilities": self.removed_capabilities,
             "new_targets": self.new_targets,
             "removed_targets": self.removed_targets,
+            "not_comparable": self.not_comparable,
             "old_incomplete": self.old_incomplete,
             "new_incomplete": self.new_incomplete,
             "fail_on_coverage_loss": self.fail_on_coverage_loss,
@@ -167,7 +174,17 @@ def diff_matrices(
     result.removed_capabilities = sorted(old_rows - new_rows)
     result.new_targets = sorted(new_targets - old_targets)
     result.removed_targets = sorted(old_targets - new_targets)
+    for side, document in (("OLD", old), ("NEW", new)):
+        for target in document["targets"]:
+            cause = target.get("unreached")
+            if cause and target["id"] not in result.not_comparable:
+                result.not_comparable[target["id"]] = f"{side} did not reach it: {cause}"
     before, after = _cells(old), _cells(new)
+    for key in [key for key in before if key[1] in result.not_comparable]:
+        before.pop(key)
+        after.pop(key, None)
+    for key in [key for key in after if key[1] in result.not_comparable]:
+        after.pop(key)
     for key in sorted(before.keys() - after.keys()):
         if before[key]["outcome"] == PASS:
             why = _removal(key, new_rows, new_targets)
@@ -254,6 +271,10 @@ def render_diff(result: MatrixDiff, markdown: bool = False) -> str:
         f"{len(result.other_changes)} other change(s)"
     )
     lines += [f"## Matrix diff: {head}" if markdown else head, ""]
+    section(
+        "Not comparable",
+        [f"{code}{target}{code}: {why}" for target, why in sorted(result.not_comparable.items())],
+    )
     if result.old_incomplete or result.new_incomplete:
         which = " and ".join(
             name

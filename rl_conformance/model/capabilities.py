@@ -9,6 +9,8 @@ reported as a contradiction of the documentation.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -486,3 +488,19 @@ def get(capability_id: str) -> Capability:
         return BY_ID[capability_id]
     except KeyError:
         raise KeyError(f"unknown capability {capability_id!r}") from None
+
+
+def unknown_ids_message(ids: Iterable[str]) -> str | None:
+    """What is wrong with `--capability` values that name no capability, with the nearest ids;
+    None when every id is known."""
+    unknown = sorted(set(ids) - set(BY_ID))
+    if not unknown:
+        return None
+    hints = []
+    for value in unknown:
+        near = difflib.get_close_matches(value, BY_ID, n=3, cutoff=0.75)
+        hints.append(f"{value!r}" + (f" (did you mean {', '.join(near)}?)" if near else ""))
+    return (
+        f"--capability: expected a capability id, observed {'; '.join(hints)}; "
+        "`rl-conformance capabilities` lists them"
+    )

@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import ConfigurationError
+from .capabilities import unknown_ids_message
 from .options import (
     BACKENDS,
     FAKES,
@@ -100,6 +101,9 @@ class RunConfig:
 
     def validate(self) -> RunConfig:
         """Raise `ConfigurationError` naming the flags; return self when consistent."""
+        unknown = unknown_ids_message(self.capability)
+        if unknown:
+            raise ConfigurationError(unknown)
         for flag, values, allowed in (
             ("--backend", [self.backend] if self.backend else [], BACKENDS),
             ("--fake", list(self.fake), FAKES),

@@ -26,6 +26,7 @@ from typing import Any
 
 from ..version import __version__
 from ..wire.exchange import to_jsonable
+from . import exits
 from .capabilities import Capability, Support
 from .releases import SURFACES, Surface, missing_in
 from .target import Target
@@ -393,17 +394,24 @@ class Matrix:
     @property
     def exit_status(self) -> int:
         """0 if and only if the run completed and no cell is fail or error (`exit_rule`: the
-        outcomes that count, the targets that do not, and any further problem)."""
+        outcomes that count, the targets that do not, and any further problem). A run that
+        stopped says how (`exits.for_stop`); one whose only failing cells belong to targets it
+        never reached is `EXIT_UNREACHED`, not a deployment's failure."""
         rule = self.exit_rule
-        if not self.run.complete or rule.problems:
-            return 1
-        failed = any(
-            cell.outcome in rule.failing
+        if not self.run.complete:
+            return exits.for_stop(self.run.incomplete_reason)
+        if rule.problems:
+            return exits.EXIT_FAILED
+        unreached = {target.id for target in self.targets if target.unreached}
+        failing = {
+            target_id
             for row in self.rows
             for target_id, cell in row.cells.items()
-            if target_id not in rule.exempt
-        )
-        return 1 if failed else 0
+            if target_id not in rule.exempt and cell.outcome in rule.failing
+        }
+        if failing - unreached:
+            return exits.EXIT_FAILED
+        return exits.EXIT_UNREACHED if failing else exits.EXIT_OK
 
     def cell(self, capability_id: str, target_id: str) -> Cell:
         row = next(row for row in self.rows if row.capability.id == capability_id)

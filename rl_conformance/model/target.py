@@ -99,6 +99,9 @@ class Target:
     eos_token_ids: tuple[int, ...] = ()
     """The model's end-of-sequence ids: from the model directory a launcher served, or
     `--eos-token-id`; () when not known."""
+    unreached: str | None = None
+    """Why the run could not test this deployment at all (it did not start, an input is wrong
+    for it, its frontend did not answer the preflight): every cell it has is that one cause."""
 
     @property
     def offers(self) -> frozenset[str]:
@@ -135,6 +138,7 @@ class Target:
             "topology": dict(self.topology),
             "request_trace": self.request_trace,
             "eos_token_ids": list(self.eos_token_ids),
+            **({"unreached": self.unreached} if self.unreached else {}),
         }
 
     @classmethod
@@ -156,6 +160,7 @@ class Target:
             topology=dict(document.get("topology", {})),
             request_trace=document.get("request_trace"),
             eos_token_ids=tuple(document.get("eos_token_ids", ())),
+            unreached=document.get("unreached"),
         )
 
 

@@ -41,7 +41,8 @@ def rl_verdict() -> Verdict:
 
 @pytest.fixture
 def rl_admin(request: pytest.FixtureRequest, rl_client: Client, rl_target: Target) -> AdminClient:
-    return AdminClient(rl_client, state_of(request.config).policy_for(rl_target))
+    state = state_of(request.config)
+    return AdminClient(rl_client, state.policy_for(rl_target), ledger=state.ledger)
 
 
 @pytest.fixture

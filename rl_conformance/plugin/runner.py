@@ -10,11 +10,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from ..model.config import RunConfig
+from ..model.exits import EXIT_FAILED, EXIT_USAGE
 from ..model.matrix import Matrix
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 MAX_JOBS = 4
 INI = """[pytest]
 filterwarnings =
@@ -36,10 +39,25 @@ LEAN = [
     "no:threadexception",
 ]
 VERBOSITY = {
-    "quiet": ["-q", "-rN", "--tb=no", "--no-header"],
-    "normal": ["-q", "-rN", "--tb=no"],
+    "quiet": ["-qq", "-rN", "--tb=no", "--no-header", "-o", "console_output_style=classic"],
+    "normal": ["-qq", "-rN", "--tb=no"],
     "verbose": ["-rfE", "--tb=short"],
 }
+"""pytest's own counts are of tests, not of cells: the run's summary (`reports.console`) says
+what the matrix holds, so pytest's last line is left out but with `--verbose`."""
+
+
+class QuietLetters:
+    """`--quiet`: no progress letter per test (the counts stay pytest's)."""
+
+    @staticmethod
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_report_teststatus(report: Any) -> tuple[str, str, str]:
+        if report.skipped:
+            return ("skipped", "", "")
+        if report.failed:
+            return ("failed" if report.when == "call" else "error", "", "")
+        return ("passed" if report.when == "call" else "", "", "")
 
 
 @dataclass(frozen=True)
@@ -50,10 +68,11 @@ class RunResult:
 
     @property
     def exit_status(self) -> int:
-        """0 if and only if the matrix exists and no cell is fail or error."""
+        """The matrix's (`Matrix.exit_status`, `model.exits`); without a matrix, 2 for a
+        configuration pytest refused, else 1."""
         if self.matrix is None:
             return EXIT_USAGE if self.pytest_exit in (3, 4) else EXIT_FAILED
-        return EXIT_OK if self.matrix.exit_status == 0 else EXIT_FAILED
+        return self.matrix.exit_status
 
 
 def suites_dir() -> Path:
@@ -82,7 +101,6 @@ def run(
     target's tests together and in order, and the matrix is the one a serial run gives: in
     forked children where the platform forks (`plugin.forked`), else in pytest-xdist workers
     (`plugin.distribution`)."""
-    import pytest
 
     from ..launchers.inputs import check_config
     from . import ConformanceRun, forked
@@ -121,5 +139,6 @@ def run(
             *parallel,
             *pytest_args,
         ]
-        code = pytest.main(args, plugins=[plugin])
+        extra = [QuietLetters()] if verbosity == "quiet" else []
+        code = pytest.main(args, plugins=[plugin, *extra])
     return RunResult(plugin.matrix, int(code))

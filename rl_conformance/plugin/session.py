@@ -14,6 +14,7 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,22 +24,22 @@ from ..control.admin import MutationPolicy
 from ..errors import ConfigurationError
 from ..launchers.plan import plan_targets
 from ..model import capabilities as capability_registry
+from ..model import exits
 from ..model.config import RunConfig
 from ..model.journal import Journal
 from ..model.killmatrix import build_kill_matrix, write_kill_matrix
 from ..model.matrix import Matrix, RunInfo, TestRecord, build_matrix, now
 from ..model.target import Target
-from ..reports import evidence, write_reports
-from ..reports.markdown import render_table
-from ..wire.exchange import Exchange, shorten
+from ..reports import console, evidence, write_reports
+from ..wire.exchange import Exchange
 from . import budgeting, distribution, fixtures, forked
 from .collection import capabilities_of, parametrize_targets, select_and_order, target_of
 from .recording import record_of, show_as_skipped, status_of_call, verify_reproducers
+from .restore import restore_held
 from .state import STATE, RunState, state_of
 
 PROFILE = "rl-conformance-run"
 GRACE_S = 5.0
-FAILURES_SHOWN = 20
 MARKERS = (
     "capability(id): the conformance capability a test certifies",
     "needs(*channels): fake-only channels the test reaches through rl_probe",
@@ -76,6 +77,9 @@ class ConformanceRun:
         """`records.jsonl` in the report directory: each record as its test finishes, kept by
         the process that folds the records (never a parallel run's worker)."""
         self._hypothesis_home: tuple[bool, Any] = (False, None)
+        self._signals: dict[int, Any] = {}
+        self.restore_lines: list[str] = []
+        """A stopped run's held workers and how they were restored (`restore.restore_held`)."""
 
     # -- configuration -------------------------------------------------------------------
 
@@ -85,12 +89,9 @@ class ConformanceRun:
         for line in MARKERS:
             config.addinivalue_line("markers", line)
         run = self.config
-        unknown = sorted(set(run.capability) - set(capability_registry.BY_ID))
+        unknown = capability_registry.unknown_ids_message(run.capability)
         if unknown:
-            raise pytest.UsageError(
-                f"--capability: unknown capability id(s) {unknown}; "
-                f"known: {sorted(capability_registry.BY_ID)}"
-            )
+            raise pytest.UsageError(unknown)
         try:
             pool = plan_targets(run)
         except ConfigurationError as exc:
@@ -132,7 +133,7 @@ class ConformanceRun:
     def _activate(self, state: RunState, run_timeout: float | None) -> None:
         state.active = True
         state.started_at = now()
-        _install_sigterm(state)
+        self._signals = _install_stop_signals(state)
         if run_timeout is not None:
             state.timer = _start_run_timer(state, run_timeout)
         if not distribution.is_worker(self._config):
@@ -179,11 +180,12 @@ class ConformanceRun:
         config = getattr(self, "_config", None)
         if config is None or STATE not in config.stash:
             return
-        reason = state_of(config).incomplete_reason or ""
+        state = state_of(config)
+        state.incomplete_reason = state.incomplete_reason or exits.SIGINT_REASON
         reporter = self._reporter
-        if reason.startswith(STOPPED_BY_US) and reporter is not None:
-            # A stop the run was asked for, not a crash: its one line is the run's own
-            # (the incomplete matrix and its reason), not pytest's interrupt banner.
+        if reporter is not None:
+            # A stop, not a crash: its one line is the run's own (the incomplete matrix, its
+            # reason and exit status), not pytest's interrupt banner and the frame it hit.
             with contextlib.suppress(AttributeError, TypeError):
                 reporter._report_keyboardinterrupt = lambda: None
 
@@ -426,6 +428,8 @@ class ConformanceRun:
                 state.incomplete_reason = state.incomplete_reason or _timeout_reason(
                     self.config.run_timeout
                 )
+            if not complete:
+                self.restore_lines = restore_held(state.ledger, state.client)
             info = self._run_info(state, complete)
             selected = [
                 capability_registry.get(capability_id)
@@ -461,6 +465,9 @@ class ConformanceRun:
             journal.close()
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
+        for signum, handler in self._signals.items():
+            if handler is not None:
+                signal.signal(signum, handler)
         self._close_journal()
         _restore_hypothesis_home(self._hypothesis_home)
         if STATE in config.stash:
@@ -475,30 +482,15 @@ class ConformanceRun:
         found = state_of(config).matrix
         if found is None:
             return
-        matrix = found.to_json()
         terminalreporter.section("conformance matrix")
-        for line in render_table(matrix):
-            terminalreporter.write_line(line)
-        failing = [
-            (row["id"], target, cell)
-            for row in matrix["capabilities"]
-            for target, cell in row["cells"].items()
-            if cell["outcome"] in ("fail", "error")
-        ]
-        for capability_id, target, cell in failing[:FAILURES_SHOWN]:
-            reason = " ".join(cell["reason"].split())
-            terminalreporter.write_line(
-                f"{cell['outcome'].upper()} {capability_id} on {target}: {shorten(reason, 240)}"
-            )
-        if len(failing) > FAILURES_SHOWN:
-            terminalreporter.write_line(
-                f"... and {len(failing) - FAILURES_SHOWN} more in matrix.md"
-            )
-        terminalreporter.write_line(
-            f"reports written to {os.path.abspath(self.config.report_path)}"
+        lines = console.summary_lines(
+            found.to_json(),
+            report_dir=Path(self.config.report_path),
+            width=terminalreporter._tw.fullwidth,
+            bundle_sha256=self.bundle_sha256,
         )
-        if self.bundle_sha256:
-            terminalreporter.write_line(evidence.sealed_line(self.bundle_sha256))
+        for line in [*self.restore_lines, *lines]:
+            terminalreporter.write_line(line)
 
 
 def _load_hypothesis_profile(run: RunConfig) -> None:
@@ -561,24 +553,25 @@ def _start_run_timer(state: RunState, seconds: float) -> threading.Timer | None:
 
 
 def _timeout_reason(seconds: float | None) -> str:
-    return f"--run-timeout: the run was stopped after {seconds or 0:g} s"
+    return f"{exits.TIMEOUT_PREFIX} the run was stopped after {seconds or 0:g} s"
 
 
-SIGTERM_REASON = "SIGTERM: the run was stopped"
-STOPPED_BY_US = ("--run-timeout:", SIGTERM_REASON)
-"""How the reasons of the stops a run was asked for start (not a crash, not Ctrl-C)."""
+STOP_SIGNALS = {signal.SIGINT: exits.SIGINT_REASON, signal.SIGTERM: exits.SIGTERM_REASON}
 
 
-def _install_sigterm(state: RunState) -> None:
-    """SIGTERM ends the run like Ctrl-C does, so the report is still written (marked incomplete)."""
+def _install_stop_signals(state: RunState) -> dict[int, Any]:
+    """SIGINT and SIGTERM end the run the same way, each naming itself as the run's stop reason
+    (unless a reason came first: the run timer's SIGINT), so the report is still written,
+    marked incomplete, and the exit status says which (`exits.for_stop`). Returns the handlers
+    to restore."""
     if threading.current_thread() is not threading.main_thread():
-        return
+        return {}
 
     def interrupt(signum: int, frame: object) -> None:
-        state.incomplete_reason = state.incomplete_reason or SIGTERM_REASON
+        state.incomplete_reason = state.incomplete_reason or STOP_SIGNALS[signum]
         raise KeyboardInterrupt(f"signal {signum}")
 
-    signal.signal(signal.SIGTERM, interrupt)
+    return {signum: signal.signal(signum, interrupt) for signum in STOP_SIGNALS}
 
 
 def _shutdown(state: RunState) -> None:

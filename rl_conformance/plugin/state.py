@@ -12,6 +12,7 @@ import pytest
 from ..client.budget import CountingClient, PlannedTest
 from ..client.identity import INITIAL_POLICY, AttemptIdentity
 from ..control.admin import MutationPolicy
+from ..control.ledger import AdminLedger
 from ..control.policy_reference import ReferenceSource
 from ..control.weights import WeightSource
 from ..launchers.plan import TargetPool
@@ -38,6 +39,8 @@ class RunState:
     matrix: Matrix | None = None
     weight_sources: dict[str, WeightSource] = field(default_factory=dict)
     references: dict[str, ReferenceSource] = field(default_factory=dict)
+    ledger: AdminLedger = field(default_factory=AdminLedger)
+    """What each administered worker was last left in, for a run stopped mid-refresh."""
     policy_versions: dict[str, str] = field(default_factory=dict)
     """Target -> the weight version the suite last had its workers load: the
     X-RL-Policy-Version its generation requests carry (`client.identity`)."""

@@ -83,9 +83,10 @@ def test_a_hostile_deployment_ends_the_run_in_bounded_time(
     found = outcomes[mode]
     run, elapsed = found["run"], found["elapsed"]
     assert elapsed < 2 * DEADLINE_S + 30, elapsed
-    assert run.returncode == 1, run.stdout[-2000:] + run.stderr[-2000:]
-    assert "Traceback" not in run.stdout + run.stderr
     matrix = found["matrix"]
+    unreached = matrix is not None and any(t.get("unreached") for t in matrix["targets"])
+    assert run.returncode == (3 if unreached else 1), run.stdout[-2000:] + run.stderr[-2000:]
+    assert "Traceback" not in run.stdout + run.stderr
     assert matrix is not None, run.stderr[-2000:]
     cells = [cell for row in matrix["capabilities"] for cell in row["cells"].values()]
     passing = {

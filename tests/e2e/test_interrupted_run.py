@@ -91,7 +91,7 @@ def test_interrupted_run_writes_an_incomplete_matrix(tmp_path: Path, signum: int
     launched = descendants_of(process.pid)  # a parallel run's workers and their deployments
     process.send_signal(signum)
     code = process.wait(timeout=60)
-    assert code != 0
+    assert code == {signal.SIGINT: 130, signal.SIGTERM: 143}[signum]
     matrix = json.loads((tmp_path / "matrix.json").read_text())
     assert matrix["complete"] is False
     outcomes = [cell["outcome"] for row in matrix["capabilities"] for cell in row["cells"].values()]
@@ -128,7 +128,7 @@ def test_run_timeout_stops_the_run_and_says_so(tmp_path: Path) -> None:
         timeout=120,
     )
     assert time.monotonic() - started < 4 + 20
-    assert run.returncode == 1
+    assert run.returncode == 124  # as timeout(1) exits
     assert "--run-timeout" in run.stderr and "Traceback" not in run.stdout + run.stderr
     # a stop that was asked for, not a crash: no interrupt banner, one clear line at the end
     assert "KeyboardInterrupt" not in run.stdout + run.stderr

@@ -211,3 +211,29 @@ def test_a_bad_file_is_named(tmp_path: Path, content: str | None, message: str) 
         path.write_text(content)
     with pytest.raises(ConfigurationError, match=message):
         load_matrix(path)
+
+
+def test_a_target_a_run_never_reached_is_not_comparable_not_regressed() -> None:
+    """A wrong port last night turns every cell into error: that is not 24 regressions."""
+    cells = BASE | {("a", "t2"): "pass", ("b", "t2"): "pass"}
+    broken = matrix(cells | {("a", "t2"): "error", ("b", "t2"): "error"})
+    broken["targets"][1]["unreached"] = "t2: the frontend did not answer: connection refused"
+    result = diff_matrices(matrix(cells), broken)
+    assert result.regressions == [] and result.coverage_lost == []
+    assert result.not_comparable == {
+        "t2": "NEW did not reach it: t2: the frontend did not answer: connection refused"
+    }
+    assert result.exit_status == 3
+    text = render_diff(result)
+    assert "Not comparable (1):" in text and "connection refused" in text
+    regressed = diff_matrices(
+        matrix(cells),
+        broken
+        | {
+            "capabilities": matrix(
+                cells | {("a", "t1"): "fail", ("a", "t2"): "error", ("b", "t2"): "error"}
+            )["capabilities"]
+        },
+    )
+    assert [(c.capability, c.target) for c in regressed.regressions] == [("a", "t1")]
+    assert regressed.exit_status == 1
