@@ -3,6 +3,7 @@
 rl-conformance run                                  the four fake deployments
 rl-conformance run --frontend URL --rl-url URL --backend vllm [--model M]
 rl-conformance diff OLD.json NEW.json               regressions since a baseline (exit 1 on any)
+rl-conformance baseline BASELINE_DIR REPORT_DIR     a nightly's diff, and the baseline kept
 rl-conformance report DIR                           a killed run's reports, from its journal
 rl-conformance check-record FILE                    a dynamo.rl.validation.v1 record's rules
 rl-conformance verify-bundle DIR --sha256 DIGEST    a report directory against its bundle.json
@@ -25,6 +26,7 @@ import sys
 from ..errors import ConfigurationError
 from ..version import __version__
 from . import (
+    baseline,
     capabilities,
     certify_adapter,
     diff,
@@ -52,6 +54,7 @@ COMMANDS = (
     certify_adapter,
     profiles,
     diff,
+    baseline,
     report,
     evidence,
     generation_costs,

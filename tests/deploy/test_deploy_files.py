@@ -22,7 +22,7 @@ from rl_conformance.launchers.docker import DockerDeployment
 
 ROOT = Path(__file__).resolve().parents[2]
 NIGHTLY = ROOT / "deploy" / "github-actions" / "nightly.yml"
-JOB = ROOT / "deploy" / "kubernetes" / "conformance-job.yaml"
+CRONJOB = ROOT / "deploy" / "kubernetes" / "conformance-cronjob.yaml"
 DOCKER_CONFIG = ROOT / "deploy" / "docker" / "vllm-agg.json"
 BIN = Path(sys.executable).parent
 ABOVE_LOW = {"Medium", "High"}
@@ -62,16 +62,16 @@ def test_the_nightly_workflow_is_a_valid_github_workflow() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_the_kubernetes_job_is_valid_against_the_api_schemas() -> None:
+def test_the_kubernetes_cronjob_is_valid_against_the_api_schemas() -> None:
     done = subprocess.run(
-        [_tool("kubernetes-validate"), "--strict", str(JOB)],
+        [_tool("kubernetes-validate"), "--strict", str(CRONJOB)],
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "passed for resource job/rl-conformance" in done.stdout + done.stderr
+    assert "passed for resource cronjob/rl-conformance" in done.stdout + done.stderr
 
 
 def _subcommands() -> dict[str, set[str]]:
@@ -92,29 +92,42 @@ def unknown_flags(argv: list[str]) -> list[str]:
     return [flag for flag in flags if flag not in known[argv[1]]]
 
 
+def _invocations(script: str) -> Iterator[list[str]]:
+    """Each `rl-conformance ...` command line of a shell script, continuation lines joined."""
+    for line in re.sub(r"\\\n\s*", " ", script).splitlines():
+        if "rl-conformance " not in line or line.lstrip().startswith(("echo", "#")):
+            continue
+        command = line.split("|")[0].split("2>&1")[0]
+        argv = shlex.split(command)
+        start = next(i for i, t in enumerate(argv) if t.endswith("rl-conformance"))
+        yield ["rl-conformance", *argv[start + 1 :]]
+
+
 def _workflow_invocations() -> Iterator[list[str]]:
     workflow = yaml.safe_load(NIGHTLY.read_text())
     for job in workflow["jobs"].values():
         for step in job["steps"]:
-            script = re.sub(r"\\\n\s*", " ", step.get("run", ""))
-            for line in script.splitlines():
-                if "rl-conformance " not in line:
-                    continue
-                command = line.split("|")[0].split("2>&1")[0]
-                argv = shlex.split(command)
-                start = next(i for i, t in enumerate(argv) if t.endswith("rl-conformance"))
-                yield ["rl-conformance", *argv[start + 1 :]]
+            yield from _invocations(step.get("run", ""))
+
+
+def _cronjob() -> dict[str, Any]:
+    documents = list(yaml.safe_load_all(CRONJOB.read_text()))
+    found: dict[str, Any] = next(d for d in documents if d and d["kind"] == "CronJob")
+    return found
+
+
+def _cronjob_invocations() -> list[list[str]]:
+    pod = _cronjob()["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    return list(_invocations(pod["containers"][0]["command"][2]))
 
 
 def _job_command() -> list[str]:
-    documents = list(yaml.safe_load_all(JOB.read_text()))
-    job = next(d for d in documents if d and d["kind"] == "Job")
-    return list(job["spec"]["template"]["spec"]["containers"][0]["command"])
+    return next(argv for argv in _cronjob_invocations() if argv[1] == "run")
 
 
 def test_every_flag_the_deploy_files_pass_still_exists() -> None:
-    invocations = [*_workflow_invocations(), _job_command()]
-    assert len(invocations) >= 3  # the nightly's run and diff, the Job's run
+    invocations = [*_workflow_invocations(), *_cronjob_invocations()]
+    assert len(invocations) >= 4  # the nightly's run and baseline, the CronJob's likewise
     for argv in invocations:
         assert unknown_flags(argv) == [], argv
 
@@ -143,9 +156,7 @@ def test_the_runs_declare_their_release_and_bound_themselves() -> None:
         assert float(flags["--run-timeout"]) > 0 and int(flags["--budget-generations"]) > 0
     job = _run_flags(_job_command())
     assert job["--dynamo-release"] == "1.6.1"
-    deadline = next(d for d in yaml.safe_load_all(JOB.read_text()) if d and d["kind"] == "Job")[
-        "spec"
-    ]["activeDeadlineSeconds"]
+    deadline = _cronjob()["spec"]["jobTemplate"]["spec"]["activeDeadlineSeconds"]
     assert float(job["--run-timeout"]) < deadline  # the report is written before the kill
     deployment = DockerDeployment.from_file(DOCKER_CONFIG)
     images = {spec.image for spec in deployment.containers if "dynamo" in spec.image}

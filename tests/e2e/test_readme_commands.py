@@ -96,8 +96,8 @@ RUN: dict[str, Run] = {
         deployment=True,
         writes=("conformance-report/matrix.json",),
     ),
-    "rl-conformance diff baseline/matrix.json conformance-report/matrix.json --markdown": Run(
-        "in the quick-start directory, last night's matrix being that run's own (as nightly.yml "
+    "rl-conformance baseline baseline conformance-report --markdown --fail-on-coverage-loss": Run(
+        "in the quick-start directory, the kept matrix being that run's own (as nightly.yml "
         "keeps it in baseline/): no regression, exit 0",
         workspace=True,
     ),
