@@ -1,7 +1,8 @@
-"""The matrix as one self-contained HTML page (no network, no external assets): grouped by
-contract area, each outcome written as a word on its colour, filters by level, outcome and
-target, and every cell opening its evidence (the requirement, checks, expected and observed
-values, the curl reproducer, the wire-log excerpt and file, timings) in a side panel."""
+"""The matrix as one self-contained HTML page (no network, no external assets): the failures
+first, as a list of links; then one grid, grouped by contract area, each cell the outcome as a
+word on its full colour; filters by level, outcome and target; every cell opening its evidence
+(the requirement, checks, expected and observed values, the curl reproducer with a copy button,
+the wire-log excerpt and file, timings) in a side panel."""
 
 from __future__ import annotations
 
@@ -26,12 +27,18 @@ th, td { border: 1px solid #c8c8c8; padding: .25rem .5rem; vertical-align: top; 
 th.capability { max-width: 26rem; font-weight: normal; }
 td.cell { min-width: 7rem; padding: 0; }
 td.cell button { width: 100%; height: 100%; min-height: 2.2rem; border: 0; font: inherit;
-                 cursor: pointer; text-align: left; padding: .25rem .5rem; }
+                 cursor: pointer; text-align: left; padding: .25rem .5rem;
+                 background: transparent; color: inherit; }
 .o-pass { background: var(--pass); } .o-fail { background: var(--fail); font-weight: bold; }
 .o-error { background: var(--error); font-weight: bold; }
 .o-unsupported { background: var(--unsupported); }
 .o-not-advertised { background: var(--not-advertised); }
 .o-skipped { background: var(--skipped); }
+.summary span { padding: .1rem .4rem; border-radius: .3rem; }
+.summary span.zero { background: none; color: #777; font-weight: normal; }
+tr.area-row th { background: #eef1f6; font-size: 1.05rem; padding: .4rem .5rem; }
+#failures li { margin: .2rem 0; }
+button.copy { margin-left: .5rem; font-size: .8rem; }
 td.cell button:focus { outline: 3px solid #3b6fd8; }
 #panel { position: fixed; top: 0; right: 0; width: min(44rem, 55vw); height: 100vh;
          overflow: auto; background: #fff; border-left: 2px solid #888; padding: 1rem;
@@ -59,6 +66,29 @@ SCRIPT = """
   document.querySelectorAll('td.cell button').forEach(function (button) {
     button.addEventListener('click', function () { open(button); });
   });
+  document.querySelectorAll('#failures a[data-cell]').forEach(function (link) {
+    link.addEventListener('click', function () {
+      const button = document.querySelector('#' + link.dataset.cell + ' button');
+      if (button) { open(button); }
+    });
+  });
+  body.addEventListener('click', function (event) {
+    const copy = event.target.closest('button.copy');
+    if (!copy) { return; }
+    const text = copy.parentElement.querySelector('pre').textContent;
+    function done(word) { copy.textContent = word; }
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(text).then(function () { done('copied'); },
+                                               function () { done('select and copy'); });
+    } else {
+      const range = document.createRange();
+      range.selectNodeContents(copy.parentElement.querySelector('pre'));
+      const selection = window.getSelection();
+      selection.removeAllRanges();
+      selection.addRange(range);
+      done(document.execCommand && document.execCommand('copy') ? 'copied' : 'selected');
+    }
+  });
   document.getElementById('panel-close').addEventListener('click', function () {
     panel.hidden = true;
   });
@@ -83,9 +113,10 @@ SCRIPT = """
       }
       row.classList.toggle('hidden', !shown);
     });
-    document.querySelectorAll('section.area').forEach(function (section) {
-      const rows = section.querySelectorAll('tr.capability-row:not(.hidden)');
-      section.classList.toggle('hidden', rows.length === 0);
+    document.querySelectorAll('tr.area-row').forEach(function (header) {
+      const rows = document.querySelectorAll(
+        'tr.capability-row[data-area="' + header.dataset.area + '"]:not(.hidden)');
+      header.classList.toggle('hidden', rows.length === 0);
     });
   }
   [level, outcome, target].forEach(function (select) { select.addEventListener('change', apply); });
@@ -133,8 +164,8 @@ def _evidence(
         )
         if item.get("reproducer"):
             parts.append(
-                "<dt>reproduce</dt><dd><pre class='reproducer'>"
-                f"{escape(item['reproducer'])}</pre></dd>"
+                "<dt>reproduce</dt><dd><button type='button' class='copy'>copy</button>"
+                f"<pre class='reproducer'>{escape(item['reproducer'])}</pre></dd>"
             )
         if item.get("wire_log"):
             parts.append(
@@ -200,7 +231,8 @@ def render_html(matrix: dict[str, Any]) -> str:
     for row in rows:
         areas.setdefault(row.get("area") or "other", []).append(row)
     summary = "".join(
-        f"<span class='o-{escape(name)}'>{count} {escape(name)}</span>"
+        f"<span class='o-{escape(name)}{' zero' if not count else ''}'>{count} {escape(name)}"
+        "</span>"
         for name, count in matrix["summary"].items()
     )
     suite = matrix["suite"]
@@ -216,8 +248,16 @@ def render_html(matrix: dict[str, Any]) -> str:
     if not matrix["complete"]:
         why = matrix.get("incomplete_reason") or "interrupted before every test ran"
         parts.append(f"<p class='banner'>Incomplete run: {escape(why)}.</p>")
+    for target in targets:
+        if target.get("unreached"):
+            parts.append(
+                f"<p class='banner unreached'>Not reached: <code>{escape(target['id'])}</code>: "
+                f"{escape(target['unreached'])}</p>"
+            )
     if exit_rule_text(matrix):
         parts.append(f"<p class='exit-rule'>{escape(exit_rule_text(matrix))}</p>")
+    cells = _cell_ids(areas, targets)
+    parts.append(_failures(areas, targets, cells))
     levels = sorted({row["level"] for row in rows})
     parts.append(
         "<div class='filters'>"
@@ -227,40 +267,41 @@ def render_html(matrix: dict[str, Any]) -> str:
         f"<label>target <select id='filter-target'>"
         f"{_options([t['id'] for t in targets], 'target')}</select></label></div>"
     )
+    parts.append("<table id='grid'><thead><tr><th>capability</th><th>level</th>")
+    for target in targets:
+        parts.append(
+            f"<th data-target-column='{escape(target['id'])}'>{escape(target['id'])}<br>"
+            f"<small>{escape(target['backend'])}, {escape(target['kind'])}</small></th>"
+        )
+    parts.append("</tr></thead><tbody>")
     templates = []
-    counter = 0
     for area, area_rows in areas.items():
         parts.append(
-            f"<section class='area' data-area='{escape(area)}'><h2>{escape(area)}</h2><table>"
-            "<thead><tr><th>capability</th><th>level</th>"
+            f"<tr class='area-row' data-area='{escape(area)}'>"
+            f"<th colspan='{2 + len(targets)}' scope='rowgroup'>{escape(area)}</th></tr>"
         )
-        for target in targets:
-            parts.append(
-                f"<th data-target-column='{escape(target['id'])}'>{escape(target['id'])}<br>"
-                f"<small>{escape(target['backend'])}, {escape(target['kind'])}</small></th>"
-            )
-        parts.append("</tr></thead><tbody>")
         for row in area_rows:
             parts.append(
-                f"<tr class='capability-row' data-level='{escape(row['level'])}'>"
+                f"<tr class='capability-row' data-area='{escape(area)}' "
+                f"data-level='{escape(row['level'])}'>"
                 f"<th class='capability' scope='row'><code>{escape(row['id'])}</code><br>"
                 f"{escape(row['title'])}</th><td>{escape(row['level'])}</td>"
             )
             for target in targets:
                 cell = row["cells"][target["id"]]
-                identifier = f"evidence-{counter}"
-                counter += 1
-                templates.append(_evidence(row, target, cell, identifier))
+                identifier = cells[(row["id"], target["id"])]
+                templates.append(_evidence(row, target, cell, f"evidence-{identifier}"))
                 outcome = escape(cell["outcome"])
                 flag = " (!doc)" if cell.get("contradicts_documentation") else ""
                 parts.append(
-                    f"<td class='cell o-{outcome}' data-outcome='{outcome}' "
-                    f"data-target-column='{escape(target['id'])}'>"
-                    f"<button type='button' data-evidence='{identifier}' aria-expanded='false' "
-                    f"title='{escape(cell['reason'][:300])}'>{outcome}{flag}</button></td>"
+                    f"<td id='cell-{identifier}' class='cell o-{outcome}' "
+                    f"data-outcome='{outcome}' data-target-column='{escape(target['id'])}'>"
+                    f"<button type='button' data-evidence='evidence-{identifier}' "
+                    f"aria-expanded='false' title='{escape(cell['reason'][:300])}'>"
+                    f"{outcome}{flag}</button></td>"
                 )
             parts.append("</tr>")
-        parts.append("</tbody></table></section>")
+    parts.append("</tbody></table>")
     parts.append(
         "<aside id='panel' hidden aria-live='polite'><button type='button' id='panel-close'>"
         "close</button><div id='panel-body'></div></aside>"
@@ -268,3 +309,39 @@ def render_html(matrix: dict[str, Any]) -> str:
     parts += templates
     parts.append(f"<script>{SCRIPT}</script></body></html>\n")
     return "".join(parts)
+
+
+def _cell_ids(
+    areas: dict[str, list[dict[str, Any]]], targets: list[dict[str, Any]]
+) -> dict[tuple[str, str], int]:
+    """Each cell's number, in the grid's order: its anchor and its evidence are named by it."""
+    ordered = [(row["id"], t["id"]) for rows in areas.values() for row in rows for t in targets]
+    return {key: number for number, key in enumerate(ordered)}
+
+
+def _failures(
+    areas: dict[str, list[dict[str, Any]]],
+    targets: list[dict[str, Any]],
+    cells: dict[tuple[str, str], int],
+) -> str:
+    """The failing cells first, each a link to its cell that also opens its evidence; the cells
+    of a target the run never reached are its banner, not a list."""
+    unreached = {target["id"] for target in targets if target.get("unreached")}
+    items = []
+    for rows in areas.values():
+        for row in rows:
+            for target in targets:
+                cell = row["cells"][target["id"]]
+                if cell["outcome"] not in ("fail", "error") or target["id"] in unreached:
+                    continue
+                number = cells[(row["id"], target["id"])]
+                items.append(
+                    f"<li><a href='#cell-{number}' data-cell='cell-{number}'>"
+                    f"{escape(cell['outcome'].upper())} <code>{escape(row['id'])}</code> on "
+                    f"<code>{escape(target['id'])}</code></a>: "
+                    f"{escape(cell['reason'][:300])}</li>"
+                )
+    if not items:
+        return "<section id='failures'><h2>Failures (0)</h2></section>"
+    listed = "".join(items)
+    return f"<section id='failures'><h2>Failures ({len(items)})</h2><ol>{listed}</ol></section>"

@@ -1,7 +1,9 @@
 """The HTML matrix in a real browser (Debian's headless Chromium): it loads without a console
 message, a failing cell's evidence opens on click and shows the requirement, the expected and
-observed values, the reproducer and the wire log, the filters hide what they should, and a
-screenshot is kept ($RL_CONFORMANCE_ARTIFACTS, else the test's directory)."""
+observed values, the reproducer (with a copy button) and the wire log, the filters hide what
+they should, the cells are their outcome's full colour (computed styles), a zero count is muted,
+the failures come first as links that open their evidence, and a screenshot is kept
+($RL_CONFORMANCE_ARTIFACTS, else the test's directory)."""
 
 from __future__ import annotations
 
@@ -43,7 +45,28 @@ frame.addEventListener('load', function () {
     outcome.value = 'fail';
     outcome.dispatchEvent(new Event('change'));
     result.rows_failing = doc.querySelectorAll('tr.capability-row:not(.hidden)').length;
-    result.areas_shown = doc.querySelectorAll('section.area:not(.hidden)').length;
+    result.areas_shown = doc.querySelectorAll('tr.area-row:not(.hidden)').length;
+    const view = frame.contentWindow;
+    const colour = function (element) { return view.getComputedStyle(element).backgroundColor; };
+    const passCell = doc.querySelector('td.cell[data-outcome="pass"]');
+    const failCell = doc.querySelector('td.cell[data-outcome="fail"]');
+    result.colours = {
+      pass_cell: colour(passCell), fail_cell: colour(failCell),
+      pass_button: colour(passCell.querySelector('button')),
+      zero_badge: colour(doc.querySelector('.summary span.zero')),
+      fail_badge: colour(doc.querySelector('.summary span.o-fail')),
+      zero_count: doc.querySelector('.summary span.zero').textContent,
+    };
+    result.tables = doc.querySelectorAll('table').length;
+    panel.hidden = true;
+    const links = doc.querySelectorAll('#failures li a');
+    result.failures_heading = doc.querySelector('#failures h2').textContent;
+    result.failure_links = links.length;
+    links[0].click();
+    result.link_opens = !panel.hidden &&
+      panel.dataset.showing === 'evidence-' + links[0].getAttribute('href').slice(6);
+    result.link_target = links[0].getAttribute('href');
+    result.copy_buttons = panel.querySelectorAll('button.copy').length;
   } catch (error) {
     result.error = String(error);
   }
@@ -135,6 +158,18 @@ def test_a_failing_cell_opens_its_evidence_on_click(chromium: str, report: Path)
     assert wire["status"] == 200 and wire["request"]["method"] == "POST"
     assert result["rows_failing"] == 1 < result["rows"]
     assert result["areas_shown"] == 1
+    colours = result["colours"]
+    assert (
+        colours["pass_cell"] == "rgb(215, 245, 221)"
+        and colours["fail_cell"] == "rgb(255, 201, 201)"
+    )
+    assert colours["pass_button"] == "rgba(0, 0, 0, 0)"  # the cell's colour shows through
+    assert colours["fail_badge"] == "rgb(255, 201, 201)"
+    assert colours["zero_badge"] == "rgba(0, 0, 0, 0)" and colours["zero_count"].startswith("0 ")
+    assert result["tables"] == 1  # one grid
+    assert result["failures_heading"] == "Failures (1)" and result["failure_links"] == 1
+    assert result["link_opens"] is True and result["link_target"].startswith("#cell-")
+    assert result["copy_buttons"] >= 1
     assert console_messages(done.stderr, "matrix.html") == []
 
 
