@@ -76,28 +76,34 @@ def install(
     *,
     quiet: bool = True,
     extra: tuple[str, ...] = (),
+    steps: Steps | None = None,
 ) -> Path:
     """Create `venv` (if needed) and install Dynamo into it, with `extra` requirements resolved
     in the same step (so they agree with Dynamo's); returns its interpreter."""
     started = time.monotonic()
     python = venv_python(venv)
+    steps = steps or Steps(4)
     if not python.exists():
-        _run([sys.executable, "-m", "venv", str(venv)], "create the virtual environment")
+        steps.run([sys.executable, "-m", "venv", str(venv)], "create the virtual environment")
+    else:
+        steps.skip(f"{venv} exists")
     pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check"]
     if quiet:
         pip.append("--quiet")
-    _run(
+    steps.run(
         [*pip, "--no-deps", *(f"{name}=={version}" for name in PACKAGES)],
-        "install the Dynamo wheels",
+        f"install the Dynamo {version} wheels",
     )
-    listed = _run(
+    listed = steps.run(
         [str(python), "-c", _LIST_REQUIREMENTS, ",".join(PACKAGES), *SKIPPED_REQUIREMENTS],
         "read Dynamo's requirements",
     )
     requirements = [relaxed(line) for line in listed.splitlines() if line.strip()]
-    _run(
+    steps.run(
         [*pip, *requirements, *extra],
-        "install Dynamo's requirements" + (f" with {', '.join(extra)}" if extra else ""),
+        f"install Dynamo's {len(requirements)} requirements"
+        + (f" with {', '.join(extra)}" if extra else "")
+        + " (the longest step: minutes, downloads included)",
     )
     print(
         f"installed ai-dynamo {version}{' with ' + extra[0] if extra else ''} into {venv} in "
@@ -112,13 +118,15 @@ def install_vllm(venv: Path, *, quiet: bool = True) -> Path:
     """Dynamo 1.6.1 and vLLM 0.31.0 for CPU in `venv`; returns its interpreter once
     `dynamo.vllm` imports there."""
     started = time.monotonic()
-    python = install(venv, DYNAMO_VERSION, quiet=quiet, extra=VLLM_REQUIREMENTS)
-    _run(
+    steps = Steps(7)
+    python = install(venv, DYNAMO_VERSION, quiet=quiet, extra=VLLM_REQUIREMENTS, steps=steps)
+    steps.run(
         [str(python), "-m", "pip", "uninstall", "--yes", "--quiet", *CUDA_LINKED_EXTRAS],
         "remove the CUDA-linked torchaudio and torchcodec",
     )
+    steps.announce("patch torchvision's fake-kernel registrations")
     _patch_torchvision(python)
-    _run(
+    steps.run(
         [str(python), "-c", "import dynamo.vllm.main, transformers, safetensors"],
         "import dynamo.vllm in the new environment",
     )
@@ -158,6 +166,38 @@ def _patch_torchvision(python: Path) -> None:
     )
     text = text.replace("@torch.library.register_fake(", "@_fake_if_ops(")
     path.write_text(text.replace(anchor, helper + anchor, 1))
+
+
+class Steps:
+    """`[n/N] what` on stderr as each step of an install starts, and how long it took, so a
+    step of minutes is never silence."""
+
+    def __init__(self, total: int) -> None:
+        self.total, self.done = total, 0
+        self._since: float | None = None
+
+    def announce(self, what: str) -> None:
+        self._finish()
+        self.done += 1
+        print(f"[{self.done}/{self.total}] {what} ...", file=sys.stderr, flush=True)
+        self._since = time.monotonic()
+
+    def skip(self, why: str) -> None:
+        self._finish()
+        self.done += 1
+        print(f"[{self.done}/{self.total}] skipped: {why}", file=sys.stderr, flush=True)
+
+    def run(self, command: list[str], what: str) -> str:
+        self.announce(what)
+        output = _run(command, what)
+        self._finish()
+        return output
+
+    def _finish(self) -> None:
+        if self._since is not None:
+            took = time.monotonic() - self._since
+            print(f"      done in {took:.0f} s", file=sys.stderr, flush=True)
+            self._since = None
 
 
 def _run(command: list[str], what: str) -> str:

@@ -260,3 +260,31 @@ def test_real_frontend_with_an_sglang_family_worker_passes_everything_it_can_obs
         assert cell["outcome"] == expected, (capability_id, cell["reason"], cell["evidence"][:2])
     assert matrix["exit_status"] == 0
     assert leftover_processes(matrix) == []
+
+
+def counts(outcomes: list[str]) -> str:
+    found = {outcome: outcomes.count(outcome) for outcome in (P, F, U, S) if outcome in outcomes}
+    return ", ".join(f"{number} {outcome}" for outcome, number in found.items())
+
+
+def test_the_documented_counts_are_the_reviewed_ones() -> None:
+    """README and DYNAMO_RELEASES.md state what each real-Dynamo command gives; the counts are
+    those of the reviewed cells above (which CI checks against the real frontend), for every
+    capability of the registry."""
+    from rl_conformance.model.capabilities import BY_ID
+
+    assert set(MOCKER_EXPECTED) == set(BY_ID)
+    mocker = counts([outcome for outcome, _ in MOCKER_EXPECTED.values()])
+    toy = counts(
+        [
+            S if c in NEEDS_A_REFERENCE else U if c in NO_VERSION_PER_TOKEN | STAYS_ROUTED else P
+            for c in BY_ID
+        ]
+    )
+    root = Path(__file__).resolve().parents[2]
+    readme = " ".join((root / "README.md").read_text().split())
+    releases = (root / "fixtures" / "DYNAMO_RELEASES.md").read_text()
+    assert f"exits 1 with **{mocker}**" in readme, mocker
+    assert f"exits 0 with **{toy}**" in readme, toy
+    assert f"| {mocker} (exit 1) |" in releases and f"| {toy} (exit 0) |" in releases
+    assert f"with {len(BY_ID)} capabilities" in releases
