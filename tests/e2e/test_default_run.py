@@ -138,7 +138,7 @@ def test_reports_in_every_format(report: Any) -> None:
     suites = ElementTree.parse(directory / "junit.xml").getroot()
     assert [suite.get("name") for suite in suites] == list(TARGETS)
     assert "| capability |" in (directory / "matrix.md").read_text()
-    assert "<table>" in (directory / "matrix.html").read_text()
+    assert "<table id='grid'>" in (directory / "matrix.html").read_text()
 
 
 def test_every_target_has_a_dynamo_run_record_and_the_bundle_is_closed(report: Any) -> None:

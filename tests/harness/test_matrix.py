@@ -127,7 +127,7 @@ def test_all_report_formats_are_written(tmp_path: Path) -> None:
     assert {suite.get("name") for suite in suites} == {"fake-vllm", "fake-sglang"}
     markdown = (tmp_path / "matrix.md").read_text()
     assert "tokens.completion_ids" in markdown and "**FAIL**" in markdown
-    assert "<table>" in (tmp_path / "matrix.html").read_text()
+    assert "<table id='grid'>" in (tmp_path / "matrix.html").read_text()
 
 
 def test_a_surface_the_release_lacks_makes_the_cell_unsupported() -> None:
