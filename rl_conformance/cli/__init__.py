@@ -4,6 +4,7 @@ rl-conformance run                                  the four fake deployments
 rl-conformance run --frontend URL --rl-url URL --backend vllm [--model M]
 rl-conformance diff OLD.json NEW.json               regressions since a baseline (exit 1 on any)
 rl-conformance baseline BASELINE_DIR REPORT_DIR     a nightly's diff, and the baseline kept
+rl-conformance releases MATRIX.json [--write FILE]  a release matrix's columns and differences
 rl-conformance report DIR                           a killed run's reports, from its journal
 rl-conformance check-record FILE                    a dynamo.rl.validation.v1 record's rules
 rl-conformance verify-bundle DIR --sha256 DIGEST    a report directory against its bundle.json
@@ -37,6 +38,7 @@ from . import (
     kill_matrix,
     passthrough,
     profiles,
+    releases,
     report,
     run,
     validate,
@@ -55,6 +57,7 @@ COMMANDS = (
     profiles,
     diff,
     baseline,
+    releases,
     report,
     evidence,
     generation_costs,

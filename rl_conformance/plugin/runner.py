@@ -81,9 +81,13 @@ def suites_dir() -> Path:
 
 def parallel_jobs(config: RunConfig, most: int = MAX_JOBS) -> int:
     """Worker processes for a run: one per target, at most `most` and twice the cores (a
-    target's tests mostly wait on its deployment); 1 (in process) for a single target."""
+    target's tests mostly wait on its deployment); 1 (in process) for a single target, and for
+    a release matrix, whose real engines are launched one after another (each takes the cores
+    and gigabytes a second one would need)."""
     from ..launchers.plan import plan_targets
 
+    if config.launch and len(config.dynamo_python) > 1:
+        return 1
     targets = len(plan_targets(config).ids)
     return max(1, min(targets, most, 2 * (os.cpu_count() or 1)))
 

@@ -215,7 +215,7 @@ def test_a_fault_no_fake_of_the_run_can_have_is_refused() -> None:
         ),
         ({"update_model_path": ("/ckpt/a",)}, "observed one (/ckpt/a): give a second"),
         ({"frontend": "http://h", "backend": "vllm", "fault": ("x",)}, "this run tests none"),
-        ({"launch": "dynamo-mocker", "dynamo_python": "/no/such/python"}, "--dynamo-python"),
+        ({"launch": "dynamo-mocker", "dynamo_python": ("/no/such/python",)}, "--dynamo-python"),
         ({"reference_python": "/no/such/python"}, "--reference-python /no/such/python: no such"),
         (
             {"update_model_path": ("/a", "/b"), "reference_checkpoint": ("/no/such/ckpt",)},
@@ -275,7 +275,7 @@ def test_path_flags_are_resolved_against_the_working_directory_when_parsed(
     )
     config = RunConfig.from_options(args)
     here = str(tmp_path)
-    assert config.dynamo_python == os.path.join(here, ".venv-dynamo/bin/python")
+    assert config.dynamo_python == (os.path.join(here, ".venv-dynamo/bin/python"),)
     assert config.reference_python == os.path.expanduser("~/py")
     assert config.update_model_path == (os.path.join(here, "ckpt/a"), "/abs/b")
     assert config.reference_checkpoint == (os.path.dirname(here) + "/copy",)

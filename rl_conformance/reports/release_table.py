@@ -1,0 +1,74 @@
+"""A release matrix as Markdown, for `fixtures/DYNAMO_RELEASES.md`: each column's versions and
+counts (or why it was not reached), then every capability whose outcome differs between
+columns, with each differing cell's reason. Written by `rl-conformance releases`, from a run,
+between two markers, so the document says what a run measured and nothing typed by hand."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..wire.exchange import shorten
+
+BEGIN = "<!-- rl-conformance releases: begin -->"
+END = "<!-- rl-conformance releases: end -->"
+COUNTED = ("pass", "fail", "error", "unsupported", "not-advertised", "skipped")
+
+
+def render_release_table(matrix: dict[str, Any]) -> list[str]:
+    targets = matrix["targets"]
+    lines = [
+        BEGIN,
+        f"Measured by `{' '.join(matrix.get('environment', {}).get('command', [])) or 'a run'}` "
+        f"on {str(matrix.get('started_at', ''))[:10]}"
+        + ("" if matrix.get("complete", True) else " (incomplete run)")
+        + ":",
+        "",
+        "| column | versions | cells |",
+        "|---|---|---|",
+    ]
+    for target in targets:
+        versions = ", ".join(f"{k} {v}" for k, v in sorted((target.get("versions") or {}).items()))
+        lines.append(
+            f"| `{target['id']}` | {versions or 'none recorded'} | {_cells(matrix, target)} |"
+        )
+    differing = [
+        row
+        for row in matrix["capabilities"]
+        if len({row["cells"][t["id"]]["outcome"] for t in targets if not t.get("unreached")}) > 1
+    ]
+    lines.append("")
+    if differing:
+        reached = [t for t in targets if not t.get("unreached")]
+        lines.append("Capabilities whose outcome differs between the reached columns:")
+        lines.append("")
+        lines.append("| capability | " + " | ".join(f"`{t['id']}`" for t in reached) + " |")
+        lines.append("|---|" + "---|" * len(reached))
+        for row in differing:
+            cells = []
+            for target in reached:
+                cell = row["cells"][target["id"]]
+                reason = "" if cell["outcome"] == "pass" else f": {shorten(cell['reason'], 160)}"
+                cells.append(f"{cell['outcome']}{reason}".replace("|", "\\|"))
+            lines.append(f"| `{row['id']}` | " + " | ".join(cells) + " |")
+    else:
+        lines.append("Every capability has the same outcome in every reached column.")
+    lines.append(END)
+    return lines
+
+
+def _cells(matrix: dict[str, Any], target: dict[str, Any]) -> str:
+    if target.get("unreached"):
+        return f"not reached: {shorten(target['unreached'], 300)}".replace("|", "\\|")
+    outcomes = [row["cells"][target["id"]]["outcome"] for row in matrix["capabilities"]]
+    return ", ".join(f"{outcomes.count(o)} {o}" for o in COUNTED if outcomes.count(o))
+
+
+def replace_block(document: str, lines: list[str]) -> str:
+    """`document` with the block between the markers replaced by `lines` (appended at the end
+    when it has no block yet)."""
+    block = "\n".join(lines)
+    if BEGIN in document and END in document:
+        head, rest = document.split(BEGIN, 1)
+        _, tail = rest.split(END, 1)
+        return head + block + tail
+    return document.rstrip("\n") + "\n\n" + block + "\n"

