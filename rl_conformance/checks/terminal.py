@@ -204,9 +204,10 @@ def crossed_terminal_true(max_tokens: int, ending: Ending) -> Findings:
     cut stream's `cancelled` is `abort_reported`'s."""
     reason = ending.finish_reason
     if reason is not None and reason is not MISSING and reason not in COMPLETION_FINISH_REASONS:
+        raw = " (the engine's own abort reason, which Dynamo reports as stop)"
         yield Violation(
             f"{ending.where}: finish_reason {reason!r} after a control step: not one the "
-            "framework recognises (an engine's raw abort reason reached the client)",
+            f"framework recognises{raw if reason == 'abort' else ''}",
             f"{ending.where}.finish_reason",
             sorted(COMPLETION_FINISH_REASONS),
             reason,

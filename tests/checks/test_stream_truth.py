@@ -154,3 +154,22 @@ def test_a_folded_stream_ends_as_its_merged_events_end() -> None:
         assert terminal.ending_from_fold(fold_of(payloads)) == terminal.ending_from_body(
             aggregate_stream(payloads)
         ), case
+
+
+def test_legal_shapes_of_each_rule_pass() -> None:
+    """Twins of the recordings a deployment may legally send: usage carried by the terminal
+    chunk itself, choices streamed one after the other (the second first), a chat list with
+    the sampled token added beyond the k most likely."""
+    payloads = copy.deepcopy(events(recorded.STREAM_USAGE))
+    usage = next(p for p in payloads if isinstance(p, dict) and p["usage"])
+    payloads.remove(usage)
+    terminal_chunk = next(p for p in payloads if p["choices"][0].get("finish_reason"))
+    terminal_chunk["usage"] = usage["usage"]
+    assert recorded.usage_counts(payloads).passed
+    seeded = [p for p in events(recorded.SEEDED_STREAM) if isinstance(p, dict)]
+    in_turn = sorted(seeded, key=lambda p: [-c["index"] for c in p["choices"]] or [0])
+    assert recorded.choices_match(in_turn).passed
+    answer = body(recorded.CHAT_TOP)
+    for entry in answer["choices"][0]["logprobs"]["content"]:
+        entry["top_logprobs"].append({"token": "zz", "logprob": -9.0, "bytes": [122, 122]})
+    assert logprobs.topk_consistent(answer, 2, greedy=True).passed
