@@ -111,6 +111,30 @@ def test_top_logprobs_are_consistent(
     rl_verdict.check(logprobs.topk_consistent(body, shape["k"], greedy=True), exchange)
 
 
+CHAT_TOP_K = 3
+
+
+@capability("logprobs.topk_consistent")
+@pytest.mark.parametrize("stream", [False, True])
+def test_chat_top_logprobs_hold_k_entries(
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict, stream: bool
+) -> None:
+    """Chat `top_logprobs: k` lists the k most likely alternatives at every position, streamed
+    or not; a list one short has lost one (`logprobs.topk_consistent`)."""
+    body, _, exchange = generate_with_logprobs(
+        rl_client,
+        rl_target,
+        rl_verdict,
+        route="chat",
+        prompt=[640, 1024, 777, 1800, 512],
+        max_tokens=4,
+        k=CHAT_TOP_K,
+        echo=False,
+        stream=stream,
+    )
+    rl_verdict.check(logprobs.topk_consistent(body, CHAT_TOP_K, greedy=True), exchange)
+
+
 def request_prompt_logprobs(rl_client: Client, rl_target: Target, prompt: list[int], k: int) -> Any:
     return completion(
         rl_client,

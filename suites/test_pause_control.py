@@ -109,6 +109,7 @@ def test_an_invalid_pause_mode_is_refused_and_changes_nothing(
                 f"(unpaused: {unpaused_s:.2f} s): a slow worker, not evidence of a pause"
             )
         serving = False
+    probe.judge_terminal(rl_verdict)
     rl_verdict.measure(
         invalid_pause_mode={"unpaused_first_token_s": round(unpaused_s, 3), "hold_s": hold_s}
     )

@@ -16,7 +16,7 @@ from hypothesis.stateful import (
 )
 
 from rl_conformance import FeatureAbsent, MissingInput, Unobservable
-from rl_conformance.checks import aggregate_stream, control, straddle, streaming, terminal
+from rl_conformance.checks import aggregate_stream, control, straddle, streaming
 from rl_conformance.checks.base import MISSING
 from rl_conformance.client.http import Client
 from rl_conformance.control.admin import AdminClient, AdminWorker
@@ -122,6 +122,7 @@ def test_pause_holds_new_generation_until_resume(
         held.progress.wait_for_events(1, held_s)
         while_paused = held.progress.events
     held.wait()
+    held.judge_terminal(rl_verdict)
     # It went on after resume: events came after the ones (none) it had while paused. A held
     # request the deployment refused, or did not answer as a stream, leaves that to a new one.
     completed = held.progress.events > while_paused
@@ -149,7 +150,8 @@ def in_flight(
 
 
 def ended_once(rl_verdict: Verdict, stream: InFlightStream) -> list[Any]:
-    """The stream's events, after requiring one terminal per choice and terminal success."""
+    """The stream's events, after requiring one terminal per choice, terminal success, and a
+    terminal true of what the stream returned (`InFlightStream.judge_terminal`)."""
     exchange = stream.exchange
     payloads = rl_verdict.events(exchange)
     rl_verdict.check(streaming.single_terminal(payloads), exchange)
@@ -159,6 +161,7 @@ def ended_once(rl_verdict: Verdict, stream: InFlightStream) -> list[Any]:
         ),
         exchange,
     )
+    stream.judge_terminal(rl_verdict)
     return payloads
 
 
@@ -191,6 +194,7 @@ def test_pause_without_a_mode_follows_the_documented_default(
             rl_admin.call_each(chosen.workers, family.resume, {})
         finally:
             stream.wait()
+    stream.judge_terminal(rl_verdict)
     evidence = (
         f"of {stream.max_tokens} tokens: {sent.describe()} when the pause was sent, "
         f"{answered.describe()} when it was answered, {at_resume.describe()} at resume, "
@@ -649,10 +653,7 @@ def test_a_stream_in_flight_across_a_version_rename_ends_once_and_says_if_cut(
         stream.wait()
     if sent.ended:
         raise Unobservable(f"the stream had ended ({sent.describe()}) when the rename was sent")
-    exchange = stream.exchange
-    payloads = ended_once(rl_verdict, stream)
-    ending = terminal.ending_from_body(aggregate_stream(payloads))
-    rl_verdict.check(terminal.abort_reported(stream.max_tokens, ending), exchange)
+    ended_once(rl_verdict, stream)
 
 
 IN_PLACE_MODES = ("keep", "in_place")
@@ -793,11 +794,8 @@ def test_streams_in_flight_across_a_refresh_end_in_one_terminal_state(
         )
     for stream in crossed:
         exchange = stream.exchange
-        payloads = ended_once(rl_verdict, stream)
-        merged = aggregate_stream(payloads)
         # Cut short by an abort, it says so: a trainer must tell a truncated sample from a
         # finished one.
-        ending = terminal.ending_from_body(merged)
-        rl_verdict.check(terminal.abort_reported(stream.max_tokens, ending), exchange)
+        merged = aggregate_stream(ended_once(rl_verdict, stream))
         reported = (merged.get("nvext") or {}).get("engine_data", {}).get("weight_version")
         rl_verdict.check(control.version_is_one_of(reported, [old_version, version]), exchange)

@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 
 from rl_conformance import Unobservable
-from rl_conformance.checks import terminal
+from rl_conformance.checks import stream_data, terminal
 from rl_conformance.checks.aggregate import aggregate_stream
+from rl_conformance.checks.base import MISSING
 from rl_conformance.client.http import Client
 from rl_conformance.control.requests import chat, completion
 from rl_conformance.model.target import Target
@@ -144,3 +145,79 @@ def test_a_stop_on_no_requested_condition_ends_on_an_eos_id(
         )
     asked = terminal.Asked(EOS_WINDOW, eos_token_ids=rl_target.eos_token_ids)
     rl_verdict.check(terminal.terminal_reason_true(asked, ending), exchange)
+
+
+STOP_WINDOW = 12
+"""Tokens the greedy run that a stop string is picked from generates."""
+STOP_LENGTH = 3
+
+
+def stop_string_in(text: str) -> str | None:
+    """A run of `STOP_LENGTH` letters that first occurs in the second half of `text`: the greedy
+    run reaches it after a few tokens, and letters detokenize alike in a whole text and a piece
+    of it (no byte fallback, no whitespace normalisation)."""
+    for start in range(len(text) // 2, len(text) - STOP_LENGTH + 1):
+        piece = text[start : start + STOP_LENGTH]
+        if piece.isalpha() and text.find(piece) == start:
+            return piece
+    return None
+
+
+def text_and_ids(rl_verdict: Verdict, exchange: Exchange) -> tuple[str, list[int], Any]:
+    """The first choice's text, its ids and the body (merged when streamed)."""
+    body = body_of(rl_verdict, exchange)
+    texts = stream_data.choice_texts(body)
+    ids = terminal.ending_from_body(body).completion_ids
+    if not isinstance(texts.get("0"), str) or ids is None:
+        raise Unobservable(
+            f"a text and nvext.completion_token_ids in the answer ({exchange.describe()})"
+        )
+    return texts["0"], list(ids), body
+
+
+@capability("stream.terminal_reason_verified")
+@pytest.mark.parametrize("route", ROUTES)
+def test_a_stop_string_finish_keeps_the_token_that_completed_it(
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict, route: str
+) -> None:
+    """A stop string the deployment's own greedy text reaches; the stopped ids must be the first
+    ids of the same request without `stop`, and the deployment's text of those ids must reach
+    through the matched string (`stream_data.stop_string_sequence`). The unstopped request is
+    asked again for exactly as many tokens as the stopped one returned: the text of those ids,
+    and a second greedy answer that must agree with the first (an engine that is not
+    deterministic at temperature 0 leaves the test inconclusive)."""
+    unary = route.removesuffix("-stream")
+    fields = {"max_tokens": STOP_WINDOW, "temperature": 0}
+    unstopped, unstopped_ids, _ = text_and_ids(
+        rl_verdict, generate(rl_client, rl_target, unary, **fields)
+    )
+    stop = stop_string_in(unstopped)
+    if stop is None:
+        raise Unobservable(f"a run of {STOP_LENGTH} letters in the greedy text {unstopped!r}")
+    exchange = generate(rl_client, rl_target, route, stop=[stop], **fields)
+    text, ids, body = text_and_ids(rl_verdict, exchange)
+    ending = terminal.ending_from_body(body)
+    if ending.finish_reason != "stop":
+        raise Unobservable(
+            f"the stop string {stop!r}, which the greedy text reaches, did not end the request "
+            f"(finish_reason {ending.finish_reason!r})"
+        )
+    reference, reference_ids, _ = text_and_ids(
+        rl_verdict,
+        generate(rl_client, rl_target, unary, max_tokens=max(len(ids), 1), temperature=0),
+    )
+    if reference_ids != unstopped_ids[: len(reference_ids)]:
+        raise Unobservable(
+            f"two greedy answers to one request differ ({unstopped_ids} then {reference_ids}): "
+            "the deployment is not deterministic at temperature 0"
+        )
+    run = stream_data.StopStringRun(
+        stops=(stop,),
+        ids=ids,
+        text=text,
+        stop_reason=MISSING if ending.stop_reason is None else ending.stop_reason,
+        reference_ids=reference_ids if ids else [],
+        reference_text=reference if ids else "",
+        unstopped_text=unstopped,
+    )
+    rl_verdict.check(stream_data.stop_string_sequence(run), exchange)

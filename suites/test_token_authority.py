@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 from hypothesis import given
 
-from rl_conformance.checks import aggregate_stream, discovery, tokens
+from rl_conformance import Unobservable
+from rl_conformance.checks import aggregate_stream, discovery, stream_data, tokens
 from rl_conformance.client.http import Client
 from rl_conformance.control.requests import chat, completion
 from rl_conformance.model import strategies
@@ -152,6 +153,77 @@ def test_streamed_ids_concatenate_to_unary_ids(
     rl_verdict.check(
         tokens.stream_concat(payloads, body["nvext"]["completion_token_ids"]), streamed
     )
+
+
+@capability("tokens.usage_consistent")
+@pytest.mark.parametrize("route", ["completions", "chat"])
+def test_the_streamed_usage_chunk_counts_the_streamed_ids(
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict, route: str
+) -> None:
+    """The usage chunk `stream_options.include_usage` asks for counts the ids the stream
+    carried, and the prompt the unary answer to the same request counted."""
+    schema = "chat-completion" if route == "chat" else "completion"
+    unary = generate_ids(rl_client, rl_target, route, PROMPT, 6)
+    body = rl_verdict.json(unary, schema=schema)
+    streamed = generate_ids(
+        rl_client,
+        rl_target,
+        route,
+        PROMPT,
+        6,
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    payloads = rl_verdict.events(streamed, schema=f"{schema}-chunk")
+    rl_verdict.check(tokens.completion_ids_present(aggregate_stream(payloads)), streamed)
+    rl_verdict.check(stream_data.stream_usage_counts(payloads, body), streamed)
+
+
+SEEDED: dict[str, Any] = {"max_tokens": 6, "n": 2, "temperature": 0.8, "seed": 7}
+"""Two sampled choices under a fixed seed (Dynamo refuses n > 1 at temperature 0 and with
+`completion_token_ids`: `fixtures/dynamo-1.6.1/vllm-cpu/completions_n2.json`)."""
+
+
+def seeded(rl_client: Client, rl_target: Target, route: str, stream: bool = False) -> Exchange:
+    if route == "chat":
+        return chat(rl_client, rl_target, token_data=PROMPT, stream=stream, **SEEDED)
+    return completion(rl_client, rl_target, PROMPT, stream=stream, **SEEDED)
+
+
+def refused(exchange: Exchange, what: str) -> None:
+    """A request refusal (4xx) of what the rule needs: n > 1 is the choice count's row, not
+    this one's, so the rule is left unobserved."""
+    if 400 <= exchange.status < 500:
+        raise Unobservable(
+            f"{what}: answered HTTP {exchange.status} ({exchange.body_preview()}), so no "
+            "streamed choice can be tied to its index"
+        )
+
+
+@capability("tokens.stream_concat")
+@pytest.mark.parametrize("route", ["completions", "chat"])
+def test_each_streamed_choice_is_the_unary_choice_of_its_index(
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict, route: str
+) -> None:
+    """With n = 2 under one seed, each streamed index carries the unary answer's choice of that
+    index. Only where the deployment is seed-deterministic: the unary answer is asked twice
+    first, and two different answers leave the test inconclusive."""
+    schema = "chat-completion" if route == "chat" else "completion"
+    first, second = (seeded(rl_client, rl_target, route) for _ in range(2))
+    refused(first, f"unary n=2 under seed {SEEDED['seed']} on {route}")
+    unary = rl_verdict.json(first, schema=schema)
+    again = rl_verdict.json(second, schema=schema)
+    texts = stream_data.choice_texts(unary)
+    if texts != stream_data.choice_texts(again):
+        raise Unobservable(
+            f"a streamed choice's index: two unary n=2 answers under seed {SEEDED['seed']} "
+            f"differ ({texts} then {stream_data.choice_texts(again)}), so the deployment is not "
+            "seed-deterministic and no answer says what each index must carry"
+        )
+    streamed = seeded(rl_client, rl_target, route, stream=True)
+    refused(streamed, f"a stream of n=2 under seed {SEEDED['seed']} on {route}")
+    merged = aggregate_stream(rl_verdict.events(streamed, schema=f"{schema}-chunk"))
+    rl_verdict.check(stream_data.stream_choices_match(merged, unary), streamed)
 
 
 @capability("tokens.text_token_equivalence")

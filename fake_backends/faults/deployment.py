@@ -100,6 +100,25 @@ CATALOGUE = Catalogue(
             "usage.completion_tokens is one too high (total_tokens consistent with it)",
         ),
         _fault(
+            "usage_chunk_miscounts",
+            "a stream's usage chunk (stream_options.include_usage) counts one completion token "
+            "more than the stream carried (total_tokens consistent with it); unary usage is right",
+        ),
+        _fault(
+            "chat_top_logprobs_short",
+            "chat top_logprobs lists lose their last entry: k-1 alternatives for top_logprobs k",
+        ),
+        _fault(
+            "stream_index_swapped",
+            "a stream with n > 1 choices sends choice 0's chunks under index 1 and choice 1's "
+            "under index 0",
+        ),
+        _fault(
+            "stop_string_drops_last_id",
+            "a choice that ends on a stop string loses the token that completed it from its ids, "
+            "logprobs and usage (its text, cut before the stop string, is kept)",
+        ),
+        _fault(
             "model_identity_mismatch",
             "responses name model 'other-model' while /v1/models lists the served one",
         ),
@@ -360,6 +379,17 @@ CATALOGUE = Catalogue(
             "abort_reported_as_stop",
             "an aborted request's nvext.detailed_finish_reason says stop, as its finish_reason "
             "does: a truncated rollout looks finished (ai-dynamo/dynamo #14418)",
+        ),
+        _fault(
+            "crossed_stream_length_short",
+            "a request an abort cut short (a pause in abort mode, a rename that aborts) reports "
+            "finish_reason length, and detailed_finish_reason length, with fewer than max_tokens "
+            "ids (SkyRL #1250: an abort that looks like a finished rollout)",
+        ),
+        _fault(
+            "crossed_stream_raw_abort",
+            "a request an abort cut short reports the engine's raw finish_reason 'abort' "
+            "(vLLM's FinishReason.ABORT) instead of Dynamo's 'stop'",
         ),
         _fault(
             "length_reported_as_stop",

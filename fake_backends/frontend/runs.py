@@ -94,14 +94,25 @@ def run_request(
 
 
 def _misreported(state: DeploymentState, result: ChoiceResult) -> ChoiceResult:
-    """The terminal faults: a matched stop or EOS id dropped from the sequence (ids, logprobs
-    and usage still agree), a max_tokens finish reported as a stop."""
+    """The terminal faults: a matched stop or EOS id, or the token that completed a stop
+    string, dropped from the sequence (ids, logprobs and usage still agree), a max_tokens finish
+    reported as a stop."""
     if (
         state.fault("matched_stop_id_dropped")
         and result.finish in ("stop", "eos")
         and isinstance(result.stop_reason, int)
     ):
         return dataclasses.replace(result, steps=result.steps[:-1])
+    if (
+        state.fault("stop_string_drops_last_id")
+        and result.finish == "stop"
+        and isinstance(result.stop_reason, str)
+        and result.steps
+    ):
+        *kept, last = result.steps
+        if kept:  # the text stays as it was: the dropped token's part joins the one before
+            kept[-1] = kept[-1]._replace(text_delta=kept[-1].text_delta + last.text_delta)
+        return dataclasses.replace(result, steps=tuple(kept))
     if state.fault("length_reported_as_stop") and result.finish == "length":
         return dataclasses.replace(result, finish="stop")
     return result

@@ -15,6 +15,7 @@ and nowhere else.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Protocol
 
@@ -41,6 +42,15 @@ class StreamDialect(Protocol):
 TRAILING_TEXT = " after-the-end"
 
 
+def swapped(views: Sequence[ChoiceView]) -> list[ChoiceView]:
+    """The choices under one another's indices: the first under the last's, and so on."""
+    indices = [view.index for view in reversed(views)]
+    return [
+        dataclasses.replace(view, result=dataclasses.replace(view.result, index=index))
+        for view, index in zip(views, indices, strict=True)
+    ]
+
+
 async def stream_frames(
     state: DeploymentState,
     live: LiveRequest,
@@ -51,6 +61,8 @@ async def stream_frames(
 ) -> AsyncIterator[bytes]:
     """The stream's frames, those released between two turns of the event loop joined into one
     item (a burst of tokens leaves in one write, each token still in its own event)."""
+    if state.fault("stream_index_swapped") and len(views) > 1:
+        views = swapped(views)
     released = {view.index: 0 for view in views}
     aborted = False
     pending: list[bytes] = []
@@ -90,7 +102,11 @@ async def stream_frames(
     else:
         live.end("completed", views[0].result.token_ids if views else ())
     if include_usage:
-        pending.append(frame(dialect.usage_chunk(final)))
+        usage_chunk = dialect.usage_chunk(final)
+        if state.fault("usage_chunk_miscounts"):
+            usage_chunk["usage"]["completion_tokens"] += 1
+            usage_chunk["usage"]["total_tokens"] += 1
+        pending.append(frame(usage_chunk))
     if not state.fault("done_missing"):
         pending.append(DONE_FRAME)
     if pending:

@@ -71,6 +71,10 @@ def openai_finish_reason(state: DeploymentState, result: ChoiceResult) -> str | 
         return None
     if state.fault("unknown_finish_reason"):
         return "weird_reason"
+    if result.finish == "cancelled" and state.fault("crossed_stream_raw_abort"):
+        return "abort"
+    if result.finish == "cancelled" and state.fault("crossed_stream_length_short"):
+        return "length"
     return "length" if result.finish == "length" else "stop"
 
 
@@ -83,6 +87,8 @@ def detailed_finish_reason(state: DeploymentState, result: ChoiceResult) -> str:
     """
     if result.finish == "cancelled" and state.fault("abort_reported_as_stop"):
         return "stop"
+    if result.finish == "cancelled" and state.fault("crossed_stream_length_short"):
+        return "length"
     if result.finish in ("length", "cancelled"):
         return result.finish
     return "stop"

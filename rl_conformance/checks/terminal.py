@@ -18,15 +18,24 @@ and the request, and a trainer masks and weights samples by it.
   `cancelled` on a natural finish; on a request an abort cut short it is `cancelled`
   (`abort_reported`): Dynamo reports an abort as finish `stop` (#14418), and only this field
   (PR #14525) tells a truncated rollout from a finished one.
+- a stream that crossed a control step (a pause, a rename, an update) is held to the same rules
+  however it ended (`crossed_terminal_true`): its finish reason is one the framework recognises,
+  never the engine's raw `abort` (vLLM's `FinishReason.ABORT`), and `length` still means
+  `max_tokens` ids; one a pause cut short says so, as real Dynamo 1.6.1 with vLLM does (`stop`,
+  detailed `cancelled`: `vllm-cpu/stream_during_pause_abort_all_selectors.json`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .base import MISSING, Findings, Violation, check, get_path
+from .streaming import COMPLETION_FINISH_REASONS
+
+if TYPE_CHECKING:
+    from .stream_fold import StreamFold
 
 SECTION = "Integration Checklist"
 SPEC = "Token IDs, log probabilities, masks, and terminal states match the framework contract."
@@ -166,6 +175,53 @@ def ending_from_body(body: Any) -> Ending:
         stop_reason=get_path(body, "nvext", "stop_reason"),
         detailed_finish_reason=get_path(body, "nvext", "detailed_finish_reason"),
     )
+
+
+def ending_from_fold(fold: StreamFold) -> Ending:
+    """Choice 0's ending in a stream folded as it arrived (`stream_fold.StreamFold`): what
+    `ending_from_body(aggregate_stream(events))` reads, for a stream of any length (a stream
+    that carried no ids has none to judge)."""
+    ids = None if fold.ids_error is not None else fold.ids.tolist()
+    return Ending(
+        finish_reason=fold.finish_reasons.get("0"),
+        completion_ids=ids or None,
+        stop_reason=fold.nvext.get("stop_reason", MISSING),
+        detailed_finish_reason=fold.nvext.get("detailed_finish_reason", MISSING),
+    )
+
+
+@check(
+    "stream.crossed_terminal_verified",
+    title="a stream that crossed a control step ends with a recognised finish reason, true of "
+    "its ids",
+    spec="The response has a terminal state recognized by the framework.",
+    section="Preserve Token Authority",
+)
+def crossed_terminal_true(max_tokens: int, ending: Ending) -> Findings:
+    """`ending`: a greedy stream asked for `max_tokens` with EOS ignored, open while a control
+    step was taken; however the step ended it (ran on, held, aborted), the finish it reports is
+    a claim a trainer masks by. A missing terminal is `stream.single_terminal`'s finding, and a
+    cut stream's `cancelled` is `abort_reported`'s."""
+    reason = ending.finish_reason
+    if reason is not None and reason is not MISSING and reason not in COMPLETION_FINISH_REASONS:
+        raw = " (the engine's own abort reason, which Dynamo reports as stop)"
+        yield Violation(
+            f"{ending.where}: finish_reason {reason!r} after a control step: not one the "
+            f"framework recognises{raw if reason == 'abort' else ''}",
+            f"{ending.where}.finish_reason",
+            sorted(COMPLETION_FINISH_REASONS),
+            reason,
+        )
+        return
+    yield from _counts(Asked(max_tokens, ignore_eos=True), ending)
+    detailed = ending.detailed_finish_reason
+    if reason == "length" and detailed not in (MISSING, None, "length"):
+        yield Violation(
+            f"{ending.where}: nvext.detailed_finish_reason {detailed!r} on a length finish",
+            f"{ending.where}.nvext.detailed_finish_reason",
+            "length",
+            detailed,
+        )
 
 
 @check(

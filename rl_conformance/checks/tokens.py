@@ -142,13 +142,23 @@ def usage_consistent(
         "completion_tokens": len(completion_ids),
         "total_tokens": len(prompt_ids) + len(completion_ids),
     }
+    yield from usage_disagreements(usage, expected)
+
+
+def usage_disagreements(
+    usage: dict[str, Any],
+    expected: dict[str, int],
+    where: str = "usage",
+    against: dict[str, str] | None = None,
+) -> Findings:
+    """Each count of `usage` that is not the one `expected`; `against` names what a count was
+    held to (by its name; the token ids unless named)."""
     for name, value in expected.items():
-        if usage.get(name, MISSING) != value:
+        found = usage.get(name, MISSING)
+        if found != value:
+            said = (against or {}).get(name, "the token ids")
             yield Violation(
-                f"usage.{name} disagrees with the token ids",
-                f"usage.{name}",
-                value,
-                describe(usage.get(name, MISSING)),
+                f"{where}.{name} disagrees with {said}", f"{where}.{name}", value, describe(found)
             )
 
 

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ..checks import streaming
+from ..checks import streaming, terminal
 from ..client.http import Client, StreamProgress
 from ..model.target import Target
 from ..model.verdict import Unobservable, Verdict
@@ -219,6 +219,23 @@ class InFlightStream:
         if exchange is None:
             raise AssertionError("the in-flight stream never returned")
         return exchange
+
+    def judge_terminal(self, verdict: Verdict) -> None:
+        """Hold how the stream ended to the terminal-reason rules, whatever the control step it
+        crossed did to it: a recognised finish reason true of its ids
+        (`terminal.crossed_terminal_true`), and `cancelled` where an abort cut it short
+        (`terminal.abort_reported`). A stream the deployment refused or never answered as a
+        stream has no terminal to judge; a native SGLang stream reports its finish in its own
+        schema (`meta_info.finish_reason`), held by the native route's rows."""
+        if self.native or self.thread.ident is None:
+            return
+        self.wait()
+        exchange = self.result.get("exchange")
+        if exchange is None or exchange.fold is None or exchange.status != 200:
+            return
+        ending = terminal.ending_from_fold(exchange.fold)
+        verdict.check(terminal.crossed_terminal_true(self.max_tokens, ending), exchange)
+        verdict.check(terminal.abort_reported(self.max_tokens, ending), exchange)
 
     def completed(self) -> bool:
         """Ran to its length: every token it asked for arrived, or its choice ended with finish

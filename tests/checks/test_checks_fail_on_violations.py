@@ -31,7 +31,7 @@ from rl_conformance.checks.base import rule_ids
 from rl_conformance.checks.schema_registry import schema_names
 from rl_conformance.control.policy_reference import PolicyReference
 
-from . import bodies
+from . import bodies, recorded
 
 Case = tuple[Callable[[], CheckResult], Callable[[], CheckResult]]
 
@@ -481,6 +481,7 @@ CASES: dict[str, Case] = {
         lambda: http.json_body(None, "{}"),
         lambda: http.json_body("Expecting value", "<html>"),
     ),
+    **recorded.CASES,
 }
 
 

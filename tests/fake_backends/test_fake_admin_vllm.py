@@ -373,28 +373,39 @@ def test_admin_ledger_on_control_port(client: httpx.Client, dep: FakeDeployment)
     assert dep.admin_ledger == []
 
 
-@shows("abort_reported_as_stop")
-def test_abort_reported_as_stop(client: httpx.Client, dep: FakeDeployment) -> None:
+@shows("abort_reported_as_stop", "crossed_stream_length_short", "crossed_stream_raw_abort")
+@pytest.mark.parametrize(
+    ("fault", "finish", "detailed"),
+    [
+        ("abort_reported_as_stop", "stop", "stop"),
+        ("crossed_stream_length_short", "length", "length"),
+        ("crossed_stream_raw_abort", "abort", "cancelled"),
+    ],
+)
+def test_a_stream_an_abort_cut_misreports_its_finish(
+    client: httpx.Client, dep: FakeDeployment, fault: str, finish: str, detailed: str
+) -> None:
     base = dep.workers[0]["system_url"]
     body = {
         "prompt": PROMPT,
         "max_tokens": 200,
         "ignore_eos": True,
         "stream": True,
-        "nvext": pinned(dep, 0, extra_fields=["detailed_finish_reason"]),
+        "nvext": pinned(dep, 0, extra_fields=["completion_token_ids", "detailed_finish_reason"]),
     }
-    with faulted(dep, "abort_reported_as_stop"):
+    with faulted(dep, fault):
         stream = Background(
             client,
             f"{dep.frontend_url}/v1/completions",
             body,
-            **{"x-request-id": "hidden-abort", "x-fake-token-delay-ms": "10"},
+            **{"x-request-id": f"cut-{fault}", "x-fake-token-delay-ms": "10"},
         )
         wait_for(lambda: len(stream.events) >= 2)
         admin(client, base, "pause_generation", {"mode": "abort"})
         stream.join()
         admin(client, base, "resume_generation")
-    *_, cancel, done = stream.events
+    *chunks, cancel, done = stream.events
     assert done == DONE
-    assert cancel["choices"][0]["finish_reason"] == "stop"
-    assert cancel["nvext"] == {"detailed_finish_reason": "stop"}
+    assert cancel["choices"][0]["finish_reason"] == finish
+    assert cancel["nvext"]["detailed_finish_reason"] == detailed
+    assert 0 < sum(len(c["nvext"]["completion_token_ids"]) for c in chunks) < 200

@@ -12,6 +12,7 @@ stream only carries them in ``nvext`` with the opt-in.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator, Hashable, Sequence
 from typing import Any
 
@@ -117,7 +118,10 @@ def _choice(view: ChoiceView) -> dict[str, Any]:
 
 
 def chat_views(state: DeploymentState, run: EngineRun) -> list[ChoiceView]:
-    return [choice_view(state, c, run.request.logprobs) for c in run.choices]
+    views = [choice_view(state, c, run.request.logprobs) for c in run.choices]
+    if state.fault("chat_top_logprobs_short"):
+        return [dataclasses.replace(v, tops=tuple(top[:-1] for top in v.tops)) for v in views]
+    return views
 
 
 def chat_stream(state: DeploymentState, run: EngineRun, live: LiveRequest) -> AsyncIterator[bytes]:
