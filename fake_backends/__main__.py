@@ -17,6 +17,7 @@ import sys
 from collections.abc import Sequence
 
 from fake_backends.deployment.assembly import LISTING_ORDERS, Assembly, DeploymentOptions
+from fake_backends.deployment.ingress import INGRESS_CODINGS
 from fake_backends.deployment.ready_line import ready_line
 from fake_backends.deployment.serving import run_fast, settle_heap
 from fake_backends.faults.deployment import FAULT_NAMES, catalogue_lines
@@ -93,6 +94,13 @@ def build_parser() -> argparse.ArgumentParser:
         "(a cold start on that checkpoint; default: the toy model's initial weights)",
     )
     parser.add_argument(
+        "--ingress-coding",
+        choices=INGRESS_CODINGS,
+        default="identity",
+        help="an ingress in front of the frontend compresses its JSON and event streams in this "
+        "coding for clients that accept it, as nginx's gzip does (legal; default identity)",
+    )
+    parser.add_argument(
         "--engine-call-delay-ms",
         type=float,
         default=0.0,
@@ -148,6 +156,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             engine_routes=args.engine_route,
             listing_order=args.rl_worker_order,
             initial_model_path=args.initial_model_path,
+            ingress_coding=args.ingress_coding,
         )
     except ValueError as exc:
         parser.error(str(exc))
@@ -172,6 +181,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             engine_call_delay_s=max(0.0, args.engine_call_delay_ms) / 1000,
             listing_order=args.rl_worker_order,
             initial_model_path=args.initial_model_path,
+            ingress_coding=args.ingress_coding,
         )
     except OSError as exc:
         log.error("cannot bind: %s", exc)

@@ -36,6 +36,7 @@ from fake_backends.admin.trtllm import trtllm_routes
 from fake_backends.admin.vllm import python_routes
 from fake_backends.admin.vllm_sidecar import sidecar_routes
 from fake_backends.deployment.control_port import build_control_app
+from fake_backends.deployment.ingress import INGRESS_CODINGS, CompressingIngress
 from fake_backends.deployment.serving import (
     Listener,
     ServerGroup,
@@ -85,6 +86,9 @@ class DeploymentOptions:
     initial_model_path: str | None = None
     """The checkpoint every worker starts on (the weights an ``update_weights_from_disk`` of
     this path gives); None: the toy model's initial weights."""
+    ingress_coding: str = "identity"
+    """The content coding an ingress in front of the frontend compresses its JSON and event
+    streams in, for a client that accepts it (``ingress.CompressingIngress``)."""
 
     @classmethod
     def build(
@@ -98,6 +102,7 @@ class DeploymentOptions:
         engine_routes: Sequence[str] | str | None = None,
         listing_order: str = "sorted",
         initial_model_path: str | None = None,
+        ingress_coding: str = "identity",
     ) -> DeploymentOptions:
         """Validate; ``engine_routes`` None means the ``DYN_SGLANG_ENGINE_ROUTES`` variable."""
         personality = get_personality(backend)
@@ -130,6 +135,11 @@ class DeploymentOptions:
             )
         if initial_model_path is not None and not initial_model_path:
             raise ValueError("the initial model path must not be empty")
+        if ingress_coding not in INGRESS_CODINGS:
+            raise ValueError(
+                f"unknown ingress coding {ingress_coding!r}; choose one of: "
+                f"{', '.join(INGRESS_CODINGS)}"
+            )
         return cls(
             workers,
             model,
@@ -138,6 +148,7 @@ class DeploymentOptions:
             tuple(descriptors),
             listing_order,
             initial_model_path,
+            ingress_coding,
         )
 
     @property
@@ -172,6 +183,7 @@ class Assembly:
         engine_call_delay_s: float = 0.0,
         listing_order: str = "sorted",
         initial_model_path: str | None = None,
+        ingress_coding: str = "identity",
     ) -> None:
         options = DeploymentOptions.build(
             backend,
@@ -182,6 +194,7 @@ class Assembly:
             engine_routes=engine_routes,
             listing_order=listing_order,
             initial_model_path=initial_model_path,
+            ingress_coding=ingress_coding,
         )
         personality = get_personality(backend)
         active = active_faults(faults)
@@ -232,6 +245,8 @@ class Assembly:
         self.rl_url = socket_url(rl_sock, host)
         self.control_url = socket_url(control_sock, CONTROL_HOST)
         listeners[0].app = build_frontend_app(self.state, [_leaked_listener(self.state)])
+        if options.ingress_coding != "identity":
+            listeners[0].app = CompressingIngress(listeners[0].app, options.ingress_coding)
         listeners[1].app = build_rl_app(self.state)
         listeners[2].app = build_control_app(self.state)
         for listener, worker in zip(listeners[3:], engine_workers, strict=False):
@@ -324,12 +339,15 @@ class FakeDeployment:
         listener_env: Mapping[str, str] | None = None,
         listing_order: str = "sorted",
         initial_model_path: str | None = None,
+        ingress_coding: str = "identity",
     ) -> None:
         """See ``Assembly``.  ``listener_env`` None: the RL listener reads ``os.environ``.
         ``listing_order``: ``sorted`` (the real listener's), ``rotated`` or ``shuffled`` (the
         same workers in another order on every read, which the contract allows).
         ``initial_model_path``: every worker starts with the weights an update from this path
         gives (a cold start on that checkpoint); None: the toy model's initial weights.
+        ``ingress_coding``: ``gzip`` or ``deflate`` puts a compressing ingress in front of the
+        frontend (``DeploymentOptions.ingress_coding``).
 
         ``engine_routes`` (SGLang): descriptors, or None for ``DYN_SGLANG_ENGINE_ROUTES``.
         Configuration errors raise ValueError here, before any socket is bound.
@@ -343,6 +361,7 @@ class FakeDeployment:
             engine_routes=engine_routes,
             listing_order=listing_order,
             initial_model_path=initial_model_path,
+            ingress_coding=ingress_coding,
         )
         active_faults(faults)  # validate now, before any socket is bound
         self._options: dict[str, Any] = {
@@ -359,6 +378,7 @@ class FakeDeployment:
             "listener_env": None if listener_env is None else dict(listener_env),
             "listing_order": listing_order,
             "initial_model_path": initial_model_path,
+            "ingress_coding": ingress_coding,
         }
         self.backend = backend
         self._assembly: Assembly | None = None
