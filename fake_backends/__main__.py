@@ -101,6 +101,14 @@ def build_parser() -> argparse.ArgumentParser:
         "coding for clients that accept it, as nginx's gzip does (legal; default identity)",
     )
     parser.add_argument(
+        "--unpaused-update-status",
+        type=int,
+        default=200,
+        metavar="STATUS",
+        help="vLLM only: the HTTP status a worker refuses a weight update while running with: "
+        "200 (Dynamo's handled error, the default) or a 4xx of its own such as 409 (legal)",
+    )
+    parser.add_argument(
         "--engine-call-delay-ms",
         type=float,
         default=0.0,
@@ -157,6 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             listing_order=args.rl_worker_order,
             initial_model_path=args.initial_model_path,
             ingress_coding=args.ingress_coding,
+            unpaused_update_status=args.unpaused_update_status,
         )
     except ValueError as exc:
         parser.error(str(exc))
@@ -182,6 +191,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             listing_order=args.rl_worker_order,
             initial_model_path=args.initial_model_path,
             ingress_coding=args.ingress_coding,
+            unpaused_update_status=args.unpaused_update_status,
         )
     except OSError as exc:
         log.error("cannot bind: %s", exc)

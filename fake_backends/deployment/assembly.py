@@ -89,6 +89,9 @@ class DeploymentOptions:
     ingress_coding: str = "identity"
     """The content coding an ingress in front of the frontend compresses its JSON and event
     streams in, for a client that accepts it (``ingress.CompressingIngress``)."""
+    unpaused_update_status: int = 200
+    """The HTTP status a vLLM worker refuses an update while running with: 200 (Dynamo's
+    handled error) or a 4xx of the worker's own (409, as lmdeploy answers)."""
 
     @classmethod
     def build(
@@ -103,6 +106,7 @@ class DeploymentOptions:
         listing_order: str = "sorted",
         initial_model_path: str | None = None,
         ingress_coding: str = "identity",
+        unpaused_update_status: int = 200,
     ) -> DeploymentOptions:
         """Validate; ``engine_routes`` None means the ``DYN_SGLANG_ENGINE_ROUTES`` variable."""
         personality = get_personality(backend)
@@ -140,6 +144,10 @@ class DeploymentOptions:
                 f"unknown ingress coding {ingress_coding!r}; choose one of: "
                 f"{', '.join(INGRESS_CODINGS)}"
             )
+        if unpaused_update_status != 200 and not 400 <= unpaused_update_status < 500:
+            raise ValueError(
+                f"the unpaused update status must be 200 or a 4xx, not {unpaused_update_status}"
+            )
         return cls(
             workers,
             model,
@@ -149,6 +157,7 @@ class DeploymentOptions:
             listing_order,
             initial_model_path,
             ingress_coding,
+            unpaused_update_status,
         )
 
     @property
@@ -184,6 +193,7 @@ class Assembly:
         listing_order: str = "sorted",
         initial_model_path: str | None = None,
         ingress_coding: str = "identity",
+        unpaused_update_status: int = 200,
     ) -> None:
         options = DeploymentOptions.build(
             backend,
@@ -195,6 +205,7 @@ class Assembly:
             listing_order=listing_order,
             initial_model_path=initial_model_path,
             ingress_coding=ingress_coding,
+            unpaused_update_status=unpaused_update_status,
         )
         personality = get_personality(backend)
         active = active_faults(faults)
@@ -219,6 +230,7 @@ class Assembly:
                     started_at=now,
                     namespace=options.namespace_of(index),
                     runtime=WorkerRuntime(active),
+                    unpaused_update_status=options.unpaused_update_status,
                 )
                 worker.transport_address = f"{shown}:{frontend_port}"
                 if personality.system_servers:
@@ -340,6 +352,7 @@ class FakeDeployment:
         listing_order: str = "sorted",
         initial_model_path: str | None = None,
         ingress_coding: str = "identity",
+        unpaused_update_status: int = 200,
     ) -> None:
         """See ``Assembly``.  ``listener_env`` None: the RL listener reads ``os.environ``.
         ``listing_order``: ``sorted`` (the real listener's), ``rotated`` or ``shuffled`` (the
@@ -347,7 +360,8 @@ class FakeDeployment:
         ``initial_model_path``: every worker starts with the weights an update from this path
         gives (a cold start on that checkpoint); None: the toy model's initial weights.
         ``ingress_coding``: ``gzip`` or ``deflate`` puts a compressing ingress in front of the
-        frontend (``DeploymentOptions.ingress_coding``).
+        frontend (``DeploymentOptions.ingress_coding``). ``unpaused_update_status``: a 4xx the
+        vLLM workers refuse an update while running with (``DeploymentOptions``).
 
         ``engine_routes`` (SGLang): descriptors, or None for ``DYN_SGLANG_ENGINE_ROUTES``.
         Configuration errors raise ValueError here, before any socket is bound.
@@ -362,6 +376,7 @@ class FakeDeployment:
             listing_order=listing_order,
             initial_model_path=initial_model_path,
             ingress_coding=ingress_coding,
+            unpaused_update_status=unpaused_update_status,
         )
         active_faults(faults)  # validate now, before any socket is bound
         self._options: dict[str, Any] = {
@@ -379,6 +394,7 @@ class FakeDeployment:
             "listing_order": listing_order,
             "initial_model_path": initial_model_path,
             "ingress_coding": ingress_coding,
+            "unpaused_update_status": unpaused_update_status,
         }
         self.backend = backend
         self._assembly: Assembly | None = None
