@@ -16,7 +16,12 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from fake_backends.deployment.assembly import LISTING_ORDERS, Assembly, DeploymentOptions
+from fake_backends.deployment.assembly import (
+    LISTING_ORDERS,
+    VOCAB_SIZE,
+    Assembly,
+    DeploymentOptions,
+)
 from fake_backends.deployment.ingress import INGRESS_CODINGS
 from fake_backends.deployment.ready_line import ready_line
 from fake_backends.deployment.serving import run_fast, settle_heap
@@ -109,6 +114,14 @@ def build_parser() -> argparse.ArgumentParser:
         "200 (Dynamo's handled error, the default) or a 4xx of its own such as 409 (legal)",
     )
     parser.add_argument(
+        "--vocabulary",
+        type=int,
+        default=VOCAB_SIZE,
+        metavar="N",
+        help="the prompt ids the model takes: the frontend refuses a prompt id >= N with 400 "
+        f"as a small model's engine does (default {VOCAB_SIZE}, the toy vocabulary)",
+    )
+    parser.add_argument(
         "--engine-call-delay-ms",
         type=float,
         default=0.0,
@@ -166,6 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             initial_model_path=args.initial_model_path,
             ingress_coding=args.ingress_coding,
             unpaused_update_status=args.unpaused_update_status,
+            vocabulary=args.vocabulary,
         )
     except ValueError as exc:
         parser.error(str(exc))
@@ -192,6 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             initial_model_path=args.initial_model_path,
             ingress_coding=args.ingress_coding,
             unpaused_update_status=args.unpaused_update_status,
+            vocabulary=args.vocabulary,
         )
     except OSError as exc:
         log.error("cannot bind: %s", exc)

@@ -54,6 +54,7 @@ from fake_backends.discovery.listener import (
 from fake_backends.encoding.replies import json_response
 from fake_backends.faults.deployment import active_faults
 from fake_backends.frontend.app import build_frontend_app
+from fake_backends.model.tokenizer import VOCAB_SIZE
 from fake_backends.runtime.admin_ledger import AdminRecord
 from fake_backends.runtime.personalities import ADMIN_FAMILIES, get_personality
 from fake_backends.runtime.request_ledger import RequestRecord
@@ -92,6 +93,9 @@ class DeploymentOptions:
     unpaused_update_status: int = 200
     """The HTTP status a vLLM worker refuses an update while running with: 200 (Dynamo's
     handled error) or a 4xx of the worker's own (409, as lmdeploy answers)."""
+    vocabulary: int = VOCAB_SIZE
+    """The prompt ids the model takes: fewer than the toy vocabulary's makes the frontend refuse
+    prompt ids at or beyond it, as a small model's engine does (``refuse_beyond_vocabulary``)."""
 
     @classmethod
     def build(
@@ -107,6 +111,7 @@ class DeploymentOptions:
         initial_model_path: str | None = None,
         ingress_coding: str = "identity",
         unpaused_update_status: int = 200,
+        vocabulary: int = VOCAB_SIZE,
     ) -> DeploymentOptions:
         """Validate; ``engine_routes`` None means the ``DYN_SGLANG_ENGINE_ROUTES`` variable."""
         personality = get_personality(backend)
@@ -148,6 +153,8 @@ class DeploymentOptions:
             raise ValueError(
                 f"the unpaused update status must be 200 or a 4xx, not {unpaused_update_status}"
             )
+        if not 1 <= vocabulary <= VOCAB_SIZE:
+            raise ValueError(f"the vocabulary must hold 1 to {VOCAB_SIZE} ids, not {vocabulary}")
         return cls(
             workers,
             model,
@@ -158,6 +165,7 @@ class DeploymentOptions:
             initial_model_path,
             ingress_coding,
             unpaused_update_status,
+            vocabulary,
         )
 
     @property
@@ -194,6 +202,7 @@ class Assembly:
         initial_model_path: str | None = None,
         ingress_coding: str = "identity",
         unpaused_update_status: int = 200,
+        vocabulary: int = VOCAB_SIZE,
     ) -> None:
         options = DeploymentOptions.build(
             backend,
@@ -206,6 +215,7 @@ class Assembly:
             initial_model_path=initial_model_path,
             ingress_coding=ingress_coding,
             unpaused_update_status=unpaused_update_status,
+            vocabulary=vocabulary,
         )
         personality = get_personality(backend)
         active = active_faults(faults)
@@ -252,6 +262,7 @@ class Assembly:
             admin_family=options.admin_family,
             listener_env_override=None if listener_env is None else dict(listener_env),
             listing_order=options.listing_order,
+            vocabulary=options.vocabulary,
         )
         self.frontend_url = socket_url(frontend_sock, host)
         self.rl_url = socket_url(rl_sock, host)
@@ -353,6 +364,7 @@ class FakeDeployment:
         initial_model_path: str | None = None,
         ingress_coding: str = "identity",
         unpaused_update_status: int = 200,
+        vocabulary: int = VOCAB_SIZE,
     ) -> None:
         """See ``Assembly``.  ``listener_env`` None: the RL listener reads ``os.environ``.
         ``listing_order``: ``sorted`` (the real listener's), ``rotated`` or ``shuffled`` (the
@@ -362,6 +374,7 @@ class FakeDeployment:
         ``ingress_coding``: ``gzip`` or ``deflate`` puts a compressing ingress in front of the
         frontend (``DeploymentOptions.ingress_coding``). ``unpaused_update_status``: a 4xx the
         vLLM workers refuse an update while running with (``DeploymentOptions``).
+        ``vocabulary``: the prompt ids the model takes (``DeploymentOptions.vocabulary``).
 
         ``engine_routes`` (SGLang): descriptors, or None for ``DYN_SGLANG_ENGINE_ROUTES``.
         Configuration errors raise ValueError here, before any socket is bound.
@@ -377,6 +390,7 @@ class FakeDeployment:
             initial_model_path=initial_model_path,
             ingress_coding=ingress_coding,
             unpaused_update_status=unpaused_update_status,
+            vocabulary=vocabulary,
         )
         active_faults(faults)  # validate now, before any socket is bound
         self._options: dict[str, Any] = {
@@ -395,6 +409,7 @@ class FakeDeployment:
             "initial_model_path": initial_model_path,
             "ingress_coding": ingress_coding,
             "unpaused_update_status": unpaused_update_status,
+            "vocabulary": vocabulary,
         }
         self.backend = backend
         self._assembly: Assembly | None = None

@@ -5,7 +5,6 @@ or `error` cell that the plain fake passes."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -13,13 +12,9 @@ import pytest
 from fake_backends import FakeDeployment
 from rl_conformance.client.codings import ACCEPT_ENCODING
 
-from .test_launch_mode_equivalence import by_url, cells, run
+from .legal_variants import newly_failing, read_only_cells
 
 pytestmark = pytest.mark.slow
-
-
-def run_by_url(fleet: FakeDeployment, directory: Path) -> dict[str, dict[str, Any]]:
-    return cells(run(directory, *by_url(fleet, workers=False), "--examples", "2"))
 
 
 def compressed(fleet: FakeDeployment) -> str | None:
@@ -34,17 +29,11 @@ def compressed(fleet: FakeDeployment) -> str | None:
 
 def test_a_gzipping_ingress_fails_nothing_the_plain_frontend_passes(tmp_path: Path) -> None:
     with FakeDeployment("vllm", workers=2) as plain:
-        expected = run_by_url(plain, tmp_path / "plain")
+        expected = read_only_cells(plain, tmp_path / "plain", "--examples", "2")
     with FakeDeployment("vllm", workers=2, ingress_coding="gzip") as gzipping:
         assert compressed(gzipping) == "gzip"
-        observed = run_by_url(gzipping, tmp_path / "gzip")
-    broken = {
-        capability: (cell["outcome"], cell["reason"])
-        for capability, cell in observed.items()
-        if cell["outcome"] in ("fail", "error")
-        and expected[capability]["outcome"] not in ("fail", "error")
-    }
-    assert not broken
+        observed = read_only_cells(gzipping, tmp_path / "gzip", "--examples", "2")
+    assert not newly_failing(expected, observed)
     passed = [cap for cap, cell in expected.items() if cell["outcome"] == "pass"]
     assert passed and all(observed[cap]["outcome"] == "pass" for cap in passed), {
         cap: observed[cap]["reason"] for cap in passed if observed[cap]["outcome"] != "pass"
