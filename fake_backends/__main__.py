@@ -122,6 +122,12 @@ def build_parser() -> argparse.ArgumentParser:
         f"as a small model's engine does (default {VOCAB_SIZE}, the toy vocabulary)",
     )
     parser.add_argument(
+        "--admin-base-url",
+        action="store_true",
+        help="every listed worker also carries world_size 2 and an admin_base_url apart from "
+        "its system_url, as a tensor-parallel worker publishes them (legal)",
+    )
+    parser.add_argument(
         "--engine-call-delay-ms",
         type=float,
         default=0.0,
@@ -180,6 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             ingress_coding=args.ingress_coding,
             unpaused_update_status=args.unpaused_update_status,
             vocabulary=args.vocabulary,
+            admin_base_urls=args.admin_base_url,
         )
     except ValueError as exc:
         parser.error(str(exc))
@@ -207,6 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             ingress_coding=args.ingress_coding,
             unpaused_update_status=args.unpaused_update_status,
             vocabulary=args.vocabulary,
+            admin_base_urls=args.admin_base_url,
         )
     except OSError as exc:
         log.error("cannot bind: %s", exc)

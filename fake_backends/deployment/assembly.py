@@ -96,6 +96,10 @@ class DeploymentOptions:
     vocabulary: int = VOCAB_SIZE
     """The prompt ids the model takes: fewer than the toy vocabulary's makes the frontend refuse
     prompt ids at or beyond it, as a small model's engine does (``refuse_beyond_vocabulary``)."""
+    admin_base_urls: bool = False
+    """Each listed worker also carries ``world_size`` 2 and an ``admin_base_url`` apart from its
+    ``system_url``, as a tensor-parallel worker publishes them (legal: clients administer a
+    worker at its ``system_url``)."""
 
     @classmethod
     def build(
@@ -112,6 +116,7 @@ class DeploymentOptions:
         ingress_coding: str = "identity",
         unpaused_update_status: int = 200,
         vocabulary: int = VOCAB_SIZE,
+        admin_base_urls: bool = False,
     ) -> DeploymentOptions:
         """Validate; ``engine_routes`` None means the ``DYN_SGLANG_ENGINE_ROUTES`` variable."""
         personality = get_personality(backend)
@@ -166,6 +171,7 @@ class DeploymentOptions:
             ingress_coding,
             unpaused_update_status,
             vocabulary,
+            admin_base_urls,
         )
 
     @property
@@ -203,6 +209,7 @@ class Assembly:
         ingress_coding: str = "identity",
         unpaused_update_status: int = 200,
         vocabulary: int = VOCAB_SIZE,
+        admin_base_urls: bool = False,
     ) -> None:
         options = DeploymentOptions.build(
             backend,
@@ -216,6 +223,7 @@ class Assembly:
             ingress_coding=ingress_coding,
             unpaused_update_status=unpaused_update_status,
             vocabulary=vocabulary,
+            admin_base_urls=admin_base_urls,
         )
         personality = get_personality(backend)
         active = active_faults(faults)
@@ -263,6 +271,7 @@ class Assembly:
             listener_env_override=None if listener_env is None else dict(listener_env),
             listing_order=options.listing_order,
             vocabulary=options.vocabulary,
+            admin_base_urls=options.admin_base_urls,
         )
         self.frontend_url = socket_url(frontend_sock, host)
         self.rl_url = socket_url(rl_sock, host)
@@ -365,6 +374,7 @@ class FakeDeployment:
         ingress_coding: str = "identity",
         unpaused_update_status: int = 200,
         vocabulary: int = VOCAB_SIZE,
+        admin_base_urls: bool = False,
     ) -> None:
         """See ``Assembly``.  ``listener_env`` None: the RL listener reads ``os.environ``.
         ``listing_order``: ``sorted`` (the real listener's), ``rotated`` or ``shuffled`` (the
@@ -375,6 +385,7 @@ class FakeDeployment:
         frontend (``DeploymentOptions.ingress_coding``). ``unpaused_update_status``: a 4xx the
         vLLM workers refuse an update while running with (``DeploymentOptions``).
         ``vocabulary``: the prompt ids the model takes (``DeploymentOptions.vocabulary``).
+        ``admin_base_urls``: workers listed with an ``admin_base_url`` (``DeploymentOptions``).
 
         ``engine_routes`` (SGLang): descriptors, or None for ``DYN_SGLANG_ENGINE_ROUTES``.
         Configuration errors raise ValueError here, before any socket is bound.
@@ -391,6 +402,7 @@ class FakeDeployment:
             ingress_coding=ingress_coding,
             unpaused_update_status=unpaused_update_status,
             vocabulary=vocabulary,
+            admin_base_urls=admin_base_urls,
         )
         active_faults(faults)  # validate now, before any socket is bound
         self._options: dict[str, Any] = {
@@ -410,6 +422,7 @@ class FakeDeployment:
             "ingress_coding": ingress_coding,
             "unpaused_update_status": unpaused_update_status,
             "vocabulary": vocabulary,
+            "admin_base_urls": admin_base_urls,
         }
         self.backend = backend
         self._assembly: Assembly | None = None

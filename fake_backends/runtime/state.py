@@ -36,6 +36,9 @@ class DeploymentState:
     # permutation of the last read (so a shuffled read never repeats the one before it).
     listing_order: str = "sorted"
     last_listing: tuple[int, ...] = ()
+    # Each listed worker also carries `world_size` 2 and an `admin_base_url` apart from its
+    # system URL (transfer metadata, as a tensor-parallel worker publishes it).
+    admin_base_urls: bool = False
     # The ids the model takes in a prompt (the toy vocabulary's size, or fewer: a small model's).
     vocabulary: int = VOCAB_SIZE
     router: Router = field(init=False)

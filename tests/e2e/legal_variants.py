@@ -1,5 +1,6 @@
-"""A fake that behaves legally in an unusual way, judged against the plain fake: a read-only run
-by URL of each, and the cells the variant fails that the plain fake does not."""
+"""A fake that behaves legally in an unusual way, judged against the plain fake: a run by URL of
+each (read-only unless the flags allow mutations), and the cells the variant fails that the
+plain fake does not."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ Cells = dict[str, dict[str, Any]]
 BAD = ("fail", "error")
 
 
-def read_only_cells(fleet: FakeDeployment, directory: Path, *flags: str) -> Cells:
+def cells_by_url(fleet: FakeDeployment, directory: Path, *flags: str) -> Cells:
     return cells(run(directory, *by_url(fleet, workers=False), *flags))
 
 

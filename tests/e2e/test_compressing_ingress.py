@@ -12,7 +12,7 @@ import pytest
 from fake_backends import FakeDeployment
 from rl_conformance.client.codings import ACCEPT_ENCODING
 
-from .legal_variants import newly_failing, read_only_cells
+from .legal_variants import cells_by_url, newly_failing
 
 pytestmark = pytest.mark.slow
 
@@ -29,10 +29,10 @@ def compressed(fleet: FakeDeployment) -> str | None:
 
 def test_a_gzipping_ingress_fails_nothing_the_plain_frontend_passes(tmp_path: Path) -> None:
     with FakeDeployment("vllm", workers=2) as plain:
-        expected = read_only_cells(plain, tmp_path / "plain", "--examples", "2")
+        expected = cells_by_url(plain, tmp_path / "plain", "--examples", "2")
     with FakeDeployment("vllm", workers=2, ingress_coding="gzip") as gzipping:
         assert compressed(gzipping) == "gzip"
-        observed = read_only_cells(gzipping, tmp_path / "gzip", "--examples", "2")
+        observed = cells_by_url(gzipping, tmp_path / "gzip", "--examples", "2")
     assert not newly_failing(expected, observed)
     passed = [cap for cap, cell in expected.items() if cell["outcome"] == "pass"]
     assert passed and all(observed[cap]["outcome"] == "pass" for cap in passed), {

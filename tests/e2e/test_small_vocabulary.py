@@ -15,7 +15,7 @@ import pytest
 from fake_backends import FakeDeployment
 from rl_conformance.model.prompts import SUITE_IDS
 
-from .legal_variants import newly_failing, read_only_cells
+from .legal_variants import cells_by_url, newly_failing
 from .test_launch_mode_equivalence import CHECKPOINTS, by_url, cells, run
 
 pytestmark = pytest.mark.slow
@@ -38,9 +38,9 @@ def test_kv_invalidation_is_judged_on_a_4096_id_vocabulary(
 
 def test_a_vocabulary_without_the_suites_ids_fails_nothing_for_it(tmp_path: Path) -> None:
     with FakeDeployment("vllm", workers=2) as plain:
-        expected = read_only_cells(plain, tmp_path / "plain")
+        expected = cells_by_url(plain, tmp_path / "plain")
     with FakeDeployment("vllm", workers=2, vocabulary=SUITE_IDS[-1]) as small:
-        observed = read_only_cells(small, tmp_path / "small")
+        observed = cells_by_url(small, tmp_path / "small")
     assert not newly_failing(expected, observed)
     skipped = [cell["reason"] for cell in observed.values() if cell["outcome"] == "skipped"]
     assert any("the suite's prompt was refused" in reason for reason in skipped), skipped
