@@ -127,6 +127,8 @@ class Exchange:
         parts = ["curl", "-sS"]
         if self.streamed:
             parts.append("-N")
+        if self.headers.get("content-encoding", "identity") != "identity":
+            parts.append("--compressed")  # the reply came coded: curl asks and decodes as we did
         parts += ["-X", self.request.method, self.request.url]
         for name, value in self.request.headers.items():
             if name.lower() in {

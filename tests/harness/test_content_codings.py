@@ -181,3 +181,12 @@ def test_the_encoder_round_trips_chunk_by_chunk(coding: str) -> None:
     out += decoder.feed(encoder.finish(), 1 << 20)
     decoder.finish()
     assert bytes(out) == b"data: 1\n\ndata: 2\n\n"
+
+
+def test_the_reproducer_of_a_coded_reply_asks_curl_to_decode_it(
+    client_for: Callable[..., Client],
+) -> None:
+    coded_reply = client_for(coded(gzip.compress(json.dumps(BODY).encode()), "gzip")).post(URL, {})
+    assert "--compressed" in coded_reply.curl().split()
+    plain = client_for(coded(json.dumps(BODY).encode(), "identity")).post(URL, {})
+    assert "--compressed" not in plain.curl().split()
