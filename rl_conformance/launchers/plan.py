@@ -24,6 +24,7 @@ from ..model.prompts import (
 )
 from ..model.releases import DOCKER_CONFIG_SOURCE, FLAG_SOURCE, OBSERVED_SOURCE
 from ..model.target import Launcher, Target
+from ..model.verdict import Inconclusive
 from ..wire.exchange import Exchange
 from . import ExternalLauncher, FakeLauncher
 from .inputs import check_config, check_target
@@ -211,7 +212,7 @@ def record_prompt_space(target: Target, client: Client, preflight: Exchange | No
         body = json.loads(preflight.request.body or b"{}")
         try:
             low = client.post(preflight.request.url, {**body, "prompt": [SUITE_IDS[0]]})
-        except TransportError:
+        except (TransportError, Inconclusive):  # a plane down, or a budget spent: not known
             low = None
         low_status = None if low is None else low.status
         refused = ends_refused(preflight.status, preflight.body_preview(), low_status)
