@@ -44,7 +44,7 @@ from rl_conformance.control.refresh import (
     reported_version,
 )
 from rl_conformance.control.weights import WeightSource
-from rl_conformance.model.prompts import PromptSpace, refused_prompt
+from rl_conformance.model.prompts import REFUSAL_STATUSES, PromptSpace, refused_prompt
 from rl_conformance.model.target import Target
 from rl_conformance.model.verdict import Verdict
 
@@ -393,9 +393,10 @@ def cached_tokens(
     than one block is never cached and its flush would show nothing."""
     prompt = PromptSpace.of(rl_target.topology).cache_prompt(CACHE_TOKENS)
     exchange = pinned_generation(rl_client, rl_target, worker, prompt, max_tokens=CACHE_TOKENS)
-    refused_prompt(
-        exchange.status, exchange.body_preview(), f"the {len(prompt)}-token cache prompt"
-    )
+    if exchange.status in REFUSAL_STATUSES:
+        short = pinned_generation(rl_client, rl_target, worker, PROMPT, max_tokens=CACHE_TOKENS)
+        what = f"the {len(prompt)}-token cache prompt"
+        refused_prompt(exchange.status, exchange.body_preview(), what, short.status)
     body = rl_verdict.json(exchange)
     cached = ((body.get("usage") or {}).get("prompt_tokens_details") or {}).get("cached_tokens")
     if not isinstance(cached, int):

@@ -7,8 +7,8 @@ Before any test, one single-token completion of the range's two ends proves the 
 them (`launchers.plan`); a deployment whose vocabulary holds fewer ids refuses that request while
 serving the range's lowest id alone, and then a refusal of a prompt the suite built is the
 suite's problem, reported skipped naming why, never the deployment's failure. The same holds
-for the cache prompt, whose length the suite chose: a refusal of it is not judged
-(`SuitePromptRefused`).
+for the cache prompt, whose length the suite chose: a refusal of it, where the same request
+with a short prompt is served, is not judged (`SuitePromptRefused`).
 """
 
 from __future__ import annotations
@@ -104,13 +104,16 @@ def ends_refused(status: int | None, preview: str, low_status: int | None) -> st
     )
 
 
-def refused_prompt(status: int | None, preview: str, what: str) -> None:
+def refused_prompt(status: int | None, preview: str, what: str, short_status: int | None) -> None:
     """Raise `SuitePromptRefused` when a request the suite built (`what`) was refused for its
-    content."""
-    if status in REFUSAL_STATUSES:
+    prompt: it answered a refusal (`REFUSAL_STATUSES`) while the same request with a short
+    prompt of the suite's ids was served (`short_status` 200). A refusal of both is about
+    something else, the deployment's to answer for."""
+    if status in REFUSAL_STATUSES and short_status == 200:
         raise SuitePromptRefused(
-            f"the deployment refused {what} with HTTP {status} ({preview}): a request the suite "
-            "built, not judged as the deployment's failure"
+            f"the deployment refused {what} with HTTP {status} ({preview}) and served the same "
+            "request with a short prompt: the suite's prompt, not judged as the deployment's "
+            "failure"
         )
 
 

@@ -1,9 +1,10 @@
 """A model whose vocabulary holds 4,096 ids (real vLLM refuses a prompt id beyond it with 400)
 passes `refresh.kv_invalidation`: the suite's cache prompt is built from ids every vocabulary it
 targets holds, sized to the stated context window, so the verdict no longer depends on the
-model the suite was calibrated on; the same deployment that does not flush still fails it. A
-model whose vocabulary does not even hold the suite's ids gets no `fail` from that: a refusal
-of the suite's own prompt is skipped, naming why."""
+model the suite was calibrated on; the same deployment that does not flush, or whose workers
+cannot be pinned by the ids it lists (a refusal of the cache prompt that a short prompt meets
+too), still fails it. A model whose vocabulary does not even hold the suite's ids gets no `fail`
+from that: a refusal of the suite's own prompt is skipped, naming why."""
 
 from __future__ import annotations
 
@@ -27,7 +28,11 @@ def mutating(fleet: FakeDeployment, directory: Path, *rows: str) -> dict[str, di
     return cells(run(directory, *flags, *(f"--capability={row}" for row in rows)))
 
 
-@pytest.mark.parametrize("faults", [(), ("kv_not_flushed",)], ids=["flushes", "keeps"])
+@pytest.mark.parametrize(
+    "faults",
+    [(), ("kv_not_flushed",), ("instance_id_rounded",)],
+    ids=["flushes", "keeps", "unpinnable"],
+)
 def test_kv_invalidation_is_judged_on_a_4096_id_vocabulary(
     faults: tuple[str, ...], tmp_path: Path
 ) -> None:

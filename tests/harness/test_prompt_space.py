@@ -95,7 +95,9 @@ def test_a_refusal_of_the_suites_ids_is_named_and_recorded() -> None:
 
 def test_a_refused_suite_prompt_is_inconclusive_not_a_failure() -> None:
     with pytest.raises(SuitePromptRefused, match="HTTP 400") as refused:
-        refused_prompt(400, "Invalid request", "the 520-token cache prompt")
+        refused_prompt(400, "Invalid request", "the 520-token cache prompt", 200)
     assert isinstance(refused.value, Inconclusive)
-    refused_prompt(200, "", "the cache prompt")
-    refused_prompt(500, "", "the cache prompt")  # a server error stays the deployment's
+    refused_prompt(200, "", "the cache prompt", 200)
+    refused_prompt(500, "", "the cache prompt", 200)  # a server error stays the deployment's
+    # Refused with a short prompt too: not the prompt (a bad pin, say), the deployment's.
+    refused_prompt(400, "backend_instance_id must be a non-negative integer", "the prompt", 400)
