@@ -16,7 +16,13 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from fake_backends.deployment.assembly import LISTING_ORDERS, Assembly, DeploymentOptions
+from fake_backends.deployment.assembly import (
+    LISTING_ORDERS,
+    VOCAB_SIZE,
+    Assembly,
+    DeploymentOptions,
+)
+from fake_backends.deployment.ingress import INGRESS_CODINGS
 from fake_backends.deployment.ready_line import ready_line
 from fake_backends.deployment.serving import run_fast, settle_heap
 from fake_backends.faults.deployment import FAULT_NAMES, catalogue_lines
@@ -93,6 +99,35 @@ def build_parser() -> argparse.ArgumentParser:
         "(a cold start on that checkpoint; default: the toy model's initial weights)",
     )
     parser.add_argument(
+        "--ingress-coding",
+        choices=INGRESS_CODINGS,
+        default="identity",
+        help="an ingress in front of the frontend compresses its JSON and event streams in this "
+        "coding for clients that accept it, as nginx's gzip does (legal; default identity)",
+    )
+    parser.add_argument(
+        "--unpaused-update-status",
+        type=int,
+        default=200,
+        metavar="STATUS",
+        help="vLLM only: the HTTP status a worker refuses a weight update while running with: "
+        "200 (Dynamo's handled error, the default) or a 4xx of its own such as 409 (legal)",
+    )
+    parser.add_argument(
+        "--vocabulary",
+        type=int,
+        default=VOCAB_SIZE,
+        metavar="N",
+        help="the prompt ids the model takes: the frontend refuses a prompt id >= N with 400 "
+        f"as a small model's engine does (default {VOCAB_SIZE}, the toy vocabulary)",
+    )
+    parser.add_argument(
+        "--admin-base-url",
+        action="store_true",
+        help="every listed worker also carries world_size 2 and an admin_base_url apart from "
+        "its system_url, as a tensor-parallel worker publishes them (legal)",
+    )
+    parser.add_argument(
         "--engine-call-delay-ms",
         type=float,
         default=0.0,
@@ -148,6 +183,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             engine_routes=args.engine_route,
             listing_order=args.rl_worker_order,
             initial_model_path=args.initial_model_path,
+            ingress_coding=args.ingress_coding,
+            unpaused_update_status=args.unpaused_update_status,
+            vocabulary=args.vocabulary,
+            admin_base_urls=args.admin_base_url,
         )
     except ValueError as exc:
         parser.error(str(exc))
@@ -172,6 +211,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             engine_call_delay_s=max(0.0, args.engine_call_delay_ms) / 1000,
             listing_order=args.rl_worker_order,
             initial_model_path=args.initial_model_path,
+            ingress_coding=args.ingress_coding,
+            unpaused_update_status=args.unpaused_update_status,
+            vocabulary=args.vocabulary,
+            admin_base_urls=args.admin_base_url,
         )
     except OSError as exc:
         log.error("cannot bind: %s", exc)

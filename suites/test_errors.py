@@ -9,6 +9,7 @@ import pytest
 from rl_conformance import Unobservable
 from rl_conformance.checks import errors, http
 from rl_conformance.client.http import Client
+from rl_conformance.model.prompts import stated_context_window
 from rl_conformance.model.releases import has_request_check
 from rl_conformance.model.target import Target
 from rl_conformance.model.verdict import Verdict
@@ -53,12 +54,9 @@ def context_window(rl_client: Client, rl_target: Target) -> int | None:
     `max_model_len`); None when it states none (a mocker without `--max-model-len` says 0)."""
     exchange = rl_client.get(rl_target.url("/v1/models"))
     try:
-        listed = exchange.json().get("data") or []
-        entry = next(item for item in listed if item.get("id") == rl_target.model)
-    except (ValueError, AttributeError, StopIteration, TypeError):
+        return stated_context_window(exchange.json(), rl_target.model)
+    except ValueError:
         return None
-    window = entry.get("context_window") or entry.get("max_model_len")
-    return window if type(window) is int and window > 0 else None
 
 
 REFUSED_OVERFLOWS: dict[str, tuple[str, ...]] = {

@@ -44,6 +44,7 @@ from rl_conformance.control.refresh import (
     reported_version,
 )
 from rl_conformance.control.weights import WeightSource
+from rl_conformance.model.prompts import REFUSAL_STATUSES, PromptSpace, refused_prompt
 from rl_conformance.model.target import Target
 from rl_conformance.model.verdict import Verdict
 
@@ -71,9 +72,8 @@ PROMPT = [
     333,
     1999,
 ]
-CACHE_PROMPT = [300 + (index * 7919) % 30000 for index in range(520)]
-"""Long enough to fill whole KV blocks of every common size (16 to 256 tokens; a CPU vLLM's
-smallest is 32): a prompt shorter than one block is never cached, so its flush shows nothing."""
+CACHE_TOKENS = 2
+"""What the cache prompt generates: its usage's `cached_tokens` is what is read."""
 HELD_S = 0.6
 HELD_TOKENS = 8
 WAIT_TOKENS = 64
@@ -391,7 +391,16 @@ def test_the_served_policy_is_the_checkpoint_sent(
 def cached_tokens(
     rl_verdict: Verdict, rl_client: Client, rl_target: Target, worker: AdminWorker
 ) -> int:
-    exchange = pinned_generation(rl_client, rl_target, worker, CACHE_PROMPT, max_tokens=2)
+    """The cached prefix the cache prompt reports: a prompt long enough to fill whole KV blocks
+    of every common size (16 to 256 tokens; a CPU vLLM's smallest is 32), of ids the deployment
+    takes and within its context window (`PromptSpace.cache_prompt`), since a prompt shorter
+    than one block is never cached and its flush would show nothing."""
+    prompt = PromptSpace.of(rl_target.topology).cache_prompt(CACHE_TOKENS)
+    exchange = pinned_generation(rl_client, rl_target, worker, prompt, max_tokens=CACHE_TOKENS)
+    if exchange.status in REFUSAL_STATUSES:
+        short = pinned_generation(rl_client, rl_target, worker, PROMPT, max_tokens=CACHE_TOKENS)
+        what = f"the {len(prompt)}-token cache prompt"
+        refused_prompt(exchange.status, exchange.body_preview(), what, short.status)
     body = rl_verdict.json(exchange)
     cached = ((body.get("usage") or {}).get("prompt_tokens_details") or {}).get("cached_tokens")
     if not isinstance(cached, int):

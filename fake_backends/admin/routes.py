@@ -42,6 +42,15 @@ class HandlerError(Exception):
     """Raised by a handler for what the real worker's code would raise (a 500)."""
 
 
+class Refused(Exception):
+    """Raised by a handler that refuses a call with an HTTP status of its own (a 4xx)."""
+
+    def __init__(self, status: int, reply: dict[str, Any]) -> None:
+        super().__init__(status, reply)
+        self.status = status
+        self.reply = reply
+
+
 class AdminRoutes:
     """Name -> handler; a handler gets the worker and the request body (an object).
 
@@ -98,5 +107,7 @@ async def call(
         return 200, {"status": "error", "message": routes.non_object_message(name)}
     try:
         return 200, await handler(worker, dict(body))
+    except Refused as refused:
+        return refused.status, refused.reply
     except Exception as exc:  # a handler error must look like Dynamo's 500, not kill the server
         return 500, {"error": "Handler error", "message": str(exc)}

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from fake_backends.admin.routes import VLLM_RL_ROUTES, AdminRoutes
+from fake_backends.admin.routes import VLLM_RL_ROUTES, AdminRoutes, Refused
 from fake_backends.runtime.scheduler import POLL_SECONDS
 from fake_backends.runtime.weights import (
     declare_version,
@@ -37,6 +37,15 @@ DISTRIBUTED_RESERVED = frozenset(
 
 def _error(message: str, **extra: Any) -> Body:
     return {"status": "error", "message": message, **extra}
+
+
+def _pause_first(worker: EngineWorker) -> Body:
+    """The refusal of an update to a running worker: Dynamo's handled error (HTTP 200), or the
+    worker's own status (`unpaused_update_status`, e.g. 409 as lmdeploy answers, in FastAPI's
+    ``detail`` shape)."""
+    if worker.unpaused_update_status != 200:
+        raise Refused(worker.unpaused_update_status, {"detail": PAUSE_FIRST})
+    return _error(PAUSE_FIRST)
 
 
 # -- the Python worker's routes ---------------------------------------------------------
@@ -108,7 +117,7 @@ def _update_reply(body: Body) -> Body:
 
 async def update_weights_from_disk(worker: EngineWorker, body: Body) -> Body:
     if not worker.runtime.paused and not worker.runtime.faults.active("unpaused_update_applied"):
-        return _error(PAUSE_FIRST)
+        return _pause_first(worker)
     path = body.get("model_path")
     if not path:
         return _error("Missing 'model_path' in body")
@@ -136,7 +145,7 @@ async def update_weights_from_distributed(worker: EngineWorker, body: Body) -> B
             "Set 'reset_prefix_cache' to false or pause generation first."
         )
     if not worker.runtime.paused and not allow_unpaused:
-        return _error(PAUSE_FIRST)
+        return _pause_first(worker)
     if not worker.weight_groups:  # vLLM's collective RPC fails without a group
         return _error("no weight update group: call init_weights_update_group first")
     payload = {k: v for k, v in body.items() if k not in DISTRIBUTED_RESERVED}

@@ -36,6 +36,7 @@ from fake_backends.admin.trtllm import trtllm_routes
 from fake_backends.admin.vllm import python_routes
 from fake_backends.admin.vllm_sidecar import sidecar_routes
 from fake_backends.deployment.control_port import build_control_app
+from fake_backends.deployment.ingress import INGRESS_CODINGS, CompressingIngress
 from fake_backends.deployment.serving import (
     Listener,
     ServerGroup,
@@ -53,6 +54,7 @@ from fake_backends.discovery.listener import (
 from fake_backends.encoding.replies import json_response
 from fake_backends.faults.deployment import active_faults
 from fake_backends.frontend.app import build_frontend_app
+from fake_backends.model.tokenizer import VOCAB_SIZE
 from fake_backends.runtime.admin_ledger import AdminRecord
 from fake_backends.runtime.personalities import ADMIN_FAMILIES, get_personality
 from fake_backends.runtime.request_ledger import RequestRecord
@@ -85,6 +87,19 @@ class DeploymentOptions:
     initial_model_path: str | None = None
     """The checkpoint every worker starts on (the weights an ``update_weights_from_disk`` of
     this path gives); None: the toy model's initial weights."""
+    ingress_coding: str = "identity"
+    """The content coding an ingress in front of the frontend compresses its JSON and event
+    streams in, for a client that accepts it (``ingress.CompressingIngress``)."""
+    unpaused_update_status: int = 200
+    """The HTTP status a vLLM worker refuses an update while running with: 200 (Dynamo's
+    handled error) or a 4xx of the worker's own (409, as lmdeploy answers)."""
+    vocabulary: int = VOCAB_SIZE
+    """The prompt ids the model takes: fewer than the toy vocabulary's makes the frontend refuse
+    prompt ids at or beyond it, as a small model's engine does (``refuse_beyond_vocabulary``)."""
+    admin_base_urls: bool = False
+    """Each listed worker also carries ``world_size`` 2 and an ``admin_base_url`` apart from its
+    ``system_url``, as a tensor-parallel worker publishes them (legal: clients administer a
+    worker at its ``system_url``)."""
 
     @classmethod
     def build(
@@ -98,6 +113,10 @@ class DeploymentOptions:
         engine_routes: Sequence[str] | str | None = None,
         listing_order: str = "sorted",
         initial_model_path: str | None = None,
+        ingress_coding: str = "identity",
+        unpaused_update_status: int = 200,
+        vocabulary: int = VOCAB_SIZE,
+        admin_base_urls: bool = False,
     ) -> DeploymentOptions:
         """Validate; ``engine_routes`` None means the ``DYN_SGLANG_ENGINE_ROUTES`` variable."""
         personality = get_personality(backend)
@@ -130,6 +149,17 @@ class DeploymentOptions:
             )
         if initial_model_path is not None and not initial_model_path:
             raise ValueError("the initial model path must not be empty")
+        if ingress_coding not in INGRESS_CODINGS:
+            raise ValueError(
+                f"unknown ingress coding {ingress_coding!r}; choose one of: "
+                f"{', '.join(INGRESS_CODINGS)}"
+            )
+        if unpaused_update_status != 200 and not 400 <= unpaused_update_status < 500:
+            raise ValueError(
+                f"the unpaused update status must be 200 or a 4xx, not {unpaused_update_status}"
+            )
+        if not 1 <= vocabulary <= VOCAB_SIZE:
+            raise ValueError(f"the vocabulary must hold 1 to {VOCAB_SIZE} ids, not {vocabulary}")
         return cls(
             workers,
             model,
@@ -138,6 +168,10 @@ class DeploymentOptions:
             tuple(descriptors),
             listing_order,
             initial_model_path,
+            ingress_coding,
+            unpaused_update_status,
+            vocabulary,
+            admin_base_urls,
         )
 
     @property
@@ -172,6 +206,10 @@ class Assembly:
         engine_call_delay_s: float = 0.0,
         listing_order: str = "sorted",
         initial_model_path: str | None = None,
+        ingress_coding: str = "identity",
+        unpaused_update_status: int = 200,
+        vocabulary: int = VOCAB_SIZE,
+        admin_base_urls: bool = False,
     ) -> None:
         options = DeploymentOptions.build(
             backend,
@@ -182,6 +220,10 @@ class Assembly:
             engine_routes=engine_routes,
             listing_order=listing_order,
             initial_model_path=initial_model_path,
+            ingress_coding=ingress_coding,
+            unpaused_update_status=unpaused_update_status,
+            vocabulary=vocabulary,
+            admin_base_urls=admin_base_urls,
         )
         personality = get_personality(backend)
         active = active_faults(faults)
@@ -206,6 +248,7 @@ class Assembly:
                     started_at=now,
                     namespace=options.namespace_of(index),
                     runtime=WorkerRuntime(active),
+                    unpaused_update_status=options.unpaused_update_status,
                 )
                 worker.transport_address = f"{shown}:{frontend_port}"
                 if personality.system_servers:
@@ -227,11 +270,15 @@ class Assembly:
             admin_family=options.admin_family,
             listener_env_override=None if listener_env is None else dict(listener_env),
             listing_order=options.listing_order,
+            vocabulary=options.vocabulary,
+            admin_base_urls=options.admin_base_urls,
         )
         self.frontend_url = socket_url(frontend_sock, host)
         self.rl_url = socket_url(rl_sock, host)
         self.control_url = socket_url(control_sock, CONTROL_HOST)
         listeners[0].app = build_frontend_app(self.state, [_leaked_listener(self.state)])
+        if options.ingress_coding != "identity":
+            listeners[0].app = CompressingIngress(listeners[0].app, options.ingress_coding)
         listeners[1].app = build_rl_app(self.state)
         listeners[2].app = build_control_app(self.state)
         for listener, worker in zip(listeners[3:], engine_workers, strict=False):
@@ -324,12 +371,21 @@ class FakeDeployment:
         listener_env: Mapping[str, str] | None = None,
         listing_order: str = "sorted",
         initial_model_path: str | None = None,
+        ingress_coding: str = "identity",
+        unpaused_update_status: int = 200,
+        vocabulary: int = VOCAB_SIZE,
+        admin_base_urls: bool = False,
     ) -> None:
         """See ``Assembly``.  ``listener_env`` None: the RL listener reads ``os.environ``.
         ``listing_order``: ``sorted`` (the real listener's), ``rotated`` or ``shuffled`` (the
         same workers in another order on every read, which the contract allows).
         ``initial_model_path``: every worker starts with the weights an update from this path
         gives (a cold start on that checkpoint); None: the toy model's initial weights.
+        ``ingress_coding``: ``gzip`` or ``deflate`` puts a compressing ingress in front of the
+        frontend (``DeploymentOptions.ingress_coding``). ``unpaused_update_status``: a 4xx the
+        vLLM workers refuse an update while running with (``DeploymentOptions``).
+        ``vocabulary``: the prompt ids the model takes (``DeploymentOptions.vocabulary``).
+        ``admin_base_urls``: workers listed with an ``admin_base_url`` (``DeploymentOptions``).
 
         ``engine_routes`` (SGLang): descriptors, or None for ``DYN_SGLANG_ENGINE_ROUTES``.
         Configuration errors raise ValueError here, before any socket is bound.
@@ -343,6 +399,10 @@ class FakeDeployment:
             engine_routes=engine_routes,
             listing_order=listing_order,
             initial_model_path=initial_model_path,
+            ingress_coding=ingress_coding,
+            unpaused_update_status=unpaused_update_status,
+            vocabulary=vocabulary,
+            admin_base_urls=admin_base_urls,
         )
         active_faults(faults)  # validate now, before any socket is bound
         self._options: dict[str, Any] = {
@@ -359,6 +419,10 @@ class FakeDeployment:
             "listener_env": None if listener_env is None else dict(listener_env),
             "listing_order": listing_order,
             "initial_model_path": initial_model_path,
+            "ingress_coding": ingress_coding,
+            "unpaused_update_status": unpaused_update_status,
+            "vocabulary": vocabulary,
+            "admin_base_urls": admin_base_urls,
         }
         self.backend = backend
         self._assembly: Assembly | None = None

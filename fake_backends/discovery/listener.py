@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import random
 from typing import Any
+from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -47,6 +48,8 @@ RENAMED_PREFIX = "engine/"
 REQUIRED_ROUTE = "update_weights_from_disk"
 SIDECAR_FINISH_ROUTE = "update/finish_weight_update"
 LISTING_ORDERS = ("sorted", "rotated", "shuffled")
+SHARDED_WORLD_SIZE = 2
+UNSERVED_PORT = 9
 
 
 def _describe(worker: EngineWorker, instance_id: int, routes: tuple[str, ...]) -> dict[str, Any]:
@@ -66,11 +69,20 @@ def _describe(worker: EngineWorker, instance_id: int, routes: tuple[str, ...]) -
     return entry
 
 
+def _admin_base_url(worker: EngineWorker) -> str:
+    """Transfer metadata apart from the system URL, as a tensor-parallel worker publishes it
+    (``fixtures/dynamo-1.6.1/vllm-sidecar/variant_tp2_world_size2__rl_workers.json``): a port
+    nothing listens on, so a client that administers a worker there is seen to fail."""
+    netloc = urlsplit(worker.system_url or "").netloc
+    return f"http://{netloc.rsplit(':', 1)[0]}:{UNSERVED_PORT}/"
+
+
 def _departed(entry: dict[str, Any], worker: EngineWorker) -> dict[str, Any]:
     """How Dynamo 1.6.1 lists a worker whose process is gone, until its registration expires:
     no routes, no system_url or world_size, and the probe's `error`
     (`fixtures/dynamo-1.6.1/toy-worker/worker_gone_rl_workers.json`)."""
-    kept = {k: v for k, v in entry.items() if k not in ("system_url", "world_size", "routes")}
+    dropped = ("system_url", "admin_base_url", "world_size", "routes")
+    kept = {k: v for k, v in entry.items() if k not in dropped}
     address = entry["transport"]["tcp"].split("/", 1)[0]
     return {**kept, "routes": [], "error": f"Unavailable: TCP connection to {address} failed"}
 
@@ -122,6 +134,8 @@ def list_workers(state: DeploymentState) -> dict[str, Any]:
             continue
         instance_id = instance_id_for(worker.index, read + 1) if unstable else worker.instance_id
         entry = _describe(worker, instance_id, worker.advertised_routes)
+        if state.admin_base_urls and worker.system_url:
+            entry.update(world_size=SHARDED_WORLD_SIZE, admin_base_url=_admin_base_url(worker))
         if worker.runtime.departed and not state.fault("departed_worker_listed"):
             entry = _departed(entry, worker)
         if worker.index == 0:

@@ -58,6 +58,7 @@ from fake_backends.frontend.requests import (
     ensure_served_model,
     parse_chat_request,
     parse_completion_request,
+    refuse_beyond_vocabulary,
 )
 from fake_backends.frontend.runs import EngineRun, Received, run_request, truncate_run
 from fake_backends.frontend.sglang_native import SglangEvents, SglangRequest, parse_sglang_request
@@ -261,6 +262,7 @@ def build_frontend_app(state: DeploymentState, extra_routes: Sequence[Route] = (
         _require_model(state)
         body = await read_json(request)
         _check_model_first(state, body)
+        refuse_beyond_vocabulary(body, state.vocabulary)
         parsed = parse(body)
         response_id = f"{prefix}-{uuid.uuid4()}"
         pin = _pin_for(request, parsed.nvext)

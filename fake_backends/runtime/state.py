@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fake_backends.faults.deployment import ActiveFaults, active_faults
+from fake_backends.model.tokenizer import VOCAB_SIZE
 from fake_backends.runtime.admin_ledger import AdminLedger
 from fake_backends.runtime.metrics import Metrics
 from fake_backends.runtime.personalities import Personality
@@ -35,6 +36,11 @@ class DeploymentState:
     # permutation of the last read (so a shuffled read never repeats the one before it).
     listing_order: str = "sorted"
     last_listing: tuple[int, ...] = ()
+    # Each listed worker also carries `world_size` 2 and an `admin_base_url` apart from its
+    # system URL (transfer metadata, as a tensor-parallel worker publishes it).
+    admin_base_urls: bool = False
+    # The ids the model takes in a prompt (the toy vocabulary's size, or fewer: a small model's).
+    vocabulary: int = VOCAB_SIZE
     router: Router = field(init=False)
     # None: the RL listener reads the process environment, like the real frontend does.
     listener_env_override: Mapping[str, str] | None = None

@@ -57,6 +57,8 @@ class EngineWorker:
     namespace: str = NAMESPACE
     advertised_routes: tuple[str, ...] = ()  # what the worker tells RL discovery
     weight_groups: list[dict[str, Any]] = field(default_factory=list)  # vLLM update groups
+    unpaused_update_status: int = 200
+    """The HTTP status of its refusal of an update while running (200: a handled error)."""
     runtime: WorkerRuntime = field(default_factory=WorkerRuntime, repr=False)
     counters: WorkerCounters = field(init=False, repr=False)
     _models: dict[str, ToyModel] = field(default_factory=dict, repr=False)

@@ -5,6 +5,14 @@ rewritten discovery body.
 
 Discovery bodies always name the proxied system URLs, so an adapter that follows the contract
 (`system_url` verbatim) is seen, and one that derives URLs from elsewhere is not.
+
+Content codings: the proxy asks the deployment for the codings the adapter accepts that it can
+read itself (`codings.ACCEPTED`), records and judges every body DECODED, and delivers it
+re-encoded in the coding the deployment answered in (each stream event flushed on its own). It
+must see event boundaries to record, hold, pace, cut or rewrite a reply, so the deployment's own
+bytes cannot pass through untouched; re-encoding them in the deployment's coding keeps what the
+adapter meets faithful (an adapter that cannot read the coding it asked for fails as it would
+against the deployment), where delivering them decoded would hide the coding from it.
 """
 
 from __future__ import annotations
@@ -17,13 +25,14 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import uvicorn
 
+from ..client.codings import ACCEPTED, Encoder, decoder_for
 from .audit import RL, WORKER_PREFIX, AuditLog, AuditRecord, Delivery
 from .fleets import VLLM_FLEET, CertificationFleet
 
@@ -247,6 +256,7 @@ class _Forwarder:
                 return
             url = self.upstream + path + (f"?{query}" if query else "")
             forwarded = {k: headers[k] for k in FORWARDED_HEADERS if k in headers}
+            forwarded["accept-encoding"] = readable_codings(headers.get("accept-encoding"))
             if isinstance(action, SlowEngine):
                 forwarded[TOKEN_DELAY_HEADER] = str(action.token_delay_ms)
             request = self.proxy.client.build_request(
@@ -274,7 +284,9 @@ class _Forwarder:
         gone: asyncio.Event,
     ) -> None:
         kind = response.headers.get("content-type", "")
-        body = await response.aread()
+        decoder = decoder_for(response.headers.get("content-encoding"))
+        body = b"".join([decoder.feed(raw, UNCAPPED) async for raw in response.aiter_raw()])
+        decoder.finish()
         if isinstance(action, Hold):
             record.held = True
             await asyncio.sleep(action.seconds)
@@ -286,19 +298,25 @@ class _Forwarder:
         record.response = _parse(body)
         if gone.is_set():
             record.delivery = Delivery.CLIENT_GONE
+        encoder = Encoder(decoder.coding)
+        body = encoder.feed(body) + encoder.finish()
         if isinstance(action, CutAfter) and body and not gone.is_set():
-            await self._cut(send, record, response.status_code, kind, body)
-        await self._send_bytes(send, response.status_code, kind, body)
+            await self._cut(send, record, response.status_code, kind, body, decoder.coding)
+        await self._send_bytes(send, response.status_code, kind, body, decoder.coding)
 
     async def _cut(
-        self, send: Any, record: AuditRecord, status: int, kind: str, body: bytes
+        self, send: Any, record: AuditRecord, status: int, kind: str, body: bytes, coding: str
     ) -> None:
         """A unary reply's `CutAfter`: its `content-length` announces the whole body, the first
         half is sent, then the connection drops, so the client meets an incomplete read (a
         transport error), never a valid reply."""
         part = body[: len(body) // 2]
         await send(
-            {"type": "http.response.start", "status": status, "headers": _headers(kind, body)}
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": _headers(kind, body, coding),
+            }
         )
         await send({"type": "http.response.body", "body": part, "more_body": True})
         record.delivery = Delivery.CUT
@@ -364,7 +382,11 @@ class _Forwarder:
         buffer = b""
         cut = False
         lost = False  # the client left before an event reached it
-        async for chunk in response.aiter_raw():
+        decoder = decoder_for(response.headers.get("content-encoding"))
+        encoder = Encoder(decoder.coding)
+        start = self._stream_start(send, response.status_code, decoder.coding)
+        async for raw in response.aiter_raw():
+            chunk = decoder.feed(raw, UNCAPPED)
             buffer += chunk.replace(b"\r\n", b"\n")
             while b"\n\n" in buffer:
                 block, buffer = buffer.split(b"\n\n", 1)
@@ -380,7 +402,7 @@ class _Forwarder:
                     lost = lost or gone.is_set()
                     continue
                 if not started:
-                    await self._start(send, response.status_code, "text/event-stream")
+                    await start()
                     started = True
                 if isinstance(action, Pace):
                     await asyncio.sleep(action.seconds)
@@ -388,7 +410,11 @@ class _Forwarder:
                     lost = True
                     continue
                 await send(
-                    {"type": "http.response.body", "body": block + b"\n\n", "more_body": True}
+                    {
+                        "type": "http.response.body",
+                        "body": encoder.feed(block + b"\n\n"),
+                        "more_body": True,
+                    }
                 )
                 record.events.append(_event_payload(block))
                 record.event_times.append(time.monotonic())
@@ -400,10 +426,14 @@ class _Forwarder:
             if gone.is_set():
                 record.delivery = Delivery.CLIENT_GONE
                 return
-            await self._start(send, response.status_code, "text/event-stream")
+            await start()
             for block in blocks:
                 await send(
-                    {"type": "http.response.body", "body": block + b"\n\n", "more_body": True}
+                    {
+                        "type": "http.response.body",
+                        "body": encoder.feed(block + b"\n\n"),
+                        "more_body": True,
+                    }
                 )
                 record.events.append(_event_payload(block))
                 record.event_times.append(time.monotonic())
@@ -415,9 +445,9 @@ class _Forwarder:
             record.delivery = Delivery.CUT
             raise _StreamCut
         if not started:
-            await self._start(send, response.status_code, "text/event-stream")
+            await start()
         if not gone.is_set():
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            await send({"type": "http.response.body", "body": encoder.finish(), "more_body": False})
 
     async def _reply(self, send: Any, record: AuditRecord, action: Respond) -> None:
         record.status = action.status
@@ -429,26 +459,52 @@ class _Forwarder:
         await self._send_bytes(send, action.status, action.kind, payload)
 
     @staticmethod
-    async def _start(send: Any, status: int, kind: str) -> None:
+    def _stream_start(send: Any, status: int, coding: str) -> Callable[[], Awaitable[None]]:
+        """What starts the event stream the adapter receives, in the deployment's coding."""
+        headers = [(b"content-type", b"text/event-stream"), *_coding_header(coding)]
+
+        async def start() -> None:
+            await send({"type": "http.response.start", "status": status, "headers": headers})
+
+        return start
+
+    async def _send_bytes(
+        self, send: Any, status: int, kind: str, body: bytes, coding: str = "identity"
+    ) -> None:
         await send(
             {
                 "type": "http.response.start",
                 "status": status,
-                "headers": [(b"content-type", kind.encode())],
+                "headers": _headers(kind, body, coding),
             }
-        )
-
-    async def _send_bytes(self, send: Any, status: int, kind: str, body: bytes) -> None:
-        await send(
-            {"type": "http.response.start", "status": status, "headers": _headers(kind, body)}
         )
         await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
-def _headers(kind: str, body: bytes) -> list[tuple[bytes, bytes]]:
+UNCAPPED = 1 << 62
+"""The proxy keeps no byte caps: it stands between an adapter and a fleet of our own."""
+
+
+def readable_codings(accepted: str | None) -> str:
+    """The `Accept-Encoding` the proxy sends upstream: the codings the adapter accepts that the
+    proxy can decode, else identity (an adapter that asked for nothing gets no coding)."""
+    wanted = {
+        part.split(";")[0].strip().lower()
+        for part in (accepted or "").split(",")
+        if not part.replace(" ", "").endswith(";q=0")
+    }
+    return ", ".join(name for name in ACCEPTED if name in wanted) or "identity"
+
+
+def _coding_header(coding: str) -> list[tuple[bytes, bytes]]:
+    return [] if coding == "identity" else [(b"content-encoding", coding.encode())]
+
+
+def _headers(kind: str, body: bytes, coding: str = "identity") -> list[tuple[bytes, bytes]]:
     return [
         (b"content-type", (kind or "application/json").encode()),
         (b"content-length", str(len(body)).encode()),
+        *_coding_header(coding),
     ]
 
 

@@ -11,7 +11,8 @@ keep|wait|abort"}` and answers a second pause and a resume of a running worker `
 unregistered"). Upstream bug threads show what goes wrong instead: a pause that never returns
 (FastDeploy #7825), a second pause stranding the first caller. The Python worker also refuses a
 weight update while it is not paused ("Worker must be paused via pause_generation() before
-updating weights", `flow_02_update_unpaused.json`).
+updating weights", `flow_02_update_unpaused.json`); any clean refusal passes, a 4xx of the
+engine's own included (lmdeploy answers 409): the rule is that the update is not applied.
 """
 
 from __future__ import annotations

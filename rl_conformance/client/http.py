@@ -4,12 +4,14 @@ Every request has a deadline covering connect, headers and the whole body; a ser
 drips bytes or streams forever is cut off at the deadline and the exchange is returned with
 `error` set, never raised past the caller and never left hanging. Bodies are capped in size
 (a declared Content-Length over the cap is refused before reading), streams in bytes and in
-events; each cut names the limit it hit. Streams are parsed incrementally, driven through
-`StreamMachine` and folded (`checks.stream_fold.StreamFold`) event by event; the exchange keeps
-at most `keep_events` of them (the first and last halves of a longer stream), so a stream's
-length costs memory only in its folded token ids and logprobs. A `CircuitBreaker` counts
-transport failures per plane: once a plane stopped answering, requests to it raise
-`PlaneUnavailable` at once instead of waiting out a deadline.
+events; each cut names the limit it hit. A body or stream in a content coding the client asks
+for (`codings.ACCEPT_ENCODING`) is decoded as it arrives, and every cap counts decoded bytes.
+Streams are parsed incrementally, driven through `StreamMachine` and folded
+(`checks.stream_fold.StreamFold`) event by event; the exchange keeps at most `keep_events` of
+them (the first and last halves of a longer stream), so a stream's length costs memory only in
+its folded token ids and logprobs. A `CircuitBreaker` counts transport failures per plane: once
+a plane stopped answering, requests to it raise `PlaneUnavailable` at once instead of waiting out
+a deadline.
 
 The core is asynchronous (so a deadline is a real cancellation); `Client` is a synchronous facade
 that runs it on a private event-loop thread, which is what pytest suites and hypothesis want.
@@ -41,6 +43,7 @@ from ..wire.stream_state import (
     openai_terminals,
 )
 from .breaker import CircuitBreaker
+from .codings import ACCEPT_ENCODING, CodingError, Decoder, decoder_for
 from .identity import AttemptIdentity
 
 T = TypeVar("T")
@@ -94,6 +97,7 @@ class AsyncClient:
             limits=httpx.Limits(keepalive_expiry=KEEPALIVE_EXPIRY_S),
             trust_env=False,
             verify=default_tls(),
+            headers={"Accept-Encoding": ACCEPT_ENCODING},
         )
         self.log: deque[Exchange] = deque(maxlen=LOG_LENGTH)
         self.identity = AttemptIdentity()
@@ -208,11 +212,22 @@ class AsyncClient:
         head = bytearray()
         received = 0
         try:
-            async for chunk in response.aiter_raw():
+            decoder = _decoder(exchange)
+            if decoder is None:
+                machine.on_transport_error(str(exchange.error))
+                return
+            async for raw in response.aiter_raw():
+                try:
+                    chunk = decoder.feed(raw, self.max_stream_bytes - received)
+                except CodingError as exc:
+                    exchange.error = f"undecodable stream: {exc}"
+                    machine.on_transport_error(exchange.error)
+                    return
                 if received + len(chunk) > self.max_stream_bytes:
                     exchange.body_truncated = True
                     exchange.error = (
-                        f"stream exceeded the {self.max_stream_bytes}-byte limit; connection closed"
+                        f"stream exceeded the {self.max_stream_bytes}-byte limit"
+                        f"{_decoded(decoder)}; connection closed"
                     )
                     machine.on_transport_error(exchange.error)
                     return
@@ -299,8 +314,11 @@ class AsyncClient:
         exchange.headers = {name.lower(): value for name, value in response.headers.items()}
 
     async def _read_body(self, exchange: Exchange, response: httpx.Response) -> None:
+        decoder = _decoder(exchange)
+        if decoder is None:
+            return
         declared = response.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > self.max_body_bytes:
+        if decoder.identity and declared.isdigit() and int(declared) > self.max_body_bytes:
             exchange.body_truncated = True
             exchange.error = (
                 f"response body of {declared} bytes exceeds the {self.max_body_bytes}-byte "
@@ -308,13 +326,20 @@ class AsyncClient:
             )
             return
         body = bytearray()
-        async for chunk in response.aiter_raw():
-            body += chunk
-            if len(body) > self.max_body_bytes:
-                exchange.body = bytes(body[: self.max_body_bytes])
-                exchange.body_truncated = True
-                exchange.error = f"response body exceeded the {self.max_body_bytes}-byte limit"
-                return
+        try:
+            async for raw in response.aiter_raw():
+                body += decoder.feed(raw, self.max_body_bytes - len(body))
+                if len(body) > self.max_body_bytes:
+                    exchange.body = bytes(body[: self.max_body_bytes])
+                    exchange.body_truncated = True
+                    exchange.error = (
+                        f"response body exceeded the {self.max_body_bytes}-byte limit"
+                        f"{_decoded(decoder)}"
+                    )
+                    return
+            decoder.finish()
+        except CodingError as exc:
+            exchange.error = f"undecodable response body: {exc}"
         exchange.body = bytes(body)
 
 
@@ -507,6 +532,20 @@ def _transport_message(exc: httpx.HTTPError) -> str:
     name = type(exc).__name__
     detail = str(exc) or "no detail"
     return f"transport error ({name}): {detail}"
+
+
+def _decoder(exchange: Exchange) -> Decoder | None:
+    """The decoder of the exchange's content coding; None, with the exchange's error naming the
+    coding, when the client cannot read it."""
+    try:
+        return decoder_for(exchange.headers.get("content-encoding"))
+    except CodingError as exc:
+        exchange.error = str(exc)
+        return None
+
+
+def _decoded(decoder: Decoder) -> str:
+    return "" if decoder.identity else f" once decoded ({decoder.coding})"
 
 
 def _not_a_stream(exchange: Exchange) -> str:

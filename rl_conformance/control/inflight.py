@@ -18,6 +18,7 @@ from typing import Any
 
 from ..checks import streaming, terminal
 from ..client.http import Client, StreamProgress
+from ..model.prompts import stated_context_window
 from ..model.target import Target
 from ..model.verdict import Unobservable, Verdict
 from ..wire.exchange import Exchange
@@ -52,12 +53,10 @@ def in_flight_budget(client: Client, target: Target, prompt_tokens: int) -> int:
     """`IN_FLIGHT_TOKENS`, within the context window /v1/models states for the model (Dynamo's
     `context_window`, vLLM's `max_model_len`) when it states one."""
     try:
-        listed = client.get(target.url("/v1/models")).json().get("data") or []
-        entry = next(item for item in listed if item.get("id") == target.model)
-        window = entry.get("context_window") or entry.get("max_model_len")
-    except (ValueError, AttributeError, StopIteration, TypeError):
+        window = stated_context_window(client.get(target.url("/v1/models")).json(), target.model)
+    except ValueError:
         window = None
-    if isinstance(window, int) and window > prompt_tokens + 16:
+    if window is not None and window > prompt_tokens + 16:
         return min(IN_FLIGHT_TOKENS, window - prompt_tokens - 8)
     return IN_FLIGHT_TOKENS
 

@@ -15,8 +15,16 @@ from ..errors import ConfigurationError, LaunchError, TransportError, WrongInput
 from ..model import provenance
 from ..model.config import RunConfig
 from ..model.options import FAKES
+from ..model.prompts import (
+    REFUSAL_STATUSES,
+    SUITE_IDS,
+    PromptSpace,
+    ends_refused,
+    stated_context_window,
+)
 from ..model.releases import DOCKER_CONFIG_SOURCE, FLAG_SOURCE, OBSERVED_SOURCE
 from ..model.target import Launcher, Target
+from ..model.verdict import Inconclusive
 from ..wire.exchange import Exchange
 from . import ExternalLauncher, FakeLauncher
 from .inputs import check_config, check_target
@@ -60,8 +68,9 @@ class TargetPool:
                     preflight(target, client)
                     check_target(target, client, min(PREFLIGHT_DEADLINE_S, client.deadline_s))
                     resolve_model(target, client)
-                    preflight_generation(target, client)
+                    took = preflight_generation(target, client)
                     workers = record_topology(target, client)
+                    record_prompt_space(target, client, took)
                     record_versions(target, client, workers)
                 except (LaunchError, ConfigurationError) as exc:
                     self.failures[target_id] = f"{target_id}: {exc}"
@@ -160,18 +169,21 @@ def preflight(target: Target, client: Client) -> None:
                 target.unreached = f"{target.id}: the frontend did not answer: {reason}"
 
 
-def preflight_generation(target: Target, client: Client) -> None:
+def preflight_generation(target: Target, client: Client) -> Exchange | None:
     """One single-token completion with the run's full deadline: a frontend that lists models
     but cannot generate (a wedged engine) is opened in the breaker before dozens of tests each
-    wait a deadline for it. Slowness within the deadline is not a failure."""
+    wait a deadline for it. Slowness within the deadline is not a failure. Its prompt is the two
+    ends of the ids the suite's prompts use (`prompts.SUITE_IDS`): its answer tells whether the
+    deployment takes them (`record_prompt_space`)."""
     if not target.model:
-        return
+        return None
     url = target.url("/v1/completions")
-    body = {"model": target.model, "prompt": [512, 733], "max_tokens": 1, "temperature": 0}
+    prompt = [SUITE_IDS[0], SUITE_IDS[-1]]
+    body = {"model": target.model, "prompt": prompt, "max_tokens": 1, "temperature": 0}
     try:
         exchange = client.post(url, body)
     except TransportError:
-        return
+        return None
     if exchange.error is not None:
         reason = f"preflight POST {url} (one token): {exchange.error}"
         client.breaker.trip(url, reason)
@@ -182,6 +194,33 @@ def preflight_generation(target: Target, client: Client) -> None:
         except ValueError:
             observed = []
         _observe(target, observed)
+    return exchange
+
+
+def record_prompt_space(target: Target, client: Client, preflight: Exchange | None) -> None:
+    """What the deployment shows of the prompts it takes (`prompts.PromptSpace`), kept in the
+    target's topology: the context window `/v1/models` states, and whether the preflight
+    completion of the suite's ids was refused for its content (then one more single-token
+    completion, of the range's lowest id alone, tells a small vocabulary from a deployment that
+    refuses token prompts)."""
+    window = None
+    try:
+        models = client.get(
+            target.url("/v1/models"), deadline_s=min(PREFLIGHT_DEADLINE_S, client.deadline_s)
+        )
+        window = stated_context_window(models.json(), target.model)
+    except (TransportError, ValueError):
+        pass
+    refused = None
+    if preflight is not None and preflight.status in REFUSAL_STATUSES:
+        body = json.loads(preflight.request.body or b"{}")
+        try:
+            low = client.post(preflight.request.url, {**body, "prompt": [SUITE_IDS[0]]})
+        except (TransportError, Inconclusive):  # a plane down, or a budget spent: not known
+            low = None
+        low_status = None if low is None else low.status
+        refused = ends_refused(preflight.status, preflight.body_preview(), low_status)
+    target.topology["prompts"] = PromptSpace(window, refused).describe()
 
 
 def record_topology(target: Target, client: Client) -> list[dict[str, Any]]:

@@ -11,6 +11,7 @@ __all__ = [
     "journal",
     "killmatrix",
     "matrix",
+    "prompts",
     "provenance",
     "releases",
     "strategies",

@@ -1,14 +1,15 @@
 """Hypothesis strategies shared by the suites: request shapes a rollout client really sends.
 
-Token ids are drawn from [300, 2000): valid in every tokenizer we target (special tokens live at
-the very bottom or the very top of real vocabularies) and in the real Dynamo mocker's vocabulary.
+Token ids are drawn from `prompts.SUITE_IDS`, as every prompt the suite builds.
 """
 
 from __future__ import annotations
 
 from hypothesis import strategies as st
 
-SAFE_TOKEN_IDS = st.integers(min_value=300, max_value=1999)
+from .prompts import SUITE_IDS
+
+SAFE_TOKEN_IDS = st.integers(min_value=SUITE_IDS[0], max_value=SUITE_IDS[-1])
 WORDS = st.sampled_from(
     [
         "the",

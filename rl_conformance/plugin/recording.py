@@ -11,12 +11,15 @@ from typing import Any
 
 import pytest
 
+from ..client.budget import is_generation
 from ..client.reproducers import Reproduction, reproduce
 from ..control.admin import MutationRefused, RouteNotAdvertised
 from ..model.matrix import Evidence, Outcome, TestRecord
+from ..model.prompts import REFUSAL_STATUSES, PromptSpace
 from ..model.verdict import ConformanceFailure, FeatureAbsent, Inconclusive, NotAdvertised, Verdict
 from ..wire.exchange import Exchange, sequence_wire_log
 from .collection import target_of
+from .state import state_of
 
 TELLING = (
     ConformanceFailure,
@@ -77,6 +80,9 @@ def record_of(
         record.outcome, record.reason = Outcome.SKIPPED, str(error)
     elif report.skipped:
         record.outcome, record.reason = Outcome.SKIPPED, skip_reason(report)
+    elif (refused := prompts_refused(item)) is not None and suite_prompt_refused(error):
+        record.outcome = Outcome.SKIPPED
+        record.reason = f"not judged, the suite's prompt was refused: {refused}"
     elif isinstance(error, ConformanceFailure) and call.when == "call":
         record.outcome = Outcome.FAIL
         result = error.result
@@ -118,6 +124,22 @@ def record_of(
         found = getattr(error, "evidence", ())  # a wrong input: what showed it
         record.evidence = [item for item in found if isinstance(item, Evidence)]
     return record
+
+
+def prompts_refused(item: pytest.Item) -> str | None:
+    """Why the test's target refused the ids the suite's prompts use (`PromptSpace.refused`);
+    None when it took them, or the target was never reached."""
+    target = state_of(item.config).pool.started.get(target_of(item) or "")
+    return None if target is None else PromptSpace.of(target.topology).refused
+
+
+def suite_prompt_refused(error: BaseException | None) -> bool:
+    """Whether a failure shows a generation request refused for its content (4xx): on a target
+    that refused the ids the suite's prompts use, that is the suite's request at fault."""
+    if not isinstance(error, ConformanceFailure) or error.exchange is None:
+        return False
+    request = error.exchange.request
+    return error.exchange.status in REFUSAL_STATUSES and is_generation(request.method, request.url)
 
 
 ASSERTION = "harness.assertion"

@@ -46,7 +46,8 @@ class Exchange:
     of them up to `KEPT_EVENTS`; of a longer stream the first ones (`elided_at` of them) and the
     last ones, with `events_elided` counted between. `fold` (a `checks.stream_fold.StreamFold`)
     has folded every event: the stream checks judge a stream of any length from it. `body` keeps
-    the first `STREAM_BODY_HEAD` bytes of a stream; `stream_bytes` counts them all.
+    the first `STREAM_BODY_HEAD` bytes of a stream; `stream_bytes` counts them all. `body` and
+    the stream are as decoded from the content coding `headers` name (`content-encoding`).
     """
 
     request: WireRequest
@@ -126,6 +127,8 @@ class Exchange:
         parts = ["curl", "-sS"]
         if self.streamed:
             parts.append("-N")
+        if self.headers.get("content-encoding", "identity") != "identity":
+            parts.append("--compressed")  # the reply came coded: curl asks and decodes as we did
         parts += ["-X", self.request.method, self.request.url]
         for name, value in self.request.headers.items():
             if name.lower() in {
