@@ -97,6 +97,11 @@ class WorkerRuntime:
         self.closing = False
         self._generations: set[Generation] = set()
 
+    def _deployment_fault(self, name: str) -> bool:
+        """A fault of the fake deployment's catalogue only: the toy engine behind the real Dynamo
+        frontend (``faults.engine``) has no such fault, so there it is off."""
+        return name in self.faults.catalogue.by_name and self.faults.active(name)
+
     # -- what generation sees --------------------------------------------------------------
 
     @property
@@ -107,7 +112,7 @@ class WorkerRuntime:
         """New requests wait at admission."""
         if self.draining > 0 or time.monotonic() < self.held_until:
             return True
-        return self._pause_effective and not self.faults.active("admits_after_pause")
+        return self._pause_effective and not self._deployment_fault("admits_after_pause")
 
     def freezes_in_flight(self) -> bool:
         return self._pause_effective and self.pause_mode in FREEZE_MODES
@@ -203,11 +208,11 @@ class WorkerRuntime:
 
     def _applied(self, mode: str) -> str:
         """The mode a pause in ``mode`` applies: itself, unless a fault applies another."""
-        if mode in ("abort", "wait") and self.faults.active("pause_mode_ignored"):
+        if mode in ("abort", "wait") and self._deployment_fault("pause_mode_ignored"):
             return "keep"
-        if mode == "wait" and self.faults.active("wait_answers_early"):
+        if mode == "wait" and self._deployment_fault("wait_answers_early"):
             return "keep"
-        if mode == "in_place" and self.faults.active("in_place_pause_aborts"):
+        if mode == "in_place" and self._deployment_fault("in_place_pause_aborts"):
             return "abort"
         return mode
 
@@ -226,13 +231,13 @@ class WorkerRuntime:
             await self.drain()
 
     def resume(self) -> None:
-        if self.faults.active("pause_counted_per_caller") and self.pauses > 1:
+        if self._deployment_fault("pause_counted_per_caller") and self.pauses > 1:
             self.pauses -= 1
             return
         self.pauses = 0
         self.paused = False
         self.pause_mode = None
-        if self.faults.active("resume_slow"):
+        if self._deployment_fault("resume_slow"):
             self.held_until = time.monotonic() + RESUME_SLOW_S
 
     @contextlib.asynccontextmanager

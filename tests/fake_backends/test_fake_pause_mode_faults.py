@@ -108,3 +108,15 @@ def test_admits_after_pause() -> None:
         runtime = WorkerRuntime(active_faults(faults))
         asyncio.run(runtime.pause("abort"))
         assert runtime.holds_new() is held
+
+
+def test_the_toy_engine_behind_real_dynamo_pauses_without_these_faults() -> None:
+    """The toy Dynamo worker's runtime carries the engine catalogue, which has none of the
+    pause-mode faults: there they are off, never a lookup error."""
+    from fake_backends.faults.engine import engine_faults
+
+    runtime = WorkerRuntime(engine_faults())
+    asyncio.run(runtime.pause("abort"))
+    assert runtime.holds_new() and runtime.pause_mode == "abort"
+    runtime.resume()
+    assert not runtime.holds_new()
