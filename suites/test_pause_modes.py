@@ -107,7 +107,7 @@ def test_a_request_sent_once_a_pause_answered_waits_for_the_resume(
     mode = mode_at(chosen.family, mode_index)
     held_s = watch_s(unpaused_first_token_s(rl_verdict, rl_client, rl_target, chosen))
     while_paused, completed, exchange = held_generation(
-        rl_client, rl_target, rl_admin, rl_verdict, chosen, PROMPT, held_s, mode
+        rl_verdict, rl_client, rl_target, rl_admin, chosen, PROMPT, held_s, mode
     )
     rl_verdict.measure(paused_request={"mode": mode, "held_s": round(held_s, 3)})
     rl_verdict.check(control.pause_gates(while_paused, completed, held_s), exchange)

@@ -118,7 +118,7 @@ def test_pause_holds_new_generation_until_resume(
     )
     held_s = watch_s(measured)
     while_paused, completed, exchange = held_generation(
-        rl_client, rl_target, rl_admin, rl_verdict, chosen, PROMPT, held_s
+        rl_verdict, rl_client, rl_target, rl_admin, chosen, PROMPT, held_s
     )
     rl_verdict.check(control.pause_gates(while_paused, completed, held_s), exchange)
 

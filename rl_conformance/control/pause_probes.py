@@ -117,10 +117,10 @@ def ended_native_crossing(
 
 
 def held_generation(
+    verdict: Verdict,
     client: Client,
     target: Target,
     admin: AdminClient,
-    verdict: Verdict,
     chosen: Selection,
     prompt: list[int],
     held_s: float,
