@@ -146,10 +146,22 @@ def test_pauses_and_resumes_sent_twice_or_at_once_are_all_answered(
     """Pause, pause again, resume, resume again; then two pauses at once and a resume. Every
     call is answered within `ANSWER_S`: the first pause and each closing resume succeed, a
     repeated or concurrent call succeeds or is refused cleanly, at least one of the concurrent
-    pauses succeeds, and afterwards the worker serves a generation."""
+    pauses succeeds, and afterwards the worker serves a generation. A generation sent after the
+    first resume is served too: one that delivers nothing for `HOLD_FACTOR` times the worker's
+    unpaused first-token time (at least `HOLD_FLOOR_S`) and then its first token within
+    `HELD_FACTOR` times that time of the second resume was held by a pause counted per caller;
+    slow on both sides of the second resume, it proves nothing and is not judged."""
     chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
     family, worker = chosen.family, chosen.workers[0]
     body = family.pause_body()
+    unpaused_s = first_token_s(
+        rl_verdict, rl_client, rl_target, PROMPT, instance_of(chosen), PROBE_TOKENS
+    )
+    hold_s = max(HOLD_FLOOR_S, HOLD_FACTOR * unpaused_s)
+    probe = InFlightStream(
+        rl_client, rl_target, PROMPT, instance_id=instance_of(chosen), max_tokens=PROBE_TOKENS
+    )
+    counted: str | None = None
 
     def call(route: str, what: str, *, must_succeed: bool) -> pause.Answer:
         exchange = rl_admin.call(
@@ -164,7 +176,11 @@ def test_pauses_and_resumes_sent_twice_or_at_once_are_all_answered(
             call(family.pause, "a second pause of the paused worker", must_succeed=False)
         )
         answers.append(call(family.resume, "the resume", must_succeed=True))
+        probe.thread.start()
+        served = probe.progress.wait_for_events(1, hold_s)
         answers.append(call(family.resume, "a resume of the running worker", must_succeed=False))
+        if not served:
+            counted = held_until_resumed(probe, unpaused_s, hold_s)
         both = rl_admin.call_each([worker, worker], family.pause, body, deadline_s=ANSWER_S)
         concurrent = [
             answered(family, family.pause, f"concurrent pause {n}", exchange, must_succeed=False)
@@ -176,8 +192,29 @@ def test_pauses_and_resumes_sent_twice_or_at_once_are_all_answered(
         answers.append(call(family.resume, "the resume after them", must_succeed=True))
     finally:
         resume_all(rl_admin, chosen)
-    served = pinned_generation(rl_client, rl_target, chosen.pinned, PROMPT)
-    rl_verdict.check(pause.pause_cycle_answered(answers, served.status == 200), served)
+        probe.wait()
+    served_after = pinned_generation(rl_client, rl_target, chosen.pinned, PROMPT)
+    rl_verdict.measure(pause_cycles={"unpaused_first_token_s": round(unpaused_s, 3)})
+    # A counted pause shows in the sequence of calls, not in the generation served at the end.
+    rl_verdict.check(
+        pause.pause_cycle_answered(answers, served_after.status == 200, counted),
+        served_after if counted is None else None,
+    )
+
+
+def held_until_resumed(probe: InFlightStream, unpaused_s: float, hold_s: float) -> str | None:
+    """How a probe that delivered nothing for `hold_s` after one resume was held until the
+    resume just sent: its first token came within `HELD_FACTOR` times the unpaused first-token
+    time of it. None when it came later, or not at all: a slow worker, not evidence."""
+    resumed = time.monotonic()
+    came = probe.progress.wait_for_events(1, FIRST_TOKEN_S)
+    after_s = time.monotonic() - resumed
+    if not came or after_s > max(HELD_S, HELD_FACTOR * unpaused_s):
+        return None
+    return (
+        f"a generation sent after the first resume delivered nothing for {hold_s:.1f} s, then "
+        f"its first token {after_s:.2f} s after a second resume (unpaused: {unpaused_s:.3f} s)"
+    )
 
 
 @capability("admin.unpaused_update_refused")

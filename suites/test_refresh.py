@@ -16,7 +16,13 @@ from hypothesis.stateful import (
 )
 
 from rl_conformance import FeatureAbsent, MissingInput, Unobservable
-from rl_conformance.checks import aggregate_stream, control, straddle, streaming
+from rl_conformance.checks import (
+    aggregate_stream,
+    control,
+    pause_modes,
+    straddle,
+    streaming,
+)
 from rl_conformance.checks.base import MISSING
 from rl_conformance.client.http import Client
 from rl_conformance.control.admin import AdminClient, AdminWorker
@@ -36,6 +42,7 @@ from rl_conformance.control.inflight import (
     first_token_s,
     in_flight_budget,
 )
+from rl_conformance.control.pause_probes import ended_native_crossing, held_generation, watch_s
 from rl_conformance.control.policy_reference import ReferenceSource
 from rl_conformance.control.refresh import (
     Coordinator,
@@ -92,11 +99,6 @@ def generate_ids(
     return ids, reported_version(exchange)
 
 
-FIRST_TOKEN_FACTOR = 5
-"""A held generation is watched for this many times the worker's own unpaused first-token
-time (at least HELD_S): an unpaused worker would have delivered well within it."""
-
-
 @capability("refresh.pause_gates")
 def test_pause_holds_new_generation_until_resume(
     rl_client: Client,
@@ -113,24 +115,10 @@ def test_pause_holds_new_generation_until_resume(
     measured = first_token_s(
         rl_verdict, rl_client, rl_target, PROMPT, instance_of(chosen), HELD_TOKENS
     )
-    held_s = max(HELD_S, FIRST_TOKEN_FACTOR * measured)
-    held = InFlightStream(
-        rl_client, rl_target, PROMPT, instance_id=instance_of(chosen), max_tokens=HELD_TOKENS
+    held_s = watch_s(measured)
+    while_paused, completed, exchange = held_generation(
+        rl_verdict, rl_client, rl_target, rl_admin, chosen, PROMPT, held_s
     )
-    with paused(rl_verdict, rl_admin, chosen):
-        held.thread.start()
-        held.progress.wait_for_events(1, held_s)
-        while_paused = held.progress.events
-    held.wait()
-    held.judge_terminal(rl_verdict)
-    # It went on after resume: events came after the ones (none) it had while paused. A held
-    # request the deployment refused, or did not answer as a stream, leaves that to a new one.
-    completed = held.progress.events > while_paused
-    exchange = held.exchange
-    if not completed and (
-        exchange.status != 200 or "text/event-stream" not in exchange.content_type
-    ):
-        completed = pinned_generation(rl_client, rl_target, chosen.pinned, PROMPT).status == 200
     rl_verdict.check(control.pause_gates(while_paused, completed, held_s), exchange)
 
 
@@ -705,7 +693,7 @@ def test_a_sample_held_across_an_update_names_the_versions_of_its_tokens(
         native=True,
     )
     try:
-        stream.start_and_wait_first_token()
+        sent = stream.start_and_wait_first_token()
     except Unobservable:
         stream.wait()
         refused = stream.result.get("exchange")
@@ -722,12 +710,15 @@ def test_a_sample_held_across_an_update_names_the_versions_of_its_tokens(
     finally:
         stream.wait()
     exchange = stream.exchange
-    if before.ended:
-        raise Unobservable(
-            f"the stream had ended ({before.describe()}) before the update was sent: it did not "
-            "cross the update"
-        )
     events = rl_verdict.events(exchange, schema="sglang-generate-chunk")
+    if before.ended:
+        # Ended before the update: run to its end, it did not cross it; cut short, the pause
+        # that holds requests in place ended it.
+        ended = ended_native_crossing(mode, stream.max_tokens, sent.tokens, before.tokens, events)
+        why = pause_modes.unjudged(ended)
+        if why is not None:
+            raise Unobservable(f"{why}: it did not cross the update")
+        rl_verdict.check(pause_modes.pause_mode_effect(ended), exchange)
     rl_verdict.check(
         streaming.terminal_success(
             exchange.state.value if exchange.state else "none", exchange.state_reason

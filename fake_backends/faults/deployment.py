@@ -282,6 +282,42 @@ CATALOGUE = Catalogue(
             _RL_BACKENDS,
         ),
         _fault(
+            "pause_mode_ignored",
+            "pause_generation accepts abort and wait, and answers naming them, but applies keep: "
+            "requests in flight freeze until the resume instead of ending or finishing (the mode "
+            "never reaches the engine, as a Ray Serve wrapper review found)",
+            _ADMIN_BACKENDS,
+        ),
+        _fault(
+            "wait_answers_early",
+            "a wait pause answers at once with the streams in flight frozen mid-way; they finish "
+            "only after the resume, under the weights loaded meanwhile",
+            _ADMIN_BACKENDS,
+        ),
+        _fault(
+            "in_place_pause_aborts",
+            "SGLang's in_place pause aborts the requests in flight instead of holding them until "
+            "continue_generation",
+            _SGLANG,
+        ),
+        _fault(
+            "pause_counted_per_caller",
+            "pauses are counted: a worker paused twice holds generation until it is resumed twice",
+            _ADMIN_BACKENDS,
+        ),
+        _fault(
+            "resume_slow",
+            "a resume answers ok, but new generation stays held for 3.5 s after it",
+            _ADMIN_BACKENDS,
+        ),
+        _fault(
+            "admits_after_pause",
+            "a request that arrives once a pause answered is admitted and generates: an abort or "
+            "wait pause gates only what it found in flight (vllm-project/vllm #33926, #51476); "
+            "a keep pause still freezes it before its first token",
+            _ADMIN_BACKENDS,
+        ),
+        _fault(
             "weight_version_unchanged",
             "weight updates answer ok with the new version but the worker keeps the old one",
             _ADMIN_BACKENDS,

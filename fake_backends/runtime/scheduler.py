@@ -20,7 +20,10 @@ in_place):
 Waiting is done by polling a few milliseconds apart: simple, and correct whichever thread
 flips the state (tests poke workers from their own thread).  The ``pause_not_applied``
 fault makes pauses bookkeeping only: acknowledged and visible to the update routes, but
-nothing is held, frozen or aborted.
+nothing is held, frozen or aborted.  Other faults apply another mode than the one asked
+(``pause_mode_ignored``, ``wait_answers_early``, ``in_place_pause_aborts``), admit requests
+arriving while paused (``admits_after_pause``), count pauses (``pause_counted_per_caller``) or
+keep new requests held for a while after a resume (``resume_slow``).
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ POLL_SECONDS = 0.002
 UNDELAYED_TOKENS_PER_YIELD = 4
 
 FREEZE_MODES = frozenset({"keep", "retract", "in_place"})
+RESUME_SLOW_S = 3.5
+"""How long new requests stay held after a resume under the ``resume_slow`` fault."""
 RESPONSE_ID_PREFIXES = ("cmpl-", "chatcmpl-")
 
 
@@ -81,6 +86,8 @@ class WorkerRuntime:
         self.faults = faults if faults is not None else active_faults()
         self.paused = False
         self.pause_mode: str | None = None
+        self.pauses = 0  # pauses since the last effective resume
+        self.held_until = 0.0  # monotonic time until which a slow resume still holds new work
         self.routable = True  # SGLang workers leave routing when paused or released
         self.registered = True  # a native-sidecar worker unregisters its generate endpoint
         self.memory_released = False
@@ -90,6 +97,11 @@ class WorkerRuntime:
         self.closing = False
         self._generations: set[Generation] = set()
 
+    def _deployment_fault(self, name: str) -> bool:
+        """A fault of the fake deployment's catalogue only: the toy engine behind the real Dynamo
+        frontend (``faults.engine``) has no such fault, so there it is off."""
+        return name in self.faults.catalogue.by_name and self.faults.active(name)
+
     # -- what generation sees --------------------------------------------------------------
 
     @property
@@ -98,7 +110,9 @@ class WorkerRuntime:
 
     def holds_new(self) -> bool:
         """New requests wait at admission."""
-        return self._pause_effective or self.draining > 0
+        if self.draining > 0 or time.monotonic() < self.held_until:
+            return True
+        return self._pause_effective and not self._deployment_fault("admits_after_pause")
 
     def freezes_in_flight(self) -> bool:
         return self._pause_effective and self.pause_mode in FREEZE_MODES
@@ -192,10 +206,22 @@ class WorkerRuntime:
         while self.in_flight():
             await asyncio.sleep(POLL_SECONDS)
 
+    def _applied(self, mode: str) -> str:
+        """The mode a pause in ``mode`` applies: itself, unless a fault applies another."""
+        if mode in ("abort", "wait") and self._deployment_fault("pause_mode_ignored"):
+            return "keep"
+        if mode == "wait" and self._deployment_fault("wait_answers_early"):
+            return "keep"
+        if mode == "in_place" and self._deployment_fault("in_place_pause_aborts"):
+            return "abort"
+        return mode
+
     async def pause(self, mode: str) -> None:
         """Pause in ``mode``; returns once the mode's promise holds (see module docstring)."""
+        mode = self._applied(mode)
         self.paused = True
         self.pause_mode = mode
+        self.pauses += 1
         if self.faults.active("pause_not_applied"):
             return
         if mode == "abort":
@@ -205,8 +231,14 @@ class WorkerRuntime:
             await self.drain()
 
     def resume(self) -> None:
+        if self._deployment_fault("pause_counted_per_caller") and self.pauses > 1:
+            self.pauses -= 1
+            return
+        self.pauses = 0
         self.paused = False
         self.pause_mode = None
+        if self._deployment_fault("resume_slow"):
+            self.held_until = time.monotonic() + RESUME_SLOW_S
 
     @contextlib.asynccontextmanager
     async def quiesced(self) -> AsyncIterator[None]:

@@ -116,8 +116,21 @@ class Answer:
     spec="Pause or drain workers when the backend requires it.",
     section=SECTION,
 )
-def pause_cycle_answered(answers: Sequence[Answer], served_after: bool) -> Findings:
+def pause_cycle_answered(
+    answers: Sequence[Answer], served_after: bool, counted: str | None = None
+) -> Findings:
+    """`counted`, when given: how a generation sent after two pauses and one resume stayed held
+    until a second resume (a pause counted per caller: every pause needs its own resume). A
+    pause of a paused worker changes nothing upstream: vLLM and SGLang set one paused flag, and
+    one resume clears it."""
     yield from answer_findings(answers)
+    if counted is not None:
+        yield Violation(
+            f"after two pauses and one resume, the worker still held generation: {counted}",
+            "resume_generation",
+            "generation served after the first resume",
+            "held until a second resume",
+        )
     if not served_after:
         yield Violation(
             "after the cycle ended with a resume, the worker did not serve a generation",

@@ -34,6 +34,8 @@ VOLATILE_KEYS = frozenset(
 CURL_TIMEOUT_S = 30.0
 MOMENT_BOUND = {
     "refresh.inflight_terminal": "the stream crossed a policy refresh",
+    "refresh.straddle_reported": "the stream crossed a pause and a weight update",
+    "refresh.pause_mode_effect": "the stream crossed a pause",
     "cancel.propagation": "the client left the stream mid-way",
     "retry.attempt_identity": "the attempt was abandoned at its deadline",
     "namespace.scope": "the RL listener ran under a test environment",

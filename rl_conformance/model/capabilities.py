@@ -370,6 +370,27 @@ CAPABILITIES: tuple[Capability, ...] = (
         ADMIN,
     ),
     _cap(
+        "refresh.pause_mode_effect",
+        "Each pause mode does to the requests in flight what it names",
+        _REFRESH,
+        "Pause or drain workers when the backend requires it. (Upstream: vLLM's "
+        "pause_generation `abort` aborts in-flight requests immediately, `wait` waits for them "
+        "to complete, `keep` freezes them until resume_generation, vllm/v1/engine/async_llm.py; "
+        "SGLang's `abort` returns them, `in_place` keeps them to continue after "
+        "continue_generation, python/sglang/srt/managers/io_struct.py.)",
+        ADMIN,
+    ),
+    _cap(
+        "admin.resume_serves_promptly",
+        "A generation sent right after a resume is served promptly",
+        _REFRESH,
+        "Pause or drain workers when the backend requires it. (Upstream: vLLM's "
+        "resume_generation and SGLang's continue_generation reopen scheduling when they answer; "
+        "a resume that answers while generation stays held passes every check of its answer.)",
+        ADMIN,
+        level=Level.SHOULD,
+    ),
+    _cap(
         "refresh.version_verified",
         "Every worker reports the weight version applied",
         _REFRESH,

@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from rl_conformance.checks.pause_modes import Crossing
+
 PROMPT = [901, 445, 1203]
 IDS = [3067, 3247, 2]
 
@@ -165,3 +167,22 @@ def json_paths(node: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         for index, value in enumerate(node):
             found += json_paths(value, (*path, index))
     return found
+
+
+def held_crossing(while_held: int) -> Crossing:
+    """A 300-token stream a keep pause held at 30 tokens and that ran to its length after the
+    resume; `while_held`: tokens it delivered late in the watch, at its own pace."""
+    return Crossing(
+        "keep",
+        300,
+        20,
+        30,
+        False,
+        30 + while_held,
+        False,
+        300,
+        True,
+        False,
+        1,
+        while_held=while_held,
+    )

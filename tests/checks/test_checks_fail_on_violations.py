@@ -19,6 +19,7 @@ from rl_conformance.checks import (
     logprobs,
     membership,
     pause,
+    pause_modes,
     schema_check,
     straddle,
     streaming,
@@ -482,6 +483,14 @@ CASES: dict[str, Case] = {
         lambda: http.json_body("Expecting value", "<html>"),
     ),
     **recorded.CASES,
+    "refresh.pause_mode_effect": (
+        lambda: pause_modes.pause_mode_effect(bodies.held_crossing(0)),
+        lambda: pause_modes.pause_mode_effect(bodies.held_crossing(60)),
+    ),
+    "admin.resume_serves_promptly": (
+        lambda: pause_modes.resume_serves_promptly([pause_modes.AfterResume("a", 0.1, 2)], 0.1, 1),
+        lambda: pause_modes.resume_serves_promptly([pause_modes.AfterResume("a", 3, 5)], 0.1, 1),
+    ),
 }
 
 

@@ -1,0 +1,173 @@
+"""Generation watched across a pause, for the verdicts about what a pause does rather than what it
+answers: a stream in flight when the pause is sent (what its mode did to it), a request sent once
+the pause answered (held until the resume), and the first generation after a resume (how long it
+waited).
+
+Every wait is sized from the worker's own unpaused first-token time (`watch_s`), and every count
+is read before the next control call is sent, so a token counted "while paused" was delivered
+before the resume was even sent: no verdict races the engine.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ..checks import aggregate_stream, straddle, terminal
+from ..checks.pause_modes import AfterResume, Crossing
+from ..client.http import Client
+from ..model.target import Target
+from ..model.verdict import Verdict
+from ..wire.exchange import Exchange
+from .admin import AdminClient
+from .admin_steps import Selection, instance_of, paused
+from .inflight import InFlightStream, in_flight_budget
+from .refresh import pinned_generation
+
+HELD_S = 0.6
+WATCH_FACTOR = 5
+"""A paused worker is watched for this many times its unpaused first-token time (at least
+`HELD_S`): unpaused, it would have delivered well within it."""
+PROBE_TOKENS = 8
+RETRY_S = 0.2
+"""Between a refused generation after a resume and the next one."""
+
+
+def watch_s(unpaused_s: float) -> float:
+    return max(HELD_S, WATCH_FACTOR * unpaused_s)
+
+
+def crossing(
+    verdict: Verdict,
+    client: Client,
+    target: Target,
+    admin: AdminClient,
+    chosen: Selection,
+    mode: str,
+    prompt: list[int],
+    watched_s: float,
+) -> Crossing:
+    """Pause the chosen workers in `mode` with a long stream in flight (sent once its first token
+    arrived), watch it while paused for `watched_s` in two halves (less when it ends), resume,
+    and read what it delivered at each step. A stream that ended, or delivered nothing, before
+    the pause is `Unobservable` (`start_and_wait_first_token`)."""
+    stream = InFlightStream(
+        client,
+        target,
+        prompt,
+        instance_id=instance_of(chosen),
+        max_tokens=in_flight_budget(client, target, len(prompt)),
+    )
+    sent = stream.start_and_wait_first_token(verdict)
+    try:
+        with paused(verdict, admin, chosen, mode):
+            answered = stream.mark()
+            stream.wait(watched_s / 2)
+            settled = stream.mark()
+            stream.wait(watched_s / 2)
+            at_resume = stream.mark()
+    finally:
+        stream.wait()
+    held = 0 if settled.ended else at_resume.tokens - settled.tokens
+    exchange = stream.exchange
+    ending = terminal.ending_from_body(aggregate_stream(verdict.events(exchange)))
+    return Crossing(
+        mode=mode,
+        max_tokens=stream.max_tokens,
+        sent=sent.tokens,
+        answered=answered.tokens,
+        ended_by_answer=answered.ended,
+        at_resume=at_resume.tokens,
+        ended_by_resume=at_resume.ended,
+        final=stream.mark().tokens,
+        completed=stream.completed(),
+        read_late=stream.maybe_read_late(sent, answered, at_resume),
+        watched_s=at_resume.at - answered.at,
+        while_held=0 if stream.outpaced(sent, settled, at_resume) else held,
+        finish_reason=ending.finish_reason,
+        detailed_finish_reason=ending.detailed_finish_reason,
+    )
+
+
+def ended_native_crossing(
+    mode: str, max_tokens: int, sent: int, answered: int, events: list[Any]
+) -> Crossing:
+    """A native SGLang stream that had ended by the time its pause answered, in output tokens:
+    `sent` and `answered` count its events (each carries at least one token) when the pause was
+    sent and answered."""
+    counts = straddle.native_counts(events)
+
+    def tokens(read: int) -> int:
+        return counts[min(read, len(counts)) - 1] if read and counts else 0
+
+    final = counts[-1] if counts else 0
+    return Crossing(
+        mode=mode,
+        max_tokens=max_tokens,
+        sent=tokens(sent),
+        answered=tokens(answered),
+        ended_by_answer=True,
+        at_resume=tokens(answered),
+        ended_by_resume=True,
+        final=final,
+        completed=final >= max_tokens,
+        read_late=False,
+        watched_s=0.0,
+    )
+
+
+def held_generation(
+    verdict: Verdict,
+    client: Client,
+    target: Target,
+    admin: AdminClient,
+    chosen: Selection,
+    prompt: list[int],
+    held_s: float,
+    mode: str | None = None,
+) -> tuple[int, bool, Exchange]:
+    """A short generation sent once the chosen workers' pause (in `mode`, else the family's
+    refresh mode) answered: the events it delivered within `held_s` (read before the resume is
+    sent), whether it went on after the resume, and its exchange; its terminal is held to the
+    terminal-reason rules (`InFlightStream.judge_terminal`). A request the paused worker
+    refused, or did not answer as a stream (the native sidecar answers 503 while paused), goes
+    on if a generation sent after the resume is served."""
+    held = InFlightStream(
+        client, target, prompt, instance_id=instance_of(chosen), max_tokens=PROBE_TOKENS
+    )
+    with paused(verdict, admin, chosen, mode):
+        held.thread.start()
+        held.progress.wait_for_events(1, held_s)
+        while_paused = held.progress.events
+    held.wait()
+    held.judge_terminal(verdict)
+    completed = held.progress.events > while_paused
+    exchange = held.exchange
+    if not completed and (
+        exchange.status != 200 or "text/event-stream" not in exchange.content_type
+    ):
+        completed = pinned_generation(client, target, chosen.pinned, prompt).status == 200
+    return while_paused, completed, exchange
+
+
+def first_token_after(
+    client: Client, target: Target, chosen: Selection, prompt: list[int], what: str, wait_s: float
+) -> tuple[AfterResume, InFlightStream]:
+    """A short generation sent right after `what` answered: how long until a first token came
+    (None if none within `wait_s`), and the stream, for the caller to wait for once the worker
+    surely serves. A request refused before any token (a worker that registers again once
+    resumed, and is not yet routed to) is sent again while the time lasts: what is measured is
+    how long generation stayed unavailable."""
+    started = time.monotonic()
+    while True:
+        probe = InFlightStream(
+            client, target, prompt, instance_id=instance_of(chosen), max_tokens=PROBE_TOKENS
+        )
+        probe.thread.start()
+        left = wait_s - (time.monotonic() - started)
+        came = probe.progress.wait_for_events(1, max(left, 0.0))
+        took = time.monotonic() - started
+        if came or not probe.progress.ended or took >= wait_s:
+            return AfterResume(what, took if came else None, wait_s), probe
+        probe.wait()
+        time.sleep(RETRY_S)

@@ -1,0 +1,174 @@
+"""What each pause mode does to generation, judged by its effect and never by the pause's answer
+(`checks.pause_modes`): a stream in flight is cut by `abort`, finished before a `wait` answers,
+held by `keep`/`in_place` until the resume and continued after it; a request sent once a pause
+answered produces nothing before the resume, in every mode; and a generation sent right after a
+resume, the first after two pauses included, is served promptly."""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+
+from rl_conformance import Unobservable
+from rl_conformance.checks import control, pause_modes
+from rl_conformance.client.http import Client
+from rl_conformance.control.admin import AdminClient, AdminWorker
+from rl_conformance.control.admin_steps import Selection, instance_of, select
+from rl_conformance.control.families import AdminFamily
+from rl_conformance.control.inflight import first_token_s
+from rl_conformance.control.pause_probes import (
+    PROBE_TOKENS,
+    crossing,
+    first_token_after,
+    held_generation,
+    watch_s,
+)
+from rl_conformance.model.target import Target
+from rl_conformance.model.verdict import Verdict
+
+capability = pytest.mark.capability
+pytestmark = pytest.mark.mutating
+PROMPT = [640, 1024, 777, 1800, 512, 333, 901, 445, 1203, 377, 1500, 1234]
+ANSWER_S = 10.0
+RESUME_FACTOR = 10
+RESUME_FLOOR_S = 1.5
+"""A generation after a resume is prompt within this many times the worker's unpaused
+first-token time, and never held to less than `RESUME_FLOOR_S`: below that, how a loaded
+client is scheduled decides, not the worker."""
+RESUME_WAIT_FACTOR = 20
+RESUME_WAIT_FLOOR_S = 5.0
+"""How long a generation after a resume is waited for before it counts as not served."""
+
+
+def mode_at(family: AdminFamily, index: int) -> str:
+    if index >= len(family.pause_modes):
+        pytest.skip(f"{family.name} has {len(family.pause_modes)} pause modes")
+    return family.pause_modes[index]
+
+
+def unpaused_first_token_s(
+    verdict: Verdict, client: Client, target: Target, chosen: Selection
+) -> float:
+    return first_token_s(verdict, client, target, PROMPT, instance_of(chosen), PROBE_TOKENS)
+
+
+@capability("refresh.pause_mode_effect")
+@pytest.mark.parametrize("mode_index", [0, 1, 2])
+def test_each_pause_mode_does_to_a_stream_in_flight_what_it_names(
+    rl_client: Client,
+    rl_target: Target,
+    rl_verdict: Verdict,
+    rl_admin: AdminClient,
+    rl_admin_workers: list[AdminWorker],
+    mode_index: int,
+) -> None:
+    """A long stream in flight when a pause is sent in each of the family's modes, watched while
+    paused for `WATCH_FACTOR` times the worker's unpaused first-token time: `abort` has ended it,
+    short and saying it was cut, by then; `wait` answered only once it had run to its length;
+    `keep`/`in_place` delivered nothing after the answer and ran it to its length after the
+    resume. A worker that accepts a mode and applies another (a wrapper that never forwards it)
+    fails; a stream that ran to its end before the pause could take hold proves nothing."""
+    chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
+    mode = mode_at(chosen.family, mode_index)
+    unpaused_s = unpaused_first_token_s(rl_verdict, rl_client, rl_target, chosen)
+    observed = crossing(
+        rl_verdict, rl_client, rl_target, rl_admin, chosen, mode, PROMPT, watch_s(unpaused_s)
+    )
+    rl_verdict.measure(
+        pause_mode_effect={
+            "mode": mode,
+            "unpaused_first_token_s": round(unpaused_s, 3),
+            "stream": observed.describe(),
+        }
+    )
+    why = pause_modes.unjudged(observed)
+    if why is not None:
+        raise Unobservable(why)
+    rl_verdict.check(pause_modes.pause_mode_effect(observed))
+
+
+@capability("refresh.pause_gates")
+@pytest.mark.parametrize("mode_index", [0, 1, 2])
+def test_a_request_sent_once_a_pause_answered_waits_for_the_resume(
+    rl_client: Client,
+    rl_target: Target,
+    rl_verdict: Verdict,
+    rl_admin: AdminClient,
+    rl_admin_workers: list[AdminWorker],
+    mode_index: int,
+) -> None:
+    """In every mode, a generation sent just after the pause answered delivers nothing until the
+    resume, then completes (or is refused while paused, and served after): a pause that gates
+    only what it found in flight lets a request in under the old weights, to be served by the
+    new ones (vllm-project/vllm #33926, #51476). Its first token is awaited for the watch the
+    worker's own unpaused first-token time sets, and counted before the resume is sent."""
+    chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
+    mode = mode_at(chosen.family, mode_index)
+    held_s = watch_s(unpaused_first_token_s(rl_verdict, rl_client, rl_target, chosen))
+    while_paused, completed, exchange = held_generation(
+        rl_verdict, rl_client, rl_target, rl_admin, chosen, PROMPT, held_s, mode
+    )
+    rl_verdict.measure(paused_request={"mode": mode, "held_s": round(held_s, 3)})
+    rl_verdict.check(control.pause_gates(while_paused, completed, held_s), exchange)
+
+
+def resume_once(rl_admin: AdminClient, chosen: Selection) -> None:
+    rl_admin.call_each(chosen.workers, chosen.family.resume, {}, deadline_s=ANSWER_S)
+
+
+@capability("admin.resume_serves_promptly")
+def test_a_generation_right_after_a_resume_is_served_promptly(
+    rl_client: Client,
+    rl_target: Target,
+    rl_verdict: Verdict,
+    rl_admin: AdminClient,
+    rl_admin_workers: list[AdminWorker],
+) -> None:
+    """Pause and resume; then pause twice and resume once: a generation sent right after each
+    resume answered has its first token within `RESUME_FACTOR` times the worker's unpaused
+    first-token time (at least `RESUME_FLOOR_S`), measured on the same worker once the cycles
+    are over and before them (the lower of the two, so a hold an earlier step left cannot widen
+    the bound). A resume that answers ok while generation stays held fails."""
+    chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
+    family = chosen.family
+    before_s = unpaused_first_token_s(rl_verdict, rl_client, rl_target, chosen)
+    wait_s = max(RESUME_WAIT_FLOOR_S, RESUME_WAIT_FACTOR * before_s)
+    body = family.pause_body()
+    after: list[pause_modes.AfterResume] = []
+    probes = []
+    try:
+        rl_admin.call_each(chosen.workers, family.pause, body, deadline_s=ANSWER_S)
+        resume_once(rl_admin, chosen)
+        first, probe = first_token_after(rl_client, rl_target, chosen, PROMPT, "the resume", wait_s)
+        after.append(first)
+        probes.append(probe)
+        for _ in range(2):  # a second pause of a paused worker may be refused: not judged here
+            rl_admin.call_each(chosen.workers, family.pause, body, deadline_s=ANSWER_S)
+        resume_once(rl_admin, chosen)
+        second, probe = first_token_after(
+            rl_client, rl_target, chosen, PROMPT, "the first resume after two pauses", wait_s
+        )
+        after.append(second)
+        probes.append(probe)
+        if second.first_token_s is None:
+            resume_once(rl_admin, chosen)  # release what the one resume left held
+    except BaseException:
+        with contextlib.suppress(Exception):
+            resume_once(rl_admin, chosen)
+        raise
+    finally:
+        for probe in probes:
+            probe.wait()
+    unpaused_s = min(before_s, unpaused_first_token_s(rl_verdict, rl_client, rl_target, chosen))
+    bound_s = max(RESUME_FLOOR_S, RESUME_FACTOR * unpaused_s)
+    rl_verdict.measure(
+        resume_serves_promptly={
+            "unpaused_first_token_s": round(unpaused_s, 3),
+            "bound_s": round(bound_s, 3),
+            "after_resume_s": [
+                None if a.first_token_s is None else round(a.first_token_s, 3) for a in after
+            ],
+        }
+    )
+    rl_verdict.check(pause_modes.resume_serves_promptly(after, unpaused_s, bound_s))
