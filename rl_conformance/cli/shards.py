@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 TIMEOUT_S = 1800.0
-PROGRESS_EVERY_S = 10.0
+PROGRESS_EVERY_S = 30.0
 
 
 def default_jobs(most: int) -> int:
