@@ -85,6 +85,9 @@ HELD_S = 0.6
 HELD_TOKENS = 8
 WAIT_TOKENS = 64
 STREAMS = 3
+REFITS = 3
+"""Consecutive refits the version, served-policy and cache checks go through: what works on
+the first refit only is a bug trainers hit on their second step."""
 """Streams held across one pause: each must end once, whatever the others do."""
 
 
@@ -247,17 +250,20 @@ def test_every_worker_reports_the_applied_version(
     rl_admin_workers: list[AdminWorker],
     rl_weights: WeightSource,
 ) -> None:
+    """Over `REFITS` consecutive updates, each new version is the one every worker reports:
+    a version read-back that follows the first refit only is a stale read on the next."""
     chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
-    version = apply_update(rl_verdict, rl_admin, chosen, rl_weights)
-    reported = reported_versions(rl_verdict, rl_admin, rl_client, rl_target, chosen)
-    rl_verdict.measure(
-        policy_update={
-            "target_version": str(version),
-            "workers_targeted": len(chosen.workers),
-            "workers_verified": sum(value == version for value in reported.values()),
-        }
-    )
-    rl_verdict.check(control.version_verified(version, reported))
+    for _ in range(REFITS):
+        version = apply_update(rl_verdict, rl_admin, chosen, rl_weights)
+        reported = reported_versions(rl_verdict, rl_admin, rl_client, rl_target, chosen)
+        rl_verdict.measure(
+            policy_update={
+                "target_version": str(version),
+                "workers_targeted": len(chosen.workers),
+                "workers_verified": sum(value == version for value in reported.values()),
+            }
+        )
+        rl_verdict.check(control.version_verified(version, reported))
 
 
 @capability("refresh.version_verified")
@@ -351,10 +357,11 @@ def test_the_served_policy_is_the_checkpoint_sent(
     rl_weights: WeightSource,
     rl_references: ReferenceSource,
 ) -> None:
-    """After an update from a checkpoint on disk, the worker serves that checkpoint: the greedy
-    ids and the log probabilities of a fixed probe match what the checkpoint itself gives
-    (computed from it with transformers), within `control.SERVED_POLICY_TOLERANCE`. An update
-    that answers success and keeps part of the old weights changes the output, so
+    """After each of `REFITS` consecutive updates from checkpoints on disk (alternating between
+    the given ones), the worker serves the checkpoint just sent: the greedy ids and the log
+    probabilities of a fixed probe match what the checkpoint itself gives (computed from it
+    with transformers), within `control.SERVED_POLICY_TOLERANCE`. An update that answers
+    success and keeps part of the old weights changes the output, so
     `refresh.post_update_generation` passes; this does not."""
     chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
     require_update_routes(chosen)
@@ -364,16 +371,17 @@ def test_the_served_policy_is_the_checkpoint_sent(
             f"the served policy of a {chosen.family.name} worker: its updates are transfers, "
             "which name no checkpoint directory to compute a reference from"
         )
-    policy = rl_weights.new(chosen.family, chosen.workers)
-    if policy.model_path is None:
-        raise MissingInput(
-            "the served policy needs a real checkpoint to compare with: give "
-            "--update-model-path PATH twice"
-        )
-    reference = rl_references.reference(policy.model_path, PROMPT, PROBE_TOKENS)
-    apply_update(rl_verdict, rl_admin, chosen, rl_weights, policy)
-    ids, selected, prompt = served_probe(rl_verdict, rl_client, rl_target, chosen.pinned)
-    rl_verdict.check(control.served_policy(ids, selected, prompt, reference))
+    for _ in range(REFITS):
+        policy = rl_weights.new(chosen.family, chosen.workers)
+        if policy.model_path is None:
+            raise MissingInput(
+                "the served policy needs a real checkpoint to compare with: give "
+                "--update-model-path PATH twice"
+            )
+        reference = rl_references.reference(policy.model_path, PROMPT, PROBE_TOKENS)
+        apply_update(rl_verdict, rl_admin, chosen, rl_weights, policy)
+        ids, selected, prompt = served_probe(rl_verdict, rl_client, rl_target, chosen.pinned)
+        rl_verdict.check(control.served_policy(ids, selected, prompt, reference))
 
 
 def cached_tokens(
@@ -410,7 +418,8 @@ def test_flush_invalidates_cached_prefixes(
     """Cached prefixes of one worker are not reused after its cache is invalidated: by the
     family's flush route (Python worker), by a pause with `clear_cache` (native sidecar), or
     (SGLang, whose cache reset is a request-plane endpoint) by the weight update itself, which
-    flushes by default (`flush_cache` in SGLang's update requests)."""
+    flushes by default (`flush_cache` in SGLang's update requests). `REFITS` times over: a
+    cache reset that works on the first refit only (NeMo RL #4018) fails the second."""
     chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
     worker = chosen.pinned
     if worker is None:
@@ -418,22 +427,23 @@ def test_flush_invalidates_cached_prefixes(
             f"one worker's prefix cache: generations cannot be pinned to {chosen.label} "
             "(its system server's /metrics names no worker_id)"
         )
-    cached_tokens(rl_verdict, rl_client, rl_target, worker)
-    before = cached_tokens(rl_verdict, rl_client, rl_target, worker)
-    if before <= 0:
-        raise Unobservable(
-            "prefix-cache reuse: a repeated prompt reported cached_tokens 0 (prefix caching "
-            "off?), so its invalidation cannot be observed"
-        )
-    if chosen.family.flush:
-        succeed(rl_verdict, rl_admin, worker, chosen.family, chosen.family.flush, {})
-    elif chosen.family.clears_on_pause:
-        with paused(rl_verdict, rl_admin, chosen):
-            pass
-    else:
-        apply_update(rl_verdict, rl_admin, chosen, rl_weights)
-    after = cached_tokens(rl_verdict, rl_client, rl_target, worker)
-    rl_verdict.check(control.kv_invalidation(before, after))
+    for _ in range(REFITS):
+        cached_tokens(rl_verdict, rl_client, rl_target, worker)
+        before = cached_tokens(rl_verdict, rl_client, rl_target, worker)
+        if before <= 0:
+            raise Unobservable(
+                "prefix-cache reuse: a repeated prompt reported cached_tokens 0 (prefix caching "
+                "off?), so its invalidation cannot be observed"
+            )
+        if chosen.family.flush:
+            succeed(rl_verdict, rl_admin, worker, chosen.family, chosen.family.flush, {})
+        elif chosen.family.clears_on_pause:
+            with paused(rl_verdict, rl_admin, chosen):
+                pass
+        else:
+            apply_update(rl_verdict, rl_admin, chosen, rl_weights)
+        after = cached_tokens(rl_verdict, rl_client, rl_target, worker)
+        rl_verdict.check(control.kv_invalidation(before, after))
 
 
 class RefreshLifecycle(RuleBasedStateMachine):

@@ -233,7 +233,7 @@ async def resume_memory_occupation(worker: EngineWorker, body: Body) -> Body:
 async def flush_cache(worker: EngineWorker, body: Body) -> Body:
     if worker.runtime.in_flight():
         return {"success": False, "message": "Cannot flush cache while requests are running."}
-    worker.runtime.flush()
+    worker.runtime.flush(asked=True)
     return {"success": True}
 
 

@@ -71,7 +71,7 @@ async def pause_generation(worker: EngineWorker, body: Body) -> Body:
             await asyncio.sleep(POLL_SECONDS)
     await runtime.pause(mode)
     if clear_cache and mode != "keep":  # vLLM ignores clear_cache in keep mode
-        worker.runtime.flush()
+        worker.runtime.flush(asked=True)
     return {"status": "ok", "message": "Engine paused", "mode": mode, "clear_cache": clear_cache}
 
 
@@ -81,7 +81,7 @@ async def resume_generation(worker: EngineWorker, body: Body) -> Body:
 
 
 async def flush_cache(worker: EngineWorker, body: Body) -> Body:
-    worker.runtime.flush()
+    worker.runtime.flush(asked=True)
     return {"status": "ok", "message": "Cache flushed"}
 
 

@@ -95,7 +95,7 @@ def sidecar_routes() -> AdminRoutes:
         worker.runtime.registered = False  # unregistered before the engine call, and stays so
         await worker.runtime.pause(mode)
         if clear_cache and mode != "keep":
-            worker.runtime.flush()
+            worker.runtime.flush(asked=True)
         return status_word(worker, "paused")
 
     async def resume_generation(worker: EngineWorker, body: Body) -> Body:

@@ -335,6 +335,26 @@ CATALOGUE = Catalogue(
             _ADMIN_BACKENDS,
         ),
         _fault(
+            "update_applied_once",
+            "a worker's first weight update swaps its weights; every later one answers ok and "
+            "declares its version but keeps the weights of the first (a refit path that works "
+            "once)",
+            _ADMIN_BACKENDS,
+        ),
+        _fault(
+            "version_stuck_after_first",
+            "a worker reports the first weight version it declared after every later update "
+            "(the weights do change)",
+            _ADMIN_BACKENDS,
+        ),
+        _fault(
+            "flush_works_once",
+            "a worker's prefix cache is cleared by the first flush a route asks for (the flush "
+            "route, a pause with clear_cache) only; later ones answer ok and keep it (the cache "
+            "survives the next refits: NeMo RL #4018)",
+            _ADMIN_BACKENDS,
+        ),
+        _fault(
             "kv_not_flushed",
             "cache flushes and weight updates answer ok but the prefix cache is kept "
             "(cached_tokens unchanged)",

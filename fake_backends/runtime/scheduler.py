@@ -91,6 +91,8 @@ class WorkerRuntime:
         self.routable = True  # SGLang workers leave routing when paused or released
         self.registered = True  # a native-sidecar worker unregisters its generate endpoint
         self.memory_released = False
+        self.updates = 0  # weight updates applied (or answered) so far
+        self.flushes = 0  # prefix-cache flushes asked for by a route so far
         self.departed = False  # the worker's process went away (control port `/departure`)
         self.draining = 0  # > 0 while an unpaused update waits for in-flight requests
         self.cache = PrefixCache()
@@ -254,9 +256,14 @@ class WorkerRuntime:
         finally:
             self.draining -= 1
 
-    def flush(self) -> bool:
-        """Clear the prefix cache; False when the ``kv_not_flushed`` fault kept it."""
+    def flush(self, asked: bool = False) -> bool:
+        """Clear the prefix cache; False when the ``kv_not_flushed`` fault kept it, or, for a
+        flush asked for by a route (not the one an update makes), ``flush_works_once`` after
+        the first."""
+        self.flushes += asked
         if self.faults.active("kv_not_flushed"):
+            return False
+        if asked and self.flushes > 1 and self._deployment_fault("flush_works_once"):
             return False
         self.cache.clear()
         return True

@@ -43,9 +43,13 @@ def mixed_weights(old: str, new: str) -> str:
 
 
 def declare_version(worker: EngineWorker, version: Any) -> None:
-    """Declare a version (``weight_version_unchanged``: silently keep the old one)."""
-    if not worker.runtime.faults.active("weight_version_unchanged"):
-        worker.declare_version(version)
+    """Declare a version (``weight_version_unchanged``: silently keep the old one;
+    ``version_stuck_after_first``: keep the first one declared)."""
+    if worker.runtime.faults.active("weight_version_unchanged"):
+        return
+    if worker.version_declared and _deployment_fault(worker, "version_stuck_after_first"):
+        return
+    worker.declare_version(version)
 
 
 def load_weights(
@@ -57,7 +61,11 @@ def load_weights(
     reset_cache: bool = True,
 ) -> None:
     """Swap the weights, declare ``version`` if asked, reset the prefix cache if asked."""
-    if worker.runtime.faults.active("update_keeps_old_weights"):
+    worker.runtime.updates += 1
+    kept = worker.runtime.faults.active("update_keeps_old_weights") or (
+        worker.runtime.updates > 1 and _deployment_fault(worker, "update_applied_once")
+    )
+    if kept:
         pass
     elif _serves_a_mix(worker):
         worker.load_weights(mixed_weights(worker.weights_tag, tag))
@@ -70,7 +78,11 @@ def load_weights(
 
 
 def _serves_a_mix(worker: EngineWorker) -> bool:
+    return _deployment_fault(worker, SERVES_A_MIX)
+
+
+def _deployment_fault(worker: EngineWorker, name: str) -> bool:
     # A fault of the fake deployment's catalogue only: the toy engine behind the real Dynamo
     # frontend (``faults.engine``) has no such fault.
     faults = worker.runtime.faults
-    return SERVES_A_MIX in faults.catalogue.by_name and faults.active(SERVES_A_MIX)
+    return name in faults.catalogue.by_name and faults.active(name)
