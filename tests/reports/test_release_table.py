@@ -64,16 +64,9 @@ def test_write_replaces_only_the_block_between_the_markers(tmp_path: Path) -> No
     document = tmp_path / "RELEASES.md"
     document.write_text(f"# Releases\n\nbefore\n\n{BEGIN}\nold table\n{END}\n\nafter\n")
     for _ in range(2):  # idempotent
+        command = [sys.executable, "-m", "rl_conformance", "releases", str(path)]
         done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "rl_conformance",
-                "releases",
-                str(path),
-                "--write",
-                str(document),
-            ],
+            [*command, "--write", str(document)],
             capture_output=True,
             text=True,
             timeout=60,
