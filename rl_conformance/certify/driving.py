@@ -46,6 +46,9 @@ from .scenarios import (
 STEP_BOUND_S = 20.0
 """No step may take longer; an adapter that hangs is reported, never waited for."""
 CANCEL_WAIT_S = 5.0
+STAGE_WAIT_S = 30.0
+"""How long a cancellation waits for the events (or the held reply) it is staged after: a bound,
+not a pace; on a loaded machine the adapter's first events can take seconds to arrive."""
 
 
 class AdapterHandle:
@@ -319,7 +322,7 @@ class Driver:
             daemon=True,
         )
         thread.start()
-        deadline = time.monotonic() + CANCEL_WAIT_S
+        deadline = time.monotonic() + STAGE_WAIT_S
         while (
             self.log.events_delivered(since) < after
             and not self.log.replies_held(since)
