@@ -290,7 +290,7 @@ def _leaked_listener(state: DeploymentState) -> Route:
     async def rl_workers(request: Request) -> Response:
         leaked = state.personality.rl_workers and state.fault("rl_listener_on_frontend")
         if leaked and request.method == "GET":
-            return json_response(list_workers(state))
+            return json_response(await list_workers(state))
         raise HTTPException(404)
 
     return Route(WORKERS_PATH, rl_workers, methods=ALL_METHODS)

@@ -14,6 +14,9 @@
   discovery entry stays, marked with an `error` and no routes, as Dynamo 1.6.1 lists a dead
   worker until its registration expires; the frontend stops routing to it) or comes back;
   answers ``{"instance_id": ..., "departed": ...}``;
+* ``POST /probe_reply {"reply": VALUE} | {"hang": true} | {}``: what the last worker answers
+  the RL listener's route probe: VALUE (any JSON), nothing at all, or its own reply again;
+  answers ``{"instance_id": ..., "replaced": true|false}``;
 * ``POST /workers/{instance_id}/clear_kv_blocks``: the worker request-plane operation
   SGLang has instead of an ``/engine`` route (``{"status": "ok"}``, or an error while the
   worker has requests).
@@ -34,6 +37,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from fake_backends.admin.sglang import clear_kv_blocks
+from fake_backends.discovery.probes import HANG
 from fake_backends.encoding.replies import json_response
 from fake_backends.faults.deployment import FAULT_NAMES, UnknownFaultError
 from fake_backends.runtime.admin_ledger import AdminRecord
@@ -142,6 +146,23 @@ def build_control_app(state: DeploymentState) -> Starlette:
         worker.runtime.registered = not departed
         return json_response({"instance_id": worker.instance_id, "departed": departed})
 
+    async def probe_reply(request: Request) -> Response:
+        try:
+            body = await _json_body(request)
+        except ValueError as exc:
+            return json_response({"error": str(exc)}, 400)
+        if not isinstance(body, dict) or not state.workers or body.get("hang") not in (None, True):
+            return json_response({"error": 'expected {"reply": VALUE}, {"hang": true} or {}'}, 400)
+        worker = state.workers[-1]
+        if body.get("hang"):
+            state.probe_replies[worker.index] = HANG
+        elif "reply" in body:
+            state.probe_replies[worker.index] = body["reply"]
+        else:
+            state.probe_replies.pop(worker.index, None)
+        replaced = worker.index in state.probe_replies
+        return json_response({"instance_id": worker.instance_id, "replaced": replaced})
+
     async def worker_clear_kv_blocks(request: Request) -> Response:
         raw = request.path_params["instance_id"]
         worker = state.router.find(int(raw)) if raw.isdigit() else None
@@ -156,6 +177,7 @@ def build_control_app(state: DeploymentState) -> Starlette:
             Route("/admin_ledger", _loopback_only(admin_ledger), methods=["GET", "DELETE"]),
             Route("/listener_env", _loopback_only(listener_env), methods=["GET", "POST"]),
             Route("/departure", _loopback_only(departure), methods=["POST"]),
+            Route("/probe_reply", _loopback_only(probe_reply), methods=["POST"]),
             Route(
                 "/workers/{instance_id}/clear_kv_blocks",
                 _loopback_only(worker_clear_kv_blocks),

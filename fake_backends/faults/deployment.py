@@ -251,6 +251,29 @@ CATALOGUE = Catalogue(
             _RL_BACKENDS,
         ),
         _fault(
+            "probe_reply_unvalidated",
+            "the RL listener lists a worker's route-probe reply as it came: no routes array, "
+            "a non-string or empty route, an invalid world_size are listed without an error",
+            _RL_BACKENDS,
+        ),
+        _fault(
+            "probe_worker_error_replaced",
+            "a worker's own probe error {status: error, message: M} is listed as 'worker routes "
+            "request failed' instead of M",
+            _RL_BACKENDS,
+        ),
+        _fault(
+            "probe_deadline_ignored",
+            "the RL listener waits for a worker that never answers its route probe past "
+            "DYN_RL_REQUEST_TIMEOUT_SECS: the whole read hangs",
+            _RL_BACKENDS,
+        ),
+        _fault(
+            "probe_timeout_fails_all",
+            "one route probe past its deadline lists every worker with the timeout error",
+            _RL_BACKENDS,
+        ),
+        _fault(
             "stopped_worker_listed",
             "a paused or released SGLang worker stays listed for routing: the frontend's /health "
             "keeps its generate instance (ai-dynamo/dynamo PR #15078)",

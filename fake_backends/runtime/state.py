@@ -38,6 +38,9 @@ class DeploymentState:
     router: Router = field(init=False)
     # None: the RL listener reads the process environment, like the real frontend does.
     listener_env_override: Mapping[str, str] | None = None
+    # Worker index -> what it answers the RL listener's route probe instead of its own reply
+    # (`discovery.probes.HANG`: nothing); set through the control port.
+    probe_replies: dict[int, Any] = field(default_factory=dict)
     # Attempts still running, by attempt id (x-request-id), oldest first: the frontend's
     # `flow.LiveRequest`s (typed loosely so that the runtime knows nothing of the frontend).
     running: dict[str, list[Any]] = field(default_factory=dict)

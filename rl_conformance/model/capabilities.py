@@ -145,6 +145,28 @@ CAPABILITIES: tuple[Capability, ...] = (
         RL_WORKERS,
     ),
     _cap(
+        "discovery.probe_replies_validated",
+        "A worker whose probe reply is refused or an error is listed with routes [] and its error",
+        _DISCOVERY,
+        "`error`: Probe failure; fail closed when a required worker or route is unavailable. "
+        "(Upstream ai-dynamo/dynamo lib/rl/src/lib.rs parse_worker_routes: a reply without a "
+        "`routes` array, with a non-string or empty route, an invalid `world_size`, or "
+        "`admin_base_url` without a valid `world_size` is a probe failure; a worker's own "
+        '`{"status": "error", "message": M}` is listed as M; routes are sorted and '
+        "de-duplicated.)",
+        RL_WORKERS,
+    ),
+    _cap(
+        "discovery.probe_deadline",
+        "A worker that never answers its probe is listed with its error within the deadline",
+        _DISCOVERY,
+        "`DYN_RL_REQUEST_TIMEOUT_SECS` (default `30`): Bounds each worker descriptor probe. "
+        "Discovery can also return a worker with an `error` and an empty route list when its "
+        "descriptor probe times out or fails. (Upstream RL Implementation Guide, discovery "
+        "listener variables; ai-dynamo/dynamo lib/rl/src/lib.rs describe_worker.)",
+        RL_WORKERS,
+    ),
+    _cap(
         "tokens.token_input",
         "Token input through OpenAI-compatible routes",
         _COMPAT,

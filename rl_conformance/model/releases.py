@@ -109,6 +109,20 @@ SURFACES: tuple[Surface, ...] = (
         },
     ),
     _surface(
+        "rl.probe_validation",
+        "the RL listener validates each worker's route-probe reply and bounds the probe by "
+        "DYN_RL_REQUEST_TIMEOUT_SECS",
+        ("discovery.probe_replies_validated", "discovery.probe_deadline"),
+        {
+            "1.6.1": "wheel 1.6.1: _core.abi3.so holds the listener's messages ('worker routes "
+            "response contains a non-string route entry', '... has 'admin_base_url' without "
+            "valid 'world_size'', 'worker discovery timed out after') and "
+            "DYN_RL_REQUEST_TIMEOUT_SECS",
+            "1.7.0": "wheel 1.7.0.dev20261026: _core.abi3.so holds the same messages",
+            "main": "lib/rl/src/lib.rs parse_worker_routes, describe_worker",
+        },
+    ),
+    _surface(
         "rl.namespace_scope",
         "the RL listener's namespace scope from its DYN_NAMESPACE* environment",
         ("namespace.scope",),

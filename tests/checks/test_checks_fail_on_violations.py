@@ -31,7 +31,7 @@ from rl_conformance.checks.base import rule_ids
 from rl_conformance.checks.schema_registry import schema_names
 from rl_conformance.control.policy_reference import PolicyReference
 
-from . import bodies
+from . import bodies, probe_cases
 
 Case = tuple[Callable[[], CheckResult], Callable[[], CheckResult]]
 
@@ -482,6 +482,7 @@ CASES: dict[str, Case] = {
         lambda: http.json_body("Expecting value", "<html>"),
     ),
 }
+CASES.update(probe_cases.CASES)
 
 
 def _joined(*, with_headers: bool) -> trace.TraceJoin:

@@ -34,6 +34,8 @@ EXPECTED: dict[str, tuple[str, str, str, str]] = {  # (vllm, sglang, trtllm, vll
     "discovery.endpoint_identity": RL_ONLY,
     "discovery.identity_not_position": RL_ONLY,
     "discovery.error_fails_closed": RL_ONLY,
+    "discovery.probe_replies_validated": RL_ONLY,
+    "discovery.probe_deadline": RL_ONLY,
     "tokens.token_input": ALL,
     "tokens.prompt_ids_echo": ALL,
     "tokens.completion_ids": ALL,
