@@ -172,6 +172,7 @@ class Assembly:
         engine_call_delay_s: float = 0.0,
         listing_order: str = "sorted",
         initial_model_path: str | None = None,
+        dynamo_release: str | None = None,
     ) -> None:
         options = DeploymentOptions.build(
             backend,
@@ -227,6 +228,7 @@ class Assembly:
             admin_family=options.admin_family,
             listener_env_override=None if listener_env is None else dict(listener_env),
             listing_order=options.listing_order,
+            dynamo_release=dynamo_release,
         )
         self.frontend_url = socket_url(frontend_sock, host)
         self.rl_url = socket_url(rl_sock, host)
@@ -324,12 +326,15 @@ class FakeDeployment:
         listener_env: Mapping[str, str] | None = None,
         listing_order: str = "sorted",
         initial_model_path: str | None = None,
+        dynamo_release: str | None = None,
     ) -> None:
         """See ``Assembly``.  ``listener_env`` None: the RL listener reads ``os.environ``.
         ``listing_order``: ``sorted`` (the real listener's), ``rotated`` or ``shuffled`` (the
         same workers in another order on every read, which the contract allows).
         ``initial_model_path``: every worker starts with the weights an update from this path
         gives (a cold start on that checkpoint); None: the toy model's initial weights.
+        ``dynamo_release``: the Dynamo release whose frontend the deployment plays (None: the
+        newest the fakes know); never published as Dynamo's version.
 
         ``engine_routes`` (SGLang): descriptors, or None for ``DYN_SGLANG_ENGINE_ROUTES``.
         Configuration errors raise ValueError here, before any socket is bound.
@@ -359,6 +364,7 @@ class FakeDeployment:
             "listener_env": None if listener_env is None else dict(listener_env),
             "listing_order": listing_order,
             "initial_model_path": initial_model_path,
+            "dynamo_release": dynamo_release,
         }
         self.backend = backend
         self._assembly: Assembly | None = None

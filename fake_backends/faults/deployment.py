@@ -251,6 +251,29 @@ CATALOGUE = Catalogue(
             _RL_BACKENDS,
         ),
         _fault(
+            "metadata_upload_refusals_reworded",
+            "the frontend refuses an nvext.metadata_upload it cannot read (Dynamo 1.7's forms) "
+            "with serde's generic wording instead of the reason",
+        ),
+        _fault(
+            "generation_artifact_limits_unchecked",
+            "a generation-artifact metadata_upload with stop strings or several choices is not "
+            "refused with 400 (it is answered as any artifact request is: 500)",
+        ),
+        _fault(
+            "null_version_undeclared",
+            'set_weight_version {"weight_version": null} declares nothing: the worker keeps '
+            "reporting the version declared before it",
+            _RL_BACKENDS,
+        ),
+        _fault(
+            "unversioned_update_declares",
+            "update_weights_from_disk without weight_version declares 'unknown': the worker "
+            "reports it instead of the version declared before (its reply still says "
+            "version_declared false)",
+            _RL_BACKENDS,
+        ),
+        _fault(
             "probe_reply_unvalidated",
             "the RL listener lists a worker's route-probe reply as it came: no routes array, "
             "a non-string or empty route, an invalid world_size are listed without an error",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from . import (
     admin,
     control,
+    declaration,
     discovery,
     errors,
     http,
@@ -34,6 +35,7 @@ __all__ = [
     "admin",
     "aggregate_stream",
     "control",
+    "declaration",
     "discovery",
     "errors",
     "http",

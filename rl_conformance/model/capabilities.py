@@ -385,6 +385,19 @@ CAPABILITIES: tuple[Capability, ...] = (
         },
     ),
     _cap(
+        "admin.version_declaration",
+        "A worker reports the last weight version declared to it",
+        "Read and Declare the Weight Version",
+        "Version declarations accept any JSON value, including `null`. An explicit "
+        '`{"weight_version": null}` is a declaration: `get_weight_version` then returns '
+        '`"version": null` with `"version_declared": true`. If the request omits '
+        '`weight_version`, the reply contains `"version": "unknown"` and '
+        '`"version_declared": false`, and the previous declaration remains unchanged. '
+        "(Upstream integration reference, "
+        "https://docs.nvidia.com/dynamo/dev/reinforcement-learning/rl-integration-reference)",
+        RL_WORKERS,
+    ),
+    _cap(
         "refresh.pause_gates",
         "Pause gates new generation until resume",
         _REFRESH,

@@ -157,6 +157,19 @@ SURFACES: tuple[Surface, ...] = (
         },
     ),
     _surface(
+        "admin.version_declaration",
+        "the vLLM Python worker's version_declared in get_weight_version and update replies",
+        ("admin.version_declaration",),
+        {
+            "1.6.1": "recorded: fixtures/dynamo-1.6.1/vllm-cpu/"
+            "flow_12_update_back_no_version.json, "
+            "flow_13_get_weight_version_after_unversioned_update.json",
+            "1.7.0": "wheel 1.7.0.dev20261026: dynamo/vllm/handlers.py get_weight_version, "
+            "set_weight_version, update_weights_from_disk",
+            "main": "docs: RL Integration Reference, Read and Declare the Weight Version",
+        },
+    ),
+    _surface(
         "nvext.token_fields",
         "nvext.extra_fields completion_token_ids, prompt_token_ids, engine_data, "
         "detailed_finish_reason, stop_reason",
@@ -197,6 +210,19 @@ REQUEST_CHECKS: tuple[Surface, ...] = (
             "_validate_request_token_ids (every token input path)",
             "main": "ai-dynamo/dynamo PR #12916 'validate token IDs on all client-supplied input "
             "paths', as the 1.7.0 wheel ships it",
+        },
+    ),
+    _surface(
+        "frontend.metadata_upload_forms",
+        "the frontend reads nvext.metadata_upload in two forms, legacy {url, fallback_url} and "
+        "generation artifact {kind, contents, mode, destination}, and refuses the rest with "
+        "its own reasons",
+        (),
+        {
+            "1.7.0": "recorded: fixtures/dynamo-1.7.0.dev20261026/metadata_upload_shapes.json "
+            "(1.6.1 refuses both new forms with serde's unknown field)",
+            "main": "as 1.7.0.dev20261026, the newest measured (its _core.abi3.so: "
+            "dynamo_llm::protocols::common::metadata_upload); upstream main not read",
         },
     ),
 )

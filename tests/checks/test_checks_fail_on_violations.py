@@ -31,7 +31,7 @@ from rl_conformance.checks.base import rule_ids
 from rl_conformance.checks.schema_registry import schema_names
 from rl_conformance.control.policy_reference import PolicyReference
 
-from . import bodies, probe_cases
+from . import bodies, probe_cases, release_cases
 
 Case = tuple[Callable[[], CheckResult], Callable[[], CheckResult]]
 
@@ -483,6 +483,7 @@ CASES: dict[str, Case] = {
     ),
 }
 CASES.update(probe_cases.CASES)
+CASES.update(release_cases.CASES)
 
 
 def _joined(*, with_headers: bool) -> trace.TraceJoin:

@@ -65,6 +65,8 @@ EXPECTED: dict[str, tuple[str, str, str, str]] = {  # (vllm, sglang, trtllm, vll
     "admin.stopped_worker_unrouted": (U, P, P, P),
     # the sidecar documents no pause before its transfer lifecycle
     "admin.unpaused_update_refused": (P, U, U, "skipped"),
+    # only the Python worker declares versions; the sidecar advertises no set_weight_version
+    "admin.version_declaration": (P, U, U, "not-advertised"),
     "refresh.pause_gates": ADMIN,
     "refresh.version_verified": ADMIN,
     "refresh.post_update_generation": ADMIN,

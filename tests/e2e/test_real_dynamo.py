@@ -57,6 +57,7 @@ MOCKER_EXPECTED: dict[str, tuple[str, str]] = {
     "admin.stopped_worker_unrouted": (U, "the mocker's system server speaks no administration"),
     "discovery.departure_visible": (S, "the launcher stops and restarts only our toy workers"),
     "admin.unpaused_update_refused": (F, "no worker advertises administration"),
+    "admin.version_declaration": (F, "no worker advertises administration"),
     "refresh.pause_gates": (F, "no worker advertises administration"),
     "refresh.version_verified": (F, "no worker advertises administration"),
     "refresh.post_update_generation": (F, "no worker advertises administration"),
@@ -240,6 +241,7 @@ SGLANG_FAMILY_UNSUPPORTED = {
     "discovery.error_fails_closed",
     "admin.route_negotiation",
     "admin.unpaused_update_refused",
+    "admin.version_declaration",
     "namespace.scope",
 }
 """SGLang workers do not register with /v1/rl/workers and take updates without a pause."""

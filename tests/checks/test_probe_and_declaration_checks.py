@@ -1,8 +1,10 @@
-"""The route-probe checks judge what the listener must do, never how it words its own errors."""
+"""The route-probe checks judge what the listener must do, never how it words its own errors;
+the declaration check tells a null declaration from an absent one."""
 
 from __future__ import annotations
 
 from rl_conformance.checks import probes
+from rl_conformance.checks.declaration import Declared, version_declaration
 
 from . import bodies
 from .probe_cases import HUNG, refused, with_second
@@ -19,3 +21,12 @@ def test_a_refusal_without_an_error_or_with_routes_fails_closed_never() -> None:
 
 def test_any_wording_of_the_listeners_own_error_passes() -> None:
     assert probes.probe_refusal_listed(refused("probe failed: bad reply"), HUNG, "x").passed
+
+
+def test_a_null_declaration_is_not_an_absent_one() -> None:
+    declared_null = {"status": "ok", "version": None, "version_declared": True}
+    assert version_declaration([Declared("get", declared_null, None, True)]).passed
+    for reply in ({"status": "ok", "version_declared": True}, {"status": "ok", "version": None}):
+        assert not version_declaration([Declared("get", reply, None, True)]).passed
+    one = {"status": "ok", "version": 1, "version_declared": True}
+    assert not version_declaration([Declared("get", one, True, True)]).passed
