@@ -204,6 +204,7 @@ class Assembly:
                     instance_id_for(index),
                     model,
                     weights_tag=options.initial_weights,
+                    initial_weights=options.initial_weights,
                     started_at=now,
                     namespace=options.namespace_of(index),
                     runtime=WorkerRuntime(active),

@@ -251,6 +251,17 @@ CATALOGUE = Catalogue(
             _RL_BACKENDS,
         ),
         _fault(
+            "recovered_worker_keeps_version",
+            "a worker whose engine died and was restarted on its starting weights still reports "
+            "the version declared before the crash",
+            _ADMIN_BACKENDS,
+        ),
+        _fault(
+            "crashed_stream_ends_clean",
+            "a stream whose engine died under it ends with a terminal chunk (finish stop) and "
+            "[DONE], as if it had finished",
+        ),
+        _fault(
             "metadata_upload_refusals_reworded",
             "the frontend refuses an nvext.metadata_upload it cannot read (Dynamo 1.7's forms) "
             "with serde's generic wording instead of the reason",

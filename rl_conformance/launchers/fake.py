@@ -23,6 +23,7 @@ import httpx
 from ..errors import LaunchError
 from ..model.target import (
     COLD_START,
+    ENGINE_RECOVERY,
     LISTENER_RESTART,
     PROBE_REPLY,
     WORKER_DEPARTURE,
@@ -64,7 +65,7 @@ class ControlPortProbe:
 
     @classmethod
     def of(cls, control_url: str, flavour: str) -> ControlPortProbe:
-        offers = {LISTENER_RESTART, WORKER_DEPARTURE, PROBE_REPLY}
+        offers = {LISTENER_RESTART, WORKER_DEPARTURE, PROBE_REPLY, ENGINE_RECOVERY}
         offers |= {COLD_START} if flavour in COLD_STARTS else set()
         return cls(control_url, frozenset(offers), flavour)
 
@@ -111,6 +112,9 @@ class ControlPortProbe:
 
     def _departure(self, departed: bool) -> None:
         self._control("/departure", {"departed": departed}, "the worker's departure was refused")
+
+    def crash_engine(self, instance_id: int) -> None:
+        self._control("/engine_crash", {"instance_id": instance_id}, "the engine did not crash")
 
     def replace_probe_reply(self, reply: Any) -> int:
         return self._probe_reply({"reply": reply})

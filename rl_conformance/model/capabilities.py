@@ -398,6 +398,21 @@ CAPABILITIES: tuple[Capability, ...] = (
         RL_WORKERS,
     ),
     _cap(
+        "refresh.recovered_worker",
+        "A worker whose engine was restarted reports no pre-crash version; its cut streams fail",
+        _REFRESH,
+        "Keep generation gated when membership changes, an update fails, cache reset fails, or "
+        "post-update generation does not pass. (Dynamo 1.7.0's native vLLM sidecar restarts a "
+        "dead engine by itself; a worker reports the last version declared to it, not the "
+        "weights loaded in its GPU memory: RL Integration Reference, "
+        "https://docs.nvidia.com/dynamo/dev/reinforcement-learning/rl-integration-reference)",
+        {
+            Backend.VLLM: Support.SUPPORTED,
+            Backend.SGLANG: Support.UNDOCUMENTED,
+            Backend.TRTLLM: Support.UNSUPPORTED,
+        },
+    ),
+    _cap(
         "refresh.pause_gates",
         "Pause gates new generation until resume",
         _REFRESH,

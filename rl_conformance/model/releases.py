@@ -12,8 +12,9 @@ claimed as the deployment's).
 Evidence, per surface and release (details in `fixtures/DYNAMO_RELEASES.md`): for 1.6.1, our
 recordings of the real wheels (`fixtures/dynamo-1.6.1/`) or strings of its `_core.abi3.so`; for
 1.7.0, its newest wheel the registry serves (1.7.0.dev20261026) run here and read; for main, the
-upstream source file. Measured so far, 1.6.1 and 1.7.0 have every surface the capabilities test,
-so all three are judged alike; a release missing from a surface's `present` map lacks it. A
+upstream source file. Measured so far, 1.6.1 lacks only the sidecar's engine recovery (and, test
+by test, the refusals in `REQUEST_CHECKS`); a release missing from a surface's `present` map
+lacks it. A
 pre-release or development build (`1.7.0.dev20261026`, `1.7.0-dev20261026`, `1.7.0rc1`) is judged
 as the release it leads to, and the report says so.
 """
@@ -167,6 +168,15 @@ SURFACES: tuple[Surface, ...] = (
             "1.7.0": "wheel 1.7.0.dev20261026: dynamo/vllm/handlers.py get_weight_version, "
             "set_weight_version, update_weights_from_disk",
             "main": "docs: RL Integration Reference, Read and Declare the Weight Version",
+        },
+    ),
+    _surface(
+        "sidecar.engine_recovery",
+        "the worker restarts a dead engine by itself (the native vLLM sidecar's recovery)",
+        ("refresh.recovered_worker",),
+        {
+            "1.7.0": "the 1.7.0 release notes: the sidecar recovers a dead engine automatically",
+            "main": "lib/sidecar/vllm (the native vLLM sidecar)",
         },
     ),
     _surface(

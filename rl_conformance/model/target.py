@@ -21,6 +21,7 @@ LISTENER_RESTART = "listener_restart"
 COLD_START = "cold_start"
 WORKER_DEPARTURE = "worker_departure"
 PROBE_REPLY = "probe_reply"
+ENGINE_RECOVERY = "engine_recovery"
 CHANNELS: Mapping[str, str] = {
     LISTENER_RESTART: "restarting the RL listener under a chosen environment, which only a "
     "deployment the suite launched offers (our fakes, --launch dynamo-*)",
@@ -31,6 +32,8 @@ CHANNELS: Mapping[str, str] = {
     "dynamo-fake-sglang)",
     PROBE_REPLY: "making one worker answer the RL listener's route probe with a chosen reply, or "
     "not at all, which only a deployment the suite launched offers (our fakes)",
+    ENGINE_RECOVERY: "killing one worker's engine for its sidecar to restart, which only a "
+    "deployment the suite launched offers (our fakes)",
 }
 """Channels a probe may offer, and what a cell says when a target lacks one."""
 
@@ -66,6 +69,14 @@ class ProbeReplyProbe(Probe, Protocol):
 
     def restore_probe_reply(self) -> None:
         """The last worker answers with its own reply again."""
+
+
+class EngineRecoveryProbe(Probe, Protocol):
+    """A probe that offers `ENGINE_RECOVERY`."""
+
+    def crash_engine(self, instance_id: int) -> None:
+        """Kill the engine of worker `instance_id` under whatever it is generating; its sidecar
+        starts it again by itself."""
 
 
 class ColdStartProbe(Probe, Protocol):

@@ -1,6 +1,7 @@
 """Faithful and violating observations of the checks of release-specific rules, from real replies:
 the weight-version declaration (Dynamo 1.6.1's vLLM worker, `fixtures/dynamo-1.6.1/vllm-cpu/`)
-and a metadata_upload refusal's reason (1.7.0.dev20261026 against 1.6.1)."""
+and a metadata_upload refusal's reason (1.7.0.dev20261026 against 1.6.1); a restarted engine's
+worker and stream."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from typing import Any
 from rl_conformance.checks import CheckResult
 from rl_conformance.checks.declaration import Declared, version_declaration
 from rl_conformance.checks.errors import refusal_reason
+from rl_conformance.checks.recovery import crashed_stream_not_clean, recovered_version
+from rl_conformance.checks.terminal import Ending
 
 RECORDED = Path(__file__).resolve().parents[2] / "fixtures" / "dynamo-1.6.1" / "vllm-cpu"
 Case = tuple[Callable[[], CheckResult], Callable[[], CheckResult]]
@@ -54,3 +57,17 @@ def refusal(release: str) -> CheckResult:
 
 
 CASES["errors.refusal_reason"] = (lambda: refusal("1.7.0.dev20261026"), lambda: refusal("1.6.1"))
+
+
+def ending(ids: int) -> Ending:
+    return Ending(finish_reason="stop", completion_ids=list(range(ids)))
+
+
+CASES["refresh.recovered_version"] = (
+    lambda: recovered_version("step-7", None, "worker 1"),
+    lambda: recovered_version("step-7", "step-7", "worker 1"),
+)
+CASES["refresh.crashed_stream_not_clean"] = (
+    lambda: crashed_stream_not_clean("failed", ending(4), 512),
+    lambda: crashed_stream_not_clean("success", ending(4), 512),
+)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from rl_conformance.checks import probes
 from rl_conformance.checks.declaration import Declared, version_declaration
+from rl_conformance.checks.recovery import crashed_stream_not_clean
+from rl_conformance.checks.terminal import Ending
 
 from . import bodies
 from .probe_cases import HUNG, refused, with_second
@@ -30,3 +32,10 @@ def test_a_null_declaration_is_not_an_absent_one() -> None:
         assert not version_declaration([Declared("get", reply, None, True)]).passed
     one = {"status": "ok", "version": 1, "version_declared": True}
     assert not version_declaration([Declared("get", one, True, True)]).passed
+
+
+def test_a_migrated_stream_that_completed_is_no_clean_short_stop() -> None:
+    done = Ending(finish_reason="length", completion_ids=list(range(512)))
+    assert crashed_stream_not_clean("success", done, 512).passed
+    unknown = Ending(finish_reason="stop", completion_ids=None)
+    assert not crashed_stream_not_clean("success", unknown, 512).passed

@@ -67,6 +67,8 @@ EXPECTED: dict[str, tuple[str, str, str, str]] = {  # (vllm, sglang, trtllm, vll
     "admin.unpaused_update_refused": (P, U, U, "skipped"),
     # only the Python worker declares versions; the sidecar advertises no set_weight_version
     "admin.version_declaration": (P, U, U, "not-advertised"),
+    # SGLang's family reads no weight version to hold a restarted engine to
+    "refresh.recovered_worker": RL_ONLY,
     "refresh.pause_gates": ADMIN,
     "refresh.version_verified": ADMIN,
     "refresh.post_update_generation": ADMIN,
