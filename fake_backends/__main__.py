@@ -135,6 +135,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="every worker /engine call takes this long before it acts, as a real engine's "
         "pause or weight update does (default 0)",
     )
+    parser.add_argument(
+        "--dynamo-release",
+        default=None,
+        metavar="RELEASE",
+        help="the Dynamo release whose frontend to play (1.6.1: one nvext.metadata_upload "
+        "form; default: the newest the fakes know). Never published as Dynamo's version: a "
+        "suite reaching this fake by URL is told with its own --dynamo-release",
+    )
     return parser
 
 
@@ -215,6 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             unpaused_update_status=args.unpaused_update_status,
             vocabulary=args.vocabulary,
             admin_base_urls=args.admin_base_url,
+            dynamo_release=args.dynamo_release,
         )
     except OSError as exc:
         log.error("cannot bind: %s", exc)

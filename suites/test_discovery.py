@@ -9,7 +9,7 @@ import pytest
 from rl_conformance import FeatureAbsent
 from rl_conformance.checks import discovery, schema_check
 from rl_conformance.checks.http import status_in
-from rl_conformance.client.http import Client
+from rl_conformance.client.http import Client, discovery_deadline_s
 from rl_conformance.model.target import Target
 from rl_conformance.model.verdict import Verdict
 from rl_conformance.wire.exchange import Exchange
@@ -21,7 +21,9 @@ def read_workers(rl_client: Client, rl_target: Target, rl_verdict: Verdict) -> t
     """One discovery read; the protocol version is checked before anything reads the workers."""
     if not rl_target.rl_url:
         pytest.skip("no RL listener URL for this target (give --rl-url)")
-    exchange = rl_client.get(rl_target.rl("/v1/rl/workers"))
+    exchange = rl_client.get(
+        rl_target.rl("/v1/rl/workers"), deadline_s=discovery_deadline_s(rl_client.deadline_s)
+    )
     body = rl_verdict.json(exchange)
     rl_verdict.check(discovery.protocol_version(body), exchange)
     rl_verdict.check(discovery.dynamo_listener(body), exchange)

@@ -13,9 +13,19 @@ from rl_conformance.model.prompts import stated_context_window
 from rl_conformance.model.releases import has_request_check
 from rl_conformance.model.target import Target
 from rl_conformance.model.verdict import Verdict
+from rl_conformance.wire.exchange import Exchange
 
 capability = pytest.mark.capability
 PROMPT = [512, 733, 1024]
+
+
+def reply_body(exchange: Exchange) -> Any:
+    """The reply's JSON, or the start of a body that is not JSON."""
+    try:
+        return exchange.json()
+    except ValueError:
+        return exchange.body_preview()
+
 
 INVALID = {
     "completion_ids_with_n2": ({"n": 2, "nvext": {"extra_fields": ["completion_token_ids"]}}, 400),
@@ -38,10 +48,7 @@ def test_invalid_requests_are_rejected_with_flat_errors(
         **overrides,
     }
     exchange = rl_client.post(rl_target.url("/v1/completions"), body)
-    try:
-        parsed = exchange.json()
-    except ValueError:
-        parsed = exchange.body_preview()
+    parsed = reply_body(exchange)
     rl_verdict.check(errors.status_and_body(exchange.status, parsed, expected), exchange)
 
 
@@ -109,10 +116,7 @@ def test_requests_the_engine_cannot_take_are_refused_before_generation(
         json_body={**body, "stream": True},
         cancel_after_events=1,
     )
-    try:
-        parsed = exchange.json()
-    except ValueError:
-        parsed = exchange.body_preview()
+    parsed = reply_body(exchange)
     rl_verdict.check(errors.status_and_body(exchange.status, parsed, 400), exchange)
 
 
@@ -142,3 +146,57 @@ def test_a_native_sglang_input_id_outside_the_vocabulary_is_refused(
     rl_verdict.check(
         http.status(exchange.status, 400, exchange.error, exchange.body_preview()), exchange
     )
+
+
+ARTIFACT = {
+    "kind": "generation_artifact",
+    "contents": ["selected_logprobs"],
+    "mode": "inline_base64",
+}
+"""A generation artifact delivered in the reply: no destination a refused request could reach."""
+NOWHERE = "memory://rl-conformance/refused"
+METADATA_UPLOAD_REFUSALS: dict[str, tuple[dict[str, Any], str]] = {
+    "not_an_object": ({"nvext": {"metadata_upload": NOWHERE}}, "metadata_upload must be an object"),
+    "unknown_kind": (
+        {"nvext": {"metadata_upload": {**ARTIFACT, "kind": "trajectory"}}},
+        "unsupported metadata_upload kind",
+    ),
+    "legacy_unknown_field": (
+        {"nvext": {"metadata_upload": {"url": NOWHERE, "ttl": 60}}},
+        "unknown legacy metadata_upload field",
+    ),
+    "legacy_without_url": (
+        {"nvext": {"metadata_upload": {"fallback_url": NOWHERE}}},
+        "missing legacy metadata_upload url",
+    ),
+    "artifact_with_stop_strings": (
+        {"stop": ["\n\n"], "nvext": {"metadata_upload": ARTIFACT}},
+        "generation_artifact metadata_upload does not support stop strings",
+    ),
+    "artifact_with_two_choices": (
+        {"n": 2, "nvext": {"metadata_upload": ARTIFACT}},
+        "generation_artifact metadata_upload requires a single prompt and n = best_of = 1",
+    ),
+}
+"""Requests Dynamo 1.7's frontend refuses, with its reasons
+(`fixtures/dynamo-1.7.0.dev20261026/metadata_upload_shapes.json`)."""
+
+
+@capability("errors.validation")
+@pytest.mark.parametrize("case", sorted(METADATA_UPLOAD_REFUSALS))
+def test_a_metadata_upload_the_release_cannot_read_is_refused_with_its_reason(
+    rl_client: Client, rl_target: Target, rl_verdict: Verdict, case: str
+) -> None:
+    """Dynamo 1.7 reads `nvext.metadata_upload` as the legacy `{url, fallback_url}` or a
+    generation artifact `{kind, contents, mode, destination}`; anything else, and an artifact
+    of a request with stop strings or several choices, is refused with 400 and the reason."""
+    if not has_request_check(rl_target.release, "frontend.metadata_upload_forms"):
+        raise Unobservable(
+            f"Dynamo {rl_target.release}'s frontend knows one metadata_upload form ({{url}}); "
+            "the generation-artifact form and its refusals are 1.7.0's"
+        )
+    overrides, reason = METADATA_UPLOAD_REFUSALS[case]
+    body = {"model": rl_target.model, "prompt": PROMPT, "max_tokens": 2, **overrides}
+    exchange = rl_client.post(rl_target.url("/v1/completions"), body)
+    parsed = reply_body(exchange)
+    rl_verdict.check(errors.refusal_reason(exchange.status, parsed, reason), exchange)

@@ -102,7 +102,10 @@ async def set_weight_version(worker: EngineWorker, body: Body) -> Body:
     # Metadata only: no pause needed, no cache reset, weights unchanged.
     if "weight_version" not in body:
         return _error("Missing 'weight_version' in body")
-    declare_version(worker, body["weight_version"])
+    if body["weight_version"] is not None or not worker.runtime.faults.active(
+        "null_version_undeclared"
+    ):
+        declare_version(worker, body["weight_version"])
     return {"status": "ok", "version": body["weight_version"]}
 
 
@@ -123,11 +126,12 @@ async def update_weights_from_disk(worker: EngineWorker, body: Body) -> Body:
         return _error("Missing 'model_path' in body")
     if worker.runtime.faults.active("admin_http200_failure_body"):
         return _error(INJECTED_LOAD_FAILURE)
+    unversioned = worker.runtime.faults.active("unversioned_update_declares")
     load_weights(
         worker,
         path_weights(str(path)),
-        version=body.get("weight_version"),
-        declare="weight_version" in body,
+        version=body.get("weight_version", "unknown"),
+        declare="weight_version" in body or unversioned,
     )
     return _update_reply(body)
 

@@ -210,6 +210,7 @@ class Assembly:
         unpaused_update_status: int = 200,
         vocabulary: int = VOCAB_SIZE,
         admin_base_urls: bool = False,
+        dynamo_release: str | None = None,
     ) -> None:
         options = DeploymentOptions.build(
             backend,
@@ -245,6 +246,7 @@ class Assembly:
                     instance_id_for(index),
                     model,
                     weights_tag=options.initial_weights,
+                    initial_weights=options.initial_weights,
                     started_at=now,
                     namespace=options.namespace_of(index),
                     runtime=WorkerRuntime(active),
@@ -272,6 +274,7 @@ class Assembly:
             listing_order=options.listing_order,
             vocabulary=options.vocabulary,
             admin_base_urls=options.admin_base_urls,
+            dynamo_release=dynamo_release,
         )
         self.frontend_url = socket_url(frontend_sock, host)
         self.rl_url = socket_url(rl_sock, host)
@@ -337,7 +340,7 @@ def _leaked_listener(state: DeploymentState) -> Route:
     async def rl_workers(request: Request) -> Response:
         leaked = state.personality.rl_workers and state.fault("rl_listener_on_frontend")
         if leaked and request.method == "GET":
-            return json_response(list_workers(state))
+            return json_response(await list_workers(state))
         raise HTTPException(404)
 
     return Route(WORKERS_PATH, rl_workers, methods=ALL_METHODS)
@@ -375,6 +378,7 @@ class FakeDeployment:
         unpaused_update_status: int = 200,
         vocabulary: int = VOCAB_SIZE,
         admin_base_urls: bool = False,
+        dynamo_release: str | None = None,
     ) -> None:
         """See ``Assembly``.  ``listener_env`` None: the RL listener reads ``os.environ``.
         ``listing_order``: ``sorted`` (the real listener's), ``rotated`` or ``shuffled`` (the
@@ -386,6 +390,8 @@ class FakeDeployment:
         vLLM workers refuse an update while running with (``DeploymentOptions``).
         ``vocabulary``: the prompt ids the model takes (``DeploymentOptions.vocabulary``).
         ``admin_base_urls``: workers listed with an ``admin_base_url`` (``DeploymentOptions``).
+        ``dynamo_release``: the Dynamo release whose frontend the deployment plays (None: the
+        newest the fakes know); never published as Dynamo's version.
 
         ``engine_routes`` (SGLang): descriptors, or None for ``DYN_SGLANG_ENGINE_ROUTES``.
         Configuration errors raise ValueError here, before any socket is bound.
@@ -423,6 +429,7 @@ class FakeDeployment:
             "unpaused_update_status": unpaused_update_status,
             "vocabulary": vocabulary,
             "admin_base_urls": admin_base_urls,
+            "dynamo_release": dynamo_release,
         }
         self.backend = backend
         self._assembly: Assembly | None = None

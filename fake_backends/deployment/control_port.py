@@ -14,6 +14,12 @@
   discovery entry stays, marked with an `error` and no routes, as Dynamo 1.6.1 lists a dead
   worker until its registration expires; the frontend stops routing to it) or comes back;
   answers ``{"instance_id": ..., "departed": ...}``;
+* ``POST /probe_reply {"reply": VALUE} | {"hang": true} | {}``: what the last worker answers
+  the RL listener's route probe: VALUE (any JSON), nothing at all, or its own reply again;
+  answers ``{"instance_id": ..., "replaced": true|false}``;
+* ``POST /engine_crash {"instance_id": N}``: that worker's engine dies and its sidecar starts it
+  again at once: every request it was generating ends in an error, and it comes back on its
+  starting weights with no version declared; answers ``{"instance_id": N, "ended": count}``;
 * ``POST /workers/{instance_id}/clear_kv_blocks``: the worker request-plane operation
   SGLang has instead of an ``/engine`` route (``{"status": "ok"}``, or an error while the
   worker has requests).
@@ -34,6 +40,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from fake_backends.admin.sglang import clear_kv_blocks
+from fake_backends.discovery.probes import HANG
 from fake_backends.encoding.replies import json_response
 from fake_backends.faults.deployment import FAULT_NAMES, UnknownFaultError
 from fake_backends.runtime.admin_ledger import AdminRecord
@@ -64,6 +71,20 @@ async def _json_body(request: Request) -> Any:
         return json.loads(await request.body())
     except ValueError as exc:
         raise ValueError(f"invalid JSON: {exc}") from None
+
+
+def _object_body(handler: Callable[[dict[str, Any] | None], Awaitable[Response]]) -> Handler:
+    """`handler` called with the JSON object the request carries (None: another JSON value); a
+    body that is not JSON is a 400."""
+
+    async def wrapped(request: Request) -> Response:
+        try:
+            body = await _json_body(request)
+        except ValueError as exc:
+            return json_response({"error": str(exc)}, 400)
+        return await handler(body if isinstance(body, dict) else None)
+
+    return wrapped
 
 
 def admin_record_json(record: AdminRecord) -> dict[str, Any]:
@@ -129,18 +150,38 @@ def build_control_app(state: DeploymentState) -> Starlette:
         override = state.listener_env_override
         return json_response({"env": None if override is None else dict(override)})
 
-    async def departure(request: Request) -> Response:
-        try:
-            body = await _json_body(request)
-        except ValueError as exc:
-            return json_response({"error": str(exc)}, 400)
-        departed = body.get("departed") if isinstance(body, dict) else None
+    async def departure(body: dict[str, Any] | None) -> Response:
+        departed = body.get("departed") if body is not None else None
         if not isinstance(departed, bool) or not state.workers:
             return json_response({"error": 'expected {"departed": true|false}'}, 400)
         worker = state.workers[-1]
         worker.runtime.departed = departed
         worker.runtime.registered = not departed
         return json_response({"instance_id": worker.instance_id, "departed": departed})
+
+    async def probe_reply(body: dict[str, Any] | None) -> Response:
+        if body is None or not state.workers or body.get("hang") not in (None, True):
+            return json_response({"error": 'expected {"reply": VALUE}, {"hang": true} or {}'}, 400)
+        worker = state.workers[-1]
+        if body.get("hang"):
+            state.probe_replies[worker.index] = HANG
+        elif "reply" in body:
+            state.probe_replies[worker.index] = body["reply"]
+        else:
+            state.probe_replies.pop(worker.index, None)
+        replaced = worker.index in state.probe_replies
+        return json_response({"instance_id": worker.instance_id, "replaced": replaced})
+
+    async def engine_crash(body: dict[str, Any] | None) -> Response:
+        raw = body.get("instance_id") if body is not None else None
+        worker = state.router.find(raw) if isinstance(raw, int) else None
+        if worker is None:
+            return json_response(
+                {"error": f'expected {{"instance_id": N}} of a worker: {raw}'}, 400
+            )
+        ended = worker.runtime.crash()
+        worker.restart_engine(keep_version=state.fault("recovered_worker_keeps_version"))
+        return json_response({"instance_id": worker.instance_id, "ended": ended})
 
     async def worker_clear_kv_blocks(request: Request) -> Response:
         raw = request.path_params["instance_id"]
@@ -155,7 +196,9 @@ def build_control_app(state: DeploymentState) -> Starlette:
             Route("/request_ledger", _loopback_only(request_ledger), methods=["GET", "DELETE"]),
             Route("/admin_ledger", _loopback_only(admin_ledger), methods=["GET", "DELETE"]),
             Route("/listener_env", _loopback_only(listener_env), methods=["GET", "POST"]),
-            Route("/departure", _loopback_only(departure), methods=["POST"]),
+            Route("/departure", _loopback_only(_object_body(departure)), methods=["POST"]),
+            Route("/probe_reply", _loopback_only(_object_body(probe_reply)), methods=["POST"]),
+            Route("/engine_crash", _loopback_only(_object_body(engine_crash)), methods=["POST"]),
             Route(
                 "/workers/{instance_id}/clear_kv_blocks",
                 _loopback_only(worker_clear_kv_blocks),

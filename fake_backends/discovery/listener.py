@@ -7,6 +7,10 @@ Shapes follow the facts sheet §1 exactly: protocol version 1; workers sorted by
 other methods on the path are 405 with an empty body, every other path is 404 with an empty
 body (axum's defaults, no fallback installed).
 
+Each worker is probed for its routes (``probes``), all at once: a reply the listener refuses, a
+worker's own error and a probe past ``DYN_RL_REQUEST_TIMEOUT_SECS`` list that worker with
+``routes: []`` and an ``error``, the others as usual.
+
 Which workers are listed depends on the listener's *own* environment, read at every
 request (``namespaces``): the top-level ``namespace`` is the scope, each worker carries
 its own namespace and a ``request_plane_url`` built from it.
@@ -20,6 +24,7 @@ never the previous read's).  Both differ between consecutive reads of two or mor
 
 from __future__ import annotations
 
+import asyncio
 import random
 from typing import Any
 from urllib.parse import urlsplit
@@ -30,6 +35,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from fake_backends.discovery.namespaces import resolve_scope
+from fake_backends.discovery.probes import TIMED_OUT, ProbedRoutes, probe
 from fake_backends.encoding.replies import json_response
 from fake_backends.runtime.state import DeploymentState
 from fake_backends.runtime.workers import (
@@ -52,7 +58,9 @@ SHARDED_WORLD_SIZE = 2
 UNSERVED_PORT = 9
 
 
-def _describe(worker: EngineWorker, instance_id: int, routes: tuple[str, ...]) -> dict[str, Any]:
+def _describe(worker: EngineWorker, instance_id: int, probed: ProbedRoutes | str) -> dict[str, Any]:
+    """A worker's entry from its probe: its routes and the fields it provided, or (a probe the
+    listener refused or that ran past its deadline) `routes: []` and the `error`."""
     entry: dict[str, Any] = {
         "namespace": worker.namespace,
         "component": COMPONENT,
@@ -61,11 +69,16 @@ def _describe(worker: EngineWorker, instance_id: int, routes: tuple[str, ...]) -
         "transport": worker.transport(RL_ENDPOINT, instance_id),
         "request_plane_url": worker.endpoint_url(RL_ENDPOINT),
     }
-    if worker.system_url:
-        entry["system_url"] = worker.system_url
+    if isinstance(probed, str):
+        return {**entry, "model": worker.model_name, "routes": [], "error": probed}
+    if probed.system_url:
+        entry["system_url"] = probed.system_url
+    if probed.admin_base_url is not None:
+        entry["admin_base_url"] = probed.admin_base_url
     entry["model"] = worker.model_name
-    entry["routes"] = sorted(set(routes))
-    entry["world_size"] = 1
+    entry["routes"] = probed.routes
+    if probed.world_size is not None:
+        entry["world_size"] = probed.world_size
     return entry
 
 
@@ -118,8 +131,8 @@ def _break_route_lists(state: DeploymentState, entries: list[dict[str, Any]]) ->
             )
 
 
-def list_workers(state: DeploymentState) -> dict[str, Any]:
-    """The response body of one read of ``/v1/rl/workers``."""
+async def list_workers(state: DeploymentState) -> dict[str, Any]:
+    """The response body of one read of ``/v1/rl/workers``: every worker probed at once."""
     read = next(state.rl_reads)
     scope = resolve_scope(
         state.listener_env(), empty_prefix_global=state.fault("empty_prefix_global")
@@ -129,12 +142,12 @@ def list_workers(state: DeploymentState) -> dict[str, Any]:
     unstable = state.fault("worker_identity_unstable")
     entries: list[dict[str, Any]] = []
     by_index: dict[int, dict[str, Any]] = {}
-    for worker in workers:
-        if not scope.matches(worker.namespace, ignore_boundary=loose):
-            continue
+    listed = [w for w in workers if scope.matches(w.namespace, ignore_boundary=loose)]
+    probed = await _probe_all(state, listed)
+    for worker, found in zip(listed, probed, strict=True):
         instance_id = instance_id_for(worker.index, read + 1) if unstable else worker.instance_id
-        entry = _describe(worker, instance_id, worker.advertised_routes)
-        if state.admin_base_urls and worker.system_url:
+        entry = _describe(worker, instance_id, found)
+        if state.admin_base_urls and worker.system_url and entry.get("routes"):
             entry.update(world_size=SHARDED_WORLD_SIZE, admin_base_url=_admin_base_url(worker))
         if worker.runtime.departed and not state.fault("departed_worker_listed"):
             entry = _departed(entry, worker)
@@ -154,6 +167,16 @@ def list_workers(state: DeploymentState) -> dict[str, Any]:
     if state.fault("rl_listener_gateway_body"):
         return gateway_body(state)
     return {"protocol_version": version, "namespace": scope.reported, "workers": entries}
+
+
+async def _probe_all(
+    state: DeploymentState, workers: list[EngineWorker]
+) -> list[ProbedRoutes | str]:
+    found = list(await asyncio.gather(*(probe(state, worker) for worker in workers)))
+    timed_out = [f for f in found if isinstance(f, str) and f.startswith(TIMED_OUT)]
+    if timed_out and state.fault("probe_timeout_fails_all"):
+        return [timed_out[0]] * len(found)
+    return found
 
 
 def _listing_order(
@@ -221,6 +244,6 @@ def build_rl_app(state: DeploymentState) -> Starlette:
             return Response(status_code=200, media_type="application/json")
         if request.method != "GET":
             return Response(status_code=405, headers={"allow": "GET,HEAD"})
-        return json_response(list_workers(state))
+        return json_response(await list_workers(state))
 
     return Starlette(routes=[Route("/{path:path}", dispatch, methods=ALL_METHODS)])

@@ -270,6 +270,63 @@ CATALOGUE = Catalogue(
             _RL_BACKENDS,
         ),
         _fault(
+            "recovered_worker_keeps_version",
+            "a worker whose engine died and was restarted on its starting weights still reports "
+            "the version declared before the crash",
+            _ADMIN_BACKENDS,
+        ),
+        _fault(
+            "crashed_stream_ends_clean",
+            "a stream whose engine died under it ends with a terminal chunk (finish stop) and "
+            "[DONE], as if it had finished",
+        ),
+        _fault(
+            "metadata_upload_refusals_reworded",
+            "the frontend refuses an nvext.metadata_upload it cannot read (Dynamo 1.7's forms) "
+            "with serde's generic wording instead of the reason",
+        ),
+        _fault(
+            "generation_artifact_limits_unchecked",
+            "a generation-artifact metadata_upload with stop strings or several choices is not "
+            "refused with 400 (it is answered as any artifact request is: 500)",
+        ),
+        _fault(
+            "null_version_undeclared",
+            'set_weight_version {"weight_version": null} declares nothing: the worker keeps '
+            "reporting the version declared before it",
+            _RL_BACKENDS,
+        ),
+        _fault(
+            "unversioned_update_declares",
+            "update_weights_from_disk without weight_version declares 'unknown': the worker "
+            "reports it instead of the version declared before (its reply still says "
+            "version_declared false)",
+            _RL_BACKENDS,
+        ),
+        _fault(
+            "probe_reply_unvalidated",
+            "the RL listener lists a worker's route-probe reply as it came: no routes array, "
+            "a non-string or empty route, an invalid world_size are listed without an error",
+            _RL_BACKENDS,
+        ),
+        _fault(
+            "probe_worker_error_replaced",
+            "a worker's own probe error {status: error, message: M} is listed as 'worker routes "
+            "request failed' instead of M",
+            _RL_BACKENDS,
+        ),
+        _fault(
+            "probe_deadline_ignored",
+            "the RL listener waits for a worker that never answers its route probe past "
+            "DYN_RL_REQUEST_TIMEOUT_SECS: the whole read hangs",
+            _RL_BACKENDS,
+        ),
+        _fault(
+            "probe_timeout_fails_all",
+            "one route probe past its deadline lists every worker with the timeout error",
+            _RL_BACKENDS,
+        ),
+        _fault(
             "stopped_worker_listed",
             "a paused or released SGLang worker stays listed for routing: the frontend's /health "
             "keeps its generate instance (ai-dynamo/dynamo PR #15078)",

@@ -186,6 +186,22 @@ ENGINE_CATALOGUE = Catalogue(
             "the system server passes the handler's 200 ok on",
         ),
         _fault(
+            "null_version_undeclared",
+            'set_weight_version {"weight_version": null} declares nothing: the worker keeps '
+            "reporting the version declared before it",
+            [ADMIN],
+            "the system server passes the handler's 200 ok on; get_weight_version keeps the "
+            "previous version",
+        ),
+        _fault(
+            "unversioned_update_declares",
+            "update_weights_from_disk without weight_version declares 'unknown' (its reply "
+            "still says version_declared false)",
+            [ADMIN],
+            "the system server passes the handler's 200 ok on; get_weight_version reports "
+            "'unknown'",
+        ),
+        _fault(
             "second_pause_hangs",
             "a pause_generation sent while the engine is paused is answered only after another "
             "caller resumes it",

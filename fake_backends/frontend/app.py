@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import importlib.metadata
 import json
 import math
@@ -295,6 +296,8 @@ def build_frontend_app(state: DeploymentState, extra_routes: Sequence[Route] = (
                 single_choice_ids=not state.fault("validation_accepted"),
                 wrap_ids=state.fault("token_ids_wrapped"),
                 check_context=not state.fault("context_window_unchecked"),
+                artifact_forms=not state.plays_1_6(),
+                faulted=state.fault,
             )
 
         return await openai_route(
@@ -309,7 +312,9 @@ def build_frontend_app(state: DeploymentState, extra_routes: Sequence[Route] = (
     async def chat(request: Request) -> Reply:
         return await openai_route(
             request,
-            parse_chat_request,
+            functools.partial(
+                parse_chat_request, artifact_forms=not state.plays_1_6(), faulted=state.fault
+            ),
             "chatcmpl",
             "chat_completions",
             chat_stream,

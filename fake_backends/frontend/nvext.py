@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fake_backends.frontend.error_bodies import FrontendError, invalid_request, shape_error
+from fake_backends.frontend.metadata_upload import Faulted, parse_1_6, parse_1_7, unfaulted
 from fake_backends.model.tokenizer import VOCAB_SIZE
 
 NVEXT_KEYS: tuple[str, ...] = (
@@ -94,13 +95,18 @@ class NvextRequest:
     extra_fields: frozenset[str] = frozenset()
     greed_sampling: bool = False
     pinned_instance: int | None = None
+    artifact: bool = False
+    """`metadata_upload` asks for a generation artifact (Dynamo 1.7)."""
 
     def wants(self, selector: str) -> bool:
         return selector in self.extra_fields
 
 
-def parse_nvext(raw: Any) -> NvextRequest:
-    """Validate the request's ``nvext`` (absent or null means none)."""
+def parse_nvext(
+    raw: Any, *, artifact_forms: bool = True, faulted: Faulted = unfaulted
+) -> NvextRequest:
+    """Validate the request's ``nvext`` (absent or null means none); ``artifact_forms``: the
+    ``metadata_upload`` forms of Dynamo 1.7, else 1.6.1's one."""
     if raw is None:
         return NvextRequest()
     if not isinstance(raw, Mapping):
@@ -110,7 +116,7 @@ def parse_nvext(raw: Any) -> NvextRequest:
             raise _unknown_field(str(key), NVEXT_KEYS)
     for key, allowed in _NESTED_KEYS.items():
         nested = raw.get(key)
-        if nested is None:
+        if nested is None or (key == "metadata_upload" and artifact_forms):
             continue
         if not isinstance(nested, Mapping):
             raise _invalid(f"`{key}` must be an object")
@@ -118,12 +124,11 @@ def parse_nvext(raw: Any) -> NvextRequest:
             if inner not in allowed:
                 raise _unknown_field(str(inner), allowed)
     upload = raw.get("metadata_upload")
-    if upload is not None:
-        url = upload.get("url")
-        if not isinstance(url, str):
-            raise _invalid("metadata_upload.url is required")
-        if not url.strip():
-            raise _invalid("metadata_upload.url must not be empty")
+    artifact = False
+    if upload is not None and artifact_forms:
+        artifact = parse_1_7(upload, faulted)
+    elif upload is not None:
+        parse_1_6(upload, _invalid)
     token_data = raw.get("token_data")
     tokens: tuple[int, ...] | None = None
     if token_data is not None:
@@ -149,4 +154,5 @@ def parse_nvext(raw: Any) -> NvextRequest:
         extra_fields=selectors,
         greed_sampling=bool(greedy),
         pinned_instance=decode if decode is not None else backend,
+        artifact=artifact,
     )

@@ -21,6 +21,7 @@ from fake_backends.frontend.error_bodies import (
     shape_error,
     validation_error,
 )
+from fake_backends.frontend.metadata_upload import Faulted, check_artifact_request, unfaulted
 from fake_backends.frontend.nvext import SINGLE_CHOICE_MESSAGE, NvextRequest, parse_nvext
 from fake_backends.model.decoding import DEFAULT_MAX_TOKENS, SamplingParams
 from fake_backends.model.directory import CONTEXT_LENGTH
@@ -254,6 +255,8 @@ def parse_completion_request(
     single_choice_ids: bool = True,
     wrap_ids: bool = False,
     check_context: bool = True,
+    artifact_forms: bool = True,
+    faulted: Faulted = unfaulted,
 ) -> GenerationRequest:
     """``POST /v1/completions``.
 
@@ -265,7 +268,7 @@ def parse_completion_request(
     """
     body = _require_object(raw)
     model = _model(body)
-    nvext = parse_nvext(body.get("nvext"))
+    nvext = parse_nvext(body.get("nvext"), artifact_forms=artifact_forms, faulted=faulted)
     echo = bool(_opt_bool(body, "echo"))
     if nvext.token_data is not None:
         prompt = list(nvext.token_data)
@@ -281,6 +284,8 @@ def parse_completion_request(
         _check_single_choice(nvext, n)
     stream, include_usage = _stream_flags(body)
     params = _common(body, nvext, max_tokens, logprobs)
+    if nvext.artifact:
+        check_artifact_request(params.stop, max(n, _best_of(body)), faulted)
     _check_diverse(body, n)
     _check_context(prompt, max_tokens, enforced=check_context)
     return GenerationRequest(
@@ -297,11 +302,13 @@ def parse_completion_request(
     )
 
 
-def parse_chat_request(raw: Any) -> GenerationRequest:
+def parse_chat_request(
+    raw: Any, *, artifact_forms: bool = True, faulted: Faulted = unfaulted
+) -> GenerationRequest:
     """``POST /v1/chat/completions``; ``nvext.token_data`` bypasses the chat template."""
     body = _require_object(raw)
     model = _model(body)
-    nvext = parse_nvext(body.get("nvext"))
+    nvext = parse_nvext(body.get("nvext"), artifact_forms=artifact_forms, faulted=faulted)
     messages = body.get("messages")
     if messages is None:
         raise shape_error("missing field `messages`")
@@ -332,6 +339,8 @@ def parse_chat_request(raw: Any) -> GenerationRequest:
     _check_single_choice(nvext, n)
     stream, include_usage = _stream_flags(body)
     params = _common(body, nvext, max_tokens, logprobs)
+    if nvext.artifact:
+        check_artifact_request(params.stop, n, faulted)
     _check_diverse(body, n)
     _check_context(prompt, max_tokens)
     return GenerationRequest(
@@ -346,6 +355,11 @@ def parse_chat_request(raw: Any) -> GenerationRequest:
         include_usage=include_usage,
         nvext=nvext,
     )
+
+
+def _best_of(body: Mapping[str, Any]) -> int:
+    value = body.get("best_of")
+    return value if isinstance(value, int) and not isinstance(value, bool) else 1
 
 
 def ensure_served_model(request_model: str | None, served: str) -> None:

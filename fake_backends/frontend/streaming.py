@@ -40,6 +40,14 @@ class StreamDialect(Protocol):
 
 
 TRAILING_TEXT = " after-the-end"
+ENGINE_DIED = "engine died while generating; the worker is restarting it"
+
+
+def _engine_died(state: DeploymentState, live: LiveRequest) -> bool:
+    """The request's engine crashed under it: its stream ends in an error event, no `[DONE]`
+    (``crashed_stream_ends_clean``: as an abort does, with a terminal chunk)."""
+    crashed = live.gen is not None and live.gen.crashed
+    return crashed and not state.fault("crashed_stream_ends_clean")
 
 
 def swapped(views: Sequence[ChoiceView]) -> list[ChoiceView]:
@@ -88,6 +96,11 @@ async def stream_frames(
         if terminal and state.fault("content_after_terminal"):
             pending.append(frame(dialect.trailing_chunk(view)))
     final = list(views)
+    if aborted and _engine_died(state, live):
+        live.end("aborted")
+        pending.append(frame({"error": {"message": ENGINE_DIED, "code": 500}}))
+        yield b"".join(pending)
+        return
     if aborted and state.fault("abort_orphans_streams"):
         live.end("aborted")
         if pending:

@@ -55,6 +55,8 @@ class Generation:
     response_id: str
     admitted: bool = False
     abort_requested: bool = False
+    crashed: bool = False
+    """Its engine died under it (the abort is a failure, not a cancellation)."""
     tokens: int = 0
 
     def ids(self) -> tuple[str, ...]:
@@ -199,6 +201,12 @@ class WorkerRuntime:
         for gen in chosen:
             gen.abort_requested = True
         return len(chosen)
+
+    def crash(self) -> int:
+        """The engine died: every request of this worker ends now, as a failure."""
+        for gen in self._generations:
+            gen.crashed = True
+        return self.abort()
 
     def abort_id(self, request_id: str) -> int:
         return self.abort(lambda g: request_id in g.ids())

@@ -44,6 +44,12 @@ class DeploymentState:
     router: Router = field(init=False)
     # None: the RL listener reads the process environment, like the real frontend does.
     listener_env_override: Mapping[str, str] | None = None
+    # Worker index -> what it answers the RL listener's route probe instead of its own reply
+    # (`discovery.probes.HANG`: nothing); set through the control port.
+    probe_replies: dict[int, Any] = field(default_factory=dict)
+    # The Dynamo release whose frontend the deployment plays (`--dynamo-release`; never
+    # published as Dynamo's version); None: the newest the fakes know.
+    dynamo_release: str | None = None
     # Attempts still running, by attempt id (x-request-id), oldest first: the frontend's
     # `flow.LiveRequest`s (typed loosely so that the runtime knows nothing of the frontend).
     running: dict[str, list[Any]] = field(default_factory=dict)
@@ -62,6 +68,10 @@ class DeploymentState:
     def reported_model(self) -> str:
         """The model name generation responses carry (a fault can make it lie)."""
         return "other-model" if self.fault("model_identity_mismatch") else self.model_name
+
+    def plays_1_6(self) -> bool:
+        """A Dynamo 1.6 frontend: one `nvext.metadata_upload` form (1.7 added the others)."""
+        return self.dynamo_release is not None and self.dynamo_release.startswith("1.6.")
 
     def listener_env(self) -> Mapping[str, str]:
         """The environment the RL listener decides its namespace scope from, read now."""

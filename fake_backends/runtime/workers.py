@@ -49,6 +49,8 @@ class EngineWorker:
     instance_id: int
     model_name: str
     weights_tag: str = INITIAL_WEIGHTS
+    initial_weights: str = INITIAL_WEIGHTS
+    """The weights the worker's engine starts on, and restarts on after a crash."""
     version: Any = None
     version_declared: bool = False
     system_url: str | None = None
@@ -76,6 +78,13 @@ class EngineWorker:
     def load_weights(self, tag: str) -> None:
         """Swap the weights: every later generation on this worker changes."""
         self.weights_tag = tag
+
+    def restart_engine(self, keep_version: bool = False) -> None:
+        """The engine died and its sidecar started it again: its starting weights, nothing
+        declared (``keep_version``: the declaration survives, a fault)."""
+        self.weights_tag = self.initial_weights
+        if not keep_version:
+            self.version, self.version_declared = None, False
 
     def declare_version(self, version: Any) -> None:
         self.version = version

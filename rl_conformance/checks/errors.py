@@ -33,3 +33,21 @@ def status_and_body(status: int | None, body: Any, expected_status: int) -> Find
         yield Violation(
             "error body code differs from the HTTP status", "code", status, describe(code)
         )
+
+
+@check(
+    "errors.refusal_reason",
+    title="a request the release refuses is answered 400 with the release's reason",
+    spec="Request, worker, and update failures have a tested recovery path.",
+    section="Integration Checklist",
+)
+def refusal_reason(status: int | None, body: Any, reason: str) -> Findings:
+    """`reason`: the text the release's frontend refuses with (its message may add where in the
+    body, as serde's `at line L column C`)."""
+    if status != 400:
+        yield Violation(f"not refused ({reason!r} expected)", "status", 400, status)
+    message = get_path(body, "message")
+    if not isinstance(message, str) or reason not in message:
+        yield Violation(
+            "the refusal does not give the release's reason", "message", reason, describe(message)
+        )

@@ -49,6 +49,17 @@ from .identity import AttemptIdentity
 T = TypeVar("T")
 
 DEFAULT_DEADLINE_S = 30.0
+DISCOVERY_DEADLINE_FACTOR = 1.5
+"""A read of `/v1/rl/workers` waits this many times the request deadline: at the default (30 s,
+the RL listener's own default probe deadline, `DYN_RL_REQUEST_TIMEOUT_SECS`) that is 45 s, so a
+worker that never answers its probe is listed with its `error` by the listener before the
+client gives up on the whole read; a shorter `--deadline` shortens it too."""
+
+
+def discovery_deadline_s(deadline_s: float) -> float:
+    return deadline_s * DISCOVERY_DEADLINE_FACTOR
+
+
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 DEFAULT_MAX_STREAM_EVENTS = 1_000_000
 DEFAULT_MAX_STREAM_BYTES = 512 * 1024 * 1024
@@ -118,6 +129,8 @@ class AsyncClient:
     ) -> Exchange:
         self.breaker.check(url)
         exchange, request = self._prepare(method, url, json_body, content, headers)
+        if deadline_s and deadline_s > self.deadline_s:
+            request.extensions["timeout"] = httpx.Timeout(deadline_s).as_dict()
         started = time.monotonic()
         try:
             async with asyncio.timeout(deadline_s or self.deadline_s):
@@ -555,4 +568,4 @@ def _not_a_stream(exchange: Exchange) -> str:
     )
 
 
-__all__ = ["AsyncClient", "Client", "Exchange", "StreamState"]
+__all__ = ["AsyncClient", "Client", "Exchange", "StreamState", "discovery_deadline_s"]

@@ -40,6 +40,9 @@ MOMENT_BOUND = {
     "retry.attempt_identity": "the attempt was abandoned at its deadline",
     "namespace.scope": "the RL listener ran under a test environment",
     "discovery.identity_not_position": "it compares discovery reads over time",
+    "discovery.probe_replies_validated": "a worker answered its route probe with a chosen reply",
+    "discovery.probe_deadline": "a worker left its route probe unanswered",
+    "refresh.recovered_worker": "the stream crossed its engine's death",
 }
 """Capabilities whose failing exchange depends on a moment of the test, which a standalone
 request cannot recreate: their reproducers are shown, not replayed."""

@@ -23,7 +23,9 @@ import httpx
 from ..errors import LaunchError
 from ..model.target import (
     COLD_START,
+    ENGINE_RECOVERY,
     LISTENER_RESTART,
+    PROBE_REPLY,
     WORKER_DEPARTURE,
     Target,
     check_backend,
@@ -63,7 +65,7 @@ class ControlPortProbe:
 
     @classmethod
     def of(cls, control_url: str, flavour: str) -> ControlPortProbe:
-        offers = {LISTENER_RESTART, WORKER_DEPARTURE}
+        offers = {LISTENER_RESTART, WORKER_DEPARTURE, PROBE_REPLY, ENGINE_RECOVERY}
         offers |= {COLD_START} if flavour in COLD_STARTS else set()
         return cls(control_url, frozenset(offers), flavour)
 
@@ -111,8 +113,25 @@ class ControlPortProbe:
     def _departure(self, departed: bool) -> None:
         self._control("/departure", {"departed": departed}, "the worker's departure was refused")
 
-    def _control(self, path: str, body: Mapping[str, Any], refused: str) -> None:
-        """POST to the fake's control port; a LaunchError naming `refused` unless it says 200."""
+    def crash_engine(self, instance_id: int) -> None:
+        self._control("/engine_crash", {"instance_id": instance_id}, "the engine did not crash")
+
+    def replace_probe_reply(self, reply: Any) -> int:
+        return self._probe_reply({"reply": reply})
+
+    def hang_probe_reply(self) -> int:
+        return self._probe_reply({"hang": True})
+
+    def restore_probe_reply(self) -> None:
+        self._probe_reply({})
+
+    def _probe_reply(self, body: Mapping[str, Any]) -> int:
+        answer = self._control("/probe_reply", body, "the worker's probe reply was not replaced")
+        return int(answer["instance_id"])
+
+    def _control(self, path: str, body: Mapping[str, Any], refused: str) -> Any:
+        """POST to the fake's control port and return its JSON answer; a LaunchError naming
+        `refused` unless it says 200."""
         try:
             reply = httpx.post(
                 f"{self.control_url}{path}",
@@ -125,6 +144,7 @@ class ControlPortProbe:
             raise LaunchError(f"the fake's control port did not answer: {exc}") from exc
         if reply.status_code != 200:
             raise LaunchError(f"{refused}: HTTP {reply.status_code} {reply.text[:200]}")
+        return reply.json()
 
     def rescope_listener(self, env: Mapping[str, str]) -> None:
         self._control("/listener_env", {"env": dict(env)}, "the listener cannot be re-scoped")

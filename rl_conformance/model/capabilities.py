@@ -145,6 +145,28 @@ CAPABILITIES: tuple[Capability, ...] = (
         RL_WORKERS,
     ),
     _cap(
+        "discovery.probe_replies_validated",
+        "A worker whose probe reply is refused or an error is listed with routes [] and its error",
+        _DISCOVERY,
+        "`error`: Probe failure; fail closed when a required worker or route is unavailable. "
+        "(Upstream ai-dynamo/dynamo lib/rl/src/lib.rs parse_worker_routes: a reply without a "
+        "`routes` array, with a non-string or empty route, an invalid `world_size`, or "
+        "`admin_base_url` without a valid `world_size` is a probe failure; a worker's own "
+        '`{"status": "error", "message": M}` is listed as M; routes are sorted and '
+        "de-duplicated.)",
+        RL_WORKERS,
+    ),
+    _cap(
+        "discovery.probe_deadline",
+        "A worker that never answers its probe is listed with its error within the deadline",
+        _DISCOVERY,
+        "`DYN_RL_REQUEST_TIMEOUT_SECS` (default `30`): Bounds each worker descriptor probe. "
+        "Discovery can also return a worker with an `error` and an empty route list when its "
+        "descriptor probe times out or fails. (Upstream RL Implementation Guide, discovery "
+        "listener variables; ai-dynamo/dynamo lib/rl/src/lib.rs describe_worker.)",
+        RL_WORKERS,
+    ),
+    _cap(
         "tokens.token_input",
         "Token input through OpenAI-compatible routes",
         _COMPAT,
@@ -359,6 +381,34 @@ CAPABILITIES: tuple[Capability, ...] = (
         {
             Backend.VLLM: Support.SUPPORTED,
             Backend.SGLANG: Support.UNSUPPORTED,
+            Backend.TRTLLM: Support.UNSUPPORTED,
+        },
+    ),
+    _cap(
+        "admin.version_declaration",
+        "A worker reports the last weight version declared to it",
+        "Read and Declare the Weight Version",
+        "Version declarations accept any JSON value, including `null`. An explicit "
+        '`{"weight_version": null}` is a declaration: `get_weight_version` then returns '
+        '`"version": null` with `"version_declared": true`. If the request omits '
+        '`weight_version`, the reply contains `"version": "unknown"` and '
+        '`"version_declared": false`, and the previous declaration remains unchanged. '
+        "(Upstream integration reference, "
+        "https://docs.nvidia.com/dynamo/dev/reinforcement-learning/rl-integration-reference)",
+        RL_WORKERS,
+    ),
+    _cap(
+        "refresh.recovered_worker",
+        "A worker whose engine was restarted reports no pre-crash version; its cut streams fail",
+        _REFRESH,
+        "Keep generation gated when membership changes, an update fails, cache reset fails, or "
+        "post-update generation does not pass. (Dynamo 1.7.0's native vLLM sidecar restarts a "
+        "dead engine by itself; a worker reports the last version declared to it, not the "
+        "weights loaded in its GPU memory: RL Integration Reference, "
+        "https://docs.nvidia.com/dynamo/dev/reinforcement-learning/rl-integration-reference)",
+        {
+            Backend.VLLM: Support.SUPPORTED,
+            Backend.SGLANG: Support.UNDOCUMENTED,
             Backend.TRTLLM: Support.UNSUPPORTED,
         },
     ),

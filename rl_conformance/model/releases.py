@@ -12,8 +12,9 @@ claimed as the deployment's).
 Evidence, per surface and release (details in `fixtures/DYNAMO_RELEASES.md`): for 1.6.1, our
 recordings of the real wheels (`fixtures/dynamo-1.6.1/`) or strings of its `_core.abi3.so`; for
 1.7.0, its newest wheel the registry serves (1.7.0.dev20261026) run here and read; for main, the
-upstream source file. Measured so far, 1.6.1 and 1.7.0 have every surface the capabilities test,
-so all three are judged alike; a release missing from a surface's `present` map lacks it. A
+upstream source file. Measured so far, 1.6.1 lacks only the sidecar's engine recovery (and, test
+by test, the refusals in `REQUEST_CHECKS`); a release missing from a surface's `present` map
+lacks it. A
 pre-release or development build (`1.7.0.dev20261026`, `1.7.0-dev20261026`, `1.7.0rc1`) is judged
 as the release it leads to, and the report says so.
 """
@@ -109,6 +110,20 @@ SURFACES: tuple[Surface, ...] = (
         },
     ),
     _surface(
+        "rl.probe_validation",
+        "the RL listener validates each worker's route-probe reply and bounds the probe by "
+        "DYN_RL_REQUEST_TIMEOUT_SECS",
+        ("discovery.probe_replies_validated", "discovery.probe_deadline"),
+        {
+            "1.6.1": "wheel 1.6.1: _core.abi3.so holds the listener's messages ('worker routes "
+            "response contains a non-string route entry', '... has 'admin_base_url' without "
+            "valid 'world_size'', 'worker discovery timed out after') and "
+            "DYN_RL_REQUEST_TIMEOUT_SECS",
+            "1.7.0": "wheel 1.7.0.dev20261026: _core.abi3.so holds the same messages",
+            "main": "lib/rl/src/lib.rs parse_worker_routes, describe_worker",
+        },
+    ),
+    _surface(
         "rl.namespace_scope",
         "the RL listener's namespace scope from its DYN_NAMESPACE* environment",
         ("namespace.scope",),
@@ -140,6 +155,28 @@ SURFACES: tuple[Surface, ...] = (
             "1.6.1": "wheel: dynamo/vllm/sidecar.py; _core.abi3.so strings 'Weight transfer "
             "initialized', 'unsupported engine control'",
             "main": "lib/sidecar/vllm/src/engine.rs, lib/backend-common/src/worker.rs",
+        },
+    ),
+    _surface(
+        "admin.version_declaration",
+        "the vLLM Python worker's version_declared in get_weight_version and update replies",
+        ("admin.version_declaration",),
+        {
+            "1.6.1": "recorded: fixtures/dynamo-1.6.1/vllm-cpu/"
+            "flow_12_update_back_no_version.json, "
+            "flow_13_get_weight_version_after_unversioned_update.json",
+            "1.7.0": "wheel 1.7.0.dev20261026: dynamo/vllm/handlers.py get_weight_version, "
+            "set_weight_version, update_weights_from_disk",
+            "main": "docs: RL Integration Reference, Read and Declare the Weight Version",
+        },
+    ),
+    _surface(
+        "sidecar.engine_recovery",
+        "the worker restarts a dead engine by itself (the native vLLM sidecar's recovery)",
+        ("refresh.recovered_worker",),
+        {
+            "1.7.0": "the 1.7.0 release notes: the sidecar recovers a dead engine automatically",
+            "main": "lib/sidecar/vllm (the native vLLM sidecar)",
         },
     ),
     _surface(
@@ -183,6 +220,19 @@ REQUEST_CHECKS: tuple[Surface, ...] = (
             "_validate_request_token_ids (every token input path)",
             "main": "ai-dynamo/dynamo PR #12916 'validate token IDs on all client-supplied input "
             "paths', as the 1.7.0 wheel ships it",
+        },
+    ),
+    _surface(
+        "frontend.metadata_upload_forms",
+        "the frontend reads nvext.metadata_upload in two forms, legacy {url, fallback_url} and "
+        "generation artifact {kind, contents, mode, destination}, and refuses the rest with "
+        "its own reasons",
+        (),
+        {
+            "1.7.0": "recorded: fixtures/dynamo-1.7.0.dev20261026/metadata_upload_shapes.json "
+            "(1.6.1 refuses both new forms with serde's unknown field)",
+            "main": "as 1.7.0.dev20261026, the newest measured (its _core.abi3.so: "
+            "dynamo_llm::protocols::common::metadata_upload); upstream main not read",
         },
     ),
 )

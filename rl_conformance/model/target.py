@@ -20,6 +20,8 @@ from .releases import MAIN, UNKNOWN_SOURCE
 LISTENER_RESTART = "listener_restart"
 COLD_START = "cold_start"
 WORKER_DEPARTURE = "worker_departure"
+PROBE_REPLY = "probe_reply"
+ENGINE_RECOVERY = "engine_recovery"
 CHANNELS: Mapping[str, str] = {
     LISTENER_RESTART: "restarting the RL listener under a chosen environment, which only a "
     "deployment the suite launched offers (our fakes, --launch dynamo-*)",
@@ -28,6 +30,10 @@ CHANNELS: Mapping[str, str] = {
     WORKER_DEPARTURE: "stopping one worker's process and starting it again, which only a "
     "deployment the suite launched offers (our fakes, --launch dynamo-fake-vllm, "
     "dynamo-fake-sglang)",
+    PROBE_REPLY: "making one worker answer the RL listener's route probe with a chosen reply, or "
+    "not at all, which only a deployment the suite launched offers (our fakes)",
+    ENGINE_RECOVERY: "killing one worker's engine for its sidecar to restart, which only a "
+    "deployment the suite launched offers (our fakes)",
 }
 """Channels a probe may offer, and what a cell says when a target lacks one."""
 
@@ -49,6 +55,28 @@ class WorkerDepartureProbe(Probe, Protocol):
 
     def return_worker(self) -> None:
         """Start the departed worker again (the same system URL; a new instance id may follow)."""
+
+
+class ProbeReplyProbe(Probe, Protocol):
+    """A probe that offers `PROBE_REPLY` (and `LISTENER_RESTART`)."""
+
+    def replace_probe_reply(self, reply: Any) -> int:
+        """The deployment's last worker answers the listener's route probe with `reply` (any
+        JSON value); its instance id."""
+
+    def hang_probe_reply(self) -> int:
+        """The last worker never answers the listener's route probe; its instance id."""
+
+    def restore_probe_reply(self) -> None:
+        """The last worker answers with its own reply again."""
+
+
+class EngineRecoveryProbe(Probe, Protocol):
+    """A probe that offers `ENGINE_RECOVERY`."""
+
+    def crash_engine(self, instance_id: int) -> None:
+        """Kill the engine of worker `instance_id` under whatever it is generating; its sidecar
+        starts it again by itself."""
 
 
 class ColdStartProbe(Probe, Protocol):

@@ -32,7 +32,7 @@ from rl_conformance.checks.base import rule_ids
 from rl_conformance.checks.schema_registry import schema_names
 from rl_conformance.control.policy_reference import PolicyReference
 
-from . import bodies, recorded
+from . import bodies, probe_cases, recorded, release_cases
 
 Case = tuple[Callable[[], CheckResult], Callable[[], CheckResult]]
 
@@ -492,6 +492,8 @@ CASES: dict[str, Case] = {
         lambda: pause_modes.resume_serves_promptly([pause_modes.AfterResume("a", 3, 5)], 0.1, 1),
     ),
 }
+CASES.update(probe_cases.CASES)
+CASES.update(release_cases.CASES)
 
 
 def _joined(*, with_headers: bool) -> trace.TraceJoin:

@@ -254,10 +254,14 @@ PAUSE_FAULTS = (
     "unpaused_update_applied",
 )
 SGLANG_FAMILY_FAULTS = tuple(sorted(SGLANG_FAMILY))
+# Declaration faults, shared with the in-process fake and shown there
+# (tests/fake_backends/test_fake_declaration_faults.py); both are shown through the real server.
+DECLARATION_FAULTS = ("null_version_undeclared", "unversioned_update_declares")
 SILENT_ADMIN_FAULTS = tuple(
     name
     for name in ADMIN_FAULTS
-    if name not in ("admin_http200_failure_body", *PAUSE_FAULTS, *SGLANG_FAMILY_FAULTS)
+    if name
+    not in ("admin_http200_failure_body", *PAUSE_FAULTS, *SGLANG_FAMILY_FAULTS, *DECLARATION_FAULTS)
 )
 
 
@@ -314,6 +318,20 @@ def test_a_failed_update_is_http_200_with_a_failure_body(dynamo_python: Path) ->
         assert reply["status"] == "error"
         stack.admin("resume_generation")
         assert stack.completion(**_body())["nvext"]["completion_token_ids"] == before
+
+
+def test_declaration_faults_through_the_real_system_server(dynamo_python: Path) -> None:
+    """A null declaration keeps the previous version; an update without weight_version
+    declares 'unknown' though its reply says it declared nothing."""
+    with running_stack(dynamo_python, "fake-vllm", DECLARATION_FAULTS) as stack:
+        stack.admin("set_weight_version", {"weight_version": "v1"})
+        stack.admin("set_weight_version", {"weight_version": None})
+        assert stack.admin("get_weight_version")["version"] == "v1"
+        assert stack.admin("pause_generation", {"mode": "keep"})["status"] == "ok"
+        reply = stack.admin("update_weights_from_disk", {"model_path": "/ckpt/step-1"})
+        assert reply == {"status": "ok", "version": "unknown", "version_declared": False}
+        stack.admin("resume_generation")
+        assert stack.admin("get_weight_version")["version"] == "unknown"
 
 
 def _generate_instances(stack: Stack) -> list[int]:

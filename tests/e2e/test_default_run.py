@@ -34,6 +34,8 @@ EXPECTED: dict[str, tuple[str, str, str, str]] = {  # (vllm, sglang, trtllm, vll
     "discovery.endpoint_identity": RL_ONLY,
     "discovery.identity_not_position": RL_ONLY,
     "discovery.error_fails_closed": RL_ONLY,
+    "discovery.probe_replies_validated": RL_ONLY,
+    "discovery.probe_deadline": RL_ONLY,
     "tokens.token_input": ALL,
     "tokens.prompt_ids_echo": ALL,
     "tokens.completion_ids": ALL,
@@ -64,6 +66,10 @@ EXPECTED: dict[str, tuple[str, str, str, str]] = {  # (vllm, sglang, trtllm, vll
     "admin.stopped_worker_unrouted": (U, P, P, P),
     # the sidecar documents no pause before its transfer lifecycle
     "admin.unpaused_update_refused": (P, U, U, "skipped"),
+    # only the Python worker declares versions; the sidecar advertises no set_weight_version
+    "admin.version_declaration": (P, U, U, "not-advertised"),
+    # SGLang's family reads no weight version to hold a restarted engine to
+    "refresh.recovered_worker": RL_ONLY,
     "refresh.pause_gates": ADMIN,
     "refresh.pause_mode_effect": ADMIN,
     "refresh.version_verified": ADMIN,

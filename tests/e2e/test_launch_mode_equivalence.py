@@ -32,6 +32,9 @@ FLAVOURS = {  # fake deployment name -> (backend, admin family)
 NEEDS_A_LAUNCHER = {
     "namespace.scope",  # a listener restart
     "discovery.departure_visible",  # a worker's process stopped and started again
+    "discovery.probe_replies_validated",  # a worker's route-probe reply replaced
+    "discovery.probe_deadline",  # a worker's route probe left unanswered
+    "refresh.recovered_worker",  # a worker's engine killed
     # Its reference for our fakes' made-up checkpoints is a cold start on the checkpoint (the
     # `cold_start` channel); by URL, /checkpoints/a is not readable here, so it is skipped.
     "refresh.served_policy_verified",
@@ -162,9 +165,14 @@ def test_a_read_only_run_by_url_skips_what_it_may_not_do_and_says_why(
     }
     assert skipped["namespace.scope"].startswith("needs listener_restart")
     assert skipped["discovery.departure_visible"].startswith("needs worker_departure")
+    probed = ("discovery.probe_replies_validated", "discovery.probe_deadline")
+    assert all("needs probe_reply" in skipped[cap] for cap in probed), skipped
+    if "refresh.recovered_worker" in skipped:
+        assert "needs engine_recovery" in skipped["refresh.recovered_worker"], skipped
+    probed += ("refresh.recovered_worker",)
     flags = ("--allow-mutations", "--worker-url", "--rl-url", "--request-trace")
     assert all(
         any(flag in reason for flag in flags)
         for cap, reason in skipped.items()
-        if cap not in ("namespace.scope", "discovery.departure_visible")
+        if cap not in ("namespace.scope", "discovery.departure_visible", *probed)
     ), skipped

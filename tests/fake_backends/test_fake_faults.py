@@ -18,10 +18,13 @@ import pytest
 import test_fake_admin_vllm  # noqa: F401  (registers the pause-abort demonstration)
 import test_fake_admin_vllm_sidecar  # noqa: F401  (registers the sidecar demonstrations)
 import test_fake_control_faults  # noqa: F401  (registers the control-plane demonstrations)
+import test_fake_metadata_upload  # noqa: F401  (registers the metadata_upload demonstrations)
 import test_fake_pause_mode_faults  # noqa: F401  (registers the pause-mode demonstrations)
+import test_fake_probe_faults  # noqa: F401  (registers the route-probe demonstrations)
 import test_fake_refit_faults  # noqa: F401  (registers the several-refits demonstrations)
 import test_fake_stream_faults  # noqa: F401  (registers the stream-level data demonstrations)
 import test_fake_trace_faults  # noqa: F401  (registers the request-trace demonstrations)
+import test_fake_version_faults  # noqa: F401  (registers the weight-version demonstrations)
 from fake_backend_helpers import (
     DEMONSTRATED,
     DONE,

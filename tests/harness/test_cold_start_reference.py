@@ -22,7 +22,14 @@ from rl_conformance.control.policy_reference import (
 from rl_conformance.control.weights import synthetic_path
 from rl_conformance.errors import LaunchError
 from rl_conformance.launchers.fake import FakeLauncher
-from rl_conformance.model.target import COLD_START, LISTENER_RESTART, WORKER_DEPARTURE, Target
+from rl_conformance.model.target import (
+    COLD_START,
+    ENGINE_RECOVERY,
+    LISTENER_RESTART,
+    PROBE_REPLY,
+    WORKER_DEPARTURE,
+    Target,
+)
 from rl_conformance.model.verdict import MissingInput
 
 PROMPT = [640, 1024, 777, 1800, 512, 333, 901, 445, 1203, 377, 1500, 1234]
@@ -122,11 +129,14 @@ def test_an_update_serving_a_mix_is_not_the_checkpoint(http: httpx.Client, flavo
 @pytest.mark.parametrize(
     ("flavour", "offers"),
     [
-        ("vllm", {LISTENER_RESTART, WORKER_DEPARTURE, COLD_START}),
-        ("sglang", {LISTENER_RESTART, WORKER_DEPARTURE, COLD_START}),
-        ("trtllm", {LISTENER_RESTART, WORKER_DEPARTURE}),  # no weight updates
+        ("vllm", {LISTENER_RESTART, WORKER_DEPARTURE, PROBE_REPLY, ENGINE_RECOVERY, COLD_START}),
+        ("sglang", {LISTENER_RESTART, WORKER_DEPARTURE, PROBE_REPLY, ENGINE_RECOVERY, COLD_START}),
+        (
+            "trtllm",
+            {LISTENER_RESTART, WORKER_DEPARTURE, PROBE_REPLY, ENGINE_RECOVERY},
+        ),  # no weight updates
         # updates are transfers, from no checkpoint
-        ("vllm-sidecar", {LISTENER_RESTART, WORKER_DEPARTURE}),
+        ("vllm-sidecar", {LISTENER_RESTART, WORKER_DEPARTURE, PROBE_REPLY, ENGINE_RECOVERY}),
     ],
 )
 def test_only_fakes_updated_from_disk_offer_a_cold_start(flavour: str, offers: set[str]) -> None:

@@ -1,0 +1,37 @@
+"""A read of `/v1/rl/workers` outlasts the RL listener's own probe deadline: a worker that never
+answers its probe is then listed with its `error` before the client gives up on the read."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+
+from rl_conformance.client.http import DEFAULT_DEADLINE_S, AsyncClient, discovery_deadline_s
+
+LISTENER_DEFAULT_PROBE_DEADLINE_S = 30
+"""`DYN_RL_REQUEST_TIMEOUT_SECS`'s default (ai-dynamo/dynamo lib/rl/src/lib.rs)."""
+
+
+def test_the_default_discovery_deadline_is_longer_than_the_listeners() -> None:
+    assert discovery_deadline_s(DEFAULT_DEADLINE_S) > LISTENER_DEFAULT_PROBE_DEADLINE_S
+
+
+def test_a_longer_deadline_reaches_the_transport_too() -> None:
+    """httpx's own timeouts follow a deadline longer than the client's default."""
+    seen: list[dict[str, float]] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request.extensions["timeout"])
+        return httpx.Response(200, stream=httpx.ByteStream(b"{}"))
+
+    async def read() -> None:
+        client = AsyncClient(deadline_s=2.0, transport=httpx.MockTransport(handler))
+        try:
+            await client.request("GET", "http://listener/v1/rl/workers", deadline_s=3.0)
+            await client.request("GET", "http://listener/v1/rl/workers")
+        finally:
+            await client.aclose()
+
+    asyncio.run(read())
+    assert seen[0]["read"] == 3.0 and seen[1]["read"] == 2.0
