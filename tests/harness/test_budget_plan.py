@@ -27,6 +27,9 @@ MUTATING_MODULES = (
     "test_pause_control.py",
     "test_pause_modes.py",
     "test_membership.py",
+    "test_recovery.py",
+    "test_version_declaration.py",
+    "test_listener_probes.py",
 )
 
 

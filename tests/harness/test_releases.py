@@ -48,11 +48,16 @@ def test_the_report_says_a_build_was_judged_as_its_release() -> None:
     assert "judged as" not in release_text("1.6.1", LAUNCHER_SOURCE)
 
 
-def test_every_surface_states_its_evidence_for_every_release() -> None:
-    """Measured so far every release has every surface; a surface a release lacks would have no
-    entry for it, and its capabilities would be `unsupported` there."""
+ABSENT = {"1.6.1": {"sidecar.engine_recovery"}}
+"""The surfaces a release lacks (its capabilities are `unsupported` there), measured: 1.6.1's
+sidecar does not restart a dead engine (the 1.7.0 release notes introduce it)."""
+
+
+def test_every_surface_states_its_evidence_for_every_release_that_has_it() -> None:
+    """A surface a release lacks has no entry for it; every other release states its evidence."""
     for surface in SURFACES:
-        assert set(surface.present) == set(RELEASES), surface.id
+        lacking = {release for release in RELEASES if surface.id in ABSENT.get(release, ())}
+        assert set(surface.present) == set(RELEASES) - lacking, surface.id
         assert all(evidence.strip() for evidence in surface.present.values()), surface.id
 
 
