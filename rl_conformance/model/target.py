@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from ..errors import ConfigurationError
 from .capabilities import Backend
@@ -49,6 +49,19 @@ class WorkerDepartureProbe(Probe, Protocol):
 
     def return_worker(self) -> None:
         """Start the departed worker again (the same system URL; a new instance id may follow)."""
+
+
+@runtime_checkable
+class WorkerWatch(Protocol):
+    """A launcher that knows its workers' processes by their system URLs."""
+
+    def worker_exit(self, system_url: str) -> tuple[int, str] | None:
+        """The exit code and last log lines of the process serving `system_url`, once it
+        exited; None while it runs (or when no process of the launcher serves that URL)."""
+
+    def restart_worker(self, system_url: str) -> None:
+        """Start the worker serving `system_url` again, as it was started, and wait until it
+        serves; `LaunchError` when it does not."""
 
 
 class ColdStartProbe(Probe, Protocol):
