@@ -188,6 +188,9 @@ async def update_weight_version(worker: EngineWorker, body: Body) -> Body:
 async def pause_generation(worker: EngineWorker, body: Body) -> Body | None:
     mode = body.get("mode", "abort")
     if mode not in SGLANG_PAUSE_MODES:
+        if worker.runtime.faults.active("sglang_invalid_pause_mode_crashes"):
+            worker.runtime.crash()  # once this answer is sent, nothing more is
+            return None
         return {
             "success": False,
             "message": f"Invalid mode '{mode}'; expected abort|retract|in_place",
@@ -254,6 +257,15 @@ async def get_server_info(worker: EngineWorker, body: Body) -> Body:
     }
 
 
+async def get_model_info(worker: EngineWorker, body: Body) -> Body:
+    return {
+        "model_path": worker.model_name,
+        "tokenizer_path": worker.model_name,
+        "is_generation": True,
+        "weight_version": await get_weight_version(worker, body),
+    }
+
+
 async def abort_request(worker: EngineWorker, body: Body) -> None:
     # SGLang matches by prefix; an empty rid without abort_all is ignored.
     if body.get("abort_all"):
@@ -276,6 +288,7 @@ async def destroy_weights_update_group(worker: EngineWorker, body: Body) -> tupl
 _BOTH = frozenset({"engine", "tm"})
 ENGINE_METHODS: Mapping[str, tuple[Method, frozenset[str]]] = {
     "get_server_info": (get_server_info, frozenset({"engine"})),
+    "get_model_info": (get_model_info, frozenset({"engine"})),
     "flush_cache": (flush_cache, _BOTH),
     "get_weight_version": (get_weight_version, _BOTH),
     "pause_generation": (pause_generation, frozenset({"tm"})),

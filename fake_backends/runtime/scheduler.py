@@ -85,6 +85,7 @@ class WorkerRuntime:
         self.registered = True  # a native-sidecar worker unregisters its generate endpoint
         self.memory_released = False
         self.departed = False  # the worker's process went away (control port `/departure`)
+        self.crashed = False  # the worker's process died: its system server answers nothing
         self.draining = 0  # > 0 while an unpaused update waits for in-flight requests
         self.cache = PrefixCache()
         self.closing = False
@@ -183,6 +184,13 @@ class WorkerRuntime:
         for gen in chosen:
             gen.abort_requested = True
         return len(chosen)
+
+    def crash(self) -> None:
+        """The worker's process dies: it leaves routing and discovery, its requests end, and
+        its system server answers nothing more."""
+        self.crashed = self.departed = True
+        self.registered = False
+        self.abort()
 
     def abort_id(self, request_id: str) -> int:
         return self.abort(lambda g: request_id in g.ids())

@@ -59,13 +59,29 @@ class WorkerMark:
 
 
 @dataclass
+class SentCall:
+    """One mutating call, in the order the run sent them, and the status it was answered with
+    (None: no answer, or none yet)."""
+
+    system_url: str
+    label: str
+    route: str
+    status: int | None = None
+
+
+@dataclass
 class AdminLedger:
     marks: dict[str, WorkerMark] = field(default_factory=dict)
+    history: list[SentCall] = field(default_factory=list)
+    """Every mutating call sent, oldest first: what a worker that died was last told."""
+    _open: dict[tuple[int, str], SentCall] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def sent(self, worker: Any, route: str) -> None:
         with self._lock:
+            self.history.append(SentCall(worker.system_url or "", worker.label, route))
             mark = self._mark(worker)
+            self._open[id(mark), route] = self.history[-1]
             mark.last = f"{route} (no answer yet)"
             if route in UNDO:
                 mark.holds[route] = undo_of(route, worker.routes)
@@ -73,6 +89,9 @@ class AdminLedger:
     def answered(self, worker: Any, route: str, status: int | None, body: Any) -> None:
         with self._lock:
             mark = self._mark(worker)
+            sent = self._open.pop((id(mark), route), None)
+            if sent is not None:
+                sent.status = status
             mark.last = f"{route} (HTTP {status})" if status is not None else f"{route} (no answer)"
             ok = status is not None and 200 <= status < 300
             if route in UNDO and status is not None and not ok:

@@ -1,0 +1,118 @@
+"""A worker that dies is a finding of the test whose call killed it.
+
+After a test that sent mutating calls, each worker it touched is looked at: the launcher's
+process table says whether the process exited (with its last log lines), and for a deployment
+reached by URL the worker's system server must still answer `/health`. A worker that died is
+charged to the last call the test sent it that was answered (the calls after it found the worker
+gone): the cell fails naming that call and how the worker went. A cell already failed by what the
+call answered keeps that verdict first (a 200 `ok` followed by a crash is judged on the answer).
+Later tests of the target are `skipped`, "not run: the worker died at ...", unless the launcher
+restarts the worker (at most `RESTARTS` times a run).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..control.ledger import SentCall
+from ..errors import LaunchError
+from ..model.matrix import Evidence, Outcome, TestRecord
+from ..model.target import Target, WorkerWatch
+from .state import RunState
+
+HEALTH_DEADLINE_S = 5.0
+LOG_LINES = 20
+RESTARTS = 2
+"""Restarts of a dead worker in one run; after them the target's later tests are not run."""
+
+
+@dataclass(frozen=True)
+class Death:
+    worker: str
+    cause: str
+    nodeid: str
+    how: str
+    log: str
+
+    def describe(self) -> str:
+        return f"{self.nodeid}, after {self.cause} to {self.worker} ({self.how})"
+
+
+def not_run(state: RunState, target_id: str) -> str | None:
+    """Why a test of `target_id` cannot run: its worker died and was not brought back."""
+    death = state.deaths.get(target_id)
+    return None if death is None else f"not run: the worker died at {death.describe()}"
+
+
+def after_test(state: RunState, target: Target | None, record: TestRecord, mark: int) -> None:
+    """Charge a worker that died during the test to the last call the test sent it."""
+    calls = state.ledger.history[mark:]
+    if target is None or not calls or state.client is None:
+        return
+    for url in dict.fromkeys(call.system_url for call in calls if call.system_url):
+        how, log = _gone(state, target, url)
+        if how is None:
+            continue
+        call = _cause([call for call in calls if call.system_url == url])
+        death = Death(call.label, call.route, record.nodeid, how, log)
+        _charge(record, death)
+        if not _restarted(state, target, url, record):
+            state.deaths[target.id] = death
+        return
+
+
+def _cause(calls: list[SentCall]) -> SentCall:
+    """The last call answered before the worker went; the first one when none was."""
+    answered = [call for call in calls if call.status is not None]
+    return answered[-1] if answered else calls[0]
+
+
+def _gone(state: RunState, target: Target, url: str) -> tuple[str | None, str]:
+    """How the worker at `url` went, and its last log lines; (None, "") while it serves."""
+    watch = target.probe if isinstance(target.probe, WorkerWatch) else None
+    if watch is not None:
+        exited = watch.worker_exit(url)
+        if exited is not None:
+            code, log = exited
+            return f"its process exited with code {code}", _tail(log)
+        return None, ""
+    assert state.client is not None
+    answer = state.client.get(url.rstrip("/") + "/health", deadline_s=HEALTH_DEADLINE_S)
+    if answer.status is None:
+        return f"its system server stopped answering ({answer.error})", ""
+    return None, ""
+
+
+def _tail(log: str) -> str:
+    return "\n".join(log.strip().splitlines()[-LOG_LINES:])
+
+
+def _charge(record: TestRecord, death: Death) -> None:
+    evidence = Evidence(
+        record.capabilities[0],
+        f"{death.worker} died after {death.cause}: {death.how}",
+        "worker",
+        f"the worker serving after {death.cause}",
+        death.log or death.how,
+    )
+    if record.outcome is Outcome.FAIL:
+        record.evidence.append(evidence)
+        return
+    record.outcome, record.reason = Outcome.FAIL, evidence.message
+    record.evidence = [evidence]
+
+
+def _restarted(state: RunState, target: Target, url: str, record: TestRecord) -> bool:
+    watch = target.probe if isinstance(target.probe, WorkerWatch) else None
+    used = state.restarts.get(target.id, 0)
+    if watch is None or used >= RESTARTS:
+        return False
+    state.restarts[target.id] = used + 1
+    try:
+        watch.restart_worker(url)
+    except LaunchError as exc:
+        record.evidence.append(
+            Evidence(record.capabilities[0], f"the restart of the worker failed: {exc}")
+        )
+        return False
+    return True
