@@ -40,6 +40,7 @@ from rl_conformance.control.policy_reference import ReferenceSource
 from rl_conformance.control.refresh import (
     Coordinator,
     completion_ids,
+    info_version,
     pinned_generation,
     reported_version,
 )
@@ -228,7 +229,8 @@ def reported_versions(
     chosen: Selection,
 ) -> dict[str, Any]:
     """The weight version each selected worker reports: from the family's version route, else
-    from what a generation served by it names; neither is an unobservable channel."""
+    from an info route the deployment allowlists (named with the worker), else from what a
+    generation served by it names; none of them is an unobservable channel."""
     family = chosen.family
     if family.version:
         return {
@@ -237,11 +239,25 @@ def reported_versions(
             )
             for worker in chosen.workers
         }
+    read = {worker.label: info_version(rl_admin, worker, family) for worker in chosen.workers}
+    if read and all(found is not None for found in read.values()):
+        return {
+            f"{label} (/engine/{found[0]})": found[1]
+            for label, found in read.items()
+            if found is not None
+        }
     _, seen = generate_ids(rl_verdict, rl_client, rl_target, chosen.pinned)
     if seen is None:
         raise Unobservable(
             f"the weight version of {chosen.label}: the {family.name} family has no version "
-            "route and responses carry no nvext.engine_data.weight_version"
+            "route, "
+            + (
+                f"the worker serves none of {', '.join(f'/engine/{r}' for r in family.info_routes)}"
+                " (not allowlisted), "
+                if family.info_routes
+                else ""
+            )
+            + "and responses carry no nvext.engine_data.weight_version"
         )
     return {chosen.label: seen}
 
