@@ -151,6 +151,7 @@ class AdminClient:
         if mutating:
             self.ledger.sent(worker, route)
         status: int | None = None
+        error: str | None = None
         try:
             exchange = self.client.request(
                 "POST",
@@ -158,10 +159,10 @@ class AdminClient:
                 json_body={} if body is None else body,
                 deadline_s=deadline_s,
             )
-            status = exchange.status
+            status, error = exchange.status, exchange.error
         finally:
             if mutating:
-                self.ledger.answered(worker, route, status, body)
+                self.ledger.answered(worker, route, status, body, error)
         version = body.get("weight_version") if isinstance(body, dict) else None
         if isinstance(version, str) and version and exchange.status == 200:
             self.client.identity.policy_version = version

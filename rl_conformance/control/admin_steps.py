@@ -5,8 +5,9 @@ suites."""
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..checks import admin as admin_checks
@@ -16,10 +17,14 @@ from ..model.verdict import FeatureAbsent, MissingInput, Verdict
 from ..wire.exchange import Exchange
 from .admin import AdminClient, AdminWorker, MutationPolicy, RouteNotAdvertised
 from .families import AdminFamily, NewWeights, family_for, update_unavailable
+from .stopping import routed_instances
 from .weights import WeightSource
 
 DRAIN_DEADLINE_S = 300.0
 """A pause that waits for the requests in flight: as long as an in-flight stream may take."""
+REJOIN_S = 30.0
+"""A worker that left routing while paused (SGLang's) is back in the frontend's routing within
+this long after its resume answered (`admin.stopped_worker_unrouted` holds it to the same)."""
 
 
 @dataclass(frozen=True)
@@ -38,6 +43,7 @@ class Selection:
 
     workers: tuple[AdminWorker, ...]
     family: AdminFamily
+    target: Target | None = field(default=None, compare=False)
 
     @property
     def pinned(self) -> AdminWorker | None:
@@ -107,9 +113,9 @@ def select(
             f"{list(first.routes or ())}; expected pause_generation or control/pause_generation)"
         )
     if first.instance_id is not None:
-        return Selection((first,), family)
+        return Selection((first,), family, target)
     same = tuple(worker for worker in candidates if family_for(target, worker) is family)
-    return Selection(same, family)
+    return Selection(same, family, target)
 
 
 def succeed(
@@ -166,6 +172,7 @@ def paused(
     family = selection.family
     body = family.pause_body(mode)
     deadline = DRAIN_DEADLINE_S if mode == "wait" else None
+    routed = _routed(admin, selection)
     try:
         succeed_each(verdict, admin, selection.workers, family, family.pause, body, deadline)
         yield
@@ -174,6 +181,28 @@ def paused(
             admin.call_each(selection.workers, family.resume, {})
         raise
     succeed_each(verdict, admin, selection.workers, family, family.resume, {})
+    _await_rejoin(admin, selection, routed)
+
+
+def _routed(admin: AdminClient, selection: Selection) -> set[int] | None:
+    if selection.target is None:
+        return None
+    return routed_instances(admin.client, selection.target, deadline_s=10.0)
+
+
+def _await_rejoin(admin: AdminClient, selection: Selection, before: set[int] | None) -> None:
+    """Until the frontend routes to every instance it routed to before the pause (at most
+    `REJOIN_S`): a worker that leaves routing while paused rejoins once its registration follows
+    the resume, and a generation sent in between finds no instance (HTTP 503), which says
+    nothing about the refresh. Past the bound the test goes on and judges what it then sees."""
+    if not before:
+        return
+    ends = time.monotonic() + REJOIN_S
+    while time.monotonic() < ends:
+        now = _routed(admin, selection)
+        if now is None or before <= now:
+            return
+        time.sleep(0.2)
 
 
 def require_update_routes(selection: Selection) -> None:

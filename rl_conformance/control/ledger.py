@@ -60,13 +60,14 @@ class WorkerMark:
 
 @dataclass
 class SentCall:
-    """One mutating call, in the order the run sent them, and the status it was answered with
-    (None: no answer, or none yet)."""
+    """One mutating call, in the order the run sent them, the status it was answered with
+    (None: no answer, or none yet) and the transport error that ended it without one."""
 
     system_url: str
     label: str
     route: str
     status: int | None = None
+    error: str | None = None
 
 
 @dataclass
@@ -86,12 +87,14 @@ class AdminLedger:
             if route in UNDO:
                 mark.holds[route] = undo_of(route, worker.routes)
 
-    def answered(self, worker: Any, route: str, status: int | None, body: Any) -> None:
+    def answered(
+        self, worker: Any, route: str, status: int | None, body: Any, error: str | None = None
+    ) -> None:
         with self._lock:
             mark = self._mark(worker)
             sent = self._open.pop((id(mark), route), None)
             if sent is not None:
-                sent.status = status
+                sent.status, sent.error = status, error
             mark.last = f"{route} (HTTP {status})" if status is not None else f"{route} (no answer)"
             ok = status is not None and 200 <= status < 300
             if route in UNDO and status is not None and not ok:

@@ -435,7 +435,7 @@ class DynamoLauncher:
     def worker_exit(self, system_url: str) -> tuple[int, str] | None:
         process = self._serving(system_url)
         code = process.exited() if process is not None else None
-        return None if code is None or process is None else (code, process.log_tail())
+        return None if code is None or process is None else (code, process.log_tail(400_000))
 
     def restart_worker(self, system_url: str) -> None:
         """The worker's command again, on its system port; ready when its system server answers

@@ -3,15 +3,18 @@
 After a test that sent mutating calls, each worker it touched is looked at: the launcher's
 process table says whether the process exited (with its last log lines), and for a deployment
 reached by URL the worker's system server must still answer `/health`. A worker that died is
-charged to the last call the test sent it that was answered (the calls after it found the worker
-gone): the cell fails naming that call and how the worker went. A cell already failed by what the
-call answered keeps that verdict first (a 200 `ok` followed by a crash is judged on the answer).
+charged to the first call the test sent it whose connection was lost unanswered (the worker died
+answering it), else to the last one answered (calls refused at connection came after the death):
+the cell fails naming that call, how the worker went and its last error log lines. A cell
+already failed by what the call answered keeps that verdict first (a 200 `ok` followed by a crash
+is judged on the answer).
 Later tests of the target are `skipped`, "not run: the worker died at ...", unless the launcher
 restarts the worker (at most `RESTARTS` times a run).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from ..control.ledger import SentCall
@@ -26,6 +29,15 @@ RESTARTS = 2
 """Restarts of a dead worker in one run; after them the target's later tests are not run."""
 
 
+LOST = "transport error"
+REFUSED = "(ConnectError)"
+"""A call whose connection broke without an answer (`LOST`, as "Server disconnected without
+sending a response") was being answered when the worker died; one refused at connection
+(`REFUSED`) or left unanswered until its deadline was sent to a worker already gone or hung."""
+ERROR_LINE = re.compile(r"error|exception|assert|traceback|fatal", re.IGNORECASE)
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
 @dataclass(frozen=True)
 class Death:
     worker: str
@@ -35,7 +47,7 @@ class Death:
     log: str
 
     def describe(self) -> str:
-        return f"{self.nodeid}, after {self.cause} to {self.worker} ({self.how})"
+        return f"{self.nodeid}: {self.worker} died {self.cause} ({self.how})"
 
 
 def not_run(state: RunState, target_id: str) -> str | None:
@@ -53,18 +65,26 @@ def after_test(state: RunState, target: Target | None, record: TestRecord, mark:
         how, log = _gone(state, target, url)
         if how is None:
             continue
-        call = _cause([call for call in calls if call.system_url == url])
-        death = Death(call.label, call.route, record.nodeid, how, log)
+        call, when = _cause([call for call in calls if call.system_url == url])
+        death = Death(call.label, f"{when} {call.route}", record.nodeid, how, log)
         _charge(record, death)
         if not _restarted(state, target, url, record):
             state.deaths[target.id] = death
         return
 
 
-def _cause(calls: list[SentCall]) -> SentCall:
-    """The last call answered before the worker went; the first one when none was."""
+def _cause(calls: list[SentCall]) -> tuple[SentCall, str]:
+    """The call the worker died answering (its connection lost, no answer), else the last one
+    answered before it went, else the first one sent; and which of these it is."""
+    lost = [
+        c
+        for c in calls
+        if c.status is None and c.error and LOST in c.error and REFUSED not in c.error
+    ]
+    if lost:
+        return lost[0], "answering"
     answered = [call for call in calls if call.status is not None]
-    return answered[-1] if answered else calls[0]
+    return (answered[-1], "after") if answered else (calls[0], "after")
 
 
 def _gone(state: RunState, target: Target, url: str) -> tuple[str | None, str]:
@@ -84,15 +104,18 @@ def _gone(state: RunState, target: Target, url: str) -> tuple[str | None, str]:
 
 
 def _tail(log: str) -> str:
-    return "\n".join(log.strip().splitlines()[-LOG_LINES:])
+    """The log's error lines (an assertion and its traceback), then its last lines."""
+    lines = [ANSI.sub("", line) for line in log.strip().splitlines()]
+    errors = [line for line in lines if ERROR_LINE.search(line)][-LOG_LINES:]
+    return "\n".join(dict.fromkeys([*errors, *lines[-3:]]))
 
 
 def _charge(record: TestRecord, death: Death) -> None:
     evidence = Evidence(
         record.capabilities[0],
-        f"{death.worker} died after {death.cause}: {death.how}",
+        f"{death.worker} died {death.cause}: {death.how}",
         "worker",
-        f"the worker serving after {death.cause}",
+        "the worker serving after the call",
         death.log or death.how,
     )
     if record.outcome is Outcome.FAIL:

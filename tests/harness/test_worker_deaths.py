@@ -1,0 +1,57 @@
+"""Which call a worker that died is charged to, and what of its log the cell shows."""
+
+from __future__ import annotations
+
+from rl_conformance.control.ledger import SentCall
+from rl_conformance.plugin.deaths import _cause, _tail
+
+URL = "http://127.0.0.1:20001"
+LOST = "transport error (RemoteProtocolError): Server disconnected without sending a response."
+REFUSED = "transport error (ConnectError): [Errno 111] Connection refused"
+
+
+def call(route: str, status: int | None, error: str | None = None) -> SentCall:
+    return SentCall(URL, "worker 7", route, status, error)
+
+
+def test_a_crash_after_an_answer_is_charged_to_that_call_not_to_the_refused_ones() -> None:
+    """SGLang answers an invalid pause mode 200 ok, then dies: the resume sent next is refused."""
+    calls = [call("pause_generation", 200), call("continue_generation", None, REFUSED)]
+    assert _cause(calls) == (calls[0], "after")
+
+
+def test_a_crash_while_answering_is_charged_to_the_call_that_lost_its_connection() -> None:
+    """An update sent while an in-place pause holds a running request: SGLang dies on it."""
+    calls = [
+        call("pause_generation", 200),
+        call("control/update_weights_from_disk", None, LOST),
+        call("continue_generation", None, REFUSED),
+    ]
+    assert _cause(calls) == (calls[1], "answering")
+
+
+def test_a_call_left_unanswered_until_its_deadline_is_not_the_cause() -> None:
+    calls = [call("pause_generation", 200), call("continue_generation", None, "no answer in 10 s")]
+    assert _cause(calls) == (calls[0], "after")
+
+
+def test_the_log_shows_the_error_lines_then_the_last_ones() -> None:
+    log = "\n".join(
+        [
+            "\x1b[32m INFO\x1b[0m serving",
+            "Traceback (most recent call last):",
+            "    assert recv_req.mode in ('in_place', 'retract')",
+            "AssertionError",
+            "INFO one",
+            "INFO two",
+            "INFO kill_process_tree called",
+        ]
+    )
+    shown = _tail(log).splitlines()
+    assert shown[:3] == [
+        "Traceback (most recent call last):",
+        "    assert recv_req.mode in ('in_place', 'retract')",
+        "AssertionError",
+    ]
+    assert shown[-1] == "INFO kill_process_tree called"
+    assert "\x1b" not in "".join(shown)
