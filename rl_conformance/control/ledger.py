@@ -8,6 +8,7 @@ undo call answers 2xx."""
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,6 +69,8 @@ class SentCall:
     route: str
     status: int | None = None
     error: str | None = None
+    sent_at: float = field(default_factory=time.time)
+    """Wall-clock seconds: to place the call against the times a worker's log gives."""
 
 
 @dataclass

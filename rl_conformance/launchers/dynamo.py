@@ -437,6 +437,10 @@ class DynamoLauncher:
         code = process.exited() if process is not None else None
         return None if code is None or process is None else (code, process.log_tail(400_000))
 
+    def worker_log(self, system_url: str) -> str:
+        process = self._serving(system_url)
+        return process.log_tail(400_000) if process is not None else ""
+
     def restart_worker(self, system_url: str) -> None:
         """The worker's command again, on its system port; ready when its system server answers
         and the frontend lists the model again."""

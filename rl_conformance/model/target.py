@@ -59,6 +59,9 @@ class WorkerWatch(Protocol):
         """The exit code and last log lines of the process serving `system_url`, once it
         exited; None while it runs (or when no process of the launcher serves that URL)."""
 
+    def worker_log(self, system_url: str) -> str:
+        """The log of the process serving `system_url` so far ("" when there is none)."""
+
     def restart_worker(self, system_url: str) -> None:
         """Start the worker serving `system_url` again, as it was started, and wait until it
         serves; `LaunchError` when it does not."""

@@ -3,9 +3,10 @@
 After a test that sent mutating calls, each worker it touched is looked at: the launcher's
 process table says whether the process exited (with its last log lines), and for a deployment
 reached by URL the worker's system server must still answer `/health`. A worker that died is
-charged to the first call the test sent it whose connection was lost unanswered (the worker died
-answering it), else to the last one answered (calls refused at connection came after the death):
-the cell fails naming that call, how the worker went and its last error log lines. A cell
+charged to the last call the test sent it before the traceback its log ends with (a Dynamo
+worker's log lines carry their time), else to the first call whose connection was lost unanswered
+(the worker died answering it), else to the last one answered (calls refused at connection came
+after the death): the cell fails naming that call, how the worker went and the traceback. A cell
 already failed by what the call answered keeps that verdict first (a 200 `ok` followed by a crash
 is judged on the answer).
 Later tests of the target are `skipped`, "not run: the worker died at ...", unless the launcher
@@ -15,7 +16,9 @@ restarts the worker (at most `RESTARTS` times a run).
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from ..control.ledger import SentCall
 from ..errors import LaunchError
@@ -25,6 +28,10 @@ from .state import RunState
 
 HEALTH_DEADLINE_S = 5.0
 LOG_LINES = 20
+DYING_S = 30.0
+"""A worker whose log shows a traceback written during the test, and whose process has not
+exited yet, is given this long to exit (SGLang waits 5 s for crash diagnostics, then kills its
+process tree)."""
 RESTARTS = 2
 """Restarts of a dead worker in one run; after them the target's later tests are not run."""
 
@@ -36,6 +43,9 @@ sending a response") was being answered when the worker died; one refused at con
 (`REFUSED`) or left unanswered until its deadline was sent to a worker already gone or hung."""
 ERROR_LINE = re.compile(r"error|exception|assert|traceback|fatal", re.IGNORECASE)
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
+TRACEBACK = "Traceback (most recent call last)"
+STAMP = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?)Z")
+RAISED = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b")
 
 
 @dataclass(frozen=True)
@@ -62,20 +72,24 @@ def after_test(state: RunState, target: Target | None, record: TestRecord, mark:
     if target is None or not calls or state.client is None:
         return
     for url in dict.fromkeys(call.system_url for call in calls if call.system_url):
-        how, log = _gone(state, target, url)
+        how, log = _gone(state, target, url, calls[0].sent_at)
         if how is None:
             continue
-        call, when = _cause([call for call in calls if call.system_url == url])
-        death = Death(call.label, f"{when} {call.route}", record.nodeid, how, log)
+        call, when = _cause([call for call in calls if call.system_url == url], _crashed_at(log))
+        death = Death(call.label, f"{when} {call.route}", record.nodeid, how, _tail(log))
         _charge(record, death)
         if not _restarted(state, target, url, record):
             state.deaths[target.id] = death
         return
 
 
-def _cause(calls: list[SentCall]) -> tuple[SentCall, str]:
-    """The call the worker died answering (its connection lost, no answer), else the last one
-    answered before it went, else the first one sent; and which of these it is."""
+def _cause(calls: list[SentCall], crashed_at: float | None = None) -> tuple[SentCall, str]:
+    """The last call sent before the crash's traceback, when the log dates it; else the call the
+    worker died answering (its connection lost, no answer), else the last one answered before it
+    went, else the first one sent; and which of these it is."""
+    before = [call for call in calls if crashed_at is not None and call.sent_at <= crashed_at]
+    if before:
+        return before[-1], "after" if before[-1].status is not None else "answering"
     lost = [
         c
         for c in calls
@@ -87,14 +101,21 @@ def _cause(calls: list[SentCall]) -> tuple[SentCall, str]:
     return (answered[-1], "after") if answered else (calls[0], "after")
 
 
-def _gone(state: RunState, target: Target, url: str) -> tuple[str | None, str]:
-    """How the worker at `url` went, and its last log lines; (None, "") while it serves."""
+def _gone(state: RunState, target: Target, url: str, since: float) -> tuple[str | None, str]:
+    """How the worker at `url` went, and its log; (None, "") while it serves. A launched worker
+    whose log shows a traceback written since `since` is waited for until it exits (`DYING_S`)."""
     watch = target.probe if isinstance(target.probe, WorkerWatch) else None
     if watch is not None:
         exited = watch.worker_exit(url)
+        crashed = _crashed_at(watch.worker_log(url)) if exited is None else None
+        if crashed is not None and crashed >= since - 1.0:
+            ends = time.monotonic() + DYING_S
+            while exited is None and time.monotonic() < ends:
+                time.sleep(0.5)
+                exited = watch.worker_exit(url)
         if exited is not None:
             code, log = exited
-            return f"its process exited with code {code}", _tail(log)
+            return f"its process exited with code {code}", log
         return None, ""
     assert state.client is not None
     answer = state.client.get(url.rstrip("/") + "/health", deadline_s=HEALTH_DEADLINE_S)
@@ -103,9 +124,26 @@ def _gone(state: RunState, target: Target, url: str) -> tuple[str | None, str]:
     return None, ""
 
 
+def _crashed_at(log: str) -> float | None:
+    """When the log's last traceback was written (UTC seconds), if its line says."""
+    lines = [line for line in log.splitlines() if TRACEBACK in line]
+    found = STAMP.search(ANSI.sub("", lines[-1])) if lines else None
+    if found is None:
+        return None
+    return datetime.fromisoformat(found.group(1)).replace(tzinfo=UTC).timestamp()
+
+
 def _tail(log: str) -> str:
-    """The log's error lines (an assertion and its traceback), then its last lines."""
+    """The log's last traceback (its first line, then the lines that raised), else its error
+    lines; then its last lines."""
     lines = [ANSI.sub("", line) for line in log.strip().splitlines()]
+    starts = [index for index, line in enumerate(lines) if TRACEBACK in line]
+    if starts:
+        block = lines[starts[-1] : starts[-1] + 200]
+        ends = [index for index, line in enumerate(block) if index and RAISED.match(line)]
+        if ends:
+            shown = [block[0], *block[max(1, ends[0] - 3) : ends[0] + 1]]
+            return "\n".join(dict.fromkeys([*shown, *lines[-3:]]))
     errors = [line for line in lines if ERROR_LINE.search(line)][-LOG_LINES:]
     return "\n".join(dict.fromkeys([*errors, *lines[-3:]]))
 

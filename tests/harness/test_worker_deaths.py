@@ -3,15 +3,36 @@
 from __future__ import annotations
 
 from rl_conformance.control.ledger import SentCall
-from rl_conformance.plugin.deaths import _cause, _tail
+from rl_conformance.plugin.deaths import _cause, _crashed_at, _tail
 
 URL = "http://127.0.0.1:20001"
 LOST = "transport error (RemoteProtocolError): Server disconnected without sending a response."
 REFUSED = "transport error (ConnectError): [Errno 111] Connection refused"
 
 
-def call(route: str, status: int | None, error: str | None = None) -> SentCall:
-    return SentCall(URL, "worker 7", route, status, error)
+def call(route: str, status: int | None, error: str | None = None, at: float = 0.0) -> SentCall:
+    return SentCall(URL, "worker 7", route, status, error, at)
+
+
+CRASH = (
+    "\x1b[2m2026-12-05T17:02:06.706393Z\x1b[0m ERROR scheduler.run_scheduler_process: Scheduler "
+    "hit an exception: Traceback (most recent call last):"
+)
+CRASHED_AT = 1796490126.706393
+
+
+def test_the_call_sent_before_the_logged_traceback_is_the_cause() -> None:
+    """SGLang answers an invalid pause mode 200 ok and its scheduler fails an assertion; the
+    resume sent next is accepted by the still-running system server and cut off when the
+    process is killed: the log's traceback time tells the two apart."""
+    assert _crashed_at("INFO up\n" + CRASH + "\nAssertionError") == CRASHED_AT
+    calls = [
+        call("pause_generation", 200, at=CRASHED_AT - 0.01),
+        call("continue_generation", None, LOST, at=CRASHED_AT + 0.02),
+    ]
+    assert _cause(calls, CRASHED_AT) == (calls[0], "after")
+    update = [call("pause_generation", 200, at=1.0), call("update", None, LOST, at=CRASHED_AT - 1)]
+    assert _cause(update, CRASHED_AT) == (update[1], "answering")
 
 
 def test_a_crash_after_an_answer_is_charged_to_that_call_not_to_the_refused_ones() -> None:
