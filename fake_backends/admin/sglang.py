@@ -245,10 +245,12 @@ async def get_weight_version(worker: EngineWorker, body: Body) -> Any:
 
 
 async def get_server_info(worker: EngineWorker, body: Body) -> Body:
+    """The launch record, as SGLang's: its `weight_version` is the one the worker started with,
+    whatever updates followed (`get_model_info` reports the current one)."""
     return {
         "model_path": worker.model_name,
         "served_model_name": worker.model_name,
-        "weight_version": await get_weight_version(worker, body),
+        "weight_version": DEFAULT_WEIGHT_VERSION,
         "tp_size": 1,
         "dp_size": 1,
         "pp_size": 1,

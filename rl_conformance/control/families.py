@@ -208,9 +208,10 @@ SGLANG = AdminFamily(
     required=(),
     set_version="control/update_weight_version",
     set_version_key="new_version",
-    # SGLang's tokenizer manager answers both with `weight_version`; a deployment exposes them
-    # only through DYN_SGLANG_ENGINE_ROUTES (0.5.21 has no get_weight_version method)
-    info_routes=("get_model_info", "get_server_info"),
+    # a deployment exposes it only through DYN_SGLANG_ENGINE_ROUTES (0.5.21 has no
+    # get_weight_version method); get_server_info also has a `weight_version`, but it is the
+    # launch record's and never follows an update (`sglang/srt/entrypoints/engine.py`)
+    info_routes=("get_model_info",),
 )
 FAMILIES: tuple[AdminFamily, ...] = (VLLM, VLLM_SIDECAR, SGLANG)
 BY_NAME: Mapping[str, AdminFamily] = {family.name: family for family in FAMILIES}

@@ -46,7 +46,8 @@ SGLANG_ARGS = (
 )
 SGLANG_ROUTES = "flush_cache:tm get_model_info get_server_info"
 """`DYN_SGLANG_ENGINE_ROUTES`: the only source of `/engine` routes beyond the built-in ones.
-SGLang 0.5.21 has no `get_weight_version`; both info routes report `weight_version`."""
+SGLang 0.5.21 has no `get_weight_version`; `get_model_info` reports the current `weight_version`
+(`get_server_info` the launch one)."""
 
 
 @dataclass(frozen=True)

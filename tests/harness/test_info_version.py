@@ -1,7 +1,8 @@
 """Where an administration family has no version route (SGLang 0.5.21 has no
-`get_weight_version`), the weight version is read from the first read-only info route the
-deployment allowlists (`get_model_info`, `get_server_info`: both report `weight_version`), named
-with it; a deployment that allowlists neither leaves nothing to read."""
+`get_weight_version`), the weight version is read from the read-only info route the deployment
+allowlists (`get_model_info`), named with it; `get_server_info` reports the launch record's
+version, which no update changes, so it is never read; without `get_model_info` there is nothing
+to read."""
 
 from __future__ import annotations
 
@@ -19,10 +20,10 @@ def read(engine_routes: str) -> tuple[str, object] | None:
             return info_version(AdminClient(client, MutationPolicy()), worker, SGLANG)
 
 
-def test_the_version_comes_from_the_first_allowlisted_info_route() -> None:
+def test_the_version_comes_from_the_allowlisted_model_info_route() -> None:
     assert read("get_model_info get_server_info") == ("get_model_info", "default")
-    assert read("get_server_info") == ("get_server_info", "default")
 
 
-def test_nothing_is_read_where_no_info_route_is_allowlisted() -> None:
+def test_the_launch_record_is_never_read_as_the_current_version() -> None:
+    assert read("get_server_info") is None
     assert read("") is None
