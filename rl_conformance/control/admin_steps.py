@@ -200,7 +200,7 @@ def _await_rejoin(admin: AdminClient, selection: Selection, before: set[int] | N
     ends = time.monotonic() + REJOIN_S
     while time.monotonic() < ends:
         now = _routed(admin, selection)
-        if now is None or before <= now:
+        if now is not None and before <= now:  # a frontend routing to none lists none
             return
         time.sleep(0.2)
 

@@ -3,7 +3,8 @@
 After a test that sent mutating calls, each worker it touched is looked at: the launcher's
 process table says whether the process exited (with its last log lines), and for a deployment
 reached by URL the worker's system server must still answer `/health`. A worker that died is
-charged to the last call the test sent it before the traceback its log ends with (a Dynamo
+charged to the call its log's last traceback names (a frame in the function the route calls:
+`in pause_generation`), else to the last call sent before that traceback was written (a Dynamo
 worker's log lines carry their time), else to the first call whose connection was lost unanswered
 (the worker died answering it), else to the last one answered (calls refused at connection came
 after the death): the cell fails naming that call, how the worker went and the traceback. A cell
@@ -45,6 +46,7 @@ ERROR_LINE = re.compile(r"error|exception|assert|traceback|fatal", re.IGNORECASE
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 TRACEBACK = "Traceback (most recent call last)"
 STAMP = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?)Z")
+FRAME = re.compile(r'File "[^"]+", line \d+, in (\w+)')
 RAISED = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b")
 
 
@@ -75,7 +77,7 @@ def after_test(state: RunState, target: Target | None, record: TestRecord, mark:
         how, log = _gone(state, target, url, calls[0].sent_at)
         if how is None:
             continue
-        call, when = _cause([call for call in calls if call.system_url == url], _crashed_at(log))
+        call, when = _cause([call for call in calls if call.system_url == url], log)
         death = Death(call.label, f"{when} {call.route}", record.nodeid, how, _tail(log))
         _charge(record, death)
         if not _restarted(state, target, url, record):
@@ -83,13 +85,18 @@ def after_test(state: RunState, target: Target | None, record: TestRecord, mark:
         return
 
 
-def _cause(calls: list[SentCall], crashed_at: float | None = None) -> tuple[SentCall, str]:
-    """The last call sent before the crash's traceback, when the log dates it; else the call the
-    worker died answering (its connection lost, no answer), else the last one answered before it
-    went, else the first one sent; and which of these it is."""
+def _cause(calls: list[SentCall], log: str = "") -> tuple[SentCall, str]:
+    """The call the log's last traceback names; else the last call sent before that traceback,
+    when the log dates it; else the call the worker died answering (its connection lost, no
+    answer), else the last one answered before it went, else the first one sent; and whether the
+    worker died after its answer or answering it."""
+    frames = set(FRAME.findall(_last_traceback(log)))
+    named = [call for call in calls if call.route.rsplit("/", 1)[-1] in frames]
+    crashed_at = _crashed_at(log)
     before = [call for call in calls if crashed_at is not None and call.sent_at <= crashed_at]
-    if before:
-        return before[-1], "after" if before[-1].status is not None else "answering"
+    for found in (named, before):
+        if found:
+            return found[-1], "after" if found[-1].status is not None else "answering"
     lost = [
         c
         for c in calls
@@ -133,19 +140,26 @@ def _crashed_at(log: str) -> float | None:
     return datetime.fromisoformat(found.group(1)).replace(tzinfo=UTC).timestamp()
 
 
+def _last_traceback(log: str) -> str:
+    lines = [ANSI.sub("", line) for line in log.splitlines()]
+    starts = [index for index, line in enumerate(lines) if TRACEBACK in line]
+    if not starts:
+        return ""
+    block = lines[starts[-1] : starts[-1] + 200]
+    ends = [index for index, line in enumerate(block) if index and RAISED.match(line)]
+    return "\n".join(block[: ends[0] + 1] if ends else block)
+
+
 def _tail(log: str) -> str:
     """The log's last traceback (its first line, then the lines that raised), else its error
     lines; then its last lines."""
     lines = [ANSI.sub("", line) for line in log.strip().splitlines()]
-    starts = [index for index, line in enumerate(lines) if TRACEBACK in line]
-    if starts:
-        block = lines[starts[-1] : starts[-1] + 200]
-        ends = [index for index, line in enumerate(block) if index and RAISED.match(line)]
-        if ends:
-            shown = [block[0], *block[max(1, ends[0] - 3) : ends[0] + 1]]
-            return "\n".join(dict.fromkeys([*shown, *lines[-3:]]))
-    errors = [line for line in lines if ERROR_LINE.search(line)][-LOG_LINES:]
-    return "\n".join(dict.fromkeys([*errors, *lines[-3:]]))
+    block = _last_traceback(log).splitlines()
+    if block and RAISED.match(block[-1]):
+        shown = [block[0], *block[max(1, len(block) - 4) :]]
+    else:
+        shown = [line for line in lines if ERROR_LINE.search(line)][-LOG_LINES:]
+    return "\n".join(dict.fromkeys([*shown, *lines[-3:]]))
 
 
 def _charge(record: TestRecord, death: Death) -> None:

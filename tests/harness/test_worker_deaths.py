@@ -25,14 +25,33 @@ def test_the_call_sent_before_the_logged_traceback_is_the_cause() -> None:
     """SGLang answers an invalid pause mode 200 ok and its scheduler fails an assertion; the
     resume sent next is accepted by the still-running system server and cut off when the
     process is killed: the log's traceback time tells the two apart."""
-    assert _crashed_at("INFO up\n" + CRASH + "\nAssertionError") == CRASHED_AT
+    log = "INFO up\n" + CRASH + "\nAssertionError"
+    assert _crashed_at(log) == CRASHED_AT
     calls = [
         call("pause_generation", 200, at=CRASHED_AT - 0.01),
         call("continue_generation", None, LOST, at=CRASHED_AT + 0.02),
     ]
-    assert _cause(calls, CRASHED_AT) == (calls[0], "after")
+    assert _cause(calls, log) == (calls[0], "after")
     update = [call("pause_generation", 200, at=1.0), call("update", None, LOST, at=CRASHED_AT - 1)]
-    assert _cause(update, CRASHED_AT) == (update[1], "answering")
+    assert _cause(update, log) == (update[1], "answering")
+
+
+def test_the_call_the_traceback_names_is_the_cause_whenever_it_was_sent() -> None:
+    """The scheduler may reach the invalid pause only after the resume was sent: the function
+    the traceback ran in names the call."""
+    log = "\n".join(
+        [
+            CRASH,
+            '  File "/x/sglang/srt/managers/scheduler.py", line 5590, in pause_generation',
+            '    assert recv_req.mode in ("in_place", "retract")',
+            "AssertionError",
+        ]
+    )
+    calls = [
+        call("pause_generation", 200, at=CRASHED_AT - 0.05),
+        call("continue_generation", None, LOST, at=CRASHED_AT - 0.01),
+    ]
+    assert _cause(calls, log) == (calls[0], "after")
 
 
 def test_a_crash_after_an_answer_is_charged_to_that_call_not_to_the_refused_ones() -> None:
