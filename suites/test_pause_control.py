@@ -15,8 +15,10 @@ from rl_conformance.client.http import Client
 from rl_conformance.control.admin import AdminClient, AdminWorker
 from rl_conformance.control.admin_steps import (
     Selection,
+    await_rejoin,
     instance_of,
     require_update_routes,
+    routed_now,
     select,
 )
 from rl_conformance.control.families import AdminFamily
@@ -163,6 +165,7 @@ def test_pauses_and_resumes_sent_twice_or_at_once_are_all_answered(
         return answered(family, route, what, exchange, must_succeed=must_succeed)
 
     answers: list[pause.Answer] = []
+    routed = routed_now(rl_admin, rl_target)
     try:
         answers.append(call(family.pause, "the first pause", must_succeed=True))
         answers.append(
@@ -181,6 +184,7 @@ def test_pauses_and_resumes_sent_twice_or_at_once_are_all_answered(
         answers.append(call(family.resume, "the resume after them", must_succeed=True))
     finally:
         resume_all(rl_admin, chosen)
+    await_rejoin(rl_admin, rl_target, routed)
     served = pinned_generation(rl_client, rl_target, chosen.pinned, PROMPT)
     rl_verdict.check(pause.pause_cycle_answered(answers, served.status == 200), served)
 

@@ -23,9 +23,11 @@ from rl_conformance.control.admin import AdminClient, AdminWorker
 from rl_conformance.control.admin_steps import (
     Selection,
     apply_update,
+    await_rejoin,
     instance_of,
     paused,
     require_update_routes,
+    routed_now,
     select,
     succeed,
     update_all,
@@ -180,6 +182,7 @@ def test_pause_without_a_mode_follows_the_documented_default(
     chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
     family = chosen.family
     stream = in_flight(rl_client, rl_target, chosen)
+    routed = routed_now(rl_admin, rl_target)
     sent = stream.start_and_wait_first_token(rl_verdict)
     try:
         rl_admin.call_each(chosen.workers, family.pause, {})
@@ -192,6 +195,7 @@ def test_pause_without_a_mode_follows_the_documented_default(
             rl_admin.call_each(chosen.workers, family.resume, {})
         finally:
             stream.wait()
+            await_rejoin(rl_admin, rl_target, routed)
     evidence = (
         f"of {stream.max_tokens} tokens: {sent.describe()} when the pause was sent, "
         f"{answered.describe()} when it was answered, {at_resume.describe()} at resume, "
@@ -469,6 +473,7 @@ class RefreshLifecycle(RuleBasedStateMachine):
         self.weights: WeightSource = context["weights"]
         self.coordinator = Coordinator(self.admin, self.family, list(context["workers"]))
         self.paused = False
+        self.routed_before: set[int] | None = None
         self.applied: str | None = None
         self.verified = False
         self.generated = False
@@ -515,6 +520,7 @@ class RefreshLifecycle(RuleBasedStateMachine):
                 if None in self.weights.holding([worker])
             }
         self.paused = True  # whatever the replies say, teardown must resume
+        self.routed_before = routed_now(self.admin, self.target)
         for step in self.coordinator.call_all("pause", self.family.pause, self.family.pause_body()):
             self.verdict.check(step.result, step.exchange)
 
@@ -562,6 +568,7 @@ class RefreshLifecycle(RuleBasedStateMachine):
         self.paused = False
         for step in self.coordinator.call_all("resume", self.family.resume, {}):
             self.verdict.check(step.result, step.exchange)
+        await_rejoin(self.admin, self.target, self.routed_before)
 
     @precondition(lambda self: not self.paused and self.applied is not None)
     @rule()
@@ -603,6 +610,7 @@ class RefreshLifecycle(RuleBasedStateMachine):
                     self.admin.call(worker, self.family.resume, {})
                 except Exception:
                     continue
+            await_rejoin(self.admin, self.target, self.routed_before)
 
 
 @capability("refresh.lifecycle")

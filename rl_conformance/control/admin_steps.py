@@ -172,7 +172,7 @@ def paused(
     family = selection.family
     body = family.pause_body(mode)
     deadline = DRAIN_DEADLINE_S if mode == "wait" else None
-    routed = _routed(admin, selection)
+    routed = routed_now(admin, selection.target)
     try:
         succeed_each(verdict, admin, selection.workers, family, family.pause, body, deadline)
         yield
@@ -181,16 +181,17 @@ def paused(
             admin.call_each(selection.workers, family.resume, {})
         raise
     succeed_each(verdict, admin, selection.workers, family, family.resume, {})
-    _await_rejoin(admin, selection, routed)
+    await_rejoin(admin, selection.target, routed)
 
 
-def _routed(admin: AdminClient, selection: Selection) -> set[int] | None:
-    if selection.target is None:
+def routed_now(admin: AdminClient, target: Target | None) -> set[int] | None:
+    """The instances the target's frontend routes to now (None: not observable there)."""
+    if target is None:
         return None
-    return routed_instances(admin.client, selection.target, deadline_s=10.0)
+    return routed_instances(admin.client, target, deadline_s=10.0)
 
 
-def _await_rejoin(admin: AdminClient, selection: Selection, before: set[int] | None) -> None:
+def await_rejoin(admin: AdminClient, target: Target | None, before: set[int] | None) -> None:
     """Until the frontend routes to every instance it routed to before the pause (at most
     `REJOIN_S`): a worker that leaves routing while paused rejoins once its registration follows
     the resume, and a generation sent in between finds no instance (HTTP 503), which says
@@ -199,7 +200,7 @@ def _await_rejoin(admin: AdminClient, selection: Selection, before: set[int] | N
         return
     ends = time.monotonic() + REJOIN_S
     while time.monotonic() < ends:
-        now = _routed(admin, selection)
+        now = routed_now(admin, target)
         if now is not None and before <= now:  # a frontend routing to none lists none
             return
         time.sleep(0.2)
