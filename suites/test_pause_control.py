@@ -184,7 +184,7 @@ def test_pauses_and_resumes_sent_twice_or_at_once_are_all_answered(
         answers.append(call(family.resume, "the resume after them", must_succeed=True))
     finally:
         resume_all(rl_admin, chosen)
-    await_rejoin(rl_admin, rl_target, routed)
+    await_rejoin(rl_admin, rl_target, routed, chosen.pinned)
     served = pinned_generation(rl_client, rl_target, chosen.pinned, PROMPT)
     rl_verdict.check(pause.pause_cycle_answered(answers, served.status == 200), served)
 

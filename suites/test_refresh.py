@@ -195,7 +195,7 @@ def test_pause_without_a_mode_follows_the_documented_default(
             rl_admin.call_each(chosen.workers, family.resume, {})
         finally:
             stream.wait()
-            await_rejoin(rl_admin, rl_target, routed)
+            await_rejoin(rl_admin, rl_target, routed, chosen.pinned)
     evidence = (
         f"of {stream.max_tokens} tokens: {sent.describe()} when the pause was sent, "
         f"{answered.describe()} when it was answered, {at_resume.describe()} at resume, "
@@ -568,7 +568,7 @@ class RefreshLifecycle(RuleBasedStateMachine):
         self.paused = False
         for step in self.coordinator.call_all("resume", self.family.resume, {}):
             self.verdict.check(step.result, step.exchange)
-        await_rejoin(self.admin, self.target, self.routed_before)
+        await_rejoin(self.admin, self.target, self.routed_before, self.coordinator.workers[0])
 
     @precondition(lambda self: not self.paused and self.applied is not None)
     @rule()
@@ -610,7 +610,7 @@ class RefreshLifecycle(RuleBasedStateMachine):
                     self.admin.call(worker, self.family.resume, {})
                 except Exception:
                     continue
-            await_rejoin(self.admin, self.target, self.routed_before)
+            await_rejoin(self.admin, self.target, self.routed_before, self.coordinator.workers[0])
 
 
 @capability("refresh.lifecycle")

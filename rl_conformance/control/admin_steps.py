@@ -17,6 +17,7 @@ from ..model.verdict import FeatureAbsent, MissingInput, Verdict
 from ..wire.exchange import Exchange
 from .admin import AdminClient, AdminWorker, MutationPolicy, RouteNotAdvertised
 from .families import AdminFamily, NewWeights, family_for, update_unavailable
+from .refresh import pinned_generation
 from .stopping import routed_instances
 from .weights import WeightSource
 
@@ -25,6 +26,8 @@ DRAIN_DEADLINE_S = 300.0
 REJOIN_S = 30.0
 """A worker that left routing while paused (SGLang's) is back in the frontend's routing within
 this long after its resume answered (`admin.stopped_worker_unrouted` holds it to the same)."""
+READY_PROBE = [640, 1024, 777]
+"""A one-token generation that asks whether the frontend has an instance ready again."""
 
 
 @dataclass(frozen=True)
@@ -181,7 +184,7 @@ def paused(
             admin.call_each(selection.workers, family.resume, {})
         raise
     succeed_each(verdict, admin, selection.workers, family, family.resume, {})
-    await_rejoin(admin, selection.target, routed)
+    await_rejoin(admin, selection.target, routed, selection.pinned)
 
 
 def routed_now(admin: AdminClient, target: Target | None) -> set[int] | None:
@@ -191,18 +194,29 @@ def routed_now(admin: AdminClient, target: Target | None) -> set[int] | None:
     return routed_instances(admin.client, target, deadline_s=10.0)
 
 
-def await_rejoin(admin: AdminClient, target: Target | None, before: set[int] | None) -> None:
-    """Until the frontend routes to every instance it routed to before the pause (at most
+def await_rejoin(
+    admin: AdminClient,
+    target: Target | None,
+    before: set[int] | None,
+    worker: AdminWorker | None = None,
+) -> None:
+    """Until the frontend routes again to every instance it routed to before the pause, and a
+    one-token generation (pinned to `worker` when given) finds an instance ready (at most
     `REJOIN_S`): a worker that leaves routing while paused rejoins once its registration follows
-    the resume, and a generation sent in between finds no instance (HTTP 503), which says
-    nothing about the refresh. Past the bound the test goes on and judges what it then sees."""
-    if not before:
+    the resume, and a generation sent in between finds none (HTTP 503 "not ready"), which says
+    nothing about the refresh. The frontend's `/health` may still list a worker its router has
+    dropped, hence the generation. Past the bound the test goes on and judges what it sees."""
+    if target is None or not before:
         return
     ends = time.monotonic() + REJOIN_S
     while time.monotonic() < ends:
         now = routed_now(admin, target)
         if now is not None and before <= now:  # a frontend routing to none lists none
-            return
+            probe = pinned_generation(
+                admin.client, target, worker, READY_PROBE, max_tokens=1, deadline_s=REJOIN_S
+            )
+            if probe.status != 503:
+                return
         time.sleep(0.2)
 
 
