@@ -46,6 +46,7 @@ DISK_OK = "Succeeded to update model weights."
 ONLINE_OK = "Succeeded to update parameter online."
 INJECTED_LOAD_FAILURE = "Failed to update weights: checkpoint could not be read (injected fault)."
 ACTIVE_REQUESTS = "cannot clear KV blocks while requests are active"
+CRASHES = "sglang_invalid_pause_mode_crashes"
 _COMMON = ("rid", "http_worker_ipc")
 
 # SGLang request objects: (name, required fields, optional fields).
@@ -188,7 +189,10 @@ async def update_weight_version(worker: EngineWorker, body: Body) -> Body:
 async def pause_generation(worker: EngineWorker, body: Body) -> Body | None:
     mode = body.get("mode", "abort")
     if mode not in SGLANG_PAUSE_MODES:
-        if worker.runtime.faults.active("sglang_invalid_pause_mode_crashes"):
+        faults = worker.runtime.faults
+        # A fault of the fake deployment only: behind the real Dynamo the worker's process and
+        # system server are Dynamo's, and the engine-fault catalogue has no such fault.
+        if CRASHES in faults.catalogue.names and faults.active(CRASHES):
             worker.runtime.crash()  # once this answer is sent, nothing more is
             return None
         return {
