@@ -29,9 +29,11 @@ from rl_conformance.control.admin import AdminClient, AdminWorker
 from rl_conformance.control.admin_steps import (
     Selection,
     apply_update,
+    await_rejoin,
     instance_of,
     paused,
     require_update_routes,
+    routed_now,
     select,
     succeed,
     update_all,
@@ -47,6 +49,7 @@ from rl_conformance.control.policy_reference import ReferenceSource
 from rl_conformance.control.refresh import (
     Coordinator,
     completion_ids,
+    info_version,
     pinned_generation,
     reported_version,
 )
@@ -173,6 +176,7 @@ def test_pause_without_a_mode_follows_the_documented_default(
     chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
     family = chosen.family
     stream = in_flight(rl_client, rl_target, chosen)
+    routed = routed_now(rl_admin, rl_target)
     sent = stream.start_and_wait_first_token(rl_verdict)
     try:
         rl_admin.call_each(chosen.workers, family.pause, {})
@@ -185,6 +189,7 @@ def test_pause_without_a_mode_follows_the_documented_default(
             rl_admin.call_each(chosen.workers, family.resume, {})
         finally:
             stream.wait()
+            await_rejoin(rl_admin, rl_target, routed, chosen.pinned)
     stream.judge_terminal(rl_verdict)
     evidence = (
         f"of {stream.max_tokens} tokens: {sent.describe()} when the pause was sent, "
@@ -223,7 +228,8 @@ def reported_versions(
     chosen: Selection,
 ) -> dict[str, Any]:
     """The weight version each selected worker reports: from the family's version route, else
-    from what a generation served by it names; neither is an unobservable channel."""
+    from an info route the deployment allowlists (named with the worker), else from what a
+    generation served by it names; none of them is an unobservable channel."""
     family = chosen.family
     if family.version:
         return {
@@ -232,11 +238,25 @@ def reported_versions(
             )
             for worker in chosen.workers
         }
+    read = {worker.label: info_version(rl_admin, worker, family) for worker in chosen.workers}
+    if read and all(found is not None for found in read.values()):
+        return {
+            f"{label} (/engine/{found[0]})": found[1]
+            for label, found in read.items()
+            if found is not None
+        }
     _, seen = generate_ids(rl_verdict, rl_client, rl_target, chosen.pinned)
     if seen is None:
         raise Unobservable(
             f"the weight version of {chosen.label}: the {family.name} family has no version "
-            "route and responses carry no nvext.engine_data.weight_version"
+            "route, "
+            + (
+                f"the worker serves none of {', '.join(f'/engine/{r}' for r in family.info_routes)}"
+                " (not allowlisted), "
+                if family.info_routes
+                else ""
+            )
+            + "and responses carry no nvext.engine_data.weight_version"
         )
     return {chosen.label: seen}
 
@@ -464,6 +484,7 @@ class RefreshLifecycle(RuleBasedStateMachine):
         self.weights: WeightSource = context["weights"]
         self.coordinator = Coordinator(self.admin, self.family, list(context["workers"]))
         self.paused = False
+        self.routed_before: set[int] | None = None
         self.applied: str | None = None
         self.verified = False
         self.generated = False
@@ -510,6 +531,7 @@ class RefreshLifecycle(RuleBasedStateMachine):
                 if None in self.weights.holding([worker])
             }
         self.paused = True  # whatever the replies say, teardown must resume
+        self.routed_before = routed_now(self.admin, self.target)
         for step in self.coordinator.call_all("pause", self.family.pause, self.family.pause_body()):
             self.verdict.check(step.result, step.exchange)
 
@@ -557,6 +579,7 @@ class RefreshLifecycle(RuleBasedStateMachine):
         self.paused = False
         for step in self.coordinator.call_all("resume", self.family.resume, {}):
             self.verdict.check(step.result, step.exchange)
+        await_rejoin(self.admin, self.target, self.routed_before, self.coordinator.workers[0])
 
     @precondition(lambda self: not self.paused and self.applied is not None)
     @rule()
@@ -598,6 +621,7 @@ class RefreshLifecycle(RuleBasedStateMachine):
                     self.admin.call(worker, self.family.resume, {})
                 except Exception:
                     continue
+            await_rejoin(self.admin, self.target, self.routed_before, self.coordinator.workers[0])
 
 
 @capability("refresh.lifecycle")

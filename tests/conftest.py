@@ -1,8 +1,9 @@
 """Shared wiring for the suite's own tests: access to a real Dynamo installation.
 
 Tests that need the real Dynamo never skip silently. Without an installation they skip with a
-loud reason where one was given ($RL_CONFORMANCE_NO_DYNAMO or $RL_CONFORMANCE_NO_VLLM, set by
-.ci/run when an install failed), fail in CI, and skip with instructions on a developer machine.
+loud reason where one was given ($RL_CONFORMANCE_NO_DYNAMO, $RL_CONFORMANCE_NO_VLLM or
+$RL_CONFORMANCE_NO_SGLANG, set by .ci/run when an install failed), fail in CI, and skip with
+instructions on a developer machine.
 """
 
 from __future__ import annotations
@@ -17,16 +18,19 @@ from rl_conformance.launchers.dynamo import find_dynamo_python
 
 _SKIPPED: list[str] = []
 _NO_VLLM: list[str] = []
+_NO_SGLANG: list[str] = []
 _NO_BROWSER: list[str] = []
 
 
-def installed_python(vllm: bool, variable: str, command: str, skipped: list[str]) -> Path:
+def installed_python(
+    vllm: bool, variable: str, command: str, skipped: list[str], *, sglang: bool = False
+) -> Path:
     """The environment `command` makes; a loud skip where $`variable` says why it could not
     be installed, a failure in CI where nobody said why, a skip with the command elsewhere."""
-    python = find_dynamo_python(vllm=vllm)
+    python = find_dynamo_python(vllm=vllm, sglang=sglang)
     if python is not None:
         return python
-    what = "vLLM" if vllm else "Dynamo"
+    what = "vLLM" if vllm else "SGLang" if sglang else "Dynamo"
     reason = os.environ.get(variable)
     if reason:
         skipped.append(reason)
@@ -54,6 +58,18 @@ def vllm_python() -> Path:
 
 
 @pytest.fixture(scope="session")
+def sglang_python() -> Path:
+    """The environment of `rl-conformance install-sglang`: real Dynamo with SGLang on CPU."""
+    return installed_python(
+        False,
+        "RL_CONFORMANCE_NO_SGLANG",
+        "rl-conformance install-sglang",
+        _NO_SGLANG,
+        sglang=True,
+    )
+
+
+@pytest.fixture(scope="session")
 def chromium() -> str:
     """Debian's headless Chromium for the HTML report's browser test; a loud skip without it."""
     for name in ("chromium", "chromium-browser", "google-chrome"):
@@ -75,3 +91,6 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if _NO_VLLM:
         terminalreporter.section("REAL vLLM TESTS SKIPPED", sep="!", red=True, bold=True)
         terminalreporter.write_line(f"reason: {_NO_VLLM[0]}", red=True)
+    if _NO_SGLANG:
+        terminalreporter.section("REAL SGLang TESTS SKIPPED", sep="!", red=True, bold=True)
+        terminalreporter.write_line(f"reason: {_NO_SGLANG[0]}", red=True)

@@ -104,3 +104,37 @@ def test_real_vllm_errors_are_flat(path: Path) -> None:
 
 def test_real_vllm_recordings_were_found() -> None:
     assert len(ENGINE_REPLIES) > 40 and len(REAL_VLLM_ERRORS) > 10
+
+
+SGLANG_CPU = ROOT / "sglang-cpu"
+
+
+def recorded(name: str) -> dict[str, Any]:
+    return dict(json.loads((SGLANG_CPU / f"{name}.json").read_text()))
+
+
+def test_real_sglang_answers_an_invalid_pause_mode_ok_and_then_exits() -> None:
+    """What `admin.invalid_pause_mode` fails on real SGLang: the reply the family's success rule
+    calls a success, and the worker gone after it."""
+    fixture = recorded("pause_invalid_mode")
+    response = fixture["response"]
+    assert admin.success_semantics(
+        "sglang", "pause_generation", response["status"], response["body"]
+    ).passed
+    assert fixture["afterwards"]["worker_exit_code"] is not None
+    assert any("AssertionError" in line for line in fixture["afterwards"]["worker_log_lines"])
+
+
+def test_real_sglang_refuses_a_second_pause_with_a_5xx() -> None:
+    assert recorded("pause_while_paused")["response"]["status"] >= 500
+
+
+def test_real_sglang_reports_the_current_weight_version_in_model_info_only() -> None:
+    """No `get_weight_version` in SGLang 0.5.21: `get_model_info` reports the version an update
+    set (what `refresh.version_verified` reads); `get_server_info` keeps the launch record's."""
+    assert recorded("admin_get_weight_version")["response"]["status"] == 404
+    assert recorded("admin_get_model_info")["response"]["body"]["weight_version"] == "default"
+    after = recorded("admin_get_model_info_after_update")["response"]["body"]
+    assert after["weight_version"] == "conformance-v1"
+    renamed = recorded("admin_get_server_info_after_version")["response"]["body"]
+    assert renamed["weight_version"] == "default"

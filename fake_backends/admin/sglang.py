@@ -46,6 +46,7 @@ DISK_OK = "Succeeded to update model weights."
 ONLINE_OK = "Succeeded to update parameter online."
 INJECTED_LOAD_FAILURE = "Failed to update weights: checkpoint could not be read (injected fault)."
 ACTIVE_REQUESTS = "cannot clear KV blocks while requests are active"
+CRASHES = "sglang_invalid_pause_mode_crashes"
 _COMMON = ("rid", "http_worker_ipc")
 
 # SGLang request objects: (name, required fields, optional fields).
@@ -188,6 +189,12 @@ async def update_weight_version(worker: EngineWorker, body: Body) -> Body:
 async def pause_generation(worker: EngineWorker, body: Body) -> Body | None:
     mode = body.get("mode", "abort")
     if mode not in SGLANG_PAUSE_MODES:
+        faults = worker.runtime.faults
+        # A fault of the fake deployment only: behind the real Dynamo the worker's process and
+        # system server are Dynamo's, and the engine-fault catalogue has no such fault.
+        if CRASHES in faults.catalogue.names and faults.active(CRASHES):
+            worker.runtime.crash()  # once this answer is sent, nothing more is
+            return None
         return {
             "success": False,
             "message": f"Invalid mode '{mode}'; expected abort|retract|in_place",
@@ -242,15 +249,26 @@ async def get_weight_version(worker: EngineWorker, body: Body) -> Any:
 
 
 async def get_server_info(worker: EngineWorker, body: Body) -> Body:
+    """The launch record, as SGLang's: its `weight_version` is the one the worker started with,
+    whatever updates followed (`get_model_info` reports the current one)."""
     return {
         "model_path": worker.model_name,
         "served_model_name": worker.model_name,
-        "weight_version": await get_weight_version(worker, body),
+        "weight_version": DEFAULT_WEIGHT_VERSION,
         "tp_size": 1,
         "dp_size": 1,
         "pp_size": 1,
         "disaggregation_mode": "null",
         "version": "0.0.0-fake",
+    }
+
+
+async def get_model_info(worker: EngineWorker, body: Body) -> Body:
+    return {
+        "model_path": worker.model_name,
+        "tokenizer_path": worker.model_name,
+        "is_generation": True,
+        "weight_version": await get_weight_version(worker, body),
     }
 
 
@@ -276,6 +294,7 @@ async def destroy_weights_update_group(worker: EngineWorker, body: Body) -> tupl
 _BOTH = frozenset({"engine", "tm"})
 ENGINE_METHODS: Mapping[str, tuple[Method, frozenset[str]]] = {
     "get_server_info": (get_server_info, frozenset({"engine"})),
+    "get_model_info": (get_model_info, frozenset({"engine"})),
     "flush_cache": (flush_cache, _BOTH),
     "get_weight_version": (get_weight_version, _BOTH),
     "pause_generation": (pause_generation, frozenset({"tm"})),

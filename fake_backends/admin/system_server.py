@@ -65,15 +65,18 @@ def build_worker_admin_app(
     engine's pause or weight update does (`--engine-call-delay-ms`)."""
 
     async def health(request: Request) -> Response:
+        await _unless_crashed(worker)
         return _text_json(_health_body(worker, endpoints), 200)
 
     async def metrics(request: Request) -> Response:
+        await _unless_crashed(worker)
         return Response(worker.counters.render(), 200, headers={"content-type": TEXT_PLAIN})
 
     async def not_found(request: Request, exc: Exception) -> Response:
         return Response("Route not found", 404, headers={"content-type": TEXT_PLAIN})
 
     async def engine(request: Request) -> Response:
+        await _unless_crashed(worker)
         name = request.url.path[len(ENGINE_PREFIX) :]
         raw = await request.body()
         if engine_call_delay_s > 0:
@@ -91,6 +94,13 @@ def build_worker_admin_app(
         ],
         exception_handlers={404: not_found},
     )
+
+
+async def _unless_crashed(worker: EngineWorker) -> None:
+    """A worker whose process died answers nothing: the request waits until its client gives
+    up (or the deployment stops)."""
+    if worker.runtime.crashed:
+        await asyncio.Event().wait()
 
 
 async def dispatch(

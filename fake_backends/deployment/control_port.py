@@ -179,7 +179,7 @@ def build_control_app(state: DeploymentState) -> Starlette:
             return json_response(
                 {"error": f'expected {{"instance_id": N}} of a worker: {raw}'}, 400
             )
-        ended = worker.runtime.crash()
+        ended = worker.runtime.crash_engine()
         worker.restart_engine(keep_version=state.fault("recovered_worker_keeps_version"))
         return json_response({"instance_id": worker.instance_id, "ended": ended})
 

@@ -247,6 +247,12 @@ CATALOGUE = Catalogue(
             _RL_BACKENDS,
         ),
         _fault(
+            "sglang_invalid_pause_mode_crashes",
+            "pause_generation with a mode the engine does not have answers 200 ok, then the "
+            "worker dies: its system server answers nothing more and it leaves routing",
+            _SGLANG,
+        ),
+        _fault(
             "invalid_pause_mode_pauses",
             "pause_generation refuses a mode the engine does not have, yet pauses the worker",
             _RL_BACKENDS,

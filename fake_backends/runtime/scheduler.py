@@ -96,6 +96,7 @@ class WorkerRuntime:
         self.updates = 0  # weight updates applied (or answered) so far
         self.flushes = 0  # prefix-cache flushes asked for by a route so far
         self.departed = False  # the worker's process went away (control port `/departure`)
+        self.crashed = False  # the worker's process died: its system server answers nothing
         self.draining = 0  # > 0 while an unpaused update waits for in-flight requests
         self.cache = PrefixCache()
         self.closing = False
@@ -202,11 +203,19 @@ class WorkerRuntime:
             gen.abort_requested = True
         return len(chosen)
 
-    def crash(self) -> int:
-        """The engine died: every request of this worker ends now, as a failure."""
+    def crash_engine(self) -> int:
+        """The engine died under the worker (its sidecar restarts it): every request of this
+        worker ends now, as a failure; how many."""
         for gen in self._generations:
             gen.crashed = True
         return self.abort()
+
+    def crash(self) -> None:
+        """The worker's process dies: it leaves routing and discovery, its requests end, and
+        its system server answers nothing more."""
+        self.crashed = self.departed = True
+        self.registered = False
+        self.abort()
 
     def abort_id(self, request_id: str) -> int:
         return self.abort(lambda g: request_id in g.ids())

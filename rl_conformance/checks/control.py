@@ -158,6 +158,25 @@ def post_update_generation(
 SERVED_POLICY_TOLERANCE = 0.01
 """Nats: the largest difference between a served and a reference log probability (float32 on
 both sides agrees to about 1e-5 on CPU; a different checkpoint differs by whole nats)."""
+MACHINE_EPSILON = {"float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7}
+EPSILON_FACTOR = 16
+"""A checkpoint stored in a half-precision dtype is served in it, while its reference is computed
+in float32: the tolerance grows to this many machine epsilons of the dtype (bfloat16: 0.125 nats;
+SGLang 0.5.21 serving a bfloat16 checkpoint differs from the float32 reference by 0.033), still
+far below the whole nats by which another checkpoint differs."""
+
+
+def served_policy_tolerance(dtype: str) -> tuple[float, str]:
+    """The tolerance for a checkpoint stored in `dtype`, and how it was derived; a dtype not
+    listed is held to the least precise one listed."""
+    known = dtype if dtype in MACHINE_EPSILON else "bfloat16"
+    scaled = EPSILON_FACTOR * MACHINE_EPSILON[known]
+    if scaled <= SERVED_POLICY_TOLERANCE:
+        return SERVED_POLICY_TOLERANCE, f"tolerance {SERVED_POLICY_TOLERANCE:g} nats ({dtype})"
+    return scaled, (
+        f"tolerance {scaled:g} nats: {EPSILON_FACTOR} x the machine epsilon of {known}"
+        f"{'' if known == dtype else f' (for {dtype})'}, the checkpoint's dtype"
+    )
 
 
 @check(
@@ -172,13 +191,19 @@ def served_policy(
     served_logprobs: Sequence[float] | None,
     served_prompt_logprobs: Sequence[float | None] | None,
     reference: Any,
-    tolerance: float = SERVED_POLICY_TOLERANCE,
+    tolerance: float | None = None,
 ) -> Findings:
     """`reference`: a `policy_reference.PolicyReference` (ids, logprobs, margins, prompt
-    logprobs) computed from the checkpoint. Greedy ids must match the reference until its first
-    near-tie (a runner-up within 2 x tolerance, where two faithful implementations may choose
-    differently); the selected and prompt log probabilities within `tolerance` up to there."""
-    where = f"the checkpoint {reference.checkpoint}"
+    logprobs, the checkpoint's dtype) computed from the checkpoint. Greedy ids must match the
+    reference until its first near-tie (a runner-up within 2 x tolerance, where two faithful
+    implementations may choose differently); the selected and prompt log probabilities within
+    the tolerance up to there: `tolerance`, else the one the checkpoint's dtype gives
+    (`served_policy_tolerance`), stated in every violation."""
+    if tolerance is None:
+        tolerance, stated = served_policy_tolerance(getattr(reference, "dtype", "float32"))
+    else:
+        stated = f"tolerance {tolerance:g} nats"
+    where = f"the checkpoint {reference.checkpoint} ({stated})"
     for index, expected in enumerate(reference.prompt_logprobs):
         if expected is None or served_prompt_logprobs is None:
             continue

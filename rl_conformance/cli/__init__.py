@@ -14,6 +14,7 @@ rl-conformance kill-matrix                          every named fault of our fak
 rl-conformance passthrough                          engine faults through the real frontend
 rl-conformance install-dynamo                       the real Dynamo, in its own environment
 rl-conformance install-vllm                         the real Dynamo with vLLM on CPU, likewise
+rl-conformance install-sglang                       the real Dynamo with SGLang on CPU, likewise
 rl-conformance certify-adapter MODULE:FACTORY       an RL framework's rollout client
 rl-conformance profiles [run's deployment flags]    will verl, NeMo RL, slime, prime-rl work here
 rl-conformance generation-costs                     measure each test's generation requests
@@ -34,6 +35,7 @@ from . import (
     evidence,
     generation_costs,
     install_dynamo,
+    install_sglang,
     install_vllm,
     kill_matrix,
     passthrough,
@@ -53,6 +55,7 @@ COMMANDS = (
     passthrough,
     install_dynamo,
     install_vllm,
+    install_sglang,
     certify_adapter,
     profiles,
     diff,

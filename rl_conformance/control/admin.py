@@ -8,7 +8,8 @@ Safety rules, enforced here for every administrative call the suite makes:
 - mutating routes need an explicit opt-in (`--allow-mutations`) and a worker chosen with
   `--worker INSTANCE_ID` or `--all-workers`; read-only routes (the Python worker's
   `liveness_probe` and `get_weight_version`, the sidecar's `control/is_paused`,
-  `control/is_sleeping` and `control/get_weight_version`) and `/health` are always allowed;
+  `control/is_sleeping` and `control/get_weight_version`, SGLang's allowlistable
+  `get_model_info` and `get_server_info`) and `/health` are always allowed;
 - redirects are never followed (the client does not follow them at all).
 """
 
@@ -35,6 +36,8 @@ READ_ONLY_ROUTES = frozenset(
         "control/is_paused",
         "control/is_sleeping",
         "control/get_weight_version",
+        "get_model_info",
+        "get_server_info",
     }
 )
 
@@ -148,6 +151,7 @@ class AdminClient:
         if mutating:
             self.ledger.sent(worker, route)
         status: int | None = None
+        error: str | None = None
         try:
             exchange = self.client.request(
                 "POST",
@@ -155,10 +159,10 @@ class AdminClient:
                 json_body={} if body is None else body,
                 deadline_s=deadline_s,
             )
-            status = exchange.status
+            status, error = exchange.status, exchange.error
         finally:
             if mutating:
-                self.ledger.answered(worker, route, status, body)
+                self.ledger.answered(worker, route, status, body, error)
         version = body.get("weight_version") if isinstance(body, dict) else None
         if isinstance(version, str) and version and exchange.status == 200:
             self.client.identity.policy_version = version

@@ -5,8 +5,9 @@ suites."""
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..checks import admin as admin_checks
@@ -16,10 +17,17 @@ from ..model.verdict import FeatureAbsent, MissingInput, Verdict
 from ..wire.exchange import Exchange
 from .admin import AdminClient, AdminWorker, MutationPolicy, RouteNotAdvertised
 from .families import AdminFamily, NewWeights, family_for, update_unavailable
+from .refresh import pinned_generation
+from .stopping import routed_instances
 from .weights import WeightSource
 
 DRAIN_DEADLINE_S = 300.0
 """A pause that waits for the requests in flight: as long as an in-flight stream may take."""
+REJOIN_S = 30.0
+"""A worker that left routing while paused (SGLang's) is back in the frontend's routing within
+this long after its resume answered (`admin.stopped_worker_unrouted` holds it to the same)."""
+READY_PROBE = [640, 1024, 777]
+"""A one-token generation that asks whether the frontend has an instance ready again."""
 
 
 @dataclass(frozen=True)
@@ -38,6 +46,7 @@ class Selection:
 
     workers: tuple[AdminWorker, ...]
     family: AdminFamily
+    target: Target | None = field(default=None, compare=False)
 
     @property
     def pinned(self) -> AdminWorker | None:
@@ -107,9 +116,9 @@ def select(
             f"{list(first.routes or ())}; expected pause_generation or control/pause_generation)"
         )
     if first.instance_id is not None:
-        return Selection((first,), family)
+        return Selection((first,), family, target)
     same = tuple(worker for worker in candidates if family_for(target, worker) is family)
-    return Selection(same, family)
+    return Selection(same, family, target)
 
 
 def succeed(
@@ -166,6 +175,7 @@ def paused(
     family = selection.family
     body = family.pause_body(mode)
     deadline = DRAIN_DEADLINE_S if mode == "wait" else None
+    routed = routed_now(admin, selection.target)
     try:
         succeed_each(verdict, admin, selection.workers, family, family.pause, body, deadline)
         yield
@@ -174,6 +184,42 @@ def paused(
             admin.call_each(selection.workers, family.resume, {})
         raise
     succeed_each(verdict, admin, selection.workers, family, family.resume, {})
+    await_rejoin(admin, selection.target, routed, selection.pinned)
+
+
+def routed_now(admin: AdminClient, target: Target | None) -> set[int] | None:
+    """The instances the target's frontend routes to now (None: not observable there)."""
+    if target is None:
+        return None
+    return routed_instances(admin.client, target, deadline_s=10.0)
+
+
+def await_rejoin(
+    admin: AdminClient,
+    target: Target | None,
+    before: set[int] | None,
+    worker: AdminWorker | None = None,
+) -> None:
+    """Until the frontend routes again to as many instances as before the pause, and a
+    one-token generation (pinned to `worker` when given) finds an instance ready (at most
+    `REJOIN_S`): a worker that leaves routing while paused rejoins once its registration follows
+    the resume, and a generation sent in between finds none (HTTP 503 "not ready"), which says
+    nothing about the refresh. The frontend's `/health` may still list a worker its router has
+    dropped, hence the generation. Past the bound the test goes on and judges what it sees."""
+    if target is None or not before:
+        return
+    ends = time.monotonic() + REJOIN_S
+    while time.monotonic() < ends:
+        now = routed_now(admin, target)
+        # as many instances as before (a frontend routing to none lists none): by count, since
+        # identities are the discovery rows' own checks, not this wait's
+        if now is not None and len(now) >= len(before):
+            probe = pinned_generation(
+                admin.client, target, worker, READY_PROBE, max_tokens=1, deadline_s=REJOIN_S
+            )
+            if probe.status != 503:
+                return
+        time.sleep(0.2)
 
 
 def require_update_routes(selection: Selection) -> None:

@@ -77,6 +77,11 @@ class AdminFamily:
     """The pause itself invalidates KV state (`clear_cache`), there is no flush route."""
     setup_routes: tuple[str, ...] = ()
     """Update routes called once per worker before its first update."""
+    info_routes: tuple[str, ...] = ()
+    """Read-only routes a deployment may allowlist that report the weight version under
+    `info_version_key`: where the family has no version route of its own, the version is read
+    from the first of them the worker serves."""
+    info_version_key: str = "weight_version"
 
     def pause_body(self, mode: str | None = None) -> dict[str, Any]:
         """The body of a pause in `mode` (the family's refresh mode when None)."""
@@ -203,6 +208,10 @@ SGLANG = AdminFamily(
     required=(),
     set_version="control/update_weight_version",
     set_version_key="new_version",
+    # a deployment exposes it only through DYN_SGLANG_ENGINE_ROUTES (0.5.21 has no
+    # get_weight_version method); get_server_info also has a `weight_version`, but it is the
+    # launch record's and never follows an update (`sglang/srt/entrypoints/engine.py`)
+    info_routes=("get_model_info",),
 )
 FAMILIES: tuple[AdminFamily, ...] = (VLLM, VLLM_SIDECAR, SGLANG)
 BY_NAME: Mapping[str, AdminFamily] = {family.name: family for family in FAMILIES}

@@ -8,6 +8,7 @@ undo call answers 2xx."""
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,20 +60,44 @@ class WorkerMark:
 
 
 @dataclass
+class SentCall:
+    """One mutating call, in the order the run sent them, the status it was answered with
+    (None: no answer, or none yet) and the transport error that ended it without one."""
+
+    system_url: str
+    label: str
+    route: str
+    status: int | None = None
+    error: str | None = None
+    sent_at: float = field(default_factory=time.time)
+    """Wall-clock seconds: to place the call against the times a worker's log gives."""
+
+
+@dataclass
 class AdminLedger:
     marks: dict[str, WorkerMark] = field(default_factory=dict)
+    history: list[SentCall] = field(default_factory=list)
+    """Every mutating call sent, oldest first: what a worker that died was last told."""
+    _open: dict[tuple[int, str], SentCall] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def sent(self, worker: Any, route: str) -> None:
         with self._lock:
+            self.history.append(SentCall(worker.system_url or "", worker.label, route))
             mark = self._mark(worker)
+            self._open[id(mark), route] = self.history[-1]
             mark.last = f"{route} (no answer yet)"
             if route in UNDO:
                 mark.holds[route] = undo_of(route, worker.routes)
 
-    def answered(self, worker: Any, route: str, status: int | None, body: Any) -> None:
+    def answered(
+        self, worker: Any, route: str, status: int | None, body: Any, error: str | None = None
+    ) -> None:
         with self._lock:
             mark = self._mark(worker)
+            sent = self._open.pop((id(mark), route), None)
+            if sent is not None:
+                sent.status, sent.error = status, error
             mark.last = f"{route} (HTTP {status})" if status is not None else f"{route} (no answer)"
             ok = status is not None and 200 <= status < 300
             if route in UNDO and status is not None and not ok:

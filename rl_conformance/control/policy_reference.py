@@ -45,6 +45,9 @@ class PolicyReference:
     margins: tuple[float, ...]
     """Each greedy choice's log-probability lead over the runner-up."""
     prompt_logprobs: tuple[float | None, ...]
+    dtype: str = "float32"
+    """The dtype the checkpoint is stored in (its config's `torch_dtype`), which a deployment
+    serves unless told otherwise: it sets the check's tolerance."""
 
 
 @dataclass
@@ -243,6 +246,7 @@ def compute(python: Path, checkpoint: Path, prompt: Sequence[int], tokens: int) 
             completion_logprobs=tuple(found["completion_logprobs"]),
             margins=tuple(found["margins"]),
             prompt_logprobs=tuple(found["prompt_logprobs"]),
+            dtype=str(found.get("dtype") or "float32"),
         )
     except (ValueError, KeyError, IndexError, TypeError) as exc:
         raise LaunchError(

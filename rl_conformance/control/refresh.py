@@ -6,6 +6,7 @@ fleet gated after any failure; the route names and bodies of each family are in 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,6 +52,22 @@ def pinned_generation(
         headers=headers,
         deadline_s=deadline_s,
     )
+
+
+INFO_DEADLINE_S = 10.0
+
+
+def info_version(
+    admin: AdminClient, worker: AdminWorker, family: AdminFamily
+) -> tuple[str, Any] | None:
+    """(route, weight version) from the first of the family's read-only info routes the worker
+    serves (HTTP 200 with the version key); None when it serves none of them (not allowlisted)."""
+    for route in family.info_routes:
+        exchange = admin.call(worker, route, {}, deadline_s=INFO_DEADLINE_S)
+        body = exchange.reply()
+        if exchange.status == 200 and isinstance(body, Mapping) and family.info_version_key in body:
+            return route, body[family.info_version_key]
+    return None
 
 
 def completion_ids(exchange: Exchange) -> list[int] | None:

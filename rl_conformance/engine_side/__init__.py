@@ -9,5 +9,6 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 MAKE_CHECKPOINTS = HERE / "make_checkpoints.py"
 REFERENCE_POLICY = HERE / "reference_policy.py"
+SGL_KERNEL_STAND_IN = HERE / "sgl_kernel_stand_in.py"
 
-__all__ = ["MAKE_CHECKPOINTS", "REFERENCE_POLICY"]
+__all__ = ["MAKE_CHECKPOINTS", "REFERENCE_POLICY", "SGL_KERNEL_STAND_IN"]

@@ -1,10 +1,11 @@
 """What a checkpoint itself says a probe should give: greedy continuation ids, their log
 probabilities, the margin of each greedy choice over the runner-up, and the log probability of
-every prompt token given its prefix, computed with transformers on CPU in float32.
+every prompt token given its prefix, computed with transformers on CPU in float32, and the dtype
+the checkpoint is stored in (its config's `torch_dtype`, or `dtype`; float32 when it names none).
 
 Usage: python reference_policy.py CHECKPOINT_DIR --prompt 1,2,3 --tokens N
 Prints {"checkpoint", "prompt", "completion_ids", "completion_logprobs", "margins",
-"prompt_logprobs"} (prompt_logprobs[0] is null: the first token has no prefix).
+"prompt_logprobs", "dtype"} (prompt_logprobs[0] is null: the first token has no prefix).
 """
 
 from __future__ import annotations
@@ -55,9 +56,19 @@ def main() -> None:
                 "completion_logprobs": chosen,
                 "margins": margins,
                 "prompt_logprobs": prompt_logprobs,
+                "dtype": stored_dtype(args.checkpoint),
             }
         )
     )
+
+
+def stored_dtype(checkpoint: Path) -> str:
+    try:
+        config = json.loads((checkpoint / "config.json").read_text())
+    except (OSError, ValueError):
+        return "float32"
+    found = config.get("torch_dtype") or config.get("dtype") if isinstance(config, dict) else None
+    return found if isinstance(found, str) else "float32"
 
 
 if __name__ == "__main__":

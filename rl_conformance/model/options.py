@@ -17,7 +17,14 @@ BACKENDS = ("vllm", "sglang", "trtllm")
 FAKES = ("vllm", "sglang", "trtllm", "vllm-sidecar")
 """Our fake deployments: one per backend, and vLLM with the native sidecar's routes."""
 TOY_LAUNCHES = ("dynamo-fake-vllm", "dynamo-fake-sglang")
-LAUNCH_KINDS = ("dynamo-mocker", *TOY_LAUNCHES, "dynamo-vllm", "dynamo-vllm-tied", "docker")
+LAUNCH_KINDS = (
+    "dynamo-mocker",
+    *TOY_LAUNCHES,
+    "dynamo-vllm",
+    "dynamo-vllm-tied",
+    "dynamo-sglang",
+    "docker",
+)
 
 
 @dataclass(frozen=True)

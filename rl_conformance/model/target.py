@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from ..errors import ConfigurationError
 from .capabilities import Backend
@@ -77,6 +77,22 @@ class EngineRecoveryProbe(Probe, Protocol):
     def crash_engine(self, instance_id: int) -> None:
         """Kill the engine of worker `instance_id` under whatever it is generating; its sidecar
         starts it again by itself."""
+
+
+@runtime_checkable
+class WorkerWatch(Protocol):
+    """A launcher that knows its workers' processes by their system URLs."""
+
+    def worker_exit(self, system_url: str) -> tuple[int, str] | None:
+        """The exit code and last log lines of the process serving `system_url`, once it
+        exited; None while it runs (or when no process of the launcher serves that URL)."""
+
+    def worker_log(self, system_url: str) -> str:
+        """The log of the process serving `system_url` so far ("" when there is none)."""
+
+    def restart_worker(self, system_url: str) -> None:
+        """Start the worker serving `system_url` again, as it was started, and wait until it
+        serves; `LaunchError` when it does not."""
 
 
 class ColdStartProbe(Probe, Protocol):

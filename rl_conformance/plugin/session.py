@@ -32,7 +32,7 @@ from ..model.matrix import Matrix, RunInfo, TestRecord, build_matrix, now
 from ..model.target import Target
 from ..reports import console, evidence, write_reports
 from ..wire.exchange import Exchange
-from . import budgeting, distribution, fixtures, forked
+from . import budgeting, deaths, distribution, fixtures, forked
 from .collection import capabilities_of, parametrize_targets, select_and_order, target_of
 from .recording import record_of, show_as_skipped, status_of_call, verify_reproducers
 from .restore import restore_held
@@ -73,6 +73,7 @@ class ConformanceRun:
         self._worker_targets: dict[str, Target] = {}
         self._nodes: list[Any] = []
         self._spent_marks: dict[str, int] = {}
+        self._ledger_marks: dict[str, int] = {}
         self._journal: Journal | None = None
         """`records.jsonl` in the report directory: each record as its test finishes, kept by
         the process that folds the records (never a parallel run's worker)."""
@@ -325,6 +326,9 @@ class ConformanceRun:
         log = client.log if client is not None else None
         self._log_marks[item.nodeid] = log[-1] if log else None
         self._spent_marks[item.nodeid] = client.spent(state.current_target) if client else 0
+        self._ledger_marks[item.nodeid] = len(state.ledger.history)
+        if (dead := deaths.not_run(state, state.current_target)) is not None:
+            pytest.skip(dead)
 
     def _exchanges_of(self, item: pytest.Item, state: RunState) -> list[Exchange]:
         """The exchanges this test made: the client's log after the last exchange that was
@@ -389,6 +393,9 @@ class ConformanceRun:
                 spent = state.client.spent(record.target_id)
                 # a test skipped before its setup ran (a skip mark) sent nothing
                 record.generations = spent - self._spent_marks.get(item.nodeid, spent)
+            target = getattr(item, "funcargs", {}).get("rl_target")
+            mark = self._ledger_marks.get(item.nodeid, len(state.ledger.history))
+            deaths.after_test(state, target, record, mark)
             if self.config.verify_reproducers and record.evidence:
                 verify_reproducers([record])  # at once: later tests change the deployment
             self._add_record(state, record)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 import pytest
 
@@ -41,6 +42,10 @@ class RunState:
     references: dict[str, ReferenceSource] = field(default_factory=dict)
     ledger: AdminLedger = field(default_factory=AdminLedger)
     """What each administered worker was last left in, for a run stopped mid-refresh."""
+    deaths: dict[str, Any] = field(default_factory=dict)
+    """Target -> the `deaths.Death` of its worker, while it is not brought back."""
+    restarts: dict[str, int] = field(default_factory=dict)
+    """Target -> how many times a dead worker of it was restarted."""
     policy_versions: dict[str, str] = field(default_factory=dict)
     """Target -> the weight version the suite last had its workers load: the
     X-RL-Policy-Version its generation requests carry (`client.identity`)."""
@@ -92,7 +97,7 @@ class RunState:
                 self.config.reference_python,
                 self.config.update_model_path or target.update_model_paths,
                 self.config.reference_checkpoint,
-                fallback_python=find_dynamo_python(vllm=True),
+                fallback_python=find_dynamo_python(vllm=True) or find_dynamo_python(sglang=True),
                 probe=target.probe,
             )
         return found

@@ -3,6 +3,8 @@ within the tolerance, up to the reference's first near-tie and no further."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from rl_conformance.checks import control
 from rl_conformance.control.policy_reference import PolicyReference
 
@@ -67,3 +69,17 @@ def test_nan_is_never_within_the_tolerance() -> None:
     nan = float("nan")
     assert not control.served_policy(IDS, [nan, -0.5, -2.0, -0.1], PROMPT, REFERENCE).passed
     assert not control.served_policy(IDS, SELECTED, [None, nan, -4.5], REFERENCE).passed
+
+
+def test_the_tolerance_follows_the_checkpoints_dtype_and_is_stated() -> None:
+    """SGLang serving a bfloat16 checkpoint differs from the float32 reference by 0.033 nats:
+    within bfloat16's tolerance, not float32's; every violation states the one it applied."""
+    bf16 = replace(REFERENCE, dtype="bfloat16")
+    off = [None, -3.033, -4.467]
+    assert control.served_policy(IDS, SELECTED, off, bf16).passed
+    failed = control.served_policy(IDS, SELECTED, off, REFERENCE)
+    assert not failed.passed
+    assert "tolerance 0.01 nats (float32)" in failed.violations[0].message
+    far = control.served_policy(IDS, SELECTED, [None, -3.0, -5.5], bf16)
+    assert not far.passed
+    assert "0.125 nats: 16 x the machine epsilon of bfloat16" in far.violations[0].message

@@ -198,6 +198,15 @@ ALLOWLIST: dict[str, tuple[str, tuple[str, str]]] = {
         "real vLLM on CPU, tied embeddings (minutes); run by the real-vLLM e2e test",
         ("tests/e2e/test_real_vllm.py", '"dynamo-vllm-tied"'),
     ),
+    "rl-conformance install-sglang": (
+        "downloads SGLang and its CPU requirements (~4-10 min, 3.7 GB); .ci/run runs it before "
+        "the test run",
+        (".ci/run", "rl-conformance install-sglang"),
+    ),
+    "rl-conformance run --launch dynamo-sglang --allow-mutations --all-workers": (
+        "real SGLang on CPU behind real Dynamo (minutes); run by the real-SGLang e2e test",
+        ("tests/e2e/test_real_sglang.py", '"dynamo-sglang"'),
+    ),
     "python benchmarks/verdict_spread.py --runs 10": (
         "a benchmark: ten mutating real-vLLM runs (tens of minutes); prints figures, asserts "
         "nothing; one such run is the real-vLLM e2e test",

@@ -350,6 +350,20 @@ def test_invalid_pause_modes(client: httpx.Client, dep: FakeDeployment) -> None:
     admin(client, base, "resume_generation")
 
 
+@shows("sglang_invalid_pause_mode_crashes")
+def test_an_invalid_sglang_pause_mode_answers_ok_then_the_worker_dies(client: httpx.Client) -> None:
+    with FakeDeployment("sglang", workers=1) as clean:
+        base = clean.workers[0]["system_url"]
+        refused = _pause_reply(client, base, {"mode": "drain"})
+        assert refused["success"] is False and "drain" in refused["message"]
+        assert client.get(f"{base}/health").status_code == 200
+    with FakeDeployment("sglang", workers=1, faults=["sglang_invalid_pause_mode_crashes"]) as sg:
+        base = sg.workers[0]["system_url"]
+        assert _pause_reply(client, base, {"mode": "drain"}) == {"status": "ok"}
+        with pytest.raises(httpx.ReadTimeout):  # the process is gone: nothing answers
+            client.get(f"{base}/health", timeout=0.5)
+
+
 @shows("second_pause_hangs")
 def test_second_pause_hangs(client: httpx.Client, dep: FakeDeployment) -> None:
     base = dep.workers[0]["system_url"]
