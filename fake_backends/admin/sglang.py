@@ -193,7 +193,7 @@ async def pause_generation(worker: EngineWorker, body: Body) -> Body | None:
             "message": f"Invalid mode '{mode}'; expected abort|retract|in_place",
         }
     runtime = worker.runtime
-    if not runtime.faults.active("pause_not_applied"):
+    if runtime.pause_applies:
         runtime.routable = False
     await runtime.pause(mode)
     return None

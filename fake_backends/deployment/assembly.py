@@ -247,7 +247,7 @@ class Assembly:
                     weights_tag=options.initial_weights,
                     started_at=now,
                     namespace=options.namespace_of(index),
-                    runtime=WorkerRuntime(active),
+                    runtime=WorkerRuntime(active, first=index == 0),
                     unpaused_update_status=options.unpaused_update_status,
                 )
                 worker.transport_address = f"{shown}:{frontend_port}"

@@ -241,6 +241,12 @@ CATALOGUE = Catalogue(
             _ADMIN_BACKENDS,
         ),
         _fault(
+            "pause_reaches_first_worker_only",
+            "a pause is acknowledged by every worker but applied by the deployment's first only: "
+            "the others go on generating (a fan-out that stops at its first target)",
+            _ADMIN_BACKENDS,
+        ),
+        _fault(
             "invalid_pause_mode_accepted",
             "pause_generation with a mode the engine does not have pauses in keep mode and "
             "answers ok",
