@@ -438,7 +438,7 @@ def test_flush_invalidates_cached_prefixes(
     cache reset that works on the first refit only (NeMo RL #4018) fails the second. Each
     selected worker's cache is read by generations pinned to it."""
     chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
-    workers = [worker for worker in chosen.workers if worker.instance_id is not None]
+    workers = [worker for worker in pins(chosen) if worker is not None]
     if not workers:
         raise Unobservable(
             f"one worker's prefix cache: generations cannot be pinned to {chosen.label} "

@@ -5,7 +5,7 @@ suites."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -143,10 +143,11 @@ def succeed_each(
     route: str,
     body: Any = None,
     deadline_s: float | None = None,
+    on_answer: Callable[[AdminWorker], None] | None = None,
 ) -> list[Any]:
     """One step that must succeed on every worker, sent to them all at once (bounded,
-    `admin.FANOUT`) and judged in the workers' order."""
-    exchanges = admin.call_each(workers, route, body, deadline_s=deadline_s)
+    `admin.FANOUT`) and judged in the workers' order (`on_answer`: see `call_each`)."""
+    exchanges = admin.call_each(workers, route, body, deadline_s=deadline_s, on_answer=on_answer)
     return [
         judged(verdict, family, route, worker, exchange)
         for worker, exchange in zip(workers, exchanges, strict=True)
@@ -169,16 +170,23 @@ def judged(
 
 @contextlib.contextmanager
 def paused(
-    verdict: Verdict, admin: AdminClient, selection: Selection, mode: str | None = None
+    verdict: Verdict,
+    admin: AdminClient,
+    selection: Selection,
+    mode: str | None = None,
+    on_answer: Callable[[AdminWorker], None] | None = None,
 ) -> Iterator[None]:
     """Pause every selected worker (checked), run the body, and always resume them all: a
     failing step never leaves a worker paused for the tests after it. A `wait` pause is answered
-    when the requests in flight have finished, so it is given as long as a stream is."""
+    when the requests in flight have finished, so it is given as long as a stream is.
+    `on_answer` is called with each worker as soon as its own pause answered."""
     family = selection.family
     body = family.pause_body(mode)
     deadline = DRAIN_DEADLINE_S if mode == "wait" else None
     try:
-        succeed_each(verdict, admin, selection.workers, family, family.pause, body, deadline)
+        succeed_each(
+            verdict, admin, selection.workers, family, family.pause, body, deadline, on_answer
+        )
         yield
     except BaseException:
         with contextlib.suppress(Exception):

@@ -19,17 +19,30 @@ from .admin_steps import Selection
 
 
 def pins(selection: Selection) -> tuple[AdminWorker | None, ...]:
-    """What each effect is read through: every selected worker whose identity is known (its
-    generations pinned to it), else one unpinned generation (None)."""
-    known = tuple(worker for worker in selection.workers if worker.instance_id is not None)
+    """What each effect is read through: every selected worker whose identity is known and
+    its own (its generations pinned to it), else one unpinned generation (None)."""
+    unobservable = unobserved(selection)
+    known = tuple(
+        worker
+        for worker in selection.workers
+        if worker.instance_id is not None and worker not in unobservable
+    )
     return known or (None,)
 
 
 def unobserved(selection: Selection) -> tuple[AdminWorker, ...]:
-    """The selected workers no generation of `pins` is known to reach."""
+    """The selected workers no generation of `pins` is known to reach: those of unknown
+    identity, and those listed with an instance id an earlier selected worker already has (a
+    generation pinned to that id reaches one of them, which one is not known)."""
     if len(selection.workers) == 1:
         return ()
-    return tuple(worker for worker in selection.workers if worker.instance_id is None)
+    seen: set[object] = set()
+    found = []
+    for worker in selection.workers:
+        if worker.instance_id is None or worker.instance_id in seen:
+            found.append(worker)
+        seen.add(worker.instance_id)
+    return tuple(found)
 
 
 def on_worker(result: CheckResult, worker: AdminWorker | None) -> CheckResult:
@@ -52,9 +65,9 @@ def require_observed(selection: Selection, what: str) -> None:
     if missing:
         judged = [worker.label for worker in selection.workers if worker not in missing]
         raise Unobservable(
-            f"{what} on {', '.join(worker.label for worker in missing)}: generations cannot be "
-            "pinned to them (their system servers' /metrics name no worker_id), so no "
-            "generation is known to be theirs"
+            f"{what} on {', '.join(worker.label for worker in missing)}: no generation is "
+            "known to be theirs (their system servers' /metrics name no worker_id, or another "
+            "selected worker is listed with the same instance id)"
             + (f"; judged on {', '.join(judged)}" if judged else "; judged on whichever served")
         )
 

@@ -51,17 +51,29 @@ def crossings(
 ) -> list[tuple[AdminWorker | None, Crossing]]:
     """Pause the chosen workers in `mode` with a long stream in flight on each (`pins`; each
     sent once its first token arrived), watch them while paused for `watched_s` in two halves
-    (less when they end), resume, and read what each delivered at each step. A stream that
+    (less when they end), resume, and read what each delivered at each step, its answer read
+    when its own worker's pause answered. A stream that
     ended, or delivered nothing, before the pause is `Unobservable`
     (`start_and_wait_first_token`)."""
     workers = pins(chosen)
     streams = streams_to(
         client, target, workers, prompt, in_flight_budget(client, target, len(prompt))
     )
+    own: dict[int, Mark] = {}
+
+    def mark_own(worker: AdminWorker) -> None:
+        for index, pin in enumerate(workers):
+            if pin == worker:
+                own[index] = streams[index].mark()
+
     try:
-        sent = [stream.start_and_wait_first_token(verdict) for stream in streams]
-        with paused(verdict, admin, chosen, mode):
-            answered = [stream.mark() for stream in streams]
+        for stream in streams:
+            stream.start_and_wait_first_token(verdict)
+        sent = [stream.mark() for stream in streams]
+        with paused(verdict, admin, chosen, mode, on_answer=mark_own):
+            # each stream as it stood when its own worker's pause answered (an unpinned one:
+            # when they all had)
+            answered = [own.get(index) or stream.mark() for index, stream in enumerate(streams)]
             _wait_all(streams, watched_s / 2)
             settled = [stream.mark() for stream in streams]
             _wait_all(streams, watched_s / 2)

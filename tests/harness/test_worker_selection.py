@@ -96,3 +96,11 @@ def test_a_failure_names_the_worker_it_was_observed_on() -> None:
 def test_a_rounded_instance_id_still_sorts() -> None:
     rounded = AdminWorker(7.5e18, "http://w:9", ROUTES, namespace="dynamo")  # type: ignore[arg-type]
     assert by_identity([rounded, worker(3)]) == [worker(3), rounded]
+
+
+def test_a_worker_listed_with_another_ones_instance_id_is_named_unobserved() -> None:
+    first, twin = worker(5), AdminWorker(5, "http://twin:9", ROUTES, namespace="dynamo")
+    chosen = select(VLLM, [twin, first])
+    assert pins(chosen) == (chosen.workers[0],) and unobserved(chosen) == (chosen.workers[1],)
+    with pytest.raises(Unobservable, match="same instance id"):
+        require_observed(chosen, "a cache reset")
