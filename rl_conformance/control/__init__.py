@@ -8,6 +8,7 @@ module never loads the rest."""
 __all__ = [
     "admin",
     "admin_steps",
+    "distributed",
     "each_worker",
     "families",
     "fleet",

@@ -56,6 +56,7 @@ MOCKER_EXPECTED: dict[str, tuple[str, str]] = {
     "admin.stopped_worker_unrouted": (U, "the mocker's system server speaks no administration"),
     "discovery.departure_visible": (S, "the launcher stops and restarts only our toy workers"),
     "admin.unpaused_update_refused": (F, "no worker advertises administration"),
+    "admin.distributed_update": (F, "no worker advertises administration"),
     "refresh.pause_gates": (F, "no worker advertises administration"),
     "refresh.pause_mode_effect": (F, "no worker advertises administration"),
     "refresh.version_verified": (F, "no worker advertises administration"),
