@@ -59,11 +59,14 @@ EXPECTED: dict[str, tuple[str, str, str, str]] = {  # (vllm, sglang, trtllm, vll
     "admin.success_semantics": ADMIN,
     "admin.invalid_pause_mode": ADMIN,
     "admin.pause_cycles": ADMIN,
+    "admin.resume_serves_promptly": ADMIN,
     # the vLLM Python worker stays routed while paused and advertises no sleep
     "admin.stopped_worker_unrouted": (U, P, P, P),
     # the sidecar documents no pause before its transfer lifecycle
     "admin.unpaused_update_refused": (P, U, U, "skipped"),
+    "admin.distributed_update": ADMIN,
     "refresh.pause_gates": ADMIN,
+    "refresh.pause_mode_effect": ADMIN,
     "refresh.version_verified": ADMIN,
     "refresh.post_update_generation": ADMIN,
     # the sidecar's updates are transfers: no checkpoint directory to hold the served policy to
