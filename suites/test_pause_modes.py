@@ -15,11 +15,12 @@ from rl_conformance.checks import control, pause_modes
 from rl_conformance.client.http import Client
 from rl_conformance.control.admin import AdminClient, AdminWorker
 from rl_conformance.control.admin_steps import Selection, instance_of, select
+from rl_conformance.control.each_worker import label, on_worker, require_observed
 from rl_conformance.control.families import AdminFamily
 from rl_conformance.control.inflight import first_token_s
 from rl_conformance.control.pause_probes import (
     PROBE_TOKENS,
-    crossing,
+    crossings,
     first_token_after,
     held_generation,
     watch_s,
@@ -72,20 +73,26 @@ def test_each_pause_mode_does_to_a_stream_in_flight_what_it_names(
     chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
     mode = mode_at(chosen.family, mode_index)
     unpaused_s = unpaused_first_token_s(rl_verdict, rl_client, rl_target, chosen)
-    observed = crossing(
+    observed = crossings(
         rl_verdict, rl_client, rl_target, rl_admin, chosen, mode, PROMPT, watch_s(unpaused_s)
     )
     rl_verdict.measure(
         pause_mode_effect={
             "mode": mode,
             "unpaused_first_token_s": round(unpaused_s, 3),
-            "stream": observed.describe(),
+            "streams": {label(worker): crossing.describe() for worker, crossing in observed},
         }
     )
-    why = pause_modes.unjudged(observed)
-    if why is not None:
-        raise Unobservable(why)
-    rl_verdict.check(pause_modes.pause_mode_effect(observed))
+    unjudged = []
+    for worker, crossing in observed:
+        why = pause_modes.unjudged(crossing)
+        if why is not None:
+            unjudged.append(f"on {label(worker)}: {why}")
+            continue
+        rl_verdict.check(on_worker(pause_modes.pause_mode_effect(crossing), worker))
+    if unjudged:
+        raise Unobservable("; ".join(unjudged))
+    require_observed(chosen, f"what a {mode!r} pause does to a stream in flight")
 
 
 @capability("refresh.pause_gates")
@@ -106,11 +113,14 @@ def test_a_request_sent_once_a_pause_answered_waits_for_the_resume(
     chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
     mode = mode_at(chosen.family, mode_index)
     held_s = watch_s(unpaused_first_token_s(rl_verdict, rl_client, rl_target, chosen))
-    while_paused, completed, exchange = held_generation(
-        rl_verdict, rl_client, rl_target, rl_admin, chosen, PROMPT, held_s, mode
-    )
+    held = held_generation(rl_verdict, rl_client, rl_target, rl_admin, chosen, PROMPT, held_s, mode)
     rl_verdict.measure(paused_request={"mode": mode, "held_s": round(held_s, 3)})
-    rl_verdict.check(control.pause_gates(while_paused, completed, held_s), exchange)
+    for one in held:
+        rl_verdict.check(
+            on_worker(control.pause_gates(one.while_paused, one.completed, held_s), one.worker),
+            one.exchange,
+        )
+    require_observed(chosen, f"a request sent once a {mode!r} pause answered")
 
 
 def resume_once(rl_admin: AdminClient, chosen: Selection) -> None:

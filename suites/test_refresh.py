@@ -38,6 +38,7 @@ from rl_conformance.control.admin_steps import (
     succeed,
     update_all,
 )
+from rl_conformance.control.each_worker import label, on_worker, pins, require_observed
 from rl_conformance.control.families import AdminFamily, family_for, new_version
 from rl_conformance.control.inflight import (
     InFlightStream,
@@ -115,17 +116,19 @@ def test_pause_holds_new_generation_until_resume(
 ) -> None:
     """A generation sent to a paused worker delivers no token until resume: it is held, then
     completes, or it is refused (the native sidecar answers 503 while paused), and one sent
-    after resume completes. The hold is sized from the worker's own pace, so a slow engine
-    cannot pass by being slow."""
+    after resume completes; on every selected worker, each by a generation pinned to it. The
+    hold is sized from the worker's own pace, so a slow engine cannot pass by being slow."""
     chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
     measured = first_token_s(
         rl_verdict, rl_client, rl_target, PROMPT, instance_of(chosen), HELD_TOKENS
     )
     held_s = watch_s(measured)
-    while_paused, completed, exchange = held_generation(
-        rl_verdict, rl_client, rl_target, rl_admin, chosen, PROMPT, held_s
-    )
-    rl_verdict.check(control.pause_gates(while_paused, completed, held_s), exchange)
+    for held in held_generation(rl_verdict, rl_client, rl_target, rl_admin, chosen, PROMPT, held_s):
+        rl_verdict.check(
+            on_worker(control.pause_gates(held.while_paused, held.completed, held_s), held.worker),
+            held.exchange,
+        )
+    require_observed(chosen, "a generation sent to a paused worker")
 
 
 def in_flight(
@@ -228,8 +231,9 @@ def reported_versions(
     chosen: Selection,
 ) -> dict[str, Any]:
     """The weight version each selected worker reports: from the family's version route, else
-    from an info route the deployment allowlists (named with the worker), else from what a
-    generation served by it names; none of them is an unobservable channel."""
+    from an info route the deployment allowlists (named with the worker route), else from what a
+    generation pinned to it names (`each_worker.pins`); none of them is an unobservable channel,
+    and neither is a worker no generation can be pinned to."""
     family = chosen.family
     if family.version:
         return {
@@ -245,20 +249,24 @@ def reported_versions(
             for label, found in read.items()
             if found is not None
         }
-    _, seen = generate_ids(rl_verdict, rl_client, rl_target, chosen.pinned)
-    if seen is None:
-        raise Unobservable(
-            f"the weight version of {chosen.label}: the {family.name} family has no version "
-            "route, "
-            + (
-                f"the worker serves none of {', '.join(f'/engine/{r}' for r in family.info_routes)}"
-                " (not allowlisted), "
-                if family.info_routes
-                else ""
+    reported = {}
+    for worker in pins(chosen):
+        _, seen = generate_ids(rl_verdict, rl_client, rl_target, worker)
+        if seen is None:
+            raise Unobservable(
+                f"the weight version of {chosen.label}: the {family.name} family has no version "
+                "route, "
+                + (
+                    "the worker serves none of "
+                    f"{', '.join(f'/engine/{r}' for r in family.info_routes)} (not allowlisted), "
+                    if family.info_routes
+                    else ""
+                )
+                + "and responses carry no nvext.engine_data.weight_version"
             )
-            + "and responses carry no nvext.engine_data.weight_version"
-        )
-    return {chosen.label: seen}
+        reported[label(worker)] = seen
+    require_observed(chosen, "the weight version each worker serves")
+    return reported
 
 
 @capability("refresh.version_verified")
@@ -321,17 +329,21 @@ def test_post_update_generation_uses_the_new_weights(
 ) -> None:
     """Where the run does not know which checkpoint the worker held (a deployment reached by
     URL, left as an earlier run left it), an unchanged output may mean it already held the one
-    sent: a second update, to a checkpoint it now surely does not hold, decides."""
+    sent: a second update, to a checkpoint it now surely does not hold, decides. Judged on every
+    selected worker, each by generations pinned to it."""
     chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
+    workers = pins(chosen)
     unknown = None in rl_weights.holding(chosen.workers)
-    before, _ = generate_ids(rl_verdict, rl_client, rl_target, chosen.pinned)
+    before = [generate_ids(rl_verdict, rl_client, rl_target, w)[0] for w in workers]
     version = apply_update(rl_verdict, rl_admin, chosen, rl_weights)
-    after, seen = generate_ids(rl_verdict, rl_client, rl_target, chosen.pinned)
-    if unknown and after == before:
-        before = after
+    after = [generate_ids(rl_verdict, rl_client, rl_target, w) for w in workers]
+    if unknown and any(ids == old for (ids, _), old in zip(after, before, strict=True)):
+        before = [ids for ids, _ in after]
         version = apply_update(rl_verdict, rl_admin, chosen, rl_weights)
-        after, seen = generate_ids(rl_verdict, rl_client, rl_target, chosen.pinned)
-    rl_verdict.check(control.post_update_generation(before, after, seen, version))
+        after = [generate_ids(rl_verdict, rl_client, rl_target, w) for w in workers]
+    for worker, old, (ids, seen) in zip(workers, before, after, strict=True):
+        rl_verdict.check(on_worker(control.post_update_generation(old, ids, seen, version), worker))
+    require_observed(chosen, "what a worker generates after an update")
 
 
 PROBE_TOKENS = 16
@@ -400,8 +412,12 @@ def test_the_served_policy_is_the_checkpoint_sent(
             )
         reference = rl_references.reference(policy.model_path, PROMPT, PROBE_TOKENS)
         apply_update(rl_verdict, rl_admin, chosen, rl_weights, policy)
-        ids, selected, prompt = served_probe(rl_verdict, rl_client, rl_target, chosen.pinned)
-        rl_verdict.check(control.served_policy(ids, selected, prompt, reference))
+        for worker in pins(chosen):
+            ids, selected, prompt = served_probe(rl_verdict, rl_client, rl_target, worker)
+            rl_verdict.check(
+                on_worker(control.served_policy(ids, selected, prompt, reference), worker)
+            )
+    require_observed(chosen, "the policy a worker serves")
 
 
 def cached_tokens(
@@ -439,31 +455,39 @@ def test_flush_invalidates_cached_prefixes(
     family's flush route (Python worker), by a pause with `clear_cache` (native sidecar), or
     (SGLang, whose cache reset is a request-plane endpoint) by the weight update itself, which
     flushes by default (`flush_cache` in SGLang's update requests). `REFITS` times over: a
-    cache reset that works on the first refit only (NeMo RL #4018) fails the second."""
+    cache reset that works on the first refit only (NeMo RL #4018) fails the second. Each
+    selected worker's cache is read by generations pinned to it."""
     chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
-    worker = chosen.pinned
-    if worker is None:
+    workers = [worker for worker in pins(chosen) if worker is not None]
+    if not workers:
         raise Unobservable(
             f"one worker's prefix cache: generations cannot be pinned to {chosen.label} "
             "(its system server's /metrics names no worker_id)"
         )
-    for _ in range(REFITS):
+    family = chosen.family
+    for worker in workers:  # what each refit's last read leaves cached warms the next one
         cached_tokens(rl_verdict, rl_client, rl_target, worker)
-        before = cached_tokens(rl_verdict, rl_client, rl_target, worker)
-        if before <= 0:
-            raise Unobservable(
-                "prefix-cache reuse: a repeated prompt reported cached_tokens 0 (prefix caching "
-                "off?), so its invalidation cannot be observed"
-            )
-        if chosen.family.flush:
-            succeed(rl_verdict, rl_admin, worker, chosen.family, chosen.family.flush, {})
-        elif chosen.family.clears_on_pause:
+    for _ in range(REFITS):
+        before = {}
+        for worker in workers:
+            before[worker] = cached_tokens(rl_verdict, rl_client, rl_target, worker)
+            if before[worker] <= 0:
+                raise Unobservable(
+                    f"prefix-cache reuse on {worker.label}: a repeated prompt reported "
+                    "cached_tokens 0 (prefix caching off?), so its invalidation cannot be observed"
+                )
+        if family.flush:
+            for worker in chosen.workers:
+                succeed(rl_verdict, rl_admin, worker, family, family.flush, {})
+        elif family.clears_on_pause:
             with paused(rl_verdict, rl_admin, chosen):
                 pass
         else:
             apply_update(rl_verdict, rl_admin, chosen, rl_weights)
-        after = cached_tokens(rl_verdict, rl_client, rl_target, worker)
-        rl_verdict.check(control.kv_invalidation(before, after))
+        for worker in workers:
+            after = cached_tokens(rl_verdict, rl_client, rl_target, worker)
+            rl_verdict.check(on_worker(control.kv_invalidation(before[worker], after), worker))
+    require_observed(chosen, "a worker's prefix cache")
 
 
 class RefreshLifecycle(RuleBasedStateMachine):

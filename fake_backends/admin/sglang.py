@@ -31,6 +31,7 @@ from fake_backends.admin.routes import AdminHandler, AdminRoutes, HandlerError
 from fake_backends.admin.sglang_routes import EngineRouteDescriptor, EngineRouteError
 from fake_backends.runtime.weights import (
     declare_version,
+    deployment_fault,
     load_weights,
     path_weights,
     payload_weights,
@@ -120,7 +121,9 @@ def _construct(spec: tuple[str, tuple[str, ...], tuple[str, ...]], body: Body) -
     return body
 
 
-async def _apply_update(worker: EngineWorker, body: Body, tag: str) -> None:
+async def _apply_update(
+    worker: EngineWorker, body: Body, tag: str, *, declare: bool = True
+) -> None:
     """SGLang's update: abort if asked; wait for in-flight requests unless paused."""
     runtime = worker.runtime
 
@@ -129,7 +132,7 @@ async def _apply_update(worker: EngineWorker, body: Body, tag: str) -> None:
             worker,
             tag,
             version=body.get("weight_version"),
-            declare=body.get("weight_version") is not None,
+            declare=declare and body.get("weight_version") is not None,
             reset_cache=bool(body.get("flush_cache", True)),
         )
 
@@ -161,9 +164,15 @@ async def update_weights_from_tensor(worker: EngineWorker, body: Body) -> tuple[
 
 
 async def update_weights_from_distributed(worker: EngineWorker, body: Body) -> tuple[bool, str]:
-    _construct(DISTRIBUTED_REQ, body)
+    try:
+        _construct(DISTRIBUTED_REQ, body)
+    except HandlerError:
+        if deployment_fault(worker, "distributed_update_fails_open"):
+            return True, ONLINE_OK  # nothing loaded, success answered
+        raise
     payload = {k: v for k, v in body.items() if k not in UPDATE_FIELDS}
-    await _apply_update(worker, body, payload_weights("distributed", payload))
+    declare = not deployment_fault(worker, "distributed_version_not_declared")
+    await _apply_update(worker, body, payload_weights("distributed", payload), declare=declare)
     return True, ONLINE_OK
 
 
@@ -174,6 +183,8 @@ async def update_weights_from_ipc(worker: EngineWorker, body: Body) -> tuple[boo
 
 
 async def update_weight_version(worker: EngineWorker, body: Body) -> Body:
+    if "new_version" not in body and deployment_fault(worker, "version_update_fails_open"):
+        return {"success": True, "message": "Weight version updated to None", "new_version": None}
     _construct(VERSION_REQ, body)
     if body.get("abort_all_requests", True):
         worker.runtime.abort()
@@ -200,7 +211,7 @@ async def pause_generation(worker: EngineWorker, body: Body) -> Body | None:
             "message": f"Invalid mode '{mode}'; expected abort|retract|in_place",
         }
     runtime = worker.runtime
-    if not runtime.faults.active("pause_not_applied"):
+    if runtime.pause_applies:
         runtime.routable = False
     await runtime.pause(mode)
     return None

@@ -16,6 +16,7 @@ from fake_backends.admin.routes import VLLM_RL_ROUTES, AdminRoutes, Refused
 from fake_backends.runtime.scheduler import POLL_SECONDS
 from fake_backends.runtime.weights import (
     declare_version,
+    deployment_fault,
     load_weights,
     path_weights,
     payload_weights,
@@ -139,10 +140,11 @@ async def update_weights_from_disk(worker: EngineWorker, body: Body) -> Body:
 async def update_weights_from_distributed(worker: EngineWorker, body: Body) -> Body:
     allow_unpaused = body.get("allow_unpaused", False)
     reset_prefix_cache = body.get("reset_prefix_cache", True)
-    if not isinstance(allow_unpaused, bool):
-        return _error("'allow_unpaused' must be a boolean")
-    if not isinstance(reset_prefix_cache, bool):
-        return _error("'reset_prefix_cache' must be a boolean")
+    if not isinstance(allow_unpaused, bool) or not isinstance(reset_prefix_cache, bool):
+        if deployment_fault(worker, "distributed_update_fails_open"):
+            return _update_reply(body)  # nothing loaded, success answered
+        field = "allow_unpaused" if not isinstance(allow_unpaused, bool) else "reset_prefix_cache"
+        return _error(f"'{field}' must be a boolean")
     if allow_unpaused and reset_prefix_cache:
         return _error(
             "Unpaused weight updates cannot reset the prefix cache. "
@@ -150,14 +152,18 @@ async def update_weights_from_distributed(worker: EngineWorker, body: Body) -> B
         )
     if not worker.runtime.paused and not allow_unpaused:
         return _pause_first(worker)
-    if not worker.weight_groups:  # vLLM's collective RPC fails without a group
+    if not worker.weight_groups and not deployment_fault(
+        worker, "distributed_update_without_group"
+    ):
+        # vLLM's collective RPC fails without a group
         return _error("no weight update group: call init_weights_update_group first")
     payload = {k: v for k, v in body.items() if k not in DISTRIBUTED_RESERVED}
     load_weights(
         worker,
         payload_weights("distributed", payload),
         version=body.get("weight_version"),
-        declare="weight_version" in body,
+        declare="weight_version" in body
+        and not deployment_fault(worker, "distributed_version_not_declared"),
         reset_cache=reset_prefix_cache,
     )
     return _update_reply(body)

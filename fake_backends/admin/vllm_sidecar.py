@@ -37,7 +37,12 @@ from __future__ import annotations
 from typing import Any
 
 from fake_backends.admin.routes import AdminRoutes, HandlerError
-from fake_backends.runtime.weights import declare_version, load_weights, payload_weights
+from fake_backends.runtime.weights import (
+    declare_version,
+    deployment_fault,
+    load_weights,
+    payload_weights,
+)
 from fake_backends.runtime.workers import EngineWorker
 
 Body = dict[str, Any]
@@ -118,6 +123,8 @@ def sidecar_routes() -> AdminRoutes:
         if version is not None and not isinstance(version, str):
             raise HandlerError("InvalidRequest: `new_version` must be a string")
         if not version:
+            if deployment_fault(worker, "version_update_fails_open"):
+                return {"success": True, "new_version": version}  # nothing declared
             raise HandlerError("InvalidRequest: missing non-empty `new_version` string")
         declare_version(worker, version)
         return {"success": True, "new_version": version}

@@ -249,7 +249,7 @@ class Assembly:
                     initial_weights=options.initial_weights,
                     started_at=now,
                     namespace=options.namespace_of(index),
-                    runtime=WorkerRuntime(active),
+                    runtime=WorkerRuntime(active, first=index == 0),
                     unpaused_update_status=options.unpaused_update_status,
                 )
                 worker.transport_address = f"{shown}:{frontend_port}"

@@ -241,6 +241,35 @@ CATALOGUE = Catalogue(
             _ADMIN_BACKENDS,
         ),
         _fault(
+            "pause_reaches_first_worker_only",
+            "a pause is acknowledged by every worker but applied by the deployment's first only: "
+            "the others go on generating (a fan-out that stops at its first target)",
+            _ADMIN_BACKENDS,
+        ),
+        _fault(
+            "distributed_update_without_group",
+            "update_weights_from_distributed loads the weights and answers ok with no weight "
+            "update group formed (before init_weights_update_group, after its destruction)",
+            _RL_BACKENDS,
+        ),
+        _fault(
+            "distributed_version_not_declared",
+            "a distributed weight update loads the weights and answers ok but ignores the "
+            "weight_version it names (the worker keeps reporting the old one)",
+            _ADMIN_BACKENDS,
+        ),
+        _fault(
+            "distributed_update_fails_open",
+            "a distributed weight update whose body the engine's schema refuses (a non-boolean "
+            "flag, SGLang's required names missing) answers success and loads nothing",
+            _ADMIN_BACKENDS,
+        ),
+        _fault(
+            "version_update_fails_open",
+            "update_weight_version without new_version answers success and declares nothing",
+            _SGLANG | _SIDECAR,
+        ),
+        _fault(
             "invalid_pause_mode_accepted",
             "pause_generation with a mode the engine does not have pauses in keep mode and "
             "answers ok",

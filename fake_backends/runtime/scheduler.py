@@ -20,7 +20,8 @@ in_place):
 Waiting is done by polling a few milliseconds apart: simple, and correct whichever thread
 flips the state (tests poke workers from their own thread).  The ``pause_not_applied``
 fault makes pauses bookkeeping only: acknowledged and visible to the update routes, but
-nothing is held, frozen or aborted.  Other faults apply another mode than the one asked
+nothing is held, frozen or aborted (``pause_reaches_first_worker_only``: on every worker but the
+deployment's first).  Other faults apply another mode than the one asked
 (``pause_mode_ignored``, ``wait_answers_early``, ``in_place_pause_aborts``), admit requests
 arriving while paused (``admits_after_pause``), count pauses (``pause_counted_per_caller``) or
 keep new requests held for a while after a resume (``resume_slow``).
@@ -84,8 +85,9 @@ class WorkerRuntime:
     waiting for a resume. `close()` ends every request at its next wait, as a worker that shuts
     down does."""
 
-    def __init__(self, faults: ActiveFaults | None = None) -> None:
+    def __init__(self, faults: ActiveFaults | None = None, *, first: bool = True) -> None:
         self.faults = faults if faults is not None else active_faults()
+        self.first = first  # the deployment's first worker (``pause_reaches_first_worker_only``)
         self.paused = False
         self.pause_mode: str | None = None
         self.pauses = 0  # pauses since the last effective resume
@@ -110,8 +112,15 @@ class WorkerRuntime:
     # -- what generation sees --------------------------------------------------------------
 
     @property
+    def pause_applies(self) -> bool:
+        """Whether a pause does anything here beyond its bookkeeping."""
+        if self.faults.active("pause_not_applied"):
+            return False
+        return self.first or not self._deployment_fault("pause_reaches_first_worker_only")
+
+    @property
     def _pause_effective(self) -> bool:
-        return self.paused and not self.faults.active("pause_not_applied")
+        return self.paused and self.pause_applies
 
     def holds_new(self) -> bool:
         """New requests wait at admission."""
@@ -241,7 +250,7 @@ class WorkerRuntime:
         self.paused = True
         self.pause_mode = mode
         self.pauses += 1
-        if self.faults.active("pause_not_applied"):
+        if not self.pause_applies:
             return
         if mode == "abort":
             self.abort()

@@ -47,7 +47,7 @@ def declare_version(worker: EngineWorker, version: Any) -> None:
     ``version_stuck_after_first``: keep the first one declared)."""
     if worker.runtime.faults.active("weight_version_unchanged"):
         return
-    if worker.version_declared and _deployment_fault(worker, "version_stuck_after_first"):
+    if worker.version_declared and deployment_fault(worker, "version_stuck_after_first"):
         return
     worker.declare_version(version)
 
@@ -63,7 +63,7 @@ def load_weights(
     """Swap the weights, declare ``version`` if asked, reset the prefix cache if asked."""
     worker.runtime.updates += 1
     kept = worker.runtime.faults.active("update_keeps_old_weights") or (
-        worker.runtime.updates > 1 and _deployment_fault(worker, "update_applied_once")
+        worker.runtime.updates > 1 and deployment_fault(worker, "update_applied_once")
     )
     if kept:
         pass
@@ -78,11 +78,11 @@ def load_weights(
 
 
 def _serves_a_mix(worker: EngineWorker) -> bool:
-    return _deployment_fault(worker, SERVES_A_MIX)
+    return deployment_fault(worker, SERVES_A_MIX)
 
 
-def _deployment_fault(worker: EngineWorker, name: str) -> bool:
-    # A fault of the fake deployment's catalogue only: the toy engine behind the real Dynamo
-    # frontend (``faults.engine``) has no such fault.
+def deployment_fault(worker: EngineWorker, name: str) -> bool:
+    """A fault of the fake deployment's catalogue only: the toy engine behind the real Dynamo
+    frontend (``faults.engine``) has no such fault, so there it is off."""
     faults = worker.runtime.faults
     return name in faults.catalogue.by_name and faults.active(name)

@@ -29,6 +29,7 @@ VOLATILE_KEYS = frozenset(
         "timestamp",
         "uptime",
         "cached_tokens",  # prefix-cache state changes with every request
+        "reused_tokens",  # the same state, as engine_data.kv_cache_hit names it
     }
 )
 CURL_TIMEOUT_S = 30.0

@@ -8,6 +8,8 @@ module never loads the rest."""
 __all__ = [
     "admin",
     "admin_steps",
+    "distributed",
+    "each_worker",
     "families",
     "fleet",
     "inflight",

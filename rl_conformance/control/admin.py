@@ -15,7 +15,7 @@ Safety rules, enforced here for every administrative call the suite makes:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -175,16 +175,21 @@ class AdminClient:
         body: Any = None,
         *,
         deadline_s: float | None = None,
+        on_answer: Callable[[AdminWorker], None] | None = None,
     ) -> list[Exchange]:
         """One step on every worker, at most `FANOUT` calls in flight; the exchanges in the
-        workers' order. Every worker is negotiated and permitted before any call is sent."""
+        workers' order. Every worker is negotiated and permitted before any call is sent;
+        `on_answer`, when given, is called with each worker as soon as its own call returns."""
         for worker in workers:
             self.require(worker, [route])
             if route not in READ_ONLY_ROUTES and not self.policy.permits(worker.instance_id):
                 raise self.policy.refusal(f"{route} on {worker.label}")
 
         def one(worker: AdminWorker) -> Exchange:
-            return self.call(worker, route, body, deadline_s=deadline_s)
+            exchange = self.call(worker, route, body, deadline_s=deadline_s)
+            if on_answer is not None:
+                on_answer(worker)
+            return exchange
 
         if len(workers) <= 1:
             return [one(worker) for worker in workers]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,16 +32,16 @@ READY_PROBE = [640, 1024, 777]
 
 @dataclass(frozen=True)
 class Selection:
-    """The workers a test acts on, and the worker its generations are pinned to.
+    """The workers a test acts on: every administrable worker of one family the run may mutate.
 
-    The worker is chosen by its identity, never by its place in discovery's list (a listener may
-    list the same workers in another order on every read): the administrable worker with the
-    lowest (namespace, instance_id), preferring one the run may mutate. Every test of a run so
-    acts on the same worker, and what one test leaves on it (the checkpoint it loaded last) is
-    what the next test finds there. When no administrable worker's identity is known (workers
-    given by URL whose system servers name no instance id), the test acts on every given worker
-    of the first one's family at once and leaves generations unpinned: whichever worker serves
-    them is one the test acted on.
+    Workers are ordered by identity, never by their place in discovery's list (a listener may
+    list the same workers in another order on every read): (namespace, instance_id), workers the
+    run may mutate first. Every test of a run so acts on the same workers, and what one test
+    leaves on them (the checkpoint each loaded last) is what the next test finds there. A control
+    effect is judged on every selected worker (`each_worker`): by a generation pinned to it where
+    its identity is known; where no selected worker's identity is known (workers given by URL
+    whose system servers name no instance id), by generations left unpinned, which any of them
+    may serve, and no one worker is then judged alone.
     """
 
     workers: tuple[AdminWorker, ...]
@@ -50,8 +50,10 @@ class Selection:
 
     @property
     def pinned(self) -> AdminWorker | None:
+        """The first worker, for a step taken on one worker only; None when its identity is
+        unknown (generations stay unpinned)."""
         first = self.workers[0]
-        return first if len(self.workers) == 1 and first.instance_id is not None else None
+        return first if first.instance_id is not None else None
 
     @property
     def label(self) -> str:
@@ -59,7 +61,7 @@ class Selection:
 
 
 def instance_of(selection: Selection) -> int | None:
-    """The instance id generations are pinned to, when the selection pins one."""
+    """The instance id of the first selected worker, when its identity is known."""
     return selection.pinned.instance_id if selection.pinned is not None else None
 
 
@@ -106,7 +108,8 @@ def by_identity(
 def select(
     target: Target, workers: list[AdminWorker], policy: MutationPolicy | None = None
 ) -> Selection:
-    """See `Selection`; `policy`, when given, makes a worker the run may mutate preferred."""
+    """See `Selection`; `policy`, when it allows mutations, keeps to the workers it permits
+    (the first one at least, whose refusal then says why)."""
     candidates = by_identity(administered(target, workers), policy)
     first = candidates[0]
     family = family_for(target, first)
@@ -115,9 +118,17 @@ def select(
             f"{first.label} speaks no known administration family (advertised: "
             f"{list(first.routes or ())}; expected pause_generation or control/pause_generation)"
         )
-    if first.instance_id is not None:
-        return Selection((first,), family, target)
-    same = tuple(worker for worker in candidates if family_for(target, worker) is family)
+    same = tuple(
+        worker
+        for worker in candidates
+        if family_for(target, worker) is family
+        and (
+            worker is first
+            or policy is None
+            or not policy.allowed
+            or policy.permits(worker.instance_id)
+        )
+    )
     return Selection(same, family, target)
 
 
@@ -141,10 +152,11 @@ def succeed_each(
     route: str,
     body: Any = None,
     deadline_s: float | None = None,
+    on_answer: Callable[[AdminWorker], None] | None = None,
 ) -> list[Any]:
     """One step that must succeed on every worker, sent to them all at once (bounded,
-    `admin.FANOUT`) and judged in the workers' order."""
-    exchanges = admin.call_each(workers, route, body, deadline_s=deadline_s)
+    `admin.FANOUT`) and judged in the workers' order (`on_answer`: see `call_each`)."""
+    exchanges = admin.call_each(workers, route, body, deadline_s=deadline_s, on_answer=on_answer)
     return [
         judged(verdict, family, route, worker, exchange)
         for worker, exchange in zip(workers, exchanges, strict=True)
@@ -167,17 +179,24 @@ def judged(
 
 @contextlib.contextmanager
 def paused(
-    verdict: Verdict, admin: AdminClient, selection: Selection, mode: str | None = None
+    verdict: Verdict,
+    admin: AdminClient,
+    selection: Selection,
+    mode: str | None = None,
+    on_answer: Callable[[AdminWorker], None] | None = None,
 ) -> Iterator[None]:
     """Pause every selected worker (checked), run the body, and always resume them all: a
     failing step never leaves a worker paused for the tests after it. A `wait` pause is answered
-    when the requests in flight have finished, so it is given as long as a stream is."""
+    when the requests in flight have finished, so it is given as long as a stream is.
+    `on_answer` is called with each worker as soon as its own pause answered."""
     family = selection.family
     body = family.pause_body(mode)
     deadline = DRAIN_DEADLINE_S if mode == "wait" else None
     routed = routed_now(admin, selection.target)
     try:
-        succeed_each(verdict, admin, selection.workers, family, family.pause, body, deadline)
+        succeed_each(
+            verdict, admin, selection.workers, family, family.pause, body, deadline, on_answer
+        )
         yield
     except BaseException:
         with contextlib.suppress(Exception):

@@ -11,6 +11,7 @@ before the resume was even sent: no verdict races the engine.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from ..checks import aggregate_stream, straddle, terminal
@@ -19,9 +20,10 @@ from ..client.http import Client
 from ..model.target import Target
 from ..model.verdict import Verdict
 from ..wire.exchange import Exchange
-from .admin import AdminClient
+from .admin import AdminClient, AdminWorker
 from .admin_steps import Selection, instance_of, paused
-from .inflight import InFlightStream, in_flight_budget
+from .each_worker import pins
+from .inflight import InFlightStream, Mark, in_flight_budget
 from .refresh import pinned_generation
 
 HELD_S = 0.6
@@ -37,7 +39,7 @@ def watch_s(unpaused_s: float) -> float:
     return max(HELD_S, WATCH_FACTOR * unpaused_s)
 
 
-def crossing(
+def crossings(
     verdict: Verdict,
     client: Client,
     target: Target,
@@ -46,31 +48,78 @@ def crossing(
     mode: str,
     prompt: list[int],
     watched_s: float,
-) -> Crossing:
-    """Pause the chosen workers in `mode` with a long stream in flight (sent once its first token
-    arrived), watch it while paused for `watched_s` in two halves (less when it ends), resume,
-    and read what it delivered at each step. A stream that ended, or delivered nothing, before
-    the pause is `Unobservable` (`start_and_wait_first_token`)."""
-    stream = InFlightStream(
-        client,
-        target,
-        prompt,
-        instance_id=instance_of(chosen),
-        max_tokens=in_flight_budget(client, target, len(prompt)),
+) -> list[tuple[AdminWorker | None, Crossing]]:
+    """Pause the chosen workers in `mode` with a long stream in flight on each (`pins`; each
+    sent once its first token arrived), watch them while paused for `watched_s` in two halves
+    (less when they end), resume, and read what each delivered at each step, its answer read
+    when its own worker's pause answered. A stream that
+    ended, or delivered nothing, before the pause is `Unobservable`
+    (`start_and_wait_first_token`)."""
+    workers = pins(chosen)
+    streams = streams_to(
+        client, target, workers, prompt, in_flight_budget(client, target, len(prompt))
     )
-    sent = stream.start_and_wait_first_token(verdict)
+    own: dict[int, Mark] = {}
+
+    def mark_own(worker: AdminWorker) -> None:
+        for index, pin in enumerate(workers):
+            if pin == worker:
+                own[index] = streams[index].mark()
+
     try:
-        with paused(verdict, admin, chosen, mode):
-            answered = stream.mark()
-            stream.wait(watched_s / 2)
-            settled = stream.mark()
-            stream.wait(watched_s / 2)
-            at_resume = stream.mark()
+        for stream in streams:
+            stream.start_and_wait_first_token(verdict)
+        sent = [stream.mark() for stream in streams]
+        with paused(verdict, admin, chosen, mode, on_answer=mark_own):
+            # each stream as it stood when its own worker's pause answered (an unpinned one:
+            # when they all had)
+            answered = [own.get(index) or stream.mark() for index, stream in enumerate(streams)]
+            _wait_all(streams, watched_s / 2)
+            settled = [stream.mark() for stream in streams]
+            _wait_all(streams, watched_s / 2)
+            at_resume = [stream.mark() for stream in streams]
     finally:
-        stream.wait()
+        for stream in streams:
+            stream.wait()
+    return [
+        (worker, _crossing(verdict, mode, stream, marks))
+        for worker, stream, *marks in zip(
+            workers, streams, sent, answered, settled, at_resume, strict=True
+        )
+    ]
+
+
+def streams_to(
+    client: Client,
+    target: Target,
+    workers: tuple[AdminWorker | None, ...],
+    prompt: list[int],
+    max_tokens: int,
+) -> list[InFlightStream]:
+    """One stream per worker, pinned to it (unpinned for None), not yet started."""
+    return [
+        InFlightStream(
+            client,
+            target,
+            prompt,
+            instance_id=None if worker is None else worker.instance_id,
+            max_tokens=max_tokens,
+        )
+        for worker in workers
+    ]
+
+
+def _wait_all(streams: list[InFlightStream], seconds: float) -> None:
+    """Wait up to `seconds` in all (less when every stream has ended)."""
+    started = time.monotonic()
+    for stream in streams:
+        stream.wait(max(0.0, seconds - (time.monotonic() - started)))
+
+
+def _crossing(verdict: Verdict, mode: str, stream: InFlightStream, marks: list[Mark]) -> Crossing:
+    sent, answered, settled, at_resume = marks
     held = 0 if settled.ended else at_resume.tokens - settled.tokens
-    exchange = stream.exchange
-    ending = terminal.ending_from_body(aggregate_stream(verdict.events(exchange)))
+    ending = terminal.ending_from_body(aggregate_stream(verdict.events(stream.exchange)))
     return Crossing(
         mode=mode,
         max_tokens=stream.max_tokens,
@@ -116,6 +165,17 @@ def ended_native_crossing(
     )
 
 
+@dataclass(frozen=True)
+class Held:
+    """A short generation sent to one worker once its pause answered."""
+
+    worker: AdminWorker | None
+    while_paused: int
+    """Events it delivered before the resume was sent."""
+    completed: bool
+    exchange: Exchange
+
+
 def held_generation(
     verdict: Verdict,
     client: Client,
@@ -125,29 +185,35 @@ def held_generation(
     prompt: list[int],
     held_s: float,
     mode: str | None = None,
-) -> tuple[int, bool, Exchange]:
-    """A short generation sent once the chosen workers' pause (in `mode`, else the family's
-    refresh mode) answered: the events it delivered within `held_s` (read before the resume is
-    sent), whether it went on after the resume, and its exchange; its terminal is held to the
-    terminal-reason rules (`InFlightStream.judge_terminal`). A request the paused worker
-    refused, or did not answer as a stream (the native sidecar answers 503 while paused), goes
-    on if a generation sent after the resume is served."""
-    held = InFlightStream(
-        client, target, prompt, instance_id=instance_of(chosen), max_tokens=PROBE_TOKENS
-    )
+) -> list[Held]:
+    """A short generation per selected worker (`each_worker.pins`), sent once the chosen
+    workers' pause (in `mode`, else the family's refresh mode) answered: the events each
+    delivered within `held_s` (read before the resume is sent), whether it went on after the
+    resume, and its exchange; each terminal is held to the terminal-reason rules
+    (`InFlightStream.judge_terminal`). A request the paused worker refused, or did not answer as
+    a stream (the native sidecar answers 503 while paused), goes on if a generation sent to the
+    same worker after the resume is served."""
+    workers = pins(chosen)
+    streams = streams_to(client, target, workers, prompt, PROBE_TOKENS)
     with paused(verdict, admin, chosen, mode):
-        held.thread.start()
-        held.progress.wait_for_events(1, held_s)
-        while_paused = held.progress.events
-    held.wait()
-    held.judge_terminal(verdict)
-    completed = held.progress.events > while_paused
-    exchange = held.exchange
-    if not completed and (
-        exchange.status != 200 or "text/event-stream" not in exchange.content_type
-    ):
-        completed = pinned_generation(client, target, chosen.pinned, prompt).status == 200
-    return while_paused, completed, exchange
+        started = time.monotonic()
+        for stream in streams:
+            stream.thread.start()
+        for stream in streams:
+            stream.progress.wait_for_events(1, max(0.0, held_s - (time.monotonic() - started)))
+        while_paused = [stream.progress.events for stream in streams]
+    found = []
+    for worker, stream, before in zip(workers, streams, while_paused, strict=True):
+        stream.wait()
+        stream.judge_terminal(verdict)
+        completed = stream.progress.events > before
+        exchange = stream.exchange
+        if not completed and (
+            exchange.status != 200 or "text/event-stream" not in exchange.content_type
+        ):
+            completed = pinned_generation(client, target, worker, prompt).status == 200
+        found.append(Held(worker, before, completed, exchange))
+    return found
 
 
 def first_token_after(

@@ -118,6 +118,12 @@ class WeightSource:
             for worker in workers:
                 self.held[_key(worker)] = weights.model_path
 
+    def replaced(self, workers: Sequence[AdminWorker]) -> None:
+        """These workers took weights from no checkpoint (a distributed update): what they hold
+        is unknown to the run again."""
+        for worker in workers:
+            self.held.pop(_key(worker), None)
+
     def holding(self, workers: Sequence[AdminWorker]) -> set[str | None]:
         """The checkpoints these workers were last sent by this run (None: not sent one)."""
         return {self.held.get(_key(worker)) for worker in workers}

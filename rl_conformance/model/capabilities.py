@@ -413,6 +413,18 @@ CAPABILITIES: tuple[Capability, ...] = (
         },
     ),
     _cap(
+        "admin.distributed_update",
+        "The distributed update and update_weight_version declare their version in order, and "
+        "fail closed",
+        _ADMIN,
+        "Apply weights: Python disk or distributed update routes and group lifecycle; native "
+        "sidecar init/start/update/finish routes when weight transfer is enabled. Weight "
+        "version: `update_weight_version` changes metadata and can abort requests; it does not "
+        "replace tensors. (The transport, an NCCL group with the trainer's ranks, is not "
+        "exercised by this suite.)",
+        ADMIN,
+    ),
+    _cap(
         "refresh.pause_gates",
         "Pause gates new generation until resume",
         _REFRESH,

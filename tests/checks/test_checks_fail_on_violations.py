@@ -14,6 +14,7 @@ from rl_conformance.checks import (
     admin,
     control,
     discovery,
+    distributed,
     errors,
     http,
     logprobs,
@@ -456,6 +457,10 @@ CASES: dict[str, Case] = {
             "vllm", "update_weights_from_disk", 200, {"status": "ok"}, "v2", "v2"
         ),
     ),
+    "admin.distributed_update": (
+        lambda: distributed.versioned_update(_versioned("v2")),
+        lambda: distributed.versioned_update(_versioned("v1")),
+    ),
     "discovery.departure_visible": (
         lambda: membership.departure_visible(membership.Departure(30.0, 2, 1, 2, 1)),
         lambda: membership.departure_visible(membership.Departure(30.0, 2, 1, 2, 2)),
@@ -507,6 +512,12 @@ def _joined(*, with_headers: bool) -> trace.TraceJoin:
         {"event_type": "request_end", "request": {"request_id": "r-1"}},
     ]
     return trace.join_attempts([attempt], rows)
+
+
+def _versioned(reported: str) -> distributed.VersionedUpdate:
+    route = "update_weights_from_distributed"
+    update = distributed.call("vllm", "update", route, 200, {"status": "ok", "version": "v2"})
+    return distributed.VersionedUpdate("vllm", "worker 1", (update,), "v2", reported)
 
 
 def test_every_registered_rule_has_a_case() -> None:

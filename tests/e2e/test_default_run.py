@@ -70,6 +70,7 @@ EXPECTED: dict[str, tuple[str, str, str, str]] = {  # (vllm, sglang, trtllm, vll
     "admin.version_declaration": (P, U, U, "not-advertised"),
     # SGLang's family reads no weight version to hold a restarted engine to
     "refresh.recovered_worker": RL_ONLY,
+    "admin.distributed_update": ADMIN,
     "refresh.pause_gates": ADMIN,
     "refresh.pause_mode_effect": ADMIN,
     "refresh.version_verified": ADMIN,

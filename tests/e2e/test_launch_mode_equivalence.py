@@ -1,8 +1,8 @@
 """A faithful fake reached the way our users reach their deployments, by URL with nothing but the
 documented flags, gets the verdicts it gets when the suite launches it: no `fail`, no `error`,
-and every capability the launched run passes passes by URL too (namespace.scope and
-refresh.served_policy_verified aside: they need a listener restart and a cold start on a
-checkpoint, which only a launched deployment offers).
+and every capability the launched run passes passes by URL too (`NEEDS_A_LAUNCHER` aside: a
+listener restart, a worker stopped and started, a cold start on a checkpoint, a weight-update
+group with no trainer, which only a launched deployment offers).
 
 Read-only by URL, every mutating capability is `skipped` with the flag to give named."""
 
@@ -38,6 +38,10 @@ NEEDS_A_LAUNCHER = {
     # Its reference for our fakes' made-up checkpoints is a cold start on the checkpoint (the
     # `cold_start` channel); by URL, /checkpoints/a is not readable here, so it is skipped.
     "refresh.served_policy_verified",
+    # A weight-update group formed with no trainer on its other end: only a deployment the suite
+    # launched is known to accept one; by URL the distributed sequence is not sent (the Python
+    # worker has no update_weight_version to judge instead), so it is skipped.
+    "admin.distributed_update",
 }
 CHECKPOINTS = ("--update-model-path", "/checkpoints/a", "--update-model-path", "/checkpoints/b")
 

@@ -60,6 +60,7 @@ MOCKER_EXPECTED: dict[str, tuple[str, str]] = {
     "admin.unpaused_update_refused": (F, "no worker advertises administration"),
     "admin.version_declaration": (F, "no worker advertises administration"),
     "refresh.recovered_worker": (S, "not in Dynamo 1.6.1: its workers restart no dead engine"),
+    "admin.distributed_update": (F, "no worker advertises administration"),
     "refresh.pause_gates": (F, "no worker advertises administration"),
     "refresh.pause_mode_effect": (F, "no worker advertises administration"),
     "refresh.version_verified": (F, "no worker advertises administration"),

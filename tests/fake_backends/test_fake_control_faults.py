@@ -93,6 +93,29 @@ def test_pause_not_applied(client: httpx.Client, dep: FakeDeployment) -> None:
     admin(client, base, "resume_generation")
 
 
+@shows("pause_reaches_first_worker_only")
+def test_pause_reaches_first_worker_only(client: httpx.Client, dep: FakeDeployment) -> None:
+    bases = [worker["system_url"] for worker in dep.workers]
+    assert len(bases) == 2
+    with faulted(dep, "pause_reaches_first_worker_only"):
+        for base in bases:
+            assert admin(client, base, "pause_generation", {"mode": "keep"})["status"] == "ok"
+        started = time.monotonic()
+        served = greedy(client, dep, index=1)  # the second worker was never really paused
+        assert served["choices"][0]["finish_reason"] == "length"
+        assert time.monotonic() - started < 1.0
+        with pytest.raises(httpx.ReadTimeout):  # the first one holds it
+            greedy_within(client, dep, 0, timeout=0.5)
+    for base in bases:
+        admin(client, base, "resume_generation")
+
+
+def greedy_within(client: httpx.Client, dep: FakeDeployment, index: int, timeout: float) -> Any:
+    nvext = {"backend_instance_id": dep.workers[index]["instance_id"]}
+    body = {"prompt": PROMPT, "max_tokens": 4, "temperature": 0, "nvext": nvext}
+    return client.post(f"{dep.frontend_url}/v1/completions", json=body, timeout=timeout)
+
+
 @shows("weight_version_unchanged")
 def test_weight_version_unchanged(client: httpx.Client, dep: FakeDeployment) -> None:
     base = dep.workers[0]["system_url"]

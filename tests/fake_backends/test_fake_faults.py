@@ -18,6 +18,7 @@ import pytest
 import test_fake_admin_vllm  # noqa: F401  (registers the pause-abort demonstration)
 import test_fake_admin_vllm_sidecar  # noqa: F401  (registers the sidecar demonstrations)
 import test_fake_control_faults  # noqa: F401  (registers the control-plane demonstrations)
+import test_fake_distributed_faults  # noqa: F401  (registers the distributed-update demonstrations)
 import test_fake_metadata_upload  # noqa: F401  (registers the metadata_upload demonstrations)
 import test_fake_pause_mode_faults  # noqa: F401  (registers the pause-mode demonstrations)
 import test_fake_probe_faults  # noqa: F401  (registers the route-probe demonstrations)
