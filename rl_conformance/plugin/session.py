@@ -182,6 +182,9 @@ class ConformanceRun:
         if config is None or STATE not in config.stash:
             return
         state = state_of(config)
+        if excinfo.type is not KeyboardInterrupt:  # pytest's own stop (collection errors)
+            state.incomplete_reason = state.incomplete_reason or str(excinfo.value)
+            return
         state.incomplete_reason = state.incomplete_reason or exits.SIGINT_REASON
         reporter = self._reporter
         if reporter is not None:
