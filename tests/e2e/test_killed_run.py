@@ -172,7 +172,8 @@ def test_a_multi_step_failure_has_its_wire_log_and_the_run_writes_only_its_repor
     assert evidence["reproducer"].startswith("# ")  # several requests show it
     requests = int(evidence["reproducer"].split()[1])
     wire = json.loads((report / evidence["wire_log"]).read_text())
-    assert len(wire["sequence"]) == requests <= wire["requests"]  # the last 20 at most
+    assert wire["requests"] == len(wire["sequence"]) and requests == min(requests, 20)
+    assert requests == min(len(wire["sequence"]), 20)  # the reproducer: the last 20 at most
     urls = [step["request"]["url"] for step in wire["sequence"]]
     assert any(url.endswith("/engine/update_weights_from_disk") for url in urls)
     assert urls[-1].endswith("/v1/completions")  # the post-update generation that showed it
