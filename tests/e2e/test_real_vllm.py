@@ -26,6 +26,12 @@ UNSUPPORTED = {
 SKIPPED = {
     "discovery.departure_visible": "the launcher stops and restarts only our toy workers: a real "
     "vLLM worker takes a minute to start again",
+    "discovery.probe_replies_validated": "making a worker answer the listener's probe otherwise "
+    "is a channel of our fakes only",
+    "discovery.probe_deadline": "making a worker's probe hang is a channel of our fakes only",
+    "admin.distributed_update": "a weight-update group needs a trainer's NCCL ranks: the "
+    "transport is not exercised here",
+    "refresh.recovered_worker": "not in Dynamo 1.6.1: its workers restart no dead engine",
 }
 
 
@@ -55,14 +61,13 @@ def test_every_capability_holds_on_real_vllm(vllm_matrix: dict[str, Any]) -> Non
     in-flight evidence, multi-block cache prompts, the served policy held to the checkpoint's
     own reference)."""
     found = cells(vllm_matrix, "dynamo-vllm")
-    for capability_id, cell in found.items():
-        expected = U if capability_id in UNSUPPORTED else S if capability_id in SKIPPED else P
-        assert cell["outcome"] == expected, (
-            capability_id,
-            cell["reason"],
-            cell["evidence"][:2],
-            vllm_matrix["stdout"][-2000:],
-        )
+    wrong = {
+        capability_id: (cell["outcome"], cell["reason"][:300], cell["evidence"][:1])
+        for capability_id, cell in found.items()
+        if cell["outcome"]
+        != (U if capability_id in UNSUPPORTED else S if capability_id in SKIPPED else P)
+    }
+    assert not wrong, (wrong, vllm_matrix["stdout"][-2000:])
     assert vllm_matrix["complete"]
     assert leftover_processes(vllm_matrix) == []
 
