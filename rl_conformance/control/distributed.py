@@ -30,7 +30,7 @@ from ..model.target import Target
 from ..model.verdict import Verdict
 from .admin import AdminClient, AdminWorker
 from .families import AdminFamily, new_version
-from .refresh import pinned_generation, reported_version
+from .refresh import info_version, pinned_generation
 
 NOT_EXERCISED = (
     "the distributed update forms an NCCL group with the trainer's ranks; this suite runs no "
@@ -103,16 +103,26 @@ class WorkerSteps:
     worker: AdminWorker
 
     def read(self) -> Any:
-        """The version the worker reports: its family's version route, else what a generation
-        pinned to it names; MISSING when neither can be read."""
+        """The version the worker reports: its family's version route, else an info route the
+        deployment allowlists, else what a generation pinned to it names; MISSING when none
+        can be read (a response that names no version is not a report of `None`)."""
         if self.family.version:
             reply = self.admin.call(self.worker, self.family.version, {}).reply()
             return self.family.read_version(reply)
+        found = info_version(self.admin, self.worker, self.family)
+        if found is not None:
+            return found[1]
         if self.worker.instance_id is None:
             return MISSING
         exchange = pinned_generation(self.client, self.target, self.worker, [640, 1024, 777, 1800])
         self.verdict.status(exchange)
-        return reported_version(exchange)
+        try:
+            engine_data = exchange.json()["nvext"]["engine_data"]
+        except (ValueError, KeyError, TypeError):
+            return MISSING
+        if not isinstance(engine_data, dict) or "weight_version" not in engine_data:
+            return MISSING
+        return engine_data["weight_version"]
 
     def send(self, what: str, route: str, body: dict[str, Any]) -> Call:
         exchange = self.admin.call(self.worker, route, body)

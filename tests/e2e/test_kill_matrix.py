@@ -17,11 +17,14 @@ from fake_backends import FAULT_NAMES
 from rl_conformance.checks.base import rule_ids
 
 pytestmark = pytest.mark.slow
-EXPECTED = json.loads(
+REVIEWED = json.loads(
     (
         Path(__file__).resolve().parents[2] / "fixtures" / "expected" / "kill-matrix-flips.json"
     ).read_text()
-)["flips"]
+)
+EXPECTED = REVIEWED["flips"]
+MAY_ALSO = {k: set(v) for k, v in REVIEWED.get("may_also_flip", {}).items() if k != "_why"}
+"""Secondary flips a slow machine shows and a quick one does not: allowed, never required."""
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +100,7 @@ def test_every_fault_is_expected_and_killed(kill: dict[str, Any]) -> None:
 def test_fault_flips_exactly_its_capabilities(kill: dict[str, Any], fault: str) -> None:
     observed = next(item for item in kill["faults"] if item["fault"] == fault)
     missing = sorted(set(EXPECTED[fault]) - set(observed["flipped"]))
-    unrelated = sorted(set(observed["flipped"]) - set(EXPECTED[fault]))
+    unrelated = sorted(set(observed["flipped"]) - set(EXPECTED[fault]) - MAY_ALSO.get(fault, set()))
     assert not missing and not unrelated, {
         "no longer killed by": missing,
         "unrelated flips": unrelated,
