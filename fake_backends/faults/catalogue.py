@@ -21,12 +21,15 @@ class Fault:
     `applies_to`: the fake deployments (deployment faults: a backend, or `vllm-sidecar` for vLLM
     with the native sidecar's routes) or request surfaces (engine faults) where it can manifest;
     a no-op elsewhere. `observed`: what the real Dynamo 1.6.1 frontend did with it,
-    where that was measured (engine faults)."""
+    where that was measured (engine faults). `slow`: a run against it waits out the deadlines
+    it breaks, tens of seconds longer than against another fault (the kill matrix gives it a
+    shard of its own)."""
 
     name: str
     description: str
     applies_to: frozenset[str]
     observed: str = ""
+    slow: bool = False
 
 
 class UnknownFaultError(ValueError):

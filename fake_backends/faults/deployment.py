@@ -32,8 +32,10 @@ _ADMIN_BACKENDS = frozenset({"vllm", "sglang"})  # workers with a system server
 _SIDECAR = frozenset({"vllm-sidecar"})  # vLLM with the native sidecar's routes
 
 
-def _fault(name: str, description: str, backends: frozenset[str] = ALL_BACKENDS) -> Fault:
-    return Fault(name, description, backends)
+def _fault(
+    name: str, description: str, backends: frozenset[str] = ALL_BACKENDS, *, slow: bool = False
+) -> Fault:
+    return Fault(name, description, backends, slow=slow)
 
 
 CATALOGUE = Catalogue(
@@ -303,6 +305,7 @@ CATALOGUE = Catalogue(
             "a worker whose process went away stays listed by /v1/rl/workers as healthy (its "
             "routes and system_url, no error)",
             _RL_BACKENDS,
+            slow=True,
         ),
         _fault(
             "recovered_worker_keeps_version",
@@ -355,6 +358,7 @@ CATALOGUE = Catalogue(
             "the RL listener waits for a worker that never answers its route probe past "
             "DYN_RL_REQUEST_TIMEOUT_SECS: the whole read hangs",
             _RL_BACKENDS,
+            slow=True,
         ),
         _fault(
             "probe_timeout_fails_all",
@@ -366,12 +370,14 @@ CATALOGUE = Catalogue(
             "a paused or released SGLang worker stays listed for routing: the frontend's /health "
             "keeps its generate instance (ai-dynamo/dynamo PR #15078)",
             _SGLANG,
+            slow=True,
         ),
         _fault(
             "second_pause_hangs",
             "a pause_generation sent while the worker is paused is answered only after another "
             "caller resumes it (FastDeploy #7825)",
             _RL_BACKENDS,
+            slow=True,
         ),
         _fault(
             "pause_mode_ignored",
@@ -401,6 +407,7 @@ CATALOGUE = Catalogue(
             "resume_slow",
             "a resume answers ok, but new generation stays held for 3.5 s after it",
             _ADMIN_BACKENDS,
+            slow=True,
         ),
         _fault(
             "admits_after_pause",
@@ -550,6 +557,7 @@ CATALOGUE = Catalogue(
         _fault(
             "trace_stream_headers_dropped",
             "the request trace's payload rows of streamed chat requests carry no captured headers",
+            slow=True,
         ),
         _fault(
             "trace_stream_end_missing",

@@ -2,9 +2,10 @@
 capabilities each fault flips and which faults each check kills. Exit 0 only if every fault is
 killed, every check kills one, and the clean fakes pass.
 
-The faults are independent runs that mostly wait on the network, so `--jobs N` (default: twice
-the machine's cores, at most 4) runs them as N shards in parallel processes and merges the
-shards' matrices into one."""
+The faults are independent runs that mostly wait on the network, so `--jobs N` (default: four
+per core, at most 8) runs them in N parallel processes: the clean fakes in one shard,
+the faults in shards of a few each, the next shard starting as soon as one ends (a fault that
+makes its fake slow delays only its own shard), and the shards' matrices merged into one."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from typing import Any
 
 from ..checks.base import rule_ids
 from ..errors import ConfigurationError
+from ..launchers.plan import fault_shard_count
 from ..model.config import RunConfig
 from ..model.killmatrix import build_kill_matrix, merge_matrix_documents, write_kill_matrix
 from ..model.options import OVERWRITE_HELP
@@ -26,7 +28,8 @@ from ..reports.directory import claim
 from .shards import default_jobs, run_shards, shard_directory
 
 EXIT_OK, EXIT_FAILED = 0, 1
-MAX_DEFAULT_JOBS = 4
+MAX_DEFAULT_JOBS = 8
+JOBS_PER_CORE = 4
 
 
 def register(commands: Any) -> None:
@@ -56,10 +59,10 @@ def register(commands: Any) -> None:
     parser.add_argument(
         "--jobs",
         type=int,
-        default=default_jobs(MAX_DEFAULT_JOBS),
+        default=default_jobs(MAX_DEFAULT_JOBS, JOBS_PER_CORE),
         metavar="N",
-        help="shards run in parallel processes (default: twice the machine's cores, at most 4: "
-        "a shard mostly waits on the network)",
+        help="shards run at once, each in its own process (default: four per core of the "
+        "machine, at most 8: a shard mostly waits on its fakes' deadlines)",
     )
     parser.add_argument("--shard", default=None, metavar="I/N", help=argparse.SUPPRESS)
     parser.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
@@ -111,25 +114,27 @@ def handle(args: argparse.Namespace) -> int:
 
 def _run_shards(args: argparse.Namespace, report: Path) -> dict[str, Any] | None:
     """Run every shard; the merged matrix (with every shard's wire logs), or None."""
+    shards = fault_shard_count()
     documents = run_shards(
         "kill-matrix",
         [
             [
                 "--shard",
-                f"{index}/{args.jobs}",
+                f"{index}/{shards}",
                 "--examples",
                 str(args.examples),
                 "--seed",
                 str(args.seed),
             ]
-            for index in range(args.jobs)
+            for index in range(shards)
         ],
         report,
         "matrix.json",
+        at_once=args.jobs,
     )
     if documents is None:
         return None
-    for index in range(args.jobs):
+    for index in range(len(documents)):
         for log in sorted((shard_directory(report, index) / "wire").glob("*.json")):
             (report / "wire").mkdir(parents=True, exist_ok=True)
             shutil.copyfile(log, report / "wire" / log.name)

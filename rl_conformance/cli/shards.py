@@ -19,9 +19,10 @@ TIMEOUT_S = 1800.0
 PROGRESS_EVERY_S = 30.0
 
 
-def default_jobs(most: int) -> int:
-    """Twice the machine's cores, at most `most`: a shard mostly waits on the network."""
-    return min(2 * (os.cpu_count() or 1), most)
+def default_jobs(most: int, per_core: int = 2) -> int:
+    """`per_core` shards per core of the machine, at most `most`: a shard mostly waits on the
+    network."""
+    return min(per_core * (os.cpu_count() or 1), most)
 
 
 def shard_directory(report: Path, index: int) -> Path:
@@ -35,67 +36,104 @@ def run_shards(
     report_name: str,
     timeout_s: float = TIMEOUT_S,
     *,
+    at_once: int | None = None,
     progress_every_s: float = PROGRESS_EVERY_S,
 ) -> list[dict[str, Any]] | None:
-    """`rl-conformance COMMAND ARGS... --report-dir shards/<i>` for each ARGS at once; each
+    """`rl-conformance COMMAND ARGS... --report-dir shards/<i>` for each ARGS, at most `at_once`
+    at a time (default: all), the next starting as soon as one ends, in the order given; each
     shard's `report_name`, in order, or None after saying which shard wrote none and why. While
     they run, a progress line on stderr (shards done, tests and targets recorded so far in the
     shards' journals, time) whenever it changes, at most every `progress_every_s`."""
     with contextlib.ExitStack() as stack:
         errors = [stack.enter_context(tempfile.TemporaryFile(mode="w+")) for _ in arguments]
-        said = _run_all(command, arguments, report, errors, timeout_s, progress_every_s)
+        pool = _Pool(command, arguments, report, errors, at_once or len(arguments))
+        said = pool.run(timeout_s, progress_every_s)
     return _reports(command, said, report, report_name)
 
 
-def _run_all(
-    command: str,
-    arguments: Sequence[Sequence[str]],
-    report: Path,
-    errors: list[Any],
-    timeout_s: float,
-    progress_every_s: float,
-) -> list[tuple[int | None, str]]:
-    """Start every shard, show progress until all ended (or the deadline killed them); each
-    shard's exit status and what it said on stderr."""
-    processes = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "rl_conformance",
-                command,
-                *shard_arguments,
-                "--report-dir",
-                str(shard_directory(report, index)),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=errors[index],
-            text=True,
-        )
-        for index, shard_arguments in enumerate(arguments)
-    ]
-    started = time.monotonic()
-    deadline = started + timeout_s
-    shown = ""
-    while any(process.poll() is None for process in processes):
-        if time.monotonic() >= deadline:
-            for process, handle in zip(processes, errors, strict=True):
-                if process.poll() is None:
-                    process.kill()
-                    process.wait()
-                    handle.seek(0, os.SEEK_END)
-                    handle.write(f" (did not finish within {timeout_s:.0f} s)")
-            break
-        time.sleep(min(progress_every_s, max(0.1, deadline - time.monotonic())))
-        line = _progress(command, processes, report, time.monotonic() - started)
-        if line != shown:
-            print(line, file=sys.stderr, flush=True)
-            shown = line
-    said = []
-    for process, handle in zip(processes, errors, strict=True):
-        handle.seek(0)
-        said.append((process.returncode, handle.read()))
-    return said
+class _Pool:
+    """The shards' processes: started in order, at most `at_once` running."""
+
+    def __init__(
+        self,
+        command: str,
+        arguments: Sequence[Sequence[str]],
+        report: Path,
+        errors: list[Any],
+        at_once: int,
+        program: Sequence[str] = (sys.executable, "-m", "rl_conformance"),
+    ) -> None:
+        self.program = tuple(program)
+        self.command = command
+        self.arguments = arguments
+        self.report = report
+        self.errors = errors
+        self.at_once = max(1, at_once)
+        self.processes: list[subprocess.Popen[str]] = []
+        self._last_progress_at = 0.0
+
+    def run(self, timeout_s: float, progress_every_s: float) -> list[tuple[int | None, str]]:
+        """Until every shard ended (or the deadline killed those left, and those never started
+        say so); each shard's exit status and what it said on stderr."""
+        started = time.monotonic()
+        deadline = started + timeout_s
+        shown = ""
+        self._start_more()
+        while self._running() or len(self.processes) < len(self.arguments):
+            if time.monotonic() >= deadline:
+                self._stop_all(timeout_s)
+                break
+            time.sleep(min(progress_every_s, 0.5, max(0.1, deadline - time.monotonic())))
+            self._start_more()
+            line = self._progress(time.monotonic() - started, progress_every_s)
+            if line is not None and line != shown:
+                print(line, file=sys.stderr, flush=True)
+                shown = line
+        said: list[tuple[int | None, str]] = []
+        for index, handle in enumerate(self.errors):
+            handle.seek(0)
+            status = self.processes[index].returncode if index < len(self.processes) else None
+            said.append((status, handle.read()))
+        return said
+
+    def _running(self) -> int:
+        return sum(process.poll() is None for process in self.processes)
+
+    def _start_more(self) -> None:
+        while len(self.processes) < len(self.arguments) and self._running() < self.at_once:
+            index = len(self.processes)
+            self.processes.append(
+                subprocess.Popen(
+                    [
+                        *self.program,
+                        self.command,
+                        *self.arguments[index],
+                        "--report-dir",
+                        str(shard_directory(self.report, index)),
+                    ],
+                    stdout=subprocess.DEVNULL,
+                    stderr=self.errors[index],
+                    text=True,
+                )
+            )
+
+    def _stop_all(self, timeout_s: float) -> None:
+        for index, handle in enumerate(self.errors):
+            handle.seek(0, os.SEEK_END)
+            if index >= len(self.processes):
+                handle.write(f"never started: the shards did not finish within {timeout_s:.0f} s")
+                continue
+            process = self.processes[index]
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+                handle.write(f" (did not finish within {timeout_s:.0f} s)")
+
+    def _progress(self, spent: float, every_s: float) -> str | None:
+        if spent - self._last_progress_at < every_s and self._running():
+            return None
+        self._last_progress_at = spent
+        return _progress(self.command, self.processes, self.report, spent, len(self.arguments))
 
 
 def _reports(
@@ -116,7 +154,11 @@ def _reports(
 
 
 def _progress(
-    command: str, processes: list[subprocess.Popen[str]], report: Path, spent: float
+    command: str,
+    processes: list[subprocess.Popen[str]],
+    report: Path,
+    spent: float,
+    shards: int | None = None,
 ) -> str:
     done = sum(process.poll() is not None for process in processes)
     tests = targets = 0
@@ -129,6 +171,6 @@ def _progress(
         tests += text.count('"kind": "record"')
         targets += text.count('"kind": "target"')
     return (
-        f"[{command}] {done}/{len(processes)} shards done; {targets} targets reached, "
+        f"[{command}] {done}/{shards or len(processes)} shards done; {targets} targets reached, "
         f"{tests} tests recorded ({spent:.0f} s)"
     )

@@ -459,24 +459,59 @@ def release_column_id(engine: str, python: Path | None) -> str:
     return f"dynamo-{engine}@{versions}"
 
 
+FAULTS_PER_SHARD = 8
+"""How many ordinary faults one kill-matrix shard holds; a slow fault fills a shard alone."""
+
+
+def fault_shards(count: int) -> list[tuple[str, ...]]:
+    """The faults of the kill matrix's shards 1 .. count-1 (shard 0 holds the clean fakes): each
+    fault to the least-loaded shard, slow faults first (each weighing a whole shard), so a slow
+    fault shares its shard with as few others as the count allows and the shards holding them
+    start first."""
+    from fake_backends import FAULTS
+
+    shards: list[list[str]] = [[] for _ in range(max(1, count - 1))]
+    loads = [0] * len(shards)
+    ordered = sorted(FAULTS.values(), key=lambda fault: (not fault.slow, fault.name))
+    for fault in ordered:
+        lightest = loads.index(min(loads))
+        shards[lightest].append(fault.name)
+        loads[lightest] += FAULTS_PER_SHARD if fault.slow else 1
+    return [tuple(shard) for shard in shards]
+
+
+def fault_shard_count() -> int:
+    """Shards for a parallel kill matrix: the clean fakes' and enough for every fault."""
+    from fake_backends import FAULTS
+
+    weight = sum(FAULTS_PER_SHARD if fault.slow else 1 for fault in FAULTS.values())
+    return 1 + -(-weight // FAULTS_PER_SHARD)
+
+
 def fault_matrix_pool(
     workers: int, shard: tuple[int, int] | None = None, log_dir: Path | None = None
 ) -> TargetPool:
     """One clean fake per deployment that has a fault, and one fake per named fault, on the first
     fake deployment the fault applies to (vLLM preferred: it has the widest surface). A shard
-    (index, count) keeps every count-th fault from index, with the clean fakes they compare to.
-    The fakes log to `log_dir` (a run's report directory)."""
+    (index, count) of two or more holds the clean fakes alone at index 0 and the faults
+    `fault_shards(count)` gives it elsewhere: the clean fakes run once, not once per shard (the
+    merged matrix compares each fault with them). The fakes log to `log_dir` (a run's report
+    directory)."""
     from fake_backends import FAULTS
 
     from ..model.killmatrix import fault_target_id
 
+    split = shard is not None and shard[1] > 1
+    clean_only = split and shard is not None and shard[0] == 0
+    mine = set(fault_shards(shard[1])[shard[0] - 1]) if split and not clean_only else None
     launchers: dict[str, Launcher] = {}
-    for position, (name, fault) in enumerate(sorted(FAULTS.items())):
-        if shard is not None and position % shard[1] != shard[0]:
-            continue
+    for name, fault in sorted(FAULTS.items()):
         flavour = "vllm" if "vllm" in fault.applies_to else sorted(fault.applies_to)[0]
-        clean = FakeLauncher(flavour, workers=workers, log_dir=log_dir)
-        launchers.setdefault(clean.target_id, clean)
+        if not split or clean_only:
+            clean = FakeLauncher(flavour, workers=workers, log_dir=log_dir)
+            launchers.setdefault(clean.target_id, clean)
+        if clean_only or (mine is not None and name not in mine):
+            continue
         faulty = FakeLauncher(
             flavour,
             workers=workers,

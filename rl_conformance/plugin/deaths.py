@@ -25,6 +25,8 @@ from ..control.ledger import SentCall
 from ..errors import LaunchError
 from ..model.matrix import Evidence, Outcome, TestRecord
 from ..model.target import Target, WorkerWatch
+from ..wire.exchange import Exchange, sequence_wire_log
+from .recording import sequence_reproducer
 from .state import RunState
 
 HEALTH_DEADLINE_S = 5.0
@@ -68,8 +70,15 @@ def not_run(state: RunState, target_id: str) -> str | None:
     return None if death is None else f"not run: the worker died at {death.describe()}"
 
 
-def after_test(state: RunState, target: Target | None, record: TestRecord, mark: int) -> None:
-    """Charge a worker that died during the test to the last call the test sent it."""
+def after_test(
+    state: RunState,
+    target: Target | None,
+    record: TestRecord,
+    mark: int,
+    exchanges: list[Exchange] | None = None,
+) -> None:
+    """Charge a worker that died during the test to the last call the test sent it; the test's
+    `exchanges` (its requests, the fatal call among them) are the death's reproducer."""
     calls = state.ledger.history[mark:]
     if target is None or not calls or state.client is None:
         return
@@ -79,7 +88,7 @@ def after_test(state: RunState, target: Target | None, record: TestRecord, mark:
             continue
         call, when = _cause([call for call in calls if call.system_url == url], log)
         death = Death(call.label, f"{when} {call.route}", record.nodeid, how, _tail(log))
-        _charge(record, death)
+        _charge(record, death, exchanges or [])
         if not _restarted(state, target, url, record):
             state.deaths[target.id] = death
         return
@@ -162,13 +171,16 @@ def _tail(log: str) -> str:
     return "\n".join(dict.fromkeys([*shown, *lines[-3:]]))
 
 
-def _charge(record: TestRecord, death: Death) -> None:
+def _charge(record: TestRecord, death: Death, exchanges: list[Exchange]) -> None:
+    sequence = sequence_reproducer(exchanges)
     evidence = Evidence(
         record.capabilities[0],
         f"{death.worker} died {death.cause}: {death.how}",
         "worker",
         "the worker serving after the call",
         death.log or death.how,
+        sequence,
+        sequence_wire_log(exchanges, sequence) if exchanges else None,
     )
     if record.outcome is Outcome.FAIL:
         record.evidence.append(evidence)

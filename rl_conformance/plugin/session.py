@@ -398,7 +398,7 @@ class ConformanceRun:
                 record.generations = spent - self._spent_marks.get(item.nodeid, spent)
             target = getattr(item, "funcargs", {}).get("rl_target")
             mark = self._ledger_marks.get(item.nodeid, len(state.ledger.history))
-            deaths.after_test(state, target, record, mark)
+            deaths.after_test(state, target, record, mark, self._exchanges_of(item, state))
             if self.config.verify_reproducers and record.evidence:
                 verify_reproducers([record])  # at once: later tests change the deployment
             self._add_record(state, record)

@@ -34,7 +34,7 @@ def kill_directory(tmp_path_factory: pytest.TempPathFactory) -> Path:
         [sys.executable, "-m", "rl_conformance", "kill-matrix", "--report-dir", str(directory)],
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=1500,
         check=False,
     )
     return directory

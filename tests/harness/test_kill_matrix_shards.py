@@ -1,5 +1,5 @@
-"""`kill-matrix --jobs N`: the faults split into shards with their clean fakes, and the shards'
-matrices merged into one."""
+"""`kill-matrix --jobs N`: the clean fakes in one shard, the faults split over the others, and
+the shards' matrices merged into one."""
 
 from __future__ import annotations
 
@@ -19,14 +19,24 @@ def faults_of(shard: tuple[int, int] | None) -> set[str]:
     return {parsed[1] for t in pool.planned_targets() if (parsed := split_target_id(t.id))}
 
 
-def test_shards_cover_every_fault_once_each_with_its_clean_fakes() -> None:
-    shards = [faults_of((index, 3)) for index in range(3)]
+def test_shards_cover_every_fault_once_and_the_clean_fakes_run_once_alone() -> None:
+    shards = [faults_of((index, 4)) for index in range(4)]
+    assert shards[0] == set()
     assert set().union(*shards) == set(FAULT_NAMES) == faults_of(None)
     assert sum(len(s) for s in shards) == len(FAULT_NAMES)
-    for index in range(3):
-        targets = {t.id for t in fault_matrix_pool(1, (index, 3)).planned_targets()}
-        needed = {f"fake-{split_target_id(t)[0]}" for t in targets if split_target_id(t)}
-        assert needed <= targets
+    clean = {t.id for t in fault_matrix_pool(1, (0, 4)).planned_targets()}
+    everything = fault_matrix_pool(1).planned_targets()
+    assert clean == {t.id for t in everything if not split_target_id(t.id)}
+    for index in range(1, 4):
+        targets = {t.id for t in fault_matrix_pool(1, (index, 4)).planned_targets()}
+        assert all(split_target_id(t) for t in targets)
+        assert {f"fake-{split_target_id(t)[0]}" for t in targets} <= clean
+
+
+def test_one_shard_holds_everything() -> None:
+    assert {t.id for t in fault_matrix_pool(1, (0, 1)).planned_targets()} == {
+        t.id for t in fault_matrix_pool(1).planned_targets()
+    }
 
 
 @pytest.mark.parametrize("value", ["1", "a/2", "2/2", "-1/2"])
@@ -69,3 +79,14 @@ def test_an_incomplete_shard_makes_the_merge_incomplete() -> None:
     )
     assert not merged["complete"] and merged["exit_status"] == 1
     assert merged["incomplete_reason"] == "interrupted"
+
+
+def test_each_slow_fault_has_a_shard_of_its_own_and_starts_first() -> None:
+    from fake_backends import FAULTS
+    from rl_conformance.launchers.plan import fault_shard_count, fault_shards
+
+    slow = sorted(name for name, fault in FAULTS.items() if fault.slow)
+    assert slow, "no fault is marked slow"
+    shards = fault_shards(fault_shard_count())
+    assert [shard for shard in shards[: len(slow)]] == [(name,) for name in slow]
+    assert sorted(name for shard in shards for name in shard) == sorted(FAULTS)

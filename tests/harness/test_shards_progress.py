@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from rl_conformance.cli.shards import _progress, run_shards, shard_directory
+from rl_conformance.cli.shards import _Pool, _progress, run_shards, shard_directory
 
 
 def test_progress_counts_the_shards_journals(tmp_path: Path) -> None:
@@ -40,3 +41,31 @@ def test_a_shard_that_writes_no_report_is_named_with_what_it_said(
     said = capsys.readouterr().err
     assert "validate shard 1/1 wrote no x.json (exit 2)" in said
     assert "no-such-schema" in said or "--report-dir" in said
+
+
+def test_shards_beyond_the_limit_wait_their_turn_and_all_run(tmp_path: Path) -> None:
+    """Four shards, two at a time: every one runs, in order, and never more than two at once."""
+    script = (
+        "import json, sys, time, pathlib; d = pathlib.Path(sys.argv[-1]); d.mkdir(parents=True);"
+        "start = time.time(); time.sleep(0.3);"
+        "(d / 'r.json').write_text(json.dumps({'start': start, 'end': time.time()}))"
+    )
+    arguments = [[] for _ in range(4)]
+    errors = [open(tmp_path / f"err{i}", "w+") for i in range(4)]  # noqa: SIM115
+    pool = _Pool("x", arguments, tmp_path, errors, 2, program=(sys.executable, "-c", script))
+    said = pool.run(timeout_s=30, progress_every_s=0.1)
+    assert [status for status, _ in said] == [0, 0, 0, 0]
+    spans = [json.loads((shard_directory(tmp_path, i) / "r.json").read_text()) for i in range(4)]
+    for span in spans:
+        running = sum(other["start"] <= span["start"] < other["end"] for other in spans)
+        assert running <= 2
+    assert spans[0]["start"] < spans[2]["start"] and spans[1]["start"] < spans[3]["start"]
+
+
+def test_shards_never_started_by_the_deadline_say_so(tmp_path: Path) -> None:
+    script = "import time; time.sleep(30)"
+    errors = [open(tmp_path / f"err{i}", "w+") for i in range(2)]  # noqa: SIM115
+    pool = _Pool("x", [[], []], tmp_path, errors, 1, program=(sys.executable, "-c", script))
+    said = pool.run(timeout_s=1.0, progress_every_s=0.1)
+    assert said[0][1].endswith(" (did not finish within 1 s)")
+    assert said[1] == (None, "never started: the shards did not finish within 1 s")

@@ -95,3 +95,20 @@ def test_the_log_shows_the_error_lines_then_the_last_ones() -> None:
     ]
     assert shown[-1] == "INFO kill_process_tree called"
     assert "\x1b" not in "".join(shown)
+
+
+def test_a_death_carries_the_tests_requests_as_its_reproducer() -> None:
+    """The cell a death fails shows the requests the test sent, the fatal call among them, and
+    their wire log: a reader can send them again."""
+    from rl_conformance.model.matrix import Outcome, TestRecord
+    from rl_conformance.plugin.deaths import Death, _charge
+    from rl_conformance.wire.exchange import Exchange, WireRequest
+
+    pause = Exchange(WireRequest("POST", URL + "/engine/pause_generation", {}), status=200)
+    record = TestRecord("t.py::x", ("admin.invalid_pause_mode",), "fake", Outcome.PASS)
+    _charge(record, Death("worker 7", "after pause_generation", "t.py::x", "gone", ""), [pause])
+    assert record.outcome is Outcome.FAIL
+    (evidence,) = record.evidence
+    assert evidence.reproducer is not None and evidence.reproducer.startswith("# 1 request(s)")
+    assert "/engine/pause_generation" in evidence.reproducer
+    assert evidence.wire is not None
