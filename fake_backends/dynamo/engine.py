@@ -127,6 +127,7 @@ class ToyEngine:
         faults: ActiveFaults | None = None,
         weights: str = INITIAL_WEIGHTS,
         admin_family: str = "vllm",
+        token_interval_s: float = 0.0,
     ) -> None:
         if admin_family not in ADMIN_FAMILIES:
             raise ValueError(
@@ -135,6 +136,8 @@ class ToyEngine:
             )
         self.faults = faults or engine_faults()
         self.admin_family = admin_family
+        self.token_interval_s = token_interval_s
+        """Seconds between two tokens of a request (0: as fast as the event loop allows)."""
         self.worker = EngineWorker(0, 0, "toy", weights_tag=weights)
         self.worker.runtime = WorkerRuntime(self.faults)
         self.routes: AdminRoutes = python_routes() if admin_family == "vllm" else sglang_routes()
@@ -264,7 +267,7 @@ class ToyEngine:
             for choice in choices:
                 if choice.finish is not None:
                     continue
-                if not await self.runtime.next_token(gen, stopped=stopped):
+                if not await self.runtime.next_token(gen, self.token_interval_s, stopped):
                     choice.finish = "cancelled"
                     yield self._final(
                         parsed,
@@ -393,7 +396,7 @@ class ToyEngine:
         inputs = self._sglang_inputs(parsed, start) if with_input else None
         tokens: list[_Token] = []
         while choice.finish is None:
-            if not await self.runtime.next_token(gen, stopped=stopped):
+            if not await self.runtime.next_token(gen, self.token_interval_s, stopped):
                 choice.finish = "cancelled"
                 yield _sglang_chunk(
                     self._sglang_response(parsed, rid, choice, tokens, inputs, aborted=True)

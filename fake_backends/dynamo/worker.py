@@ -48,6 +48,7 @@ log = logging.getLogger("fake_backends.dynamo.worker")
 DEFAULT_CONTEXT_LENGTH = 4096
 MAX_NUM_SEQS = 64
 KV_CACHE_BLOCK_SIZE = 16
+DEFAULT_TOKEN_INTERVAL_MS = 4.0
 LOG_REQUESTS_ENV = "FAKE_BACKENDS_DYNAMO_LOG_REQUESTS"  # same as --log-requests (launcher-proof)
 
 
@@ -79,6 +80,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="vllm: the vLLM Python worker's RL routes, listed by /v1/rl/workers (default); "
         "sglang: SGLang's /engine routes, not listed (reached by the worker's system URL), the "
         "worker leaving and rejoining routing with the engine's pause state",
+    )
+    parser.add_argument(
+        "--token-interval-ms",
+        type=float,
+        default=DEFAULT_TOKEN_INTERVAL_MS,
+        metavar="MS",
+        help="time between two tokens of a request (default "
+        f"{DEFAULT_TOKEN_INTERVAL_MS:g}: the pace of a small model on a CPU, so a control call "
+        "sent once a long stream started lands while it runs; 0: as fast as possible)",
     )
     parser.add_argument(
         "--engine-fault",
@@ -130,7 +140,9 @@ async def serve(args: argparse.Namespace, faults: ActiveFaults) -> None:
 
     loop = asyncio.get_running_loop()
     runtime = distributed_runtime()
-    engine = ToyEngine(faults, admin_family=args.admin_family)
+    engine = ToyEngine(
+        faults, admin_family=args.admin_family, token_interval_s=args.token_interval_ms / 1000
+    )
     generate_endpoint = runtime.endpoint(f"{args.namespace}.backend.generate")
     rl_endpoint = runtime.endpoint(f"{args.namespace}.backend.rl")
     served = [generate_endpoint.serve_endpoint(handler_for(engine, args))]

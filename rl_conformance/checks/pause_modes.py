@@ -18,10 +18,11 @@ The modes, as upstream defines them:
 
 Where in a stream a pause lands is seen only by the engine, and tokens generated before it took
 hold may be read after its answer (`control.inflight.InFlightStream.maybe_read_late`): what cannot
-be told apart without racing the engine is left unjudged (`unjudged`), never failed. A held
-stream is watched for a while after the answer: what it delivers in the first half of that watch
-may still be in transit (the stream and the pause's answer travel different connections); only
-what comes in the second half, at the stream's own pace, was generated while held.
+be told apart without racing the engine is left unjudged (`unjudged`), never failed. A held or
+drained stream is watched for a while after the answer: what it delivers in the first half of
+that watch may still be in transit (the stream and the pause's answer travel different
+connections, and a `wait` pause answers as the last tokens leave the engine); only what comes
+in the second half, at the stream's own pace, was generated after the answer.
 """
 
 from __future__ import annotations
@@ -74,11 +75,6 @@ class Crossing:
     @property
     def effect(self) -> str | None:
         return effect_of(self.mode)
-
-    @property
-    def after_answer(self) -> int:
-        """What surely came after the answer and before the resume (0 when it may be late)."""
-        return 0 if self.read_late else max(0, self.at_resume - self.answered)
 
     def describe(self) -> str:
         return (
@@ -159,13 +155,14 @@ def _drains(c: Crossing) -> Findings:
             "ended before the pause's answer",
             "open until the resume",
         )
-    elif c.after_answer:
+    elif c.while_held:
         yield Violation(
-            f"{c.after_answer} {c.unit} arrived after the {c.mode!r} pause answered, at the "
-            f"stream's own pace: the pause answered before the stream ended ({c.describe()})",
+            f"{c.while_held} {c.unit} arrived between {c.watched_s / 2:.2f} s after the "
+            f"{c.mode!r} pause's answer and the resume, at the stream's own pace: the pause "
+            f"answered before the stream ended ({c.describe()})",
             "stream",
             "ended before the pause's answer",
-            f"{c.after_answer} {c.unit} after it",
+            f"{c.while_held} {c.unit} after it",
         )
 
 
