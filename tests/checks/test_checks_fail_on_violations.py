@@ -525,8 +525,9 @@ def test_every_registered_rule_has_a_case() -> None:
 
 
 def test_every_schema_is_a_registered_check_that_can_fail() -> None:
-    """Schema checks are proven by their schemas' invalid examples (tests/test_schemas.py);
-    here: each schema is a registered check, called through the registry."""
+    """Schema checks are proven by their schemas' invalid examples
+    (tests/test_schema_invalid_cases.py); here: each schema is a registered check, called through
+    the registry."""
     schemas = {check_id for check_id, found in REGISTRY.items() if found.family == "schema"}
     assert schemas == {f"schema.{name.replace('-', '_')}" for name in schema_names()}
     assert not schema_check("completion", "not a completion").passed
