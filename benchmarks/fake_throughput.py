@@ -43,7 +43,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from rl_conformance.launchers.dynamo import DynamoLauncher, find_dynamo_python
+from rl_conformance.launchers.dynamo import DynamoLauncher
+from rl_conformance.launchers.dynamo_python import find_dynamo_python
 from rl_conformance.launchers.fake import FakeLauncher
 from rl_conformance.model.target import Target
 

@@ -28,7 +28,8 @@ import httpx
 
 from rl_conformance.checks import streaming
 from rl_conformance.client.http import Client
-from rl_conformance.launchers.dynamo import DynamoLauncher, find_dynamo_python
+from rl_conformance.launchers.dynamo import DynamoLauncher
+from rl_conformance.launchers.dynamo_python import find_dynamo_python
 from rl_conformance.model.target import Target
 from rl_conformance.model.verdict import ConformanceFailure, Verdict
 from rl_conformance.wire.exchange import Exchange

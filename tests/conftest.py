@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rl_conformance.launchers.dynamo import find_dynamo_python
+from rl_conformance.launchers.dynamo_python import find_dynamo_python
 
 _SKIPPED: list[str] = []
 _NO_VLLM: list[str] = []

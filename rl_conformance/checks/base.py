@@ -73,7 +73,7 @@ class Check(Generic[P]):
 
     `family` says how the check is proven able to fail: `rule` checks by a fault of our fakes
     that breaks exactly their rule (the kill matrix), `schema` checks by the invalid examples
-    of their schema (tests/test_schemas.py)."""
+    of their schema (tests/test_schema_invalid_cases.py)."""
 
     def __init__(
         self, spec: CheckSpec, find: Callable[P, Iterable[Violation]], family: str = "rule"

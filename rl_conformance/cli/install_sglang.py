@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import LaunchError
-from ..launchers.dynamo import SGLANG_VENV
 from ..launchers.dynamo_install import DYNAMO_VERSION
+from ..launchers.dynamo_python import SGLANG_VENV
 from ..launchers.sglang_install import SGLANG_VERSION, install_sglang
 
 

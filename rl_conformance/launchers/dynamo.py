@@ -45,6 +45,17 @@ import fake_backends
 from ..errors import ConfigurationError, LaunchError
 from ..model.releases import LAUNCHER_SOURCE, MAIN, UNKNOWN_SOURCE
 from ..model.target import LISTENER_RESTART, WORKER_DEPARTURE, Target
+from .dynamo_python import (
+    DEFAULT_VENV,
+    PYTHON_ENV,
+    SGLANG_PYTHON_ENV,
+    SGLANG_VENV,
+    VLLM_PYTHON_ENV,
+    VLLM_VENV,
+    dynamo_version,
+    find_dynamo_python,
+    installed_version,
+)
 from .model_dir import eos_token_ids
 from .processes import ManagedProcess
 from .readiness import wait_until_ready
@@ -59,12 +70,6 @@ MODEL_NAME = "toy"
 READY_TIMEOUT_S = 90.0
 PORT_RACE_ATTEMPTS = 3
 """Launches retried when a port found free was taken before a process bound it."""
-PYTHON_ENV = "RL_CONFORMANCE_DYNAMO_PYTHON"
-DEFAULT_VENV = ".venv-dynamo"
-VLLM_PYTHON_ENV = "RL_CONFORMANCE_VLLM_PYTHON"
-VLLM_VENV = ".venv-vllm"
-SGLANG_PYTHON_ENV = "RL_CONFORMANCE_SGLANG_PYTHON"
-SGLANG_VENV = ".venv-sglang"
 # Dynamo 1.6.1 parses DYN_SYSTEM_PORT as an i16: any port above 32767 (so every ephemeral port
 # Linux hands out) makes the worker exit at start-up with `invalid value unsigned int ...,
 # expected i16 for key "SYSTEM_PORT"`.
@@ -84,54 +89,6 @@ xsub = context.socket(zmq.XSUB); xsub.bind(sys.argv[1])
 xpub = context.socket(zmq.XPUB); xpub.bind(sys.argv[2])
 zmq.proxy(xsub, xpub)
 """
-
-
-def find_dynamo_python(
-    explicit: str | None = None, *, vllm: bool = False, sglang: bool = False
-) -> Path | None:
-    """The interpreter of a virtual environment with ai-dynamo: the explicit path, then
-    $RL_CONFORMANCE_DYNAMO_PYTHON, then ./.venv-dynamo, then the checkout's .venv-dynamo. With
-    `vllm`, one that also has vLLM: $RL_CONFORMANCE_VLLM_PYTHON and .venv-vllm instead; with
-    `sglang`, $RL_CONFORMANCE_SGLANG_PYTHON and .venv-sglang."""
-    variable, venv = (
-        (VLLM_PYTHON_ENV, VLLM_VENV)
-        if vllm
-        else (SGLANG_PYTHON_ENV, SGLANG_VENV)
-        if sglang
-        else (PYTHON_ENV, DEFAULT_VENV)
-    )
-    candidates = [
-        explicit,
-        os.environ.get(variable),
-        str(Path.cwd() / venv / "bin/python"),
-        str(Path(fake_backends.__file__).resolve().parents[1] / venv / "bin/python"),
-    ]
-    for candidate in candidates:
-        if candidate and Path(candidate).exists():
-            return Path(candidate)
-    return None
-
-
-def dynamo_version(python: Path) -> str:
-    return installed_version(python, "ai-dynamo")
-
-
-def installed_version(python: Path, distribution: str) -> str:
-    done = subprocess.run(
-        [
-            str(python),
-            "-c",
-            f"import importlib.metadata as m; print(m.version({distribution!r}))",
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-    )
-    if done.returncode != 0:
-        said = done.stderr.strip().splitlines()[-1:] or [f"exit code {done.returncode}"]
-        raise LaunchError(f"{python} has no {distribution} ({said[0]})")
-    return done.stdout.strip()
 
 
 @dataclass

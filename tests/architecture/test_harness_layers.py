@@ -37,7 +37,6 @@ BELOW_ALL = ("version", "errors", "admission")
 ABOVE_ALL = ("__init__", "__main__")
 MAY_IMPORT_FAKES = {"launchers", "certify", "cli"}
 HEAVY = ("docker", "starlette", "uvicorn")
-MAX_LINES = 600
 
 
 def rank(module: str) -> int:
@@ -152,11 +151,6 @@ def test_no_two_modules_import_each_other() -> None:
         if start not in state:
             visit(start, [start])
     assert not cycles, f"import cycles: {cycles}"
-
-
-@pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(ROOT)))
-def test_no_module_is_over_the_length_a_reader_holds(path: Path) -> None:
-    assert len(path.read_text().splitlines()) <= MAX_LINES
 
 
 def test_the_checks_import_without_the_heavy_dependencies() -> None:

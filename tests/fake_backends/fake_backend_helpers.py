@@ -76,6 +76,19 @@ def generate(client: httpx.Client, dep: FakeDeployment, **body: Any) -> httpx.Re
     return client.post(f"{dep.frontend_url}/generate", json=body)
 
 
+def stream_events(client: httpx.Client, dep: FakeDeployment, **body: Any) -> list[Any]:
+    """The events of a streamed completion (the [DONE] marker included)."""
+    return parse_sse(completions(client, dep, stream=True, **body).text)
+
+
+def sglang_final(
+    client: httpx.Client, dep: FakeDeployment, **body: Any
+) -> tuple[list[Any], dict[str, Any]]:
+    """The events of SGLang's native stream of `PROMPT`, and its last JSON chunk."""
+    events = parse_sse(generate(client, dep, input_ids=PROMPT, **body).text)
+    return events, stream_chunks(events)[-1]
+
+
 def rl_workers(client: httpx.Client, dep: FakeDeployment) -> dict[str, Any]:
     response = client.get(f"{dep.rl_url}/v1/rl/workers")
     assert response.status_code == 200
@@ -100,6 +113,8 @@ ALL_SELECTORS = [
 ]
 
 PROMPT = [300, 4000, 12345, 777, 20000]
+IDS = {"extra_fields": ["completion_token_ids"]}
+"""The nvext selector that asks for the completion's token ids."""
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float = 2.0) -> None:

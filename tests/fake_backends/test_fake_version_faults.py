@@ -1,6 +1,7 @@
 """The weight version a vLLM worker reports: the last one declared to it, and nothing once its
 engine died and was restarted on its starting weights (a stream the crash cut ends in an error
-event); each fault breaks one rule of these.
+event), the same in a response's engine_data, and SGLang's per-token version spans split where
+the version changed; each fault breaks one rule of these.
 
 The ``@shows`` registry is shared with ``test_fake_faults``, whose completeness check imports
 this module.
@@ -15,9 +16,10 @@ from typing import Any
 
 import httpx
 import pytest
-from fake_backend_helpers import PROMPT, admin, faulted, shows
+from fake_backend_helpers import PROMPT, admin, completions, faulted, shows
 
 from fake_backends.deployment.assembly import FakeDeployment
+from fake_backends.frontend.sglang_native import SglangEvents, parse_sglang_request
 
 
 @pytest.fixture
@@ -115,3 +117,40 @@ def test_crashed_stream_ends_clean(client: httpx.Client, dep: FakeDeployment) ->
     with faulted(dep, "crashed_stream_ends_clean"):
         lines = crossed_stream(client, dep)
     assert lines[-1] == "[DONE]" and not any('"error"' in line for line in lines)
+
+
+@shows("weight_version_misreported")
+def test_weight_version_misreported(client: httpx.Client, vllm: FakeDeployment) -> None:
+    fields = {"extra_fields": ["completion_token_ids", "engine_data"]}
+    clean = completions(client, vllm, prompt=PROMPT, max_tokens=2, nvext=fields).json()
+    with faulted(vllm, "weight_version_misreported"):
+        body = completions(client, vllm, prompt=PROMPT, max_tokens=2, nvext=fields).json()
+    assert body["nvext"]["engine_data"]["weight_version"] == "never-applied-weights"
+    assert clean["nvext"]["engine_data"]["weight_version"] != "never-applied-weights"
+
+
+@shows("weight_versions_span_collapsed")
+def test_weight_versions_span_collapsed(sglang: FakeDeployment) -> None:
+    """Two tokens released under `old`, two after the worker moved to `new`: the faithful spans
+    split there, the faulty ones give all four to `new`."""
+    state = sglang.state
+    worker = state.workers[0]
+    request = parse_sglang_request({"input_ids": PROMPT, "stream": True})
+
+    def spans() -> list[dict[str, Any]]:
+        events = SglangEvents(state, worker, request, cached_tokens=0)
+        saved = worker.version, worker.version_declared
+        try:
+            for version in ("old", "old", "new", "new"):
+                worker.version, worker.version_declared = version, True
+                events._versions.append(events._current_version())
+            return events.event(4, final=False)["meta_info"]["weight_versions"]
+        finally:
+            worker.version, worker.version_declared = saved
+
+    assert spans() == [
+        {"version": "old", "start": 0, "end": 2},
+        {"version": "new", "start": 2, "end": 4},
+    ]
+    with faulted(sglang, "weight_versions_span_collapsed"):
+        assert spans() == [{"version": "new", "start": 0, "end": 4}]

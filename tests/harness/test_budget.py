@@ -164,7 +164,7 @@ def test_a_property_test_runs_with_fewer_examples_rather_than_not_at_all() -> No
 
 
 def test_a_mutating_test_of_a_read_only_run_is_charged_nothing() -> None:
-    nodeid = "suites/test_refresh.py::test_flush_invalidates_cached_prefixes[t]"
+    nodeid = "suites/test_refresh_stale_cache.py::test_flush_invalidates_cached_prefixes[t]"
     mutating = plan_test(nodeid, "t", ("refresh.kv_invalidation",), "MUST", 8, read_only=True)
     allowed = plan_test(nodeid, "t", ("refresh.kv_invalidation",), "MUST", 8)
     assert allowed.estimated > 0

@@ -20,8 +20,16 @@ from rl_conformance.model.config import RunConfig
 from rl_conformance.plugin.budgeting import _examples
 from rl_conformance.plugin.runner import run
 
+REFRESH_MODULES = (
+    "test_refresh_gating.py",
+    "test_refresh_reported_versions.py",
+    "test_refresh_served_weights.py",
+    "test_refresh_stale_cache.py",
+    "test_refresh_state_machine.py",
+    "test_refresh_streams_in_flight.py",
+)
 MUTATING_MODULES = (
-    "test_refresh.py",
+    *REFRESH_MODULES,
     "test_namespace.py",
     "test_administration.py",
     "test_pause_control.py",
@@ -37,6 +45,10 @@ MUTATING_MODULES = (
 def dry_plan(directory: Path, **options: Any) -> dict[str, Any]:
     run(RunConfig(dry_run=True, report_dir=str(directory), **options), verbosity="quiet")
     return json.loads((directory / "plan.json").read_text())
+
+
+def is_refresh(test: dict[str, Any]) -> bool:
+    return test["nodeid"].split("::")[0].endswith(REFRESH_MODULES)
 
 
 def by_target(plan: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
@@ -147,7 +159,7 @@ def test_a_read_only_run_charges_nothing_for_its_mutating_tests(
     marked = [t for t in read_only["tests"] if t.get("read_only")]
     assert marked and all(t["estimated_generations"] == 0 and t["selected"] for t in marked)
     assert all(t["nodeid"].split("::")[0].endswith(MUTATING_MODULES) for t in marked)
-    refresh = [t for t in read_only["tests"] if "test_refresh.py::" in t["nodeid"]]
+    refresh = [t for t in read_only["tests"] if is_refresh(t)]
     assert refresh and all(t.get("read_only") for t in refresh)
     for target_id, entry in read_only["targets"].items():
         assert (
@@ -162,7 +174,7 @@ def test_a_read_only_run_charges_nothing_for_its_mutating_tests(
     url = {"frontend": "http://127.0.0.1:9", "backend": "vllm"}
     by_url = dry_plan(tmp_path / "url", **url)
     assert {t["nodeid"] for t in by_url["tests"] if t.get("read_only")} >= {
-        t["nodeid"] for t in by_url["tests"] if "test_refresh.py::" in t["nodeid"]
+        t["nodeid"] for t in by_url["tests"] if is_refresh(t)
     }
     allowed = dry_plan(tmp_path / "allowed", allow_mutations=True, all_workers=True, **url)
     assert not any(t.get("read_only") for t in allowed["tests"])

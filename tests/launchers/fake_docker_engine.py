@@ -1,5 +1,4 @@
 """A fake Docker Engine API on a UNIX socket, for testing `DockerLauncher` where no engine runs.
-(Long because it is one coherent server: every endpoint the SDK calls, in one place.)
 
 It answers the endpoints the `docker` SDK calls to pull and inspect images, create and remove
 networks, and create, start, inspect, read the logs of, wait for, stop, list and remove
@@ -7,7 +6,8 @@ containers, with the JSON shapes of Engine API 1.45. It records every call (`eng
 test can assert exactly what the launcher asked for, and containers follow a script
 (`engine.script(...)`): log lines, an exit after a delay, the host ports their published ports
 land on. Nothing runs inside a "container"; a test that needs the deployment to answer HTTP
-points a published port at a real server it started (`StubFrontend`).
+points a published port at a real server it started (`stub_frontend.StubFrontend`). What the
+engine keeps (calls, scripts, containers) is in `fake_docker_objects`.
 
 An exception inside a handler answers 500 and is kept in `engine.errors`; `stop()` re-raises the
 first one, so a bug in the fake never passes for a launcher failure.
@@ -15,212 +15,37 @@ first one, so a bug in the fake never passes for a launcher failure.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import re
 import shutil
 import socketserver
-import struct
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from .fake_docker_objects import (
+    Call,
+    ContainerScript,
+    EngineError,
+    FakeContainer,
+    digest,
+    iso,
+    matches_filters,
+    normal_ref,
+    split_ref,
+)
+
 API_VERSION = "1.45"
+
 ENGINE_VERSION = "26.1.4"
+
 _VERSIONED = re.compile(r"^/v\d+\.\d+(/.*)$")
-
-
-@dataclass(frozen=True)
-class Call:
-    """One request as the engine received it; `path` drops the `/v1.45` prefix."""
-
-    method: str
-    path: str
-    query: dict[str, list[str]]
-    body: Any
-
-    def param(self, name: str) -> str | None:
-        values = self.query.get(name)
-        return values[0] if values else None
-
-    def filters(self) -> dict[str, Any]:
-        raw = self.param("filters")
-        return json.loads(raw) if raw else {}
-
-
-@dataclass(frozen=True)
-class ContainerScript:
-    """What a fake container does once started: print `log_lines` (stdout) and `stderr_lines`,
-    exit with `exit_code` after `exit_after_s` (never, when `exit_code` is None), and report its
-    published container ports on the given host ports (others get made-up ports)."""
-
-    log_lines: tuple[str, ...] = ("starting",)
-    stderr_lines: tuple[str, ...] = ()
-    exit_code: int | None = None
-    exit_after_s: float = 0.0
-    host_ports: dict[int, int] = field(default_factory=dict)
-
-
-@dataclass
-class FakeContainer:
-    id: str
-    name: str
-    image: str
-    image_id: str
-    body: dict[str, Any]
-    labels: dict[str, str]
-    script: ContainerScript
-    created: float = field(default_factory=time.time)
-    started_at: float | None = None
-    stopped_code: int | None = None
-    ports: dict[str, list[dict[str, str]]] = field(default_factory=dict)
-
-    def exit_code(self) -> int | None:
-        """The exit code if the container has exited (stopped, or its script ran out)."""
-        if self.stopped_code is not None:
-            return self.stopped_code
-        script, started = self.script, self.started_at
-        if started is not None and script.exit_code is not None:
-            return script.exit_code if time.time() >= started + script.exit_after_s else None
-        return None
-
-    def status(self) -> str:
-        if self.started_at is None:
-            return "created"
-        return "exited" if self.exit_code() is not None else "running"
-
-    def networks(self) -> list[str]:
-        mode = self.body.get("HostConfig", {}).get("NetworkMode") or "default"
-        configured = list((self.body.get("NetworkingConfig") or {}).get("EndpointsConfig") or {})
-        return configured or [mode]
-
-    def inspect(self) -> dict[str, Any]:
-        status = self.status()
-        config = {
-            "Hostname": self.id[:12],
-            "Image": self.image,
-            "Cmd": self.body.get("Cmd"),
-            "Env": self.body.get("Env") or [],
-            "Labels": self.labels,
-            "ExposedPorts": self.body.get("ExposedPorts") or {},
-            "Tty": False,
-            "AttachStdout": False,
-            "AttachStderr": False,
-        }
-        cmd = self.body.get("Cmd") or []
-        return {
-            "Id": self.id,
-            "Created": _iso(self.created),
-            "Path": cmd[0] if cmd else "",
-            "Args": cmd[1:],
-            "State": {
-                "Status": status,
-                "Running": status == "running",
-                "Paused": False,
-                "Restarting": False,
-                "OOMKilled": False,
-                "Dead": False,
-                "Pid": 4242 if status == "running" else 0,
-                "ExitCode": self.exit_code() or 0,
-                "Error": "",
-                "StartedAt": _iso(self.started_at) if self.started_at else _ZERO_TIME,
-                "FinishedAt": _ZERO_TIME,
-            },
-            "Image": self.image_id,
-            "Name": "/" + self.name,
-            "RestartCount": 0,
-            "Driver": "overlay2",
-            "Config": config,
-            "HostConfig": self.body.get("HostConfig") or {},
-            "Mounts": [],
-            "NetworkSettings": {
-                "Ports": self.ports if status == "running" else {},
-                "Networks": {
-                    name: {"NetworkID": "", "Aliases": _aliases(self.body, name)}
-                    for name in self.networks()
-                },
-            },
-        }
-
-    def summary(self) -> dict[str, Any]:
-        """The shape of one entry of GET /containers/json."""
-        cmd = self.body.get("Cmd") or []
-        return {
-            "Id": self.id,
-            "Names": ["/" + self.name],
-            "Image": self.image,
-            "ImageID": self.image_id,
-            "Command": " ".join(cmd),
-            "Created": int(self.created),
-            "State": self.status(),
-            "Status": "Up 1 second" if self.status() == "running" else "Exited",
-            "Labels": self.labels,
-            "Ports": [],
-        }
-
-    def log_frames(self, tail: str | None) -> bytes:
-        """Engine log stream for a container without a TTY: 8-byte frame headers
-        (stream type, three zero bytes, big-endian length) before each line."""
-        if self.started_at is None:
-            return b""
-        lines = [(1, line) for line in self.script.log_lines]
-        lines += [(2, line) for line in self.script.stderr_lines]
-        if self.exit_code() is not None and self.script.exit_code is not None:
-            lines.append((2, f"exiting with code {self.script.exit_code}"))
-        if tail not in (None, "all"):
-            lines = lines[-int(str(tail)) :] if int(str(tail)) > 0 else []
-        out = b""
-        for stream, line in lines:
-            data = (line + "\n").encode()
-            out += struct.pack(">BxxxL", stream, len(data)) + data
-        return out
-
-
-_ZERO_TIME = "0001-01-01T00:00:00Z"
-
-
-def _iso(moment: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(moment)) + ".000000000Z"
-
-
-def _aliases(body: dict[str, Any], network: str) -> list[str]:
-    endpoints = (body.get("NetworkingConfig") or {}).get("EndpointsConfig") or {}
-    return list((endpoints.get(network) or {}).get("Aliases") or [])
-
-
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def _split_ref(ref: str) -> tuple[str, str]:
-    """`repo[:tag]` into (repo, tag); a colon inside a registry host:port is not a tag."""
-    if "@" in ref:
-        repo, digest = ref.split("@", 1)
-        return repo, digest
-    head, _, last = ref.rpartition("/")
-    if ":" in last:
-        name, tag = last.split(":", 1)
-        return (f"{head}/{name}" if head else name), tag
-    return ref, "latest"
-
-
-def _normal(ref: str) -> str:
-    repo, tag = _split_ref(ref)
-    return f"{repo}@{tag}" if tag.startswith("sha256:") else f"{repo}:{tag}"
-
-
-class EngineError(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
 
 
 class FakeDockerEngine:
@@ -250,14 +75,14 @@ class FakeDockerEngine:
 
     def add_image(self, ref: str, *, local: bool = True, cmd: list[str] | None = None) -> str:
         """An image present on the host (`local`), or one `POST /images/create` can pull."""
-        key = _normal(ref)
-        repo, _ = _split_ref(ref)
-        image_id = "sha256:" + _digest("image " + key)
+        key = normal_ref(ref)
+        repo, _ = split_ref(ref)
+        image_id = "sha256:" + digest("image " + key)
         with self._lock:
             record = {
                 "Id": image_id,
                 "RepoTags": [key],
-                "RepoDigests": [f"{repo}@sha256:{_digest('manifest ' + key)}"],
+                "RepoDigests": [f"{repo}@sha256:{digest('manifest ' + key)}"],
                 "Created": "2026-01-02T03:04:05Z",
                 "Size": 1234567,
                 "Architecture": "amd64",
@@ -279,7 +104,7 @@ class FakeDockerEngine:
                 id=self._new_id(),
                 name=name,
                 image=image,
-                image_id="sha256:" + _digest("image " + _normal(image)),
+                image_id="sha256:" + digest("image " + normal_ref(image)),
                 body={"Image": image, "Cmd": ["sleep", "infinity"], "HostConfig": {}},
                 labels=dict(labels),
                 script=ContainerScript(),
@@ -365,7 +190,7 @@ class FakeDockerEngine:
         return 200, b"OK"
 
     def _image_inspect(self, call: Call, name: str) -> tuple[int, Any]:
-        record = self.images.get(_normal(unquote(name)))
+        record = self.images.get(normal_ref(unquote(name)))
         if record is None:
             raise EngineError(404, f"No such image: {unquote(name)}")
         return 200, record
@@ -373,7 +198,7 @@ class FakeDockerEngine:
     def _image_pull(self, call: Call) -> tuple[int, Any]:
         repo = call.param("fromImage") or ""
         tag = call.param("tag") or "latest"
-        key = _normal(f"{repo}@{tag}" if tag.startswith("sha256:") else f"{repo}:{tag}")
+        key = normal_ref(f"{repo}@{tag}" if tag.startswith("sha256:") else f"{repo}:{tag}")
         if key not in self.pullable:
             raise EngineError(
                 404,
@@ -400,11 +225,11 @@ class FakeDockerEngine:
         return 201, {"Id": self._create_network(body), "Warning": ""}
 
     def _create_network(self, body: dict[str, Any]) -> str:
-        network_id = _digest(f"network {next(self._ids)}")
+        network_id = digest(f"network {next(self._ids)}")
         self.networks[network_id] = {
             "Name": body.get("Name"),
             "Id": network_id,
-            "Created": _iso(time.time()),
+            "Created": iso(time.time()),
             "Scope": "local",
             "Driver": body.get("Driver") or "bridge",
             "EnableIPv6": False,
@@ -429,7 +254,9 @@ class FakeDockerEngine:
 
     def _network_list(self, call: Call) -> tuple[int, Any]:
         filters = call.filters()
-        return 200, [n for n in self.networks.values() if _matches(filters, n["Name"], n["Labels"])]
+        return 200, [
+            n for n in self.networks.values() if matches_filters(filters, n["Name"], n["Labels"])
+        ]
 
     def _network_remove(self, call: Call, ref: str) -> tuple[int, Any]:
         network = self._find_network(ref)
@@ -458,7 +285,7 @@ class FakeDockerEngine:
                     f'"{existing.id}". You have to remove (or rename) that container to be able '
                     "to reuse that name.",
                 )
-        image = self.images.get(_normal(body.get("Image", "")))
+        image = self.images.get(normal_ref(body.get("Image", "")))
         if image is None:
             raise EngineError(404, f"No such image: {body.get('Image')}")
         mode = (body.get("HostConfig") or {}).get("NetworkMode") or "default"
@@ -550,29 +377,12 @@ class FakeDockerEngine:
         return 200, [
             c.summary()
             for c in self.containers.values()
-            if (everything or c.status() == "running") and _matches(filters, c.name, c.labels)
+            if (everything or c.status() == "running")
+            and matches_filters(filters, c.name, c.labels)
         ]
 
     def _new_id(self) -> str:
-        return _digest(f"container {next(self._ids)}")
-
-
-def _matches(filters: dict[str, Any], name: str, labels: dict[str, str]) -> bool:
-    """Engine filter semantics for `label` (`key` or `key=value`, all must hold) and `name`
-    (substring); filter values come as a list or as a {value: true} map."""
-    for kind, values in filters.items():
-        wanted = list(values) if isinstance(values, list | dict) else [values]
-        for value in wanted:
-            if kind == "label":
-                key, has_value, expected = str(value).partition("=")
-                if key not in labels or (has_value and labels[key] != expected):
-                    return False
-            elif kind == "name":
-                if str(value) not in name:
-                    return False
-            else:
-                raise EngineError(400, f"invalid filter '{kind}'")
-    return True
+        return digest(f"container {next(self._ids)}")
 
 
 _ROUTES: dict[str, tuple[tuple[str, str], ...]] = {
@@ -683,72 +493,3 @@ class _Handler(BaseHTTPRequestHandler):
             data = (json.dumps(event) + "\r\n").encode()
             self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
         self.wfile.write(b"0\r\n\r\n")
-
-
-class StubFrontend:
-    """A loopback HTTP server standing in for what the frontend container would serve:
-    `/v1/models` (and the RL listener's `/v1/rl/workers`) list the model and a worker once
-    `ready` is true and `ready_after` earlier requests to that path were answered empty.
-    `on_request(path)` runs before each answer (to change the world mid-launch)."""
-
-    def __init__(self, model: str = "toy", *, ready: bool = True, ready_after: int = 0) -> None:
-        self.model = model
-        self.ready = ready
-        self.ready_after = ready_after
-        self.requests: list[str] = []
-        self.on_request: Callable[[str], None] | None = None
-        stub = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                stub.requests.append(self.path)
-                if stub.on_request is not None:
-                    stub.on_request(self.path)
-                count = sum(1 for p in stub.requests if p == self.path)
-                up = stub.ready and count > stub.ready_after
-                payload: dict[str, Any]
-                if self.path == "/v1/models":
-                    listed = [{"id": stub.model, "object": "model", "owned_by": "nvidia"}]
-                    payload = {"object": "list", "data": listed if up else []}
-                    status = 200
-                elif self.path == "/v1/rl/workers":
-                    worker = {
-                        "namespace": "dynamo",
-                        "component": "backend",
-                        "endpoint": "rl",
-                        "instance_id": 1,
-                        "routes": ["liveness_probe"],
-                    }
-                    payload = {
-                        "protocol_version": 1,
-                        "namespace": "dynamo",
-                        "workers": [worker] if up else [],
-                    }
-                    status = 200
-                else:
-                    payload, status = {"error": "not found"}, 404
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return None
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self.port = int(self._server.server_address[1])
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-
-    def __enter__(self) -> StubFrontend:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)

@@ -1,0 +1,124 @@
+"""Policy refresh, the weights served: post-update generation uses the new weights, and the policy
+served after each refit is the checkpoint sent."""
+
+from __future__ import annotations
+
+import pytest
+
+from rl_conformance import FeatureAbsent, MissingInput, Unobservable
+from rl_conformance.checks import control
+from rl_conformance.client.http import Client
+from rl_conformance.control.admin import AdminClient, AdminWorker
+from rl_conformance.control.admin_steps import apply_update, require_update_routes, select
+from rl_conformance.control.each_worker import on_worker, pins, require_observed
+from rl_conformance.control.policy_reference import ReferenceSource
+from rl_conformance.control.refresh import completion_ids, pinned_generation
+from rl_conformance.control.refresh_probes import PROMPT, REFITS, generate_ids
+from rl_conformance.control.weights import WeightSource
+from rl_conformance.model.target import Target
+from rl_conformance.model.verdict import Verdict
+
+capability = pytest.mark.capability
+pytestmark = pytest.mark.mutating
+
+
+@capability("refresh.post_update_generation")
+def test_post_update_generation_uses_the_new_weights(
+    rl_client: Client,
+    rl_target: Target,
+    rl_verdict: Verdict,
+    rl_admin: AdminClient,
+    rl_admin_workers: list[AdminWorker],
+    rl_weights: WeightSource,
+) -> None:
+    """Where the run does not know which checkpoint the worker held (a deployment reached by
+    URL, left as an earlier run left it), an unchanged output may mean it already held the one
+    sent: a second update, to a checkpoint it now surely does not hold, decides. Judged on every
+    selected worker, each by generations pinned to it."""
+    chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
+    workers = pins(chosen)
+    unknown = None in rl_weights.holding(chosen.workers)
+    before = [generate_ids(rl_verdict, rl_client, rl_target, w)[0] for w in workers]
+    version = apply_update(rl_verdict, rl_admin, chosen, rl_weights)
+    after = [generate_ids(rl_verdict, rl_client, rl_target, w) for w in workers]
+    if unknown and any(ids == old for (ids, _), old in zip(after, before, strict=True)):
+        before = [ids for ids, _ in after]
+        version = apply_update(rl_verdict, rl_admin, chosen, rl_weights)
+        after = [generate_ids(rl_verdict, rl_client, rl_target, w) for w in workers]
+    for worker, old, (ids, seen) in zip(workers, before, after, strict=True):
+        rl_verdict.check(on_worker(control.post_update_generation(old, ids, seen, version), worker))
+    require_observed(chosen, "what a worker generates after an update")
+
+
+PROBE_TOKENS = 16
+
+
+def served_probe(
+    rl_verdict: Verdict, rl_client: Client, rl_target: Target, worker: AdminWorker | None
+) -> tuple[list[int], list[float] | None, list[float | None] | None]:
+    """The served greedy ids, their log probabilities and the prompt tokens' log probabilities
+    (None where the response carries none) of the fixed probe, pinned to `worker`."""
+    exchange = pinned_generation(
+        rl_client,
+        rl_target,
+        worker,
+        PROMPT,
+        max_tokens=PROBE_TOKENS,
+        logprobs=0,
+        prompt_logprobs=0,
+        extra_fields=("completion_token_ids", "prompt_logprobs"),
+    )
+    body = rl_verdict.json(exchange)
+    ids = completion_ids(exchange)
+    if ids is None:
+        raise FeatureAbsent("completion_token_ids unavailable on the pinned route")
+    selected = ((body.get("choices") or [{}])[0].get("logprobs") or {}).get("token_logprobs")
+    listed = (body.get("nvext") or {}).get("prompt_logprobs")
+    prompt: list[float | None] | None = None
+    if isinstance(listed, list) and len(listed) == len(PROMPT):
+        prompt = [
+            None if not isinstance(entry, dict) else (entry.get(str(token)) or {}).get("logprob")
+            for entry, token in zip(listed, PROMPT, strict=True)
+        ]
+    return ids, selected if isinstance(selected, list) else None, prompt
+
+
+@capability("refresh.served_policy_verified")
+def test_the_served_policy_is_the_checkpoint_sent(
+    rl_client: Client,
+    rl_target: Target,
+    rl_verdict: Verdict,
+    rl_admin: AdminClient,
+    rl_admin_workers: list[AdminWorker],
+    rl_weights: WeightSource,
+    rl_references: ReferenceSource,
+) -> None:
+    """After each of `REFITS` consecutive updates from checkpoints on disk (alternating between
+    the given ones), the worker serves the checkpoint just sent: the greedy ids and the log
+    probabilities of a fixed probe match what the checkpoint itself gives (computed from it
+    with transformers), within `control.SERVED_POLICY_TOLERANCE`. An update that answers
+    success and keeps part of the old weights changes the output, so
+    `refresh.post_update_generation` passes; this does not."""
+    chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
+    require_update_routes(chosen)
+    rl_weights.require(chosen.family)
+    if chosen.family.update_kind != "disk":
+        raise Unobservable(
+            f"the served policy of a {chosen.family.name} worker: its updates are transfers, "
+            "which name no checkpoint directory to compute a reference from"
+        )
+    for _ in range(REFITS):
+        policy = rl_weights.new(chosen.family, chosen.workers)
+        if policy.model_path is None:
+            raise MissingInput(
+                "the served policy needs a real checkpoint to compare with: give "
+                "--update-model-path PATH twice"
+            )
+        reference = rl_references.reference(policy.model_path, PROMPT, PROBE_TOKENS)
+        apply_update(rl_verdict, rl_admin, chosen, rl_weights, policy)
+        for worker in pins(chosen):
+            ids, selected, prompt = served_probe(rl_verdict, rl_client, rl_target, worker)
+            rl_verdict.check(
+                on_worker(control.served_policy(ids, selected, prompt, reference), worker)
+            )
+    require_observed(chosen, "the policy a worker serves")

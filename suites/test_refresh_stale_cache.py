@@ -1,0 +1,94 @@
+"""Policy refresh, the KV cache: prefixes cached before a refresh are not reused after the cache
+is invalidated, over consecutive refits."""
+
+from __future__ import annotations
+
+import pytest
+
+from rl_conformance import Unobservable
+from rl_conformance.checks import control
+from rl_conformance.client.http import Client
+from rl_conformance.control.admin import AdminClient, AdminWorker
+from rl_conformance.control.admin_steps import apply_update, paused, select, succeed
+from rl_conformance.control.each_worker import on_worker, pins, require_observed
+from rl_conformance.control.refresh import pinned_generation
+from rl_conformance.control.refresh_probes import PROMPT, REFITS
+from rl_conformance.control.weights import WeightSource
+from rl_conformance.model.prompts import REFUSAL_STATUSES, PromptSpace, refused_prompt
+from rl_conformance.model.target import Target
+from rl_conformance.model.verdict import Verdict
+
+capability = pytest.mark.capability
+pytestmark = pytest.mark.mutating
+CACHE_TOKENS = 2
+"""What the cache prompt generates: its usage's `cached_tokens` is what is read."""
+
+
+def cached_tokens(
+    rl_verdict: Verdict, rl_client: Client, rl_target: Target, worker: AdminWorker
+) -> int:
+    """The cached prefix the cache prompt reports: a prompt long enough to fill whole KV blocks
+    of every common size (16 to 256 tokens; a CPU vLLM's smallest is 32), of ids the deployment
+    takes and within its context window (`PromptSpace.cache_prompt`), since a prompt shorter
+    than one block is never cached and its flush would show nothing."""
+    prompt = PromptSpace.of(rl_target.topology).cache_prompt(CACHE_TOKENS)
+    exchange = pinned_generation(rl_client, rl_target, worker, prompt, max_tokens=CACHE_TOKENS)
+    if exchange.status in REFUSAL_STATUSES:
+        short = pinned_generation(rl_client, rl_target, worker, PROMPT, max_tokens=CACHE_TOKENS)
+        what = f"the {len(prompt)}-token cache prompt"
+        refused_prompt(exchange.status, exchange.body_preview(), what, short.status)
+    body = rl_verdict.json(exchange)
+    cached = ((body.get("usage") or {}).get("prompt_tokens_details") or {}).get("cached_tokens")
+    if not isinstance(cached, int):
+        raise Unobservable(
+            "prefix-cache reuse: responses carry no usage.prompt_tokens_details.cached_tokens"
+        )
+    return cached
+
+
+@capability("refresh.kv_invalidation")
+def test_flush_invalidates_cached_prefixes(
+    rl_client: Client,
+    rl_target: Target,
+    rl_verdict: Verdict,
+    rl_admin: AdminClient,
+    rl_admin_workers: list[AdminWorker],
+    rl_weights: WeightSource,
+) -> None:
+    """Cached prefixes of one worker are not reused after its cache is invalidated: by the
+    family's flush route (Python worker), by a pause with `clear_cache` (native sidecar), or
+    (SGLang, whose cache reset is a request-plane endpoint) by the weight update itself, which
+    flushes by default (`flush_cache` in SGLang's update requests). `REFITS` times over: a
+    cache reset that works on the first refit only (NeMo RL #4018) fails the second. Each
+    selected worker's cache is read by generations pinned to it."""
+    chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
+    workers = [worker for worker in pins(chosen) if worker is not None]
+    if not workers:
+        raise Unobservable(
+            f"one worker's prefix cache: generations cannot be pinned to {chosen.label} "
+            "(its system server's /metrics names no worker_id)"
+        )
+    family = chosen.family
+    for worker in workers:  # what each refit's last read leaves cached warms the next one
+        cached_tokens(rl_verdict, rl_client, rl_target, worker)
+    for _ in range(REFITS):
+        before = {}
+        for worker in workers:
+            before[worker] = cached_tokens(rl_verdict, rl_client, rl_target, worker)
+            if before[worker] <= 0:
+                raise Unobservable(
+                    f"prefix-cache reuse on {worker.label}: a repeated prompt reported "
+                    "cached_tokens 0 (prefix caching off?), so its invalidation cannot be observed"
+                )
+        if family.flush:
+            for worker in chosen.workers:
+                succeed(rl_verdict, rl_admin, worker, family, family.flush, {})
+        elif family.clears_on_pause:
+            with paused(rl_verdict, rl_admin, chosen):
+                pass
+        else:
+            apply_update(rl_verdict, rl_admin, chosen, rl_weights)
+        for worker in workers:
+            after = cached_tokens(rl_verdict, rl_client, rl_target, worker)
+            rl_verdict.check(on_worker(control.kv_invalidation(before[worker], after), worker))
+    require_observed(chosen, "a worker's prefix cache")

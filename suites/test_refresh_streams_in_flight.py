@@ -1,0 +1,229 @@
+"""Policy refresh, the streams in flight: a stream open across a version rename, a pause in place
+and an update, or a refresh in each pause mode ends exactly once and names the versions it was
+generated under."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from rl_conformance import FeatureAbsent, Unobservable
+from rl_conformance.checks import aggregate_stream, control, pause_modes, straddle, streaming
+from rl_conformance.checks.base import MISSING
+from rl_conformance.client.http import Client
+from rl_conformance.control.admin import AdminClient, AdminWorker
+from rl_conformance.control.admin_steps import (
+    apply_update,
+    instance_of,
+    paused,
+    select,
+    succeed,
+    update_all,
+)
+from rl_conformance.control.families import new_version
+from rl_conformance.control.inflight import InFlightStream, in_flight_budget
+from rl_conformance.control.pause_probes import ended_native_crossing
+from rl_conformance.control.refresh_probes import PROMPT, in_flight
+from rl_conformance.control.weights import WeightSource
+from rl_conformance.model.target import Target
+from rl_conformance.model.verdict import Verdict
+
+capability = pytest.mark.capability
+pytestmark = pytest.mark.mutating
+WAIT_TOKENS = 64
+STREAMS = 3
+"""Streams held across one pause: each must end once, whatever the others do."""
+
+
+def ended_once(rl_verdict: Verdict, stream: InFlightStream) -> list[Any]:
+    """The stream's events, after requiring one terminal per choice, terminal success, and a
+    terminal true of what the stream returned (`InFlightStream.judge_terminal`)."""
+    exchange = stream.exchange
+    payloads = rl_verdict.events(exchange)
+    rl_verdict.check(streaming.single_terminal(payloads), exchange)
+    rl_verdict.check(
+        streaming.terminal_success(
+            exchange.state.value if exchange.state else "none", exchange.state_reason
+        ),
+        exchange,
+    )
+    stream.judge_terminal(rl_verdict)
+    return payloads
+
+
+@capability("refresh.inflight_terminal")
+def test_a_stream_in_flight_across_a_version_rename_ends_once_and_says_if_cut(
+    rl_client: Client,
+    rl_target: Target,
+    rl_verdict: Verdict,
+    rl_admin: AdminClient,
+    rl_admin_workers: list[AdminWorker],
+) -> None:
+    """The version-metadata route names the weights without replacing them; SGLang's
+    `update_weight_version` also aborts in-flight requests unless told otherwise
+    (`abort_all_requests` defaults to true). A stream open across it ends exactly once, and one
+    it cut short says `cancelled` (Dynamo reports the abort as finish `stop`)."""
+    chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
+    family = chosen.family
+    call = family.set_version_call(new_version())
+    if call is None:
+        raise FeatureAbsent(f"the {family.name} family has no version-metadata route")
+    stream = in_flight(rl_client, rl_target, chosen)
+    sent = stream.start_and_wait_first_token(rl_verdict)
+    try:
+        for worker in chosen.workers:
+            succeed(rl_verdict, rl_admin, worker, family, call.route, dict(call.body))
+    finally:
+        stream.wait()
+    if sent.ended:
+        raise Unobservable(f"the stream had ended ({sent.describe()}) when the rename was sent")
+    ended_once(rl_verdict, stream)
+
+
+IN_PLACE_MODES = ("keep", "in_place")
+"""Pause modes that hold requests where they are, to continue under the weights loaded meanwhile."""
+
+
+@capability("refresh.straddle_reported")
+def test_a_sample_held_across_an_update_names_the_versions_of_its_tokens(
+    rl_client: Client,
+    rl_target: Target,
+    rl_verdict: Verdict,
+    rl_admin: AdminClient,
+    rl_admin_workers: list[AdminWorker],
+    rl_weights: WeightSource,
+) -> None:
+    """A native SGLang stream is paused in place, its worker updated to a new version, and
+    resumed: the tokens before the update are the old policy's, the rest may be the new one's. The
+    versions each event and span names must be true of that (`checks.straddle`); whether the
+    straddle was shown is measured, since where the new version begins depends on the engine's
+    pace."""
+    if rl_target.backend != "sglang":
+        raise FeatureAbsent(
+            f"{rl_target.backend} names no weight version per token: vLLM before 0.34 "
+            "(`return_weight_versions`) and TensorRT-LLM have no such field, and Dynamo sends "
+            "nvext.engine_data on the finish chunk only"
+        )
+    chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
+    family = chosen.family
+    mode = next((m for m in family.pause_modes if m in IN_PLACE_MODES), None)
+    if mode is None:
+        raise FeatureAbsent(f"the {family.name} family has no pause that keeps requests in place")
+    old_version = apply_update(rl_verdict, rl_admin, chosen, rl_weights)
+    budget = in_flight_budget(rl_client, rl_target, len(PROMPT))
+    stream = InFlightStream(
+        rl_client,
+        rl_target,
+        PROMPT,
+        instance_id=instance_of(chosen),
+        max_tokens=budget,
+        native=True,
+    )
+    try:
+        sent = stream.start_and_wait_first_token()
+    except Unobservable:
+        stream.wait()
+        refused = stream.result.get("exchange")
+        if refused is not None and refused.status in {404, 405, 501}:
+            raise Unobservable(
+                f"POST /generate answered HTTP {refused.status}: SGLang's native stream, the "
+                "channel that names a version per output, is not served"
+            ) from None
+        raise
+    try:
+        with paused(rl_verdict, rl_admin, chosen, mode):
+            before = stream.mark()
+            version = update_all(rl_verdict, rl_admin, chosen, rl_weights)
+    finally:
+        stream.wait()
+    exchange = stream.exchange
+    events = rl_verdict.events(exchange, schema="sglang-generate-chunk")
+    if before.ended:
+        # Ended before the update: run to its end, it did not cross it; cut short, the pause
+        # that holds requests in place ended it.
+        ended = ended_native_crossing(mode, stream.max_tokens, sent.tokens, before.tokens, events)
+        why = pause_modes.unjudged(ended)
+        if why is not None:
+            raise Unobservable(f"{why}: it did not cross the update")
+        rl_verdict.check(pause_modes.pause_mode_effect(ended), exchange)
+    rl_verdict.check(
+        streaming.terminal_success(
+            exchange.state.value if exchange.state else "none", exchange.state_reason
+        ),
+        exchange,
+    )
+    trail = straddle.trail_from_native_events(events, before.tokens)
+    if not trail.names_versions:
+        raise FeatureAbsent(
+            "no event of SGLang's /generate stream carries meta_info.weight_version or "
+            "meta_info.weight_versions"
+        )
+    named = trail.versions_named()
+    rl_verdict.measure(
+        sample_versions={
+            "versions": [str(v) for v in named],
+            "straddle_shown": len(named) > 1,
+            "tokens": trail.tokens,
+            "tokens_read_before_update": trail.known_old,
+            "spans": trail.spans is not MISSING,
+        }
+    )
+    rl_verdict.check(straddle.straddle_reported(trail, old_version, version), exchange)
+
+
+@capability("refresh.inflight_terminal")
+@pytest.mark.parametrize("mode_index", [0, 1, 2])
+def test_streams_in_flight_across_a_refresh_end_in_one_terminal_state(
+    rl_client: Client,
+    rl_target: Target,
+    rl_verdict: Verdict,
+    rl_admin: AdminClient,
+    rl_admin_workers: list[AdminWorker],
+    rl_weights: WeightSource,
+    mode_index: int,
+) -> None:
+    """`STREAMS` streams open while their worker is paused (each mode) and updated each end
+    exactly once: completed, or aborted and saying so, or resumed; none hangs, none ends twice
+    (an abort pause once left streams with no terminal: vllm-project/tpu-inference #3362).
+    Where the deployment names the weights, they are the old or the new version, nothing
+    else."""
+    chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
+    family = chosen.family
+    modes = family.pause_modes
+    if mode_index >= len(modes):
+        pytest.skip(f"{family.name} has {len(modes)} pause modes")
+    mode = modes[mode_index]
+    old_version = apply_update(rl_verdict, rl_admin, chosen, rl_weights)
+    # a `wait` pause lasts until the streams end: short ones still cross the pause
+    streams = [
+        in_flight(rl_client, rl_target, chosen, WAIT_TOKENS if mode == "wait" else None)
+        for _ in range(STREAMS)
+    ]
+    try:
+        sent = [stream.start_and_wait_first_token(rl_verdict) for stream in streams]
+        with paused(rl_verdict, rl_admin, chosen, mode):
+            answered = [stream.mark() for stream in streams]
+            version = update_all(rl_verdict, rl_admin, chosen, rl_weights)
+    finally:
+        for stream in streams:
+            stream.wait()
+    crossed = [
+        stream
+        for stream, before, at_pause in zip(streams, sent, answered, strict=True)
+        if not before.ended
+        and not (at_pause.ended and at_pause.tokens >= stream.max_tokens and mode != "wait")
+    ]
+    if not crossed:
+        raise Unobservable(
+            f"every stream had run to its end ({', '.join(a.describe() for a in answered)} of "
+            f"{streams[0].max_tokens}) when the {mode!r} pause was answered: none crossed the "
+            "refresh"
+        )
+    for stream in crossed:
+        exchange = stream.exchange
+        # Cut short by an abort, it says so: a trainer must tell a truncated sample from a
+        # finished one.
+        merged = aggregate_stream(ended_once(rl_verdict, stream))
+        reported = (merged.get("nvext") or {}).get("engine_data", {}).get("weight_version")
+        rl_verdict.check(control.version_is_one_of(reported, [old_version, version]), exchange)
