@@ -56,7 +56,7 @@ TARGETS: dict[str, str] = {
     "rl-validation-record": "rl-validation-record.json",
 }
 
-#: The request nvext keys of Dynamo 1.6.1 (dynamo-contract-facts §3.1, serde field table).
+#: The request nvext keys of Dynamo 1.6.1 (CONTRACT-NOTES §U3.1, serde field table).
 NVEXT_REQUEST_KEYS = {
     "greed_sampling", "use_raw_prompt", "annotations", "backend_instance_id", "token_data",
     "max_thinking_tokens", "cache_salt", "extra_fields", "metadata_upload", "prefill_worker_id",

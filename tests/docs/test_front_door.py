@@ -59,3 +59,24 @@ def test_a_broken_link_is_found(tmp_path: Path) -> None:
         "```sh\necho [not](a-link.md)\n```\n"
     )
     assert relative_links(page) == ["missing.md"]
+
+
+def test_every_contract_note_cited_is_stated() -> None:
+    """Code, schemas, fixtures and tests cite `CONTRACT-NOTES §<id>`; each id is a heading or a
+    bold item of docs/CONTRACT-NOTES.md, so no citation points at text the project lacks."""
+    notes = (ROOT / "docs" / "CONTRACT-NOTES.md").read_text()
+    stated = set(re.findall(r"^### ([USO][\d.]*\d)\b", notes, flags=re.MULTILINE))
+    stated |= set(re.findall(r"^- \*\*([USO][\d.]*\d)\*\*", notes, flags=re.MULTILINE))
+    cited: dict[str, set[str]] = {}
+    for folder in ("fake_backends", "rl_conformance", "schemas", "fixtures", "tests", "docs"):
+        for path in (ROOT / folder).rglob("*"):
+            if path.suffix in {".py", ".json", ".md"} and "__pycache__" not in path.parts:
+                text = " ".join(path.read_text(errors="replace").split())
+                for ids in re.findall(
+                    r"CONTRACT-NOTES ((?:§[USO][\d.]*\d(?:[-/, ]+|and )*)+)", text
+                ):
+                    for found in re.findall(r"§([USO][\d.]*\d)", ids):
+                        cited.setdefault(found, set()).add(str(path.relative_to(ROOT)))
+    assert cited, "no citation of docs/CONTRACT-NOTES.md found"
+    missing = {found: sorted(paths) for found, paths in cited.items() if found not in stated}
+    assert not missing, f"cited sections docs/CONTRACT-NOTES.md does not state: {missing}"
