@@ -27,7 +27,7 @@ from schema_support import (
     walk,
 )
 
-#: The request nvext keys of Dynamo 1.6.1 (dynamo-contract-facts §3.1, serde field table).
+#: The request nvext keys of Dynamo 1.6.1 (CONTRACT-NOTES §U3.1, serde field table).
 NVEXT_REQUEST_KEYS = {
     "greed_sampling", "use_raw_prompt", "annotations", "backend_instance_id", "token_data",
     "max_thinking_tokens", "cache_salt", "extra_fields", "metadata_upload", "prefill_worker_id",

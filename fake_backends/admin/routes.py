@@ -2,7 +2,7 @@
 a system server that has nothing to do with HTTP, so that the real-Dynamo worker
 (`fake_backends.dynamo`) serves exactly the same routes through Dynamo's own system server.
 
-The dispatch contract (facts §5.2, observed 1.6.1 §6.17): an unknown route is a 404
+The dispatch contract (CONTRACT-NOTES §U5.2, §O6.17): an unknown route is a 404
 ``{"error":"Route not found"}`` (200 ``{"status":"ok"}`` under the ``unknown_route_200``
 fault); a missing body means ``{}``; a body that is JSON but not an object is a handled error
 for vLLM's Python handlers (recorded) and a 500 for SGLang's request-object constructors; a
@@ -19,7 +19,7 @@ from fake_backends.runtime.workers import EngineWorker
 
 NON_OBJECT_MESSAGE = "request body must be a JSON object"
 
-# The vLLM Python worker's advertised RL routes (facts §5.3).
+# The vLLM Python worker's advertised RL routes (CONTRACT-NOTES §U5.3).
 VLLM_RL_ROUTES: tuple[str, ...] = (
     "abort_request",
     "destroy_weights_update_group",

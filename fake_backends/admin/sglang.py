@@ -1,7 +1,7 @@
 """SGLang worker administration: built-in control routes, native routes, the allowlist.
 
 SGLang workers are not listed by ``/v1/rl/workers``; the deployment hands out their
-system URLs.  Their ``/engine`` surface (facts §5.4) has three parts:
+system URLs.  Their ``/engine`` surface (CONTRACT-NOTES §U5.4) has three parts:
 
 * built-in ``control/*`` weight routes whose bodies are SGLang's request objects
   (``UpdateWeightFromDiskReqInput(**body)`` ...): a missing required field or an unknown

@@ -2,8 +2,8 @@
 
 Why an allowlist: an SGLang worker exposes engine or tokenizer-manager methods as
 ``/engine/<path>`` only when the deployment names them at start-up; the request body can
-never choose the method.  The descriptor grammar is ``path[=method][:engine|tm]`` (facts
-§5.4) and bad descriptors are start-up errors worded as the 1.6.1 parser words them
+never choose the method.  The descriptor grammar is ``path[=method][:engine|tm]`` (CONTRACT-NOTES
+§U5.4) and bad descriptors are start-up errors worded as the 1.6.1 parser words them
 (``Invalid SGLang engine route descriptor '<d>': <reason>``), so a harness that feeds a
 bad descriptor sees which one and why:
 

@@ -1,6 +1,6 @@
 """A worker's system server: ``/health``, ``/live``, ``/metrics`` and ``/engine/<route>``.
 
-The dispatch contract follows the facts sheet §5.1-5.2 and observed 1.6.1 §6.17: any
+The dispatch contract follows the CONTRACT-NOTES §U5.1-U5.2 and §O6.17: any
 method; empty body means ``{}``; invalid JSON is a 400 ``{"error":"Invalid JSON"}``;
 an unknown route is a 404 ``{"error":"Route not found"}`` (200 ``{"status":"ok"}`` under
 the ``unknown_route_200`` fault); a handler's dict is the 200 reply (handled failures are

@@ -1,4 +1,4 @@
-"""The vLLM Python worker's RL routes (``dynamo.vllm --enable-rl``, facts §5.3):
+"""The vLLM Python worker's RL routes (``dynamo.vllm --enable-rl``, CONTRACT-NOTES §U5.3):
 ``pause_generation``, ``update_weights_from_disk`` ... at ``/engine/<name>``; replies carry
 ``status``. Bodies and messages follow ``dynamo/vllm/handlers.py`` and the 1.6.1 recordings.
 The native sidecar's family is in ``vllm_sidecar``.
@@ -184,7 +184,7 @@ async def destroy_weights_update_group(worker: EngineWorker, body: Body) -> Body
 
 
 def python_routes() -> AdminRoutes:
-    """The vLLM Python worker's routes, all advertised (facts §5.3)."""
+    """The vLLM Python worker's routes, all advertised (CONTRACT-NOTES §U5.3)."""
     routes = AdminRoutes()
     handlers = {
         "abort_request": abort_request,

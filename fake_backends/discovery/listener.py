@@ -1,6 +1,6 @@
 """The frontend's RL discovery listener: ``GET /v1/rl/workers`` on its own port.
 
-Shapes follow the facts sheet §1 exactly: protocol version 1; workers sorted by
+Shapes follow the CONTRACT-NOTES §U1 exactly: protocol version 1; workers sorted by
 (namespace, component, endpoint, instance_id); optional fields absent (never null);
 ``routes`` sorted and unique, verbatim as the worker advertises them
 (``control/pause_generation`` for the native sidecar).  The listener serves nothing else:

@@ -3,7 +3,7 @@
 Why this is its own module: namespace scope is where RL discovery silently goes wrong (a
 listener that finds none of a suffixed pool's workers, or every other deployment's pause
 and update endpoints).  The rules follow the RL integration reference, "Scope Discovery
-by Namespace", and facts §2.2/§2.4; the first rule that applies wins:
+by Namespace", and CONTRACT-NOTES §U2.2/§U2.4; the first rule that applies wins:
 
 1. ``DYN_NAMESPACE_PREFIX`` non-empty: prefix scope, boundary-aware (``ns`` matches ``ns``
    and ``ns-abc123``, not ``ns2``; ``ns-`` matches ``ns-`` and ``ns--x`` but not ``ns-abc``,

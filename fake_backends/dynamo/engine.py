@@ -7,7 +7,7 @@ bodies and replies), so it can be unit-tested in our own environment, while
 
 The engine generates with ``fake_backends.model.toy_model`` one token at a time (so pause, abort
 and weight updates take effect between tokens, as in vLLM), and answers in the shapes
-observed from Dynamo 1.6.1 workers (observed.md §4.2, fixtures/dynamo-1.6.1):
+observed from Dynamo 1.6.1 workers (CONTRACT-NOTES §O4.2, fixtures/dynamo-1.6.1):
 
 * each chunk is ``{index, token_ids, log_probs?, top_logprobs?}``, one token per chunk;
 * a choice's last chunk adds ``finish_reason`` (``length`` / ``eos`` / ``stop`` /

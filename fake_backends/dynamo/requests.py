@@ -1,4 +1,4 @@
-"""The preprocessed request Dynamo's frontend sends a worker (observed 1.6.1 §4.1), parsed into
+"""The preprocessed request Dynamo's frontend sends a worker (CONTRACT-NOTES §O4.1), parsed into
 what the toy engine needs: prompt ids, sampling, stop conditions, logprob options, and the
 native SGLang body when the request came through ``POST /generate``."""
 
@@ -65,7 +65,7 @@ class ParsedRequest:
 
 
 def parse_request(request: Mapping[str, Any]) -> ParsedRequest:
-    """Read the fields the frontend fills (observed.md §4.1); anything absent gets a default."""
+    """Read the fields the frontend fills (CONTRACT-NOTES §O4.1); anything absent gets a default."""
     stop = _section(request, "stop_conditions")
     sampling = _section(request, "sampling_options")
     output = _section(request, "output_options")

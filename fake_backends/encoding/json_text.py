@@ -3,7 +3,7 @@
 Why not ``json.dumps`` defaults or Starlette's ``JSONResponse``: the fake must be able
 to emit a bare ``NaN`` token (a fault), big integers exactly (instance ids above 2**53),
 and the compact separators Dynamo's serde output uses.  Dynamo also re-encodes logprobs
-as 32-bit floats and prints them in two ways (observed 1.6.1, §6.1): the shortest
+as 32-bit floats and prints them in two ways (CONTRACT-NOTES §O6.1): the shortest
 decimal of the f32, or the f32 widened to f64.  Both renderings are provided here.
 """
 

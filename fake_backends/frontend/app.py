@@ -8,7 +8,7 @@ where they speak: a JSON body needs ``content-type: application/json`` (415 othe
 with no worker registered there is no model, so the generation routes answer 404 with an
 empty body and ``/v1/models`` lists nothing; ``/health`` is healthy regardless; a client
 ``x-request-id`` is echoed on every response.  The frontend knows nothing about pauses: a
-request routed to a paused worker simply waits (observed §6.17), no 503.
+request routed to a paused worker simply waits (CONTRACT-NOTES §O6.17), no 503.
 
 Streaming requests commit their 200 at once and do everything else inside the stream; a
 non-streaming request is raced against its client's disconnect.  Either way a client that
@@ -170,7 +170,7 @@ def _pin_for(request: Request, nvext: NvextRequest) -> int | None:
 def input_token_estimate(value: Any) -> int:
     """The frontend's character heuristic for ``/v1/responses/input_tokens``.
 
-    Not real tokenization (facts §3.3).  The exact 1.6.1 formula is unknown; a third of
+    Not real tokenization (CONTRACT-NOTES §U3.3).  The exact 1.6.1 formula is unknown; a third of
     the JSON text of ``input``, rounded up, matches the one recorded value
     (``"hello world"`` -> 5).
     """

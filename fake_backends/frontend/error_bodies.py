@@ -2,7 +2,7 @@
 
 The real frontend does not use OpenAI's ``{"error": {...}}`` envelope for the OpenAI
 routes: it answers ``{"message": str, "type": <HTTP reason phrase>, "code": int}``
-(facts §4.5, recorded fixtures).  Messages come in two families, as recorded from 1.6.1:
+(CONTRACT-NOTES §U4.5, recorded fixtures).  Messages come in two families, as recorded from 1.6.1:
 body-shape problems (bad JSON, wrong types, unknown or missing fields) read
 ``Failed to deserialize the JSON body into the target type: ...``; semantic checks read
 ``Validation: ...``.  Handlers raise ``FrontendError`` and one place renders it.

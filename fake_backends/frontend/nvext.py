@@ -1,6 +1,6 @@
 """The ``nvext`` request object: strict key checking and the response selectors.
 
-The real frontend deserializes ``nvext`` with ``deny_unknown_fields`` (facts §3.1), so an
+The real frontend deserializes ``nvext`` with ``deny_unknown_fields`` (CONTRACT-NOTES §U3.1), so an
 unknown key is a 400; recorded from 1.6.1, its message is serde's ``unknown field `x`,
 expected one of ...`` behind the "Failed to deserialize" prefix.  Unknown
 ``extra_fields`` selectors, on the other hand, are silently ignored.

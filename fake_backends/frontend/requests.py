@@ -260,7 +260,7 @@ def parse_completion_request(
 ) -> GenerationRequest:
     """``POST /v1/completions``.
 
-    ``echo`` is not implemented, as in Dynamo 1.6.1 (observed §6.4): the prompt never
+    ``echo`` is not implemented, as in Dynamo 1.6.1 (CONTRACT-NOTES §O6.4): the prompt never
     appears in the choices, but the engine is still asked for prompt logprobs (k=1),
     which surface only through ``nvext.extra_fields: ["prompt_logprobs"]``.
     ``single_choice_ids=False`` skips the one-choice check on ``completion_token_ids``
@@ -330,7 +330,7 @@ def parse_chat_request(
         raise validation_error(f"top_logprobs must be between 0 and {MAX_CHAT_TOP_LOGPROBS}")
     logprobs: int | None = None
     if wants_logprobs:
-        # Observed 1.6.1 §6.6: logprobs without top_logprobs asks the engine for 1.
+        # CONTRACT-NOTES §O6.6: logprobs without top_logprobs asks the engine for 1.
         logprobs = 1 if top_logprobs is None else top_logprobs
     elif top_logprobs:
         logprobs = top_logprobs

@@ -1,12 +1,12 @@
 """SGLang's native ``POST /generate`` as the Dynamo frontend serves it (SGLang only).
 
-Stream only, as in the real frontend (observed 1.6.1 §6.16: non-stream is a 501), and
+Stream only, as in the real frontend (CONTRACT-NOTES §O6.16: non-stream is a 501), and
 ``input_ids`` only (a ``text`` prompt is a 400, recorded from 1.6.1).  Error bodies use
 the shapes recorded for this route, which are not the flat OpenAI-route shape.  Each
 event is a cumulative SGLang object (SGLang's default streaming mode): full text so far,
 all output ids so far, and ``meta_info`` with cumulative logprob lists of
 ``[logprob, token_id, null]`` triples.  ``input_token_logprobs`` starts at
-``logprob_start_len`` and its first entry's logprob is always null (facts B1).
+``logprob_start_len`` and its first entry's logprob is always null (CONTRACT-NOTES §S1).
 
 Events are released one token at a time through the request's ``LiveRequest``; an
 aborted request ends with a final event whose ``finish_reason`` is SGLang's

@@ -57,7 +57,7 @@ def reported_selected(state: DeploymentState, values: Sequence[float]) -> tuple[
 def worker_alternatives(step: Step, *, drop_sampled: bool) -> tuple[Alternative, ...]:
     """The worker's list for one position: sampled token first when outside the top-k.
 
-    That is what a vLLM worker sends (observed 1.6.1 §6.6: k+1 entries, sampled first).
+    That is what a vLLM worker sends (CONTRACT-NOTES §O6.6: k+1 entries, sampled first).
     """
     if drop_sampled:
         return tuple(a for a in step.top if a.token_id != step.token_id)
@@ -82,7 +82,7 @@ def detailed_finish_reason(state: DeploymentState, result: ChoiceResult) -> str:
     """Recorded from 1.6.1: an engine ``eos`` finish shows as ``"stop"`` here too.
 
     An aborted request is the one finish the OpenAI ``finish_reason`` hides: it reads
-    ``"stop"`` there and only ``"cancelled"`` here tells it apart (observed §6.9), unless the
+    ``"stop"`` there and only ``"cancelled"`` here tells it apart (CONTRACT-NOTES §O6.9), unless the
     ``abort_reported_as_stop`` fault hides it here too (ai-dynamo/dynamo #14418).
     """
     if result.finish == "cancelled" and state.fault("abort_reported_as_stop"):
@@ -168,7 +168,7 @@ def reported_prompt_positions(
 def last_finished(views: Sequence[ChoiceView]) -> ChoiceView:
     """The choice that finishes last when choices interleave one token at a time.
 
-    Dynamo keeps only that choice's response-level fields (observed 1.6.1 §6.8).
+    Dynamo keeps only that choice's response-level fields (CONTRACT-NOTES §O6.8).
     """
     return max(views, key=lambda v: (len(v.result.steps), v.index))
 

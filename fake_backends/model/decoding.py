@@ -5,7 +5,7 @@ their logprobs, ranked alternatives, and the text each step releases.  Everythin
 frontend reports is derived from these records, so streaming and non-streaming answers
 are views of the same data and cannot drift apart unless a fault says so.
 
-Stop handling follows the real Dynamo frontend (observed 1.6.1, §6.12): a stop string
+Stop handling follows the real Dynamo frontend (CONTRACT-NOTES §O6.12): a stop string
 cuts the text, but the token that completed it stays in the ids, logprobs and counts;
 EOS and stop-token ids also stay in the ids but add no text.
 """

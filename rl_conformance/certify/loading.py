@@ -41,7 +41,7 @@ def load_factory(spec: str) -> AdapterFactory:
 def importable_here() -> None:
     """Modules in the working directory are importable, as under `python -m` (an installed
     console script puts only its own directory on `sys.path`): `certify-adapter
-    examples.my_adapter:MyAdapter` works from a checkout's root, as the README says."""
+    examples.my_adapter:MyAdapter` works from a checkout's root, as docs/ADAPTERS.md says."""
     here = os.getcwd()
     if not any(os.path.abspath(entry or os.curdir) == here for entry in sys.path):
         sys.path.insert(0, here)

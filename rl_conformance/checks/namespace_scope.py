@@ -9,7 +9,8 @@ namespace).
 Two rules the spec does not write down come from the real 1.6.1 listener, measured by the
 differential test in tests/dynamo (fixtures/KNOWN_DIFFERENCES.md):
 - a prefix `p` matches `p` and `p-...` only, whatever `p` ends with: `ns-` matches `ns-` and
-  `ns--x`, not `ns-abc` (the fact sheets said a trailing hyphen matches everything under it);
+  `ns--x`, not `ns-abc` (an earlier reading of the source had a trailing hyphen match
+  everything under it);
 - with DYN_NAMESPACE_PREFIX_STRICT set to 1, true, yes or on (any case), a prefix scope keeps
   only the operator's worker generations: `p`, `p-legacy` and `p-` followed by exactly eight
   lowercase hex digits. The global `dynamo` prefix and the exact scopes ignore it.

@@ -1,14 +1,16 @@
-"""Docs are tests: every shell command README.md shows runs verbatim here, or is allowlisted.
+"""Docs are tests: every shell command the docs show runs verbatim here, or is allowlisted.
 
-Every ```sh block of README.md is read; backslash-continued lines are joined and `# comments`
-dropped. Each command is either RUN (as written, `shell=True`, the venv's bin first on PATH, in a
-fresh directory, with a bounded timeout, exit status as documented) or ALLOWLISTED (with the
-reason and the test or CI step that covers it instead). A README command that is neither fails
-`test_every_readme_command_is_run_or_allowlisted`, so the documentation cannot drift.
+Every ```sh block of README.md and of every guide under docs/ (`docs/*.md`) is read;
+backslash-continued lines are joined and `# comments` dropped. Each command is either RUN (as
+written, `shell=True`, the venv's bin first on PATH, in a fresh directory, with a bounded timeout,
+exit status as documented) or ALLOWLISTED (with the reason and the test or CI step that covers it
+instead). A command in any of those files that is neither fails
+`test_every_documented_command_is_run_or_allowlisted`, naming the file, so the documentation
+cannot drift.
 
 The only change a RUN command undergoes is placeholder substitution, token by token: the
-README's placeholders (`http://HOST:8000`, `INSTANCE_ID`, `A`, ...) become the URLs and ids of a
-fake deployment this module starts (`FakeDeployment("vllm", workers=2)`) and files it makes. A
+placeholders (`http://HOST:8000`, `INSTANCE_ID`, `A`, ...) become the URLs and ids of a fake
+deployment this module starts (`FakeDeployment("vllm", workers=2)`) and files it makes. A
 placeholder this module does not know fails the test instead of reaching the shell.
 """
 
@@ -31,30 +33,37 @@ from fake_backends.deployment.assembly import FakeDeployment
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
+#: README.md and every guide under docs/; a guide without a ```sh block contributes nothing.
+DOCUMENTS = (README, *sorted((ROOT / "docs").glob("*.md")))
 
 
-def readme_commands(text: str) -> list[str]:
+def shell_commands(text: str) -> list[str]:
     """The shell commands of every ```sh block, in order: continuations joined, comments gone."""
     commands: list[str] = []
     for block in re.findall(r"^```sh\n(.*?)^```", text, flags=re.MULTILINE | re.DOTALL):
         joined = re.sub(r"\\\n", " ", block)
         for line in joined.splitlines():
-            command = re.sub(r"(^|\s)#.*$", "", line)  # no README command quotes a `#`
+            command = re.sub(r"(^|\s)#.*$", "", line)  # no documented command quotes a `#`
             command = " ".join(command.split())
             if command:
                 commands.append(command)
     return commands
 
 
-COMMANDS = readme_commands(README.read_text())
+#: Each documented command with the files (relative to the checkout) that show it.
+SHOWN: dict[str, list[str]] = {}
+for _document in DOCUMENTS:
+    for _command in shell_commands(_document.read_text()):
+        SHOWN.setdefault(_command, []).append(str(_document.relative_to(ROOT)))
+COMMANDS = list(SHOWN)
 
 
 @dataclass(frozen=True)
 class Run:
-    """How a README command is run: `deployment` substitutes the placeholders from the fake
+    """How a documented command is run: `deployment` substitutes the placeholders from the fake
     deployment; `workspace` runs it in the quick-start directory (after `rl-conformance run`
     wrote ./conformance-report there); `checkout` links the checkout's `examples/` into its
-    directory (the README means a command run in a checkout)."""
+    directory (the guide means a command run in a checkout)."""
 
     what: str
     deployment: bool = False
@@ -107,7 +116,7 @@ RUN: dict[str, Run] = {
         writes=("conformance-report/plan.json",),
     ),
     "rl-conformance certify-adapter examples.my_adapter:MyAdapter --report-dir adapter-report": Run(
-        "in a directory holding the checkout's examples/ (the README's shim), 14 scenarios",
+        "in a directory holding the checkout's examples/ (the guide's shim), 14 scenarios",
         checkout=True,
         writes=("adapter-report/matrix.json",),
     ),
@@ -212,6 +221,33 @@ ALLOWLIST: dict[str, tuple[str, tuple[str, str]]] = {
         "nothing; one such run is the real-vLLM e2e test",
         ("tests/e2e/test_real_vllm.py", '"--launch"'),
     ),
+    # docs/OFFLINE-IMAGES.md: the real-daemon tests do the same with their own paths, as root.
+    "dockerd --bridge=none --iptables=false --ip-masq=false --data-root /var/tmp/dockerd/data "
+    "-H unix:///var/tmp/dockerd/docker.sock &": (
+        "starts a Docker daemon (root); the real-daemon tests start one with these flags and "
+        "their own paths, and skip loudly without root or docker.io",
+        ("tests/launchers/real_docker.py", '"--ip-masq=false",'),
+    ),
+    "export DOCKER_HOST=unix:///var/tmp/dockerd/docker.sock": (
+        "points the docker client at that daemon; the real-daemon tests hand their client the "
+        "daemon's socket instead",
+        ("tests/launchers/real_docker.py", "docker.DockerClient(base_url=self.host)"),
+    ),
+    "debootstrap --variant=minbase --include=python3 bookworm rootfs "
+    "http://deb.debian.org/debian": (
+        "downloads a Debian base (about a minute, 260 MB, root); the real-daemon tests run it "
+        "once per machine and keep the tarball",
+        ("tests/launchers/real_docker.py", '"--variant=minbase",'),
+    ),
+    "tar -C rootfs -c . | docker import - rl-conformance-base:bookworm": (
+        "needs the debootstrap root and a daemon; the real-daemon tests tar it and import it",
+        ("tests/launchers/real_docker.py", "client.api.import_image_from_file("),
+    ),
+    "docker run --rm --network host rl-conformance-base:bookworm python3 --version": (
+        "needs the imported base and a daemon; the real-daemon tests run a container of the "
+        "base on the host network before any other",
+        ("tests/launchers/real_docker.py", 'network_mode="host", remove=True'),
+    ),
     "ruff check . && python -m pytest -q": (
         "the CI test command itself (this test is part of it: running it here would recurse); "
         ".ci/run ends with it",
@@ -222,16 +258,29 @@ ALLOWLIST: dict[str, tuple[str, tuple[str, str]]] = {
 PLACEHOLDER = re.compile(r"(HOST|^[A-Z][A-Z_]*(=[A-Z][A-Z_]*)?$)")
 
 
-def test_every_readme_command_is_run_or_allowlisted() -> None:
-    assert COMMANDS, "no ```sh command found in README.md"
+def test_every_documented_command_is_run_or_allowlisted() -> None:
+    assert DOCUMENTS[0] == README and len(DOCUMENTS) > 1
+    assert COMMANDS, "no ```sh command found in README.md or docs/*.md"
     assert not set(RUN) & set(ALLOWLIST)
-    unhandled = [command for command in COMMANDS if command not in RUN and command not in ALLOWLIST]
+    unhandled = {
+        command: SHOWN[command]
+        for command in COMMANDS
+        if command not in RUN and command not in ALLOWLIST
+    }
     assert not unhandled, (
-        "README.md shows commands this test neither runs nor allowlists (add each to RUN, or to "
-        f"ALLOWLIST with the reason and the test that covers it): {unhandled}"
+        "the documentation shows commands this test neither runs nor allowlists (add each to "
+        f"RUN, or to ALLOWLIST with the reason and the test that covers it): {unhandled}"
     )
     stale = sorted((set(RUN) | set(ALLOWLIST)) - set(COMMANDS))
-    assert not stale, f"entries for commands README.md no longer shows: {stale}"
+    assert not stale, f"entries for commands README.md and docs/*.md no longer show: {stale}"
+
+
+def test_a_command_in_a_guide_is_held_like_one_in_the_readme() -> None:
+    """A guide's ```sh block is read as README's is: a command only a guide shows is found."""
+    guide = "Text.\n\n```sh\nrl-conformance unheard-of \\\n    --flag  # a comment\n```\n"
+    assert shell_commands(guide) == ["rl-conformance unheard-of --flag"]
+    guides = {path for paths in SHOWN.values() for path in paths if path.startswith("docs/")}
+    assert {"docs/DEPLOYMENTS.md", "docs/ADAPTERS.md", "docs/NIGHTLY.md"} <= guides
 
 
 @pytest.mark.parametrize("command", sorted(ALLOWLIST))
@@ -285,7 +334,7 @@ def quick_start(
 
 
 def substitute(command: str, fleet: FakeDeployment, directory: Path) -> str:
-    """The README command with its placeholders replaced, token by token, by what the fake
+    """The documented command with its placeholders replaced, token by token, by what the fake
     deployment serves and files made in `directory`; nothing else changes."""
     checkpoints = {name: directory / "checkpoints" / name for name in ("a", "b")}
     for path in checkpoints.values():
@@ -313,7 +362,7 @@ def substitute(command: str, fleet: FakeDeployment, directory: Path) -> str:
     [command for command in COMMANDS if command in RUN],
     ids=[f"{n:02d}:{command[:60]}" for n, command in enumerate(COMMANDS, 1) if command in RUN],
 )
-def test_readme_command_runs_verbatim(
+def test_documented_command_runs_verbatim(
     command: str,
     request: pytest.FixtureRequest,
     tmp_path: Path,

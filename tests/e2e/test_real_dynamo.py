@@ -298,18 +298,18 @@ def counts(outcomes: list[str]) -> str:
 
 
 def test_the_documented_counts_are_the_reviewed_ones() -> None:
-    """README and DYNAMO_RELEASES.md state what each real-Dynamo command gives; the counts are
-    those of the reviewed cells above (which CI checks against the real frontend), for every
-    capability of the registry."""
+    """docs/DEPLOYMENTS.md and DYNAMO_RELEASES.md state what each real-Dynamo command gives; the
+    counts are those of the reviewed cells above (which CI checks against the real frontend), for
+    every capability of the registry."""
     from rl_conformance.model.capabilities import BY_ID
 
     assert set(MOCKER_EXPECTED) == set(BY_ID)
     mocker = counts([outcome for outcome, _ in MOCKER_EXPECTED.values()])
     toy = counts([toy_expectation(c, NO_VERSION_PER_TOKEN | STAYS_ROUTED)[0] for c in BY_ID])
     root = Path(__file__).resolve().parents[2]
-    readme = " ".join((root / "README.md").read_text().split())
+    guide = " ".join((root / "docs" / "DEPLOYMENTS.md").read_text().split())
     releases = (root / "fixtures" / "DYNAMO_RELEASES.md").read_text()
-    assert f"exits 1 with **{mocker}**" in readme, mocker
-    assert f"exits 0 with **{toy}**" in readme, toy
+    assert f"exits 1 with **{mocker}**" in guide, mocker
+    assert f"exits 0 with **{toy}**" in guide, toy
     assert f"| {mocker} (exit 1) |" in releases and f"| {toy} (exit 0) |" in releases
     assert f"with {len(BY_ID)} capabilities" in releases

@@ -135,7 +135,7 @@ def test_eos_and_stop_string_keep_their_token(client: httpx.Client, vllm: FakeDe
     assert choice["finish_reason"] == "stop" and nv["detailed_finish_reason"] == "stop"  # recorded
     assert nv["stop_reason"] == EOS_ID and nv["completion_token_ids"][-1] == EOS_ID
     assert choice["logprobs"]["tokens"][-1] == ""
-    assert set(choice["logprobs"]["top_logprobs"][-1]) == {"</s>", ""}  # observed §6.2
+    assert set(choice["logprobs"]["top_logprobs"][-1]) == {"</s>", ""}  # CONTRACT-NOTES §O6.2
     assert eos["usage"]["completion_tokens"] == len(nv["completion_token_ids"])
 
     full = completions(client, vllm, prompt=PROMPT, max_tokens=10, nvext=fields).json()

@@ -48,7 +48,7 @@ EXCLUDED_PREFIXES = (
     "frontend_metrics",
 )
 LOOSE_KEYS = {"engine_data"}  # engine-owned, forwarded verbatim by the frontend
-# The recording engine sent no prompt_tokens_details (observed §6.11); the fake's vLLM and
+# The recording engine sent no prompt_tokens_details (CONTRACT-NOTES §O6.11); the fake's vLLM and
 # SGLang workers report cache hits like the mocker does (test_usage_details_match_mocker).
 ENGINE_USAGE_EXTRAS = {"prompt_tokens_details"}
 # SGLang's own meta_info keys the toy recording engine did not send: the prefix-cache hit, the

@@ -5,7 +5,7 @@ Shapes follow the recordings of the real 1.6.1 frontend: messages and logprobs c
 empty) and never ``usage`` except the usage chunk; a choice's first chunk carries the
 role together with its first content (there is no role-only chunk).
 
-Prompt logprobs differ from completions (observed §6.5): a non-streaming response carries
+Prompt logprobs differ from completions (CONTRACT-NOTES §O6.5): a non-streaming response carries
 a top-level ``prompt_logprobs`` whenever they were requested, without any nvext opt-in; a
 stream only carries them in ``nvext`` with the opt-in.
 """

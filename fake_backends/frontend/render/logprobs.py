@@ -1,7 +1,7 @@
 """Rendering of logprob data into the OpenAI and vLLM wire shapes.
 
-Shapes and float renderings follow the real Dynamo 1.6.1 frontend (observed §4.3, §6.1,
-§6.2): completions ``top_logprobs`` are dicts keyed by token text, to which the frontend
+Shapes and float renderings follow the real Dynamo 1.6.1 frontend (CONTRACT-NOTES §O4.3, §O6.1,
+§O6.2): completions ``top_logprobs`` are dicts keyed by token text, to which the frontend
 adds the sampled token under its own decoding (so an EOS position shows both ``"</s>"``
 and ``""``); completions selected logprobs and every chat logprob are shortest-f32, completions
 alternatives are f32 widened to f64.

@@ -1,6 +1,6 @@
 """The response ``nvext`` object: which selected fields appear on which chunk.
 
-Placement follows Dynamo (facts §3.2, observed §4.3): one object at the response or chunk
+Placement follows Dynamo (CONTRACT-NOTES §U3.2, §O4.3): one object at the response or chunk
 top level, never inside choices; every stream chunk carries that chunk's
 ``completion_token_ids``; the finish chunk of a choice carries ``prompt_token_ids``,
 ``engine_data``, ``prompt_logprobs``, ``stop_reason``, ``detailed_finish_reason`` and
