@@ -48,6 +48,12 @@ ONLINE_OK = "Succeeded to update parameter online."
 INJECTED_LOAD_FAILURE = "Failed to update weights: checkpoint could not be read (injected fault)."
 ACTIVE_REQUESTS = "cannot clear KV blocks while requests are active"
 CRASHES = "sglang_invalid_pause_mode_crashes"
+SECOND_PAUSE_FAILURE = (
+    "Python callback failed: Exception: Unable to unregister endpoint instance from discovery. "
+    "Check discovery service status"
+)
+"""What the real Dynamo 1.6.1 SGLang worker (file discovery) answers a second pause, with HTTP
+500 (fixtures/dynamo-1.6.1/sglang-cpu/pause_while_paused.json)."""
 _COMMON = ("rid", "http_worker_ipc")
 
 # SGLang request objects: (name, required fields, optional fields).
@@ -211,6 +217,8 @@ async def pause_generation(worker: EngineWorker, body: Body) -> Body | None:
             "message": f"Invalid mode '{mode}'; expected abort|retract|in_place",
         }
     runtime = worker.runtime
+    if runtime.paused and deployment_fault(worker, "sglang_second_pause_fails"):
+        raise HandlerError(SECOND_PAUSE_FAILURE)
     if runtime.pause_applies:
         runtime.routable = False
     await runtime.pause(mode)

@@ -399,6 +399,18 @@ CATALOGUE = Catalogue(
             _SGLANG,
         ),
         _fault(
+            "sglang_second_pause_fails",
+            "a pause_generation sent while the worker is paused answers HTTP 500 (the real "
+            "Dynamo 1.6.1 SGLang worker with file discovery cannot leave discovery twice)",
+            _SGLANG,
+        ),
+        _fault(
+            "retract_pause_aborts",
+            "SGLang's retract pause aborts the requests in flight instead of returning them to "
+            "the waiting queue to continue after continue_generation",
+            _SGLANG,
+        ),
+        _fault(
             "pause_counted_per_caller",
             "pauses are counted: a worker paused twice holds generation until it is resumed twice",
             _ADMIN_BACKENDS,

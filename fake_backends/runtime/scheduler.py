@@ -22,7 +22,8 @@ flips the state (tests poke workers from their own thread).  The ``pause_not_app
 fault makes pauses bookkeeping only: acknowledged and visible to the update routes, but
 nothing is held, frozen or aborted (``pause_reaches_first_worker_only``: on every worker but the
 deployment's first).  Other faults apply another mode than the one asked
-(``pause_mode_ignored``, ``wait_answers_early``, ``in_place_pause_aborts``), admit requests
+(``pause_mode_ignored``, ``wait_answers_early``, ``in_place_pause_aborts``,
+``retract_pause_aborts``), admit requests
 arriving while paused (``admits_after_pause``), count pauses (``pause_counted_per_caller``) or
 keep new requests held for a while after a resume (``resume_slow``).
 """
@@ -241,6 +242,8 @@ class WorkerRuntime:
         if mode == "wait" and self._deployment_fault("wait_answers_early"):
             return "keep"
         if mode == "in_place" and self._deployment_fault("in_place_pause_aborts"):
+            return "abort"
+        if mode == "retract" and self._deployment_fault("retract_pause_aborts"):
             return "abort"
         return mode
 

@@ -387,6 +387,20 @@ def test_an_invalid_sglang_pause_mode_answers_ok_then_the_worker_dies(client: ht
             client.get(f"{base}/health", timeout=0.5)
 
 
+@shows("sglang_second_pause_fails")
+def test_a_second_sglang_pause_fails_with_the_real_workers_500(client: httpx.Client) -> None:
+    for faults, second in (([], 200), (["sglang_second_pause_fails"], 500)):
+        with FakeDeployment("sglang", workers=1, faults=faults) as sg:
+            base = sg.workers[0]["system_url"]
+            pause = f"{base}/engine/pause_generation"
+            assert client.post(pause, json={"mode": "in_place"}).status_code == 200
+            answer = client.post(pause, json={"mode": "in_place"})
+            assert answer.status_code == second
+            if second == 500:
+                assert "Unable to unregister endpoint instance" in answer.json()["message"]
+            assert client.post(f"{base}/engine/continue_generation", json={}).status_code == 200
+
+
 @shows("second_pause_hangs")
 def test_second_pause_hangs(client: httpx.Client, dep: FakeDeployment) -> None:
     base = dep.workers[0]["system_url"]

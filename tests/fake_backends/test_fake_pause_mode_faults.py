@@ -72,6 +72,13 @@ def test_in_place_pause_aborts() -> None:
     assert mode_applied("in_place", "in_place_pause_aborts") == (True, True, False)
 
 
+@shows("retract_pause_aborts")
+def test_retract_pause_aborts() -> None:
+    assert mode_applied("retract") == (True, False, True)
+    assert mode_applied("retract", "retract_pause_aborts") == (True, True, False)
+    assert mode_applied("in_place", "retract_pause_aborts") == (True, False, True)
+
+
 @pytest.mark.parametrize("counted", [False, True])
 def test_pause_counted_per_caller_holds_until_as_many_resumes(counted: bool) -> None:
     runtime = WorkerRuntime(active_faults(["pause_counted_per_caller"] if counted else []))
