@@ -207,7 +207,7 @@ def _holds(c: Crossing) -> Findings:
 @check(
     "refresh.pause_mode_effect",
     title="each pause mode does to the requests in flight what it names: abort ends them by the "
-    "answer, wait lets them finish before it, keep/in_place holds them until the resume",
+    "answer, wait lets them finish before it, keep/in_place/retract holds them until the resume",
     spec=SPEC,
     section=SECTION,
 )

@@ -438,8 +438,9 @@ CAPABILITIES: tuple[Capability, ...] = (
         "Pause or drain workers when the backend requires it. (Upstream: vLLM's "
         "pause_generation `abort` aborts in-flight requests immediately, `wait` waits for them "
         "to complete, `keep` freezes them until resume_generation, vllm/v1/engine/async_llm.py; "
-        "SGLang's `abort` returns them, `in_place` keeps them to continue after "
-        "continue_generation, python/sglang/srt/managers/io_struct.py.)",
+        "SGLang's `abort` returns them, `in_place` keeps them and `retract` returns them to "
+        "the waiting queue, both to continue after continue_generation, "
+        "python/sglang/srt/managers/io_struct.py.)",
         ADMIN,
     ),
     _cap(
