@@ -30,6 +30,9 @@ from .recording import sequence_reproducer
 from .state import RunState
 
 HEALTH_DEADLINE_S = 5.0
+HEALTH_ATTEMPTS = 3
+"""A system server reached by URL that leaves `/health` unanswered this many times in a row (or
+refuses the connection) is gone: one slow answer on a loaded machine is not a death."""
 LOG_LINES = 20
 DYING_S = 30.0
 """A worker whose log shows a traceback written during the test, and whose process has not
@@ -134,10 +137,13 @@ def _gone(state: RunState, target: Target, url: str, since: float) -> tuple[str 
             return f"its process exited with code {code}", log
         return None, ""
     assert state.client is not None
-    answer = state.client.get(url.rstrip("/") + "/health", deadline_s=HEALTH_DEADLINE_S)
-    if answer.status is None:
-        return f"its system server stopped answering ({answer.error})", ""
-    return None, ""
+    for _ in range(HEALTH_ATTEMPTS):
+        answer = state.client.get(url.rstrip("/") + "/health", deadline_s=HEALTH_DEADLINE_S)
+        if answer.status is not None:
+            return None, ""
+        if answer.error and REFUSED in answer.error:
+            break  # nothing listens there any more: no need to ask again
+    return f"its system server stopped answering ({answer.error})", ""
 
 
 def _crashed_at(log: str) -> float | None:

@@ -42,7 +42,7 @@ def test_every_capability_is_flipped_by_a_reviewed_fault() -> None:
     flips = reviewed_flips()
     flipped = {capability for capabilities in flips.values() for capability in capabilities}
     missing = sorted(set(BY_ID) - flipped)
-    assert not missing, (
-        "no fault in fixtures/expected/kill-matrix-flips.json flips: " + ", ".join(missing)
+    assert not missing, "no fault in fixtures/expected/kill-matrix-flips.json flips: " + ", ".join(
+        missing
     )
     assert set(flips) == set(FAULT_NAMES), "the reviewed flips and the fault catalogue differ"

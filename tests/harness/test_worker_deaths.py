@@ -112,3 +112,42 @@ def test_a_death_carries_the_tests_requests_as_its_reproducer() -> None:
     assert evidence.reproducer is not None and evidence.reproducer.startswith("# 1 request(s)")
     assert "/engine/pause_generation" in evidence.reproducer
     assert evidence.wire is not None
+
+
+class _Answers:
+    """A client whose `/health` answers come from a list, in order."""
+
+    def __init__(self, *answers: tuple[int | None, str | None]) -> None:
+        self.answers = list(answers)
+        self.asked = 0
+
+    def get(self, url: str, deadline_s: float) -> object:
+        from types import SimpleNamespace
+
+        status, error = self.answers[min(self.asked, len(self.answers) - 1)]
+        self.asked += 1
+        return SimpleNamespace(status=status, error=error)
+
+
+def gone_with(client: _Answers) -> str | None:
+    from types import SimpleNamespace
+
+    from rl_conformance.plugin.deaths import _gone
+
+    state = SimpleNamespace(client=client)
+    target = SimpleNamespace(probe=None)
+    return _gone(state, target, URL, 0.0)[0]  # type: ignore[arg-type]
+
+
+def test_one_unanswered_health_read_on_a_loaded_machine_is_not_a_death() -> None:
+    late = "transport error (ReadTimeout): no complete response within the 5 s deadline"
+    assert gone_with(_Answers((None, late), (200, None))) is None
+    hung = _Answers((None, late))
+    assert gone_with(hung) == f"its system server stopped answering ({late})"
+    assert hung.asked == 3
+
+
+def test_a_refused_connection_is_a_death_at_once() -> None:
+    refused = _Answers((None, REFUSED))
+    assert gone_with(refused) == f"its system server stopped answering ({REFUSED})"
+    assert refused.asked == 1
