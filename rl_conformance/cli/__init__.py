@@ -10,6 +10,7 @@ rl-conformance check-record FILE                    a dynamo.rl.validation.v1 re
 rl-conformance verify-bundle DIR --sha256 DIGEST    a report directory against its bundle.json
 rl-conformance validate SCHEMA FILE                 a captured JSON body or SSE transcript
 rl-conformance capabilities                         the capability registry
+rl-conformance coverage                             the spec's sentences and what judges them
 rl-conformance kill-matrix                          every named fault of our fakes
 rl-conformance passthrough                          engine faults through the real frontend
 rl-conformance install-dynamo                       the real Dynamo, in its own environment
@@ -31,6 +32,7 @@ from . import (
     baseline,
     capabilities,
     certify_adapter,
+    coverage,
     diff,
     evidence,
     generation_costs,
@@ -51,6 +53,7 @@ COMMANDS = (
     run,
     validate,
     capabilities,
+    coverage,
     kill_matrix,
     passthrough,
     install_dynamo,
