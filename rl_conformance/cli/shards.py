@@ -78,17 +78,21 @@ class _Pool:
         started = time.monotonic()
         deadline = started + timeout_s
         shown = ""
-        self._start_more()
-        while self._running() or len(self.processes) < len(self.arguments):
-            if time.monotonic() >= deadline:
-                self._stop_all(timeout_s)
-                break
-            time.sleep(min(progress_every_s, 0.5, max(0.1, deadline - time.monotonic())))
+        try:
             self._start_more()
-            line = self._progress(time.monotonic() - started, progress_every_s)
-            if line is not None and line != shown:
-                print(line, file=sys.stderr, flush=True)
-                shown = line
+            while self._running() or len(self.processes) < len(self.arguments):
+                if time.monotonic() >= deadline:
+                    self._stop_all(f"did not finish within {timeout_s:.0f} s")
+                    break
+                time.sleep(min(progress_every_s, 0.5, max(0.1, deadline - time.monotonic())))
+                self._start_more()
+                line = self._progress(time.monotonic() - started, progress_every_s)
+                if line is not None and line != shown:
+                    print(line, file=sys.stderr, flush=True)
+                    shown = line
+        except BaseException:  # interrupted: no shard outlives the command that started it
+            self._stop_all("were interrupted")
+            raise
         said: list[tuple[int | None, str]] = []
         for index, handle in enumerate(self.errors):
             handle.seek(0)
@@ -117,17 +121,19 @@ class _Pool:
                 )
             )
 
-    def _stop_all(self, timeout_s: float) -> None:
+    def _stop_all(self, why: str) -> None:
+        """Kill every shard still running and say why in its stderr; those never started say
+        so."""
         for index, handle in enumerate(self.errors):
             handle.seek(0, os.SEEK_END)
             if index >= len(self.processes):
-                handle.write(f"never started: the shards did not finish within {timeout_s:.0f} s")
+                handle.write(f"never started: the shards {why}")
                 continue
             process = self.processes[index]
             if process.poll() is None:
                 process.kill()
                 process.wait()
-                handle.write(f" (did not finish within {timeout_s:.0f} s)")
+                handle.write(f" ({why})")
 
     def _progress(self, spent: float, every_s: float) -> str | None:
         if spent - self._last_progress_at < every_s and self._running():

@@ -69,3 +69,21 @@ def test_shards_never_started_by_the_deadline_say_so(tmp_path: Path) -> None:
     said = pool.run(timeout_s=1.0, progress_every_s=0.1)
     assert said[0][1].endswith(" (did not finish within 1 s)")
     assert said[1] == (None, "never started: the shards did not finish within 1 s")
+
+
+def test_an_interrupted_pool_leaves_no_shard_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = "import time; time.sleep(30)"
+    errors = [open(tmp_path / f"err{i}", "w+") for i in range(2)]  # noqa: SIM115
+    pool = _Pool("x", [[], []], tmp_path, errors, 1, program=(sys.executable, "-c", script))
+
+    def interrupt(seconds: float) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("rl_conformance.cli.shards.time.sleep", interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        pool.run(timeout_s=30.0, progress_every_s=0.1)
+    assert [process.poll() is not None for process in pool.processes] == [True]
+    errors[1].seek(0)
+    assert errors[1].read() == "never started: the shards were interrupted"
