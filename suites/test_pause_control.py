@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -21,6 +22,7 @@ from rl_conformance.control.admin_steps import (
     routed_now,
     select,
 )
+from rl_conformance.control.each_worker import label, on_worker, pins, require_observed
 from rl_conformance.control.families import AdminFamily
 from rl_conformance.control.inflight import FIRST_TOKEN_S, InFlightStream, first_token_s
 from rl_conformance.control.refresh import pinned_generation
@@ -158,58 +160,119 @@ def test_pauses_and_resumes_sent_twice_or_at_once_are_all_answered(
     first resume is served too: one that delivers nothing for `HOLD_FACTOR` times the worker's
     unpaused first-token time (at least `HOLD_FLOOR_S`) and then its first token within
     `HELD_FACTOR` times that time of the second resume was held by a pause counted per caller;
-    slow on both sides of the second resume, it proves nothing and is not judged."""
+    slow on both sides of the second resume, it proves nothing and is not judged. Each selected
+    worker goes through its own cycle, all at once, its generations pinned to it; where no
+    worker's identity is known, every step goes to them all and the generations are unpinned."""
     chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
-    family, worker = chosen.family, chosen.workers[0]
-    body = family.pause_body()
-    unpaused_s = first_token_s(
-        rl_verdict, rl_client, rl_target, PROMPT, instance_of(chosen), PROBE_TOKENS
-    )
-    hold_s = max(HOLD_FLOOR_S, HOLD_FACTOR * unpaused_s)
-    probe = InFlightStream(
-        rl_client, rl_target, PROMPT, instance_id=instance_of(chosen), max_tokens=PROBE_TOKENS
-    )
-    counted: str | None = None
-
-    def call(route: str, what: str, *, must_succeed: bool) -> pause.Answer:
-        exchange = rl_admin.call(
-            worker, route, body if route == family.pause else {}, deadline_s=ANSWER_S
+    workers = pins(chosen)
+    steps = [chosen.workers] if workers == (None,) else [[worker] for worker in workers]
+    unpaused = [
+        first_token_s(
+            rl_verdict,
+            rl_client,
+            rl_target,
+            PROMPT,
+            None if worker is None else worker.instance_id,
+            PROBE_TOKENS,
         )
-        return answered(family, route, what, exchange, must_succeed=must_succeed)
-
-    answers: list[pause.Answer] = []
+        for worker in workers
+    ]
     routed = routed_now(rl_admin, rl_target)
     try:
-        answers.append(call(family.pause, "the first pause", must_succeed=True))
-        answers.append(
-            call(family.pause, "a second pause of the paused worker", must_succeed=False)
-        )
-        answers.append(call(family.resume, "the resume", must_succeed=True))
-        probe.thread.start()
-        served = probe.progress.wait_for_events(1, hold_s)
-        answers.append(call(family.resume, "a resume of the running worker", must_succeed=False))
-        if not served:
-            counted = held_until_resumed(probe, unpaused_s, hold_s)
-        both = rl_admin.call_each([worker, worker], family.pause, body, deadline_s=ANSWER_S)
-        concurrent = [
-            answered(family, family.pause, f"concurrent pause {n}", exchange, must_succeed=False)
-            for n, exchange in enumerate(both, start=1)
-        ]
-        answers.extend(concurrent)
-        if not any(answer.succeeded for answer in concurrent):
-            answers.append(pause.Answer("both concurrent pauses", 200, None, None, True, False))
-        answers.append(call(family.resume, "the resume after them", must_succeed=True))
+        with ThreadPoolExecutor(max_workers=len(workers)) as pool:
+            cycles = list(
+                pool.map(
+                    lambda args: cycle(rl_client, rl_target, rl_admin, chosen.family, *args),
+                    zip(steps, workers, unpaused, strict=True),
+                )
+            )
     finally:
         resume_all(rl_admin, chosen)
-        probe.wait()
     await_rejoin(rl_admin, rl_target, routed, chosen.pinned)
-    served_after = pinned_generation(rl_client, rl_target, chosen.pinned, PROMPT)
-    rl_verdict.measure(pause_cycles={"unpaused_first_token_s": round(unpaused_s, 3)})
-    # A counted pause shows in the sequence of calls, not in the generation served at the end.
-    rl_verdict.check(
-        pause.pause_cycle_answered(answers, served_after.status == 200, counted),
-        served_after if counted is None else None,
+    rl_verdict.measure(
+        pause_cycles={
+            label(worker): {"unpaused_first_token_s": round(unpaused_s, 3)}
+            for worker, unpaused_s in zip(workers, unpaused, strict=True)
+        }
     )
+    for worker, (answers, counted) in zip(workers, cycles, strict=True):
+        served_after = pinned_generation(rl_client, rl_target, worker, PROMPT)
+        # A counted pause shows in the sequence of calls, not in the generation served at the end.
+        rl_verdict.check(
+            on_worker(
+                pause.pause_cycle_answered(answers, served_after.status == 200, counted), worker
+            ),
+            served_after if counted is None else None,
+        )
+    require_observed(chosen, "pauses and resumes sent twice or at once")
+
+
+def cycle(
+    rl_client: Client,
+    rl_target: Target,
+    rl_admin: AdminClient,
+    family: AdminFamily,
+    workers: list[AdminWorker],
+    pin: AdminWorker | None,
+    unpaused_s: float,
+) -> tuple[list[pause.Answer], str | None]:
+    """One pause cycle sent to `workers` (one, or all when none can be observed alone), watched
+    through a generation pinned to `pin`: every call's answer, and how the generation was held
+    by a counted pause (None: it was not, or that proves nothing)."""
+    body = family.pause_body()
+    hold_s = max(HOLD_FLOOR_S, HOLD_FACTOR * unpaused_s)
+    probe = InFlightStream(
+        rl_client,
+        rl_target,
+        PROMPT,
+        instance_id=None if pin is None else pin.instance_id,
+        max_tokens=PROBE_TOKENS,
+    )
+    named = len(workers) > 1
+
+    def call_each(
+        route: str, what: str, *, must_succeed: bool, times: int = 1
+    ) -> list[pause.Answer]:
+        sent_to = [worker for worker in workers for _ in range(times)]
+        exchanges = rl_admin.call_each(
+            sent_to, route, body if route == family.pause else {}, deadline_s=ANSWER_S
+        )
+        return [
+            answered(
+                family,
+                route,
+                f"{what} on {worker.label}" if named else what,
+                exchange,
+                must_succeed=must_succeed,
+            )
+            for worker, exchange in zip(sent_to, exchanges, strict=True)
+        ]
+
+    answers: list[pause.Answer] = []
+    counted: str | None = None
+    try:
+        answers += call_each(family.pause, "the first pause", must_succeed=True)
+        answers += call_each(
+            family.pause, "a second pause of the paused worker", must_succeed=False
+        )
+        answers += call_each(family.resume, "the resume", must_succeed=True)
+        probe.thread.start()
+        served = probe.progress.wait_for_events(1, hold_s)
+        answers += call_each(family.resume, "a resume of the running worker", must_succeed=False)
+        if not served:
+            counted = held_until_resumed(probe, unpaused_s, hold_s)
+        concurrent = call_each(family.pause, "a concurrent pause", must_succeed=False, times=2)
+        answers += concurrent
+        for index, worker in enumerate(workers):
+            if not any(answer.succeeded for answer in concurrent[2 * index : 2 * index + 2]):
+                what = "both concurrent pauses" + (f" on {worker.label}" if named else "")
+                answers.append(pause.Answer(what, 200, None, None, True, False))
+        answers += call_each(family.resume, "the resume after them", must_succeed=True)
+    finally:
+        with contextlib.suppress(Exception):
+            rl_admin.call_each(workers, family.resume, {}, deadline_s=ANSWER_S)
+        probe.wait()
+    return answers, counted
 
 
 def held_until_resumed(probe: InFlightStream, unpaused_s: float, hold_s: float) -> str | None:

@@ -2,7 +2,8 @@
 (`checks.pause_modes`): a stream in flight is cut by `abort`, finished before a `wait` answers,
 held by `keep`/`in_place` until the resume and continued after it; a request sent once a pause
 answered produces nothing before the resume, in every mode; and a generation sent right after a
-resume, the first after two pauses included, is served promptly."""
+resume, the first after two pauses included, is served promptly. Each effect is judged on every
+selected worker (`control.each_worker`)."""
 
 from __future__ import annotations
 
@@ -14,14 +15,14 @@ from rl_conformance import Unobservable
 from rl_conformance.checks import control, pause_modes
 from rl_conformance.client.http import Client
 from rl_conformance.control.admin import AdminClient, AdminWorker
-from rl_conformance.control.admin_steps import Selection, instance_of, select
-from rl_conformance.control.each_worker import label, on_worker, require_observed
+from rl_conformance.control.admin_steps import Selection, select
+from rl_conformance.control.each_worker import label, on_worker, pins, require_observed
 from rl_conformance.control.families import AdminFamily
 from rl_conformance.control.inflight import first_token_s
 from rl_conformance.control.pause_probes import (
     PROBE_TOKENS,
     crossings,
-    first_token_after,
+    first_tokens_after,
     held_generation,
     watch_s,
 )
@@ -51,7 +52,26 @@ def mode_at(family: AdminFamily, index: int) -> str:
 def unpaused_first_token_s(
     verdict: Verdict, client: Client, target: Target, chosen: Selection
 ) -> float:
-    return first_token_s(verdict, client, target, PROMPT, instance_of(chosen), PROBE_TOKENS)
+    """The slowest selected worker's unpaused first-token time: what a watch over them all is
+    sized from."""
+    return max(each_unpaused_first_token_s(verdict, client, target, pins(chosen)))
+
+
+def each_unpaused_first_token_s(
+    verdict: Verdict, client: Client, target: Target, workers: tuple[AdminWorker | None, ...]
+) -> list[float]:
+    """Each worker's unpaused first-token time (`each_worker.pins`), measured now."""
+    return [
+        first_token_s(
+            verdict,
+            client,
+            target,
+            PROMPT,
+            None if worker is None else worker.instance_id,
+            PROBE_TOKENS,
+        )
+        for worker in workers
+    ]
 
 
 @capability("refresh.pause_mode_effect")
@@ -139,29 +159,33 @@ def test_a_generation_right_after_a_resume_is_served_promptly(
     resume answered has its first token within `RESUME_FACTOR` times the worker's unpaused
     first-token time (at least `RESUME_FLOOR_S`), measured on the same worker once the cycles
     are over and before them (the lower of the two, so a hold an earlier step left cannot widen
-    the bound). A resume that answers ok while generation stays held fails."""
+    the bound). Every selected worker is probed at once, each by a generation pinned to it and
+    timed from the same resume. A resume that answers ok while generation stays held fails."""
     chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
     family = chosen.family
-    before_s = unpaused_first_token_s(rl_verdict, rl_client, rl_target, chosen)
-    wait_s = max(RESUME_WAIT_FLOOR_S, RESUME_WAIT_FACTOR * before_s)
+    workers = pins(chosen)
+    before_s = each_unpaused_first_token_s(rl_verdict, rl_client, rl_target, workers)
+    wait_s = max(RESUME_WAIT_FLOOR_S, RESUME_WAIT_FACTOR * max(before_s))
     body = family.pause_body()
-    after: list[pause_modes.AfterResume] = []
+    after: list[list[pause_modes.AfterResume]] = [[] for _ in workers]
     probes = []
+
+    def probe_each(what: str) -> bool:
+        """Whether every worker's generation after `what` delivered its first token."""
+        found = first_tokens_after(rl_client, rl_target, workers, PROMPT, what, wait_s)
+        for index, (first, probe) in enumerate(found):
+            after[index].append(first)
+            probes.append(probe)
+        return all(first.first_token_s is not None for first, _ in found)
+
     try:
         rl_admin.call_each(chosen.workers, family.pause, body, deadline_s=ANSWER_S)
         resume_once(rl_admin, chosen)
-        first, probe = first_token_after(rl_client, rl_target, chosen, PROMPT, "the resume", wait_s)
-        after.append(first)
-        probes.append(probe)
+        probe_each("the resume")
         for _ in range(2):  # a second pause of a paused worker may be refused: not judged here
             rl_admin.call_each(chosen.workers, family.pause, body, deadline_s=ANSWER_S)
         resume_once(rl_admin, chosen)
-        second, probe = first_token_after(
-            rl_client, rl_target, chosen, PROMPT, "the first resume after two pauses", wait_s
-        )
-        after.append(second)
-        probes.append(probe)
-        if second.first_token_s is None:
+        if not probe_each("the first resume after two pauses"):
             resume_once(rl_admin, chosen)  # release what the one resume left held
     except BaseException:
         with contextlib.suppress(Exception):
@@ -170,15 +194,20 @@ def test_a_generation_right_after_a_resume_is_served_promptly(
     finally:
         for probe in probes:
             probe.wait()
-    unpaused_s = min(before_s, unpaused_first_token_s(rl_verdict, rl_client, rl_target, chosen))
-    bound_s = max(RESUME_FLOOR_S, RESUME_FACTOR * unpaused_s)
-    rl_verdict.measure(
-        resume_serves_promptly={
+    after_s = each_unpaused_first_token_s(rl_verdict, rl_client, rl_target, workers)
+    measured = {}
+    for worker, items, first_s, last_s in zip(workers, after, before_s, after_s, strict=True):
+        unpaused_s = min(first_s, last_s)
+        bound_s = max(RESUME_FLOOR_S, RESUME_FACTOR * unpaused_s)
+        measured[label(worker)] = {
             "unpaused_first_token_s": round(unpaused_s, 3),
             "bound_s": round(bound_s, 3),
             "after_resume_s": [
-                None if a.first_token_s is None else round(a.first_token_s, 3) for a in after
+                None if a.first_token_s is None else round(a.first_token_s, 3) for a in items
             ],
         }
-    )
-    rl_verdict.check(pause_modes.resume_serves_promptly(after, unpaused_s, bound_s))
+        rl_verdict.check(
+            on_worker(pause_modes.resume_serves_promptly(items, unpaused_s, bound_s), worker)
+        )
+    rl_verdict.measure(resume_serves_promptly=measured)
+    require_observed(chosen, "a generation right after a resume")

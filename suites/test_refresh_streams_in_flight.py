@@ -15,14 +15,14 @@ from rl_conformance.client.http import Client
 from rl_conformance.control.admin import AdminClient, AdminWorker
 from rl_conformance.control.admin_steps import (
     apply_update,
-    instance_of,
     paused,
     select,
-    succeed,
+    succeed_each,
     update_all,
 )
+from rl_conformance.control.each_worker import label, on_worker, pins, require_observed
 from rl_conformance.control.families import new_version
-from rl_conformance.control.inflight import InFlightStream, in_flight_budget
+from rl_conformance.control.inflight import InFlightStream, Mark, in_flight_budget
 from rl_conformance.control.pause_probes import ended_native_crossing
 from rl_conformance.control.refresh_probes import PROMPT, in_flight
 from rl_conformance.control.weights import WeightSource
@@ -36,15 +36,21 @@ STREAMS = 3
 """Streams held across one pause: each must end once, whatever the others do."""
 
 
-def ended_once(rl_verdict: Verdict, stream: InFlightStream) -> list[Any]:
+def ended_once(
+    rl_verdict: Verdict, stream: InFlightStream, worker: AdminWorker | None = None
+) -> list[Any]:
     """The stream's events, after requiring one terminal per choice, terminal success, and a
-    terminal true of what the stream returned (`InFlightStream.judge_terminal`)."""
+    terminal true of what the stream returned (`InFlightStream.judge_terminal`); a violation
+    names `worker`, the one the stream was pinned to."""
     exchange = stream.exchange
     payloads = rl_verdict.events(exchange)
-    rl_verdict.check(streaming.single_terminal(payloads), exchange)
+    rl_verdict.check(on_worker(streaming.single_terminal(payloads), worker), exchange)
     rl_verdict.check(
-        streaming.terminal_success(
-            exchange.state.value if exchange.state else "none", exchange.state_reason
+        on_worker(
+            streaming.terminal_success(
+                exchange.state.value if exchange.state else "none", exchange.state_reason
+            ),
+            worker,
         ),
         exchange,
     )
@@ -63,22 +69,25 @@ def test_a_stream_in_flight_across_a_version_rename_ends_once_and_says_if_cut(
     """The version-metadata route names the weights without replacing them; SGLang's
     `update_weight_version` also aborts in-flight requests unless told otherwise
     (`abort_all_requests` defaults to true). A stream open across it ends exactly once, and one
-    it cut short says `cancelled` (Dynamo reports the abort as finish `stop`)."""
+    it cut short says `cancelled` (Dynamo reports the abort as finish `stop`): one stream on each
+    selected worker, sent before the rename reached any of them."""
     chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
     family = chosen.family
     call = family.set_version_call(new_version())
     if call is None:
         raise FeatureAbsent(f"the {family.name} family has no version-metadata route")
-    stream = in_flight(rl_client, rl_target, chosen)
-    sent = stream.start_and_wait_first_token(rl_verdict)
+    workers = pins(chosen)
+    streams = [in_flight(rl_client, rl_target, worker) for worker in workers]
     try:
-        for worker in chosen.workers:
-            succeed(rl_verdict, rl_admin, worker, family, call.route, dict(call.body))
+        for stream in streams:
+            stream.start_and_wait_first_token(rl_verdict)
+        succeed_each(rl_verdict, rl_admin, chosen.workers, family, call.route, dict(call.body))
     finally:
-        stream.wait()
-    if sent.ended:
-        raise Unobservable(f"the stream had ended ({sent.describe()}) when the rename was sent")
-    ended_once(rl_verdict, stream)
+        for stream in streams:
+            stream.wait()
+    for worker, stream in zip(workers, streams, strict=True):
+        ended_once(rl_verdict, stream, worker)
+    require_observed(chosen, "a stream in flight across a version rename")
 
 
 IN_PLACE_MODES = ("keep", "in_place")
@@ -94,11 +103,11 @@ def test_a_sample_held_across_an_update_names_the_versions_of_its_tokens(
     rl_admin_workers: list[AdminWorker],
     rl_weights: WeightSource,
 ) -> None:
-    """A native SGLang stream is paused in place, its worker updated to a new version, and
-    resumed: the tokens before the update are the old policy's, the rest may be the new one's. The
-    versions each event and span names must be true of that (`checks.straddle`); whether the
-    straddle was shown is measured, since where the new version begins depends on the engine's
-    pace."""
+    """A native SGLang stream on each selected worker is paused in place, its worker updated to
+    a new version, and resumed: the tokens before the update are the old policy's, the rest may
+    be the new one's. The versions each event and span names must be true of that
+    (`checks.straddle`); whether the straddle was shown is measured, since where the new
+    version begins depends on the engine's pace."""
     if rl_target.backend != "sglang":
         raise FeatureAbsent(
             f"{rl_target.backend} names no weight version per token: vLLM before 0.34 "
@@ -112,16 +121,48 @@ def test_a_sample_held_across_an_update_names_the_versions_of_its_tokens(
         raise FeatureAbsent(f"the {family.name} family has no pause that keeps requests in place")
     old_version = apply_update(rl_verdict, rl_admin, chosen, rl_weights)
     budget = in_flight_budget(rl_client, rl_target, len(PROMPT))
-    stream = InFlightStream(
-        rl_client,
-        rl_target,
-        PROMPT,
-        instance_id=instance_of(chosen),
-        max_tokens=budget,
-        native=True,
-    )
+    workers = pins(chosen)
+    streams = [
+        InFlightStream(
+            rl_client,
+            rl_target,
+            PROMPT,
+            instance_id=None if worker is None else worker.instance_id,
+            max_tokens=budget,
+            native=True,
+        )
+        for worker in workers
+    ]
     try:
-        sent = stream.start_and_wait_first_token()
+        sent = [native_first_token(stream) for stream in streams]
+        with paused(rl_verdict, rl_admin, chosen, mode):
+            before = [stream.mark() for stream in streams]
+            version = update_all(rl_verdict, rl_admin, chosen, rl_weights)
+    finally:
+        for stream in streams:
+            stream.wait()
+    measured: dict[str, Any] = {}
+    unjudged: list[str] = []
+    for worker, stream, sent_mark, before_mark in zip(workers, streams, sent, before, strict=True):
+        try:
+            measured[label(worker)] = judge_straddle(
+                rl_verdict, stream, worker, mode, (sent_mark, before_mark), (old_version, version)
+            )
+        except (Unobservable, FeatureAbsent) as why:
+            if isinstance(why, FeatureAbsent) and len(workers) == 1:
+                raise
+            unjudged.append(f"on {label(worker)}: {why}")
+    rl_verdict.measure(sample_versions=measured)
+    if unjudged:
+        raise Unobservable("; ".join(unjudged))
+    require_observed(chosen, "a sample held across an update")
+
+
+def native_first_token(stream: InFlightStream) -> Mark:
+    """Start a native stream and wait for its first event; a route the deployment does not
+    serve says so."""
+    try:
+        return stream.start_and_wait_first_token()
     except Unobservable:
         stream.wait()
         refused = stream.result.get("exchange")
@@ -131,12 +172,20 @@ def test_a_sample_held_across_an_update_names_the_versions_of_its_tokens(
                 "channel that names a version per output, is not served"
             ) from None
         raise
-    try:
-        with paused(rl_verdict, rl_admin, chosen, mode):
-            before = stream.mark()
-            version = update_all(rl_verdict, rl_admin, chosen, rl_weights)
-    finally:
-        stream.wait()
+
+
+def judge_straddle(
+    rl_verdict: Verdict,
+    stream: InFlightStream,
+    worker: AdminWorker | None,
+    mode: str,
+    marks: tuple[Mark, Mark],
+    versions: tuple[Any, Any],
+) -> dict[str, Any]:
+    """One worker's native stream held across the update: the versions it names judged
+    (`checks.straddle`), and what it showed, to measure."""
+    sent, before = marks
+    old_version, version = versions
     exchange = stream.exchange
     events = rl_verdict.events(exchange, schema="sglang-generate-chunk")
     if before.ended:
@@ -146,10 +195,13 @@ def test_a_sample_held_across_an_update_names_the_versions_of_its_tokens(
         why = pause_modes.unjudged(ended)
         if why is not None:
             raise Unobservable(f"{why}: it did not cross the update")
-        rl_verdict.check(pause_modes.pause_mode_effect(ended), exchange)
+        rl_verdict.check(on_worker(pause_modes.pause_mode_effect(ended), worker), exchange)
     rl_verdict.check(
-        streaming.terminal_success(
-            exchange.state.value if exchange.state else "none", exchange.state_reason
+        on_worker(
+            streaming.terminal_success(
+                exchange.state.value if exchange.state else "none", exchange.state_reason
+            ),
+            worker,
         ),
         exchange,
     )
@@ -160,16 +212,16 @@ def test_a_sample_held_across_an_update_names_the_versions_of_its_tokens(
             "meta_info.weight_versions"
         )
     named = trail.versions_named()
-    rl_verdict.measure(
-        sample_versions={
-            "versions": [str(v) for v in named],
-            "straddle_shown": len(named) > 1,
-            "tokens": trail.tokens,
-            "tokens_read_before_update": trail.known_old,
-            "spans": trail.spans is not MISSING,
-        }
+    rl_verdict.check(
+        on_worker(straddle.straddle_reported(trail, old_version, version), worker), exchange
     )
-    rl_verdict.check(straddle.straddle_reported(trail, old_version, version), exchange)
+    return {
+        "versions": [str(v) for v in named],
+        "straddle_shown": len(named) > 1,
+        "tokens": trail.tokens,
+        "tokens_read_before_update": trail.known_old,
+        "spans": trail.spans is not MISSING,
+    }
 
 
 @capability("refresh.inflight_terminal")
@@ -183,9 +235,10 @@ def test_streams_in_flight_across_a_refresh_end_in_one_terminal_state(
     rl_weights: WeightSource,
     mode_index: int,
 ) -> None:
-    """`STREAMS` streams open while their worker is paused (each mode) and updated each end
-    exactly once: completed, or aborted and saying so, or resumed; none hangs, none ends twice
-    (an abort pause once left streams with no terminal: vllm-project/tpu-inference #3362).
+    """`STREAMS` streams (at least one per selected worker) open while their workers are paused
+    (each mode) and updated each end exactly once: completed, or aborted and saying so, or
+    resumed; none hangs, none ends twice (an abort pause once left streams with no terminal:
+    vllm-project/tpu-inference #3362).
     Where the deployment names the weights, they are the old or the new version, nothing
     else."""
     chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
@@ -196,9 +249,11 @@ def test_streams_in_flight_across_a_refresh_end_in_one_terminal_state(
     mode = modes[mode_index]
     old_version = apply_update(rl_verdict, rl_admin, chosen, rl_weights)
     # a `wait` pause lasts until the streams end: short ones still cross the pause
+    workers = pins(chosen)
+    on = [workers[index % len(workers)] for index in range(max(STREAMS, len(workers)))]
     streams = [
-        in_flight(rl_client, rl_target, chosen, WAIT_TOKENS if mode == "wait" else None)
-        for _ in range(STREAMS)
+        in_flight(rl_client, rl_target, worker, WAIT_TOKENS if mode == "wait" else None)
+        for worker in on
     ]
     try:
         sent = [stream.start_and_wait_first_token(rl_verdict) for stream in streams]
@@ -209,21 +264,27 @@ def test_streams_in_flight_across_a_refresh_end_in_one_terminal_state(
         for stream in streams:
             stream.wait()
     crossed = [
-        stream
-        for stream, before, at_pause in zip(streams, sent, answered, strict=True)
+        (worker, stream)
+        for worker, stream, before, at_pause in zip(on, streams, sent, answered, strict=True)
         if not before.ended
         and not (at_pause.ended and at_pause.tokens >= stream.max_tokens and mode != "wait")
     ]
-    if not crossed:
-        raise Unobservable(
-            f"every stream had run to its end ({', '.join(a.describe() for a in answered)} of "
-            f"{streams[0].max_tokens}) when the {mode!r} pause was answered: none crossed the "
-            "refresh"
-        )
-    for stream in crossed:
+    for worker, stream in crossed:
         exchange = stream.exchange
         # Cut short by an abort, it says so: a trainer must tell a truncated sample from a
         # finished one.
-        merged = aggregate_stream(ended_once(rl_verdict, stream))
+        merged = aggregate_stream(ended_once(rl_verdict, stream, worker))
         reported = (merged.get("nvext") or {}).get("engine_data", {}).get("weight_version")
-        rl_verdict.check(control.version_is_one_of(reported, [old_version, version]), exchange)
+        rl_verdict.check(
+            on_worker(control.version_is_one_of(reported, [old_version, version]), worker),
+            exchange,
+        )
+    uncrossed = [worker for worker in workers if all(w != worker for w, _ in crossed)]
+    if uncrossed:
+        ends = [a.describe() for w, a in zip(on, answered, strict=True) if w in uncrossed]
+        raise Unobservable(
+            f"on {', '.join(label(worker) for worker in uncrossed)}: every stream had run to "
+            f"its end ({', '.join(ends)} of {streams[0].max_tokens}) when the {mode!r} pause "
+            "was answered: none crossed the refresh"
+        )
+    require_observed(chosen, f"streams in flight across a refresh in {mode!r}")

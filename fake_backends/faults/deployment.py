@@ -416,6 +416,12 @@ CATALOGUE = Catalogue(
             _ADMIN_BACKENDS,
         ),
         _fault(
+            "pause_counted_past_first_worker",
+            "pauses are counted on every worker but the deployment's first: paused twice, they "
+            "hold generation until resumed twice (a fault a suite judging one worker misses)",
+            _ADMIN_BACKENDS,
+        ),
+        _fault(
             "resume_slow",
             "a resume answers ok, but new generation stays held for 3.5 s after it",
             _ADMIN_BACKENDS,

@@ -23,9 +23,9 @@ fault makes pauses bookkeeping only: acknowledged and visible to the update rout
 nothing is held, frozen or aborted (``pause_reaches_first_worker_only``: on every worker but the
 deployment's first).  Other faults apply another mode than the one asked
 (``pause_mode_ignored``, ``wait_answers_early``, ``in_place_pause_aborts``,
-``retract_pause_aborts``), admit requests
-arriving while paused (``admits_after_pause``), count pauses (``pause_counted_per_caller``) or
-keep new requests held for a while after a resume (``resume_slow``).
+``retract_pause_aborts``), admit requests arriving while paused (``admits_after_pause``), count
+pauses (``pause_counted_per_caller``; ``pause_counted_past_first_worker`` on every worker but
+the first) or keep new requests held for a while after a resume (``resume_slow``).
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ class WorkerRuntime:
 
     def __init__(self, faults: ActiveFaults | None = None, *, first: bool = True) -> None:
         self.faults = faults if faults is not None else active_faults()
-        self.first = first  # the deployment's first worker (``pause_reaches_first_worker_only``)
+        self.first = first  # the deployment's first worker (the ``..._first_worker`` faults)
         self.paused = False
         self.pause_mode: str | None = None
         self.pauses = 0  # pauses since the last effective resume
@@ -262,7 +262,7 @@ class WorkerRuntime:
             await self.drain()
 
     def resume(self) -> None:
-        if self._deployment_fault("pause_counted_per_caller") and self.pauses > 1:
+        if self._counts_pauses() and self.pauses > 1:
             self.pauses -= 1
             return
         self.pauses = 0
@@ -270,6 +270,11 @@ class WorkerRuntime:
         self.pause_mode = None
         if self._deployment_fault("resume_slow"):
             self.held_until = time.monotonic() + RESUME_SLOW_S
+
+    def _counts_pauses(self) -> bool:
+        if self._deployment_fault("pause_counted_per_caller"):
+            return True
+        return not self.first and self._deployment_fault("pause_counted_past_first_worker")
 
     @contextlib.asynccontextmanager
     async def quiesced(self) -> AsyncIterator[None]:

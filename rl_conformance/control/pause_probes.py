@@ -11,6 +11,7 @@ before the resume was even sent: no verdict races the engine.
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +22,7 @@ from ..model.target import Target
 from ..model.verdict import Verdict
 from ..wire.exchange import Exchange
 from .admin import AdminClient, AdminWorker
-from .admin_steps import Selection, instance_of, paused
+from .admin_steps import Selection, paused
 from .each_worker import pins
 from .inflight import InFlightStream, Mark, in_flight_budget
 from .refresh import pinned_generation
@@ -74,9 +75,9 @@ def crossings(
             # each stream as it stood when its own worker's pause answered (an unpinned one:
             # when they all had)
             answered = [own.get(index) or stream.mark() for index, stream in enumerate(streams)]
-            _wait_all(streams, watched_s / 2)
+            wait_all(streams, watched_s / 2)
             settled = [stream.mark() for stream in streams]
-            _wait_all(streams, watched_s / 2)
+            wait_all(streams, watched_s / 2)
             at_resume = [stream.mark() for stream in streams]
     finally:
         for stream in streams:
@@ -109,7 +110,7 @@ def streams_to(
     ]
 
 
-def _wait_all(streams: list[InFlightStream], seconds: float) -> None:
+def wait_all(streams: list[InFlightStream], seconds: float) -> None:
     """Wait up to `seconds` in all (less when every stream has ended)."""
     started = time.monotonic()
     for stream in streams:
@@ -216,18 +217,48 @@ def held_generation(
     return found
 
 
-def first_token_after(
-    client: Client, target: Target, chosen: Selection, prompt: list[int], what: str, wait_s: float
-) -> tuple[AfterResume, InFlightStream]:
-    """A short generation sent right after `what` answered: how long until a first token came
-    (None if none within `wait_s`), and the stream, for the caller to wait for once the worker
-    surely serves. A request refused before any token (a worker that registers again once
-    resumed, and is not yet routed to) is sent again while the time lasts: what is measured is
-    how long generation stayed unavailable."""
+def first_tokens_after(
+    client: Client,
+    target: Target,
+    workers: tuple[AdminWorker | None, ...],
+    prompt: list[int],
+    what: str,
+    wait_s: float,
+) -> list[tuple[AfterResume, InFlightStream]]:
+    """`first_token_after` on each of `workers` at once (`each_worker.pins`), every one timed
+    from the same moment: the caller's step answered for all of them alike."""
     started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=max(1, len(workers))) as pool:
+        return list(
+            pool.map(
+                lambda worker: first_token_after(
+                    client, target, worker, prompt, what, wait_s, started
+                ),
+                workers,
+            )
+        )
+
+
+def first_token_after(
+    client: Client,
+    target: Target,
+    worker: AdminWorker | None,
+    prompt: list[int],
+    what: str,
+    wait_s: float,
+    started: float | None = None,
+) -> tuple[AfterResume, InFlightStream]:
+    """A short generation pinned to `worker`, sent right after `what` answered (at `started`,
+    monotonic; now when not given): how long until a first token came (None if none within
+    `wait_s`), and the stream, for the caller to wait for once the worker surely serves. A
+    request refused before any token (a worker that registers again once resumed, and is not
+    yet routed to) is sent again while the time lasts: what is measured is how long generation
+    stayed unavailable."""
+    started = time.monotonic() if started is None else started
+    instance_id = None if worker is None else worker.instance_id
     while True:
         probe = InFlightStream(
-            client, target, prompt, instance_id=instance_of(chosen), max_tokens=PROBE_TOKENS
+            client, target, prompt, instance_id=instance_id, max_tokens=PROBE_TOKENS
         )
         probe.thread.start()
         left = wait_s - (time.monotonic() - started)

@@ -1,6 +1,6 @@
 """What the refresh suites send and read: their fixed prompt, the number of consecutive refits
 their checks go through, a generation pinned to one worker (its ids and the version it names),
-and a stream pinned to the chosen worker that stays in flight across a control step."""
+and a stream pinned to one worker that stays in flight across a control step."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from ..client.http import Client
 from ..model.target import Target
 from ..model.verdict import FeatureAbsent, Verdict
 from .admin import AdminWorker
-from .admin_steps import Selection, instance_of
 from .inflight import InFlightStream, in_flight_budget
 from .refresh import completion_ids, pinned_generation, reported_version
 
@@ -54,15 +53,18 @@ def generate_ids(
 
 
 def in_flight(
-    rl_client: Client, rl_target: Target, chosen: Selection, max_tokens: int | None = None
+    rl_client: Client,
+    rl_target: Target,
+    worker: AdminWorker | None,
+    max_tokens: int | None = None,
 ) -> InFlightStream:
-    """A stream pinned to the chosen worker, long enough to be in flight across a control step
-    (`in_flight_budget`), unless `max_tokens` says otherwise."""
+    """A stream pinned to `worker` (unpinned for None: `each_worker.pins`), long enough to be in
+    flight across a control step (`in_flight_budget`), unless `max_tokens` says otherwise."""
     budget = in_flight_budget(rl_client, rl_target, len(PROMPT))
     return InFlightStream(
         rl_client,
         rl_target,
         PROMPT,
-        instance_id=instance_of(chosen),
+        instance_id=None if worker is None else worker.instance_id,
         max_tokens=budget if max_tokens is None else min(max_tokens, budget),
     )

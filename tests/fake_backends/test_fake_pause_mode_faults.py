@@ -99,6 +99,23 @@ def test_pause_counted_per_caller() -> None:
     test_pause_counted_per_caller_holds_until_as_many_resumes(True)
 
 
+@shows("pause_counted_past_first_worker")
+def test_pause_counted_past_first_worker() -> None:
+    faults = active_faults(["pause_counted_past_first_worker"])
+    for first, counted in ((True, False), (False, True)):
+        runtime = WorkerRuntime(faults, first=first)
+
+        async def twice(runtime: WorkerRuntime = runtime) -> None:
+            await runtime.pause("keep")
+            await runtime.pause("keep")
+
+        asyncio.run(twice())
+        runtime.resume()
+        assert runtime.holds_new() is counted
+        runtime.resume()
+        assert not runtime.holds_new()
+
+
 @shows("resume_slow")
 def test_resume_slow() -> None:
     for faults, held in (([], False), (["resume_slow"], True)):
