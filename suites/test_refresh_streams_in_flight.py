@@ -4,6 +4,7 @@ generated under."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from rl_conformance.checks.base import MISSING
 from rl_conformance.client.http import Client
 from rl_conformance.control.admin import AdminClient, AdminWorker
 from rl_conformance.control.admin_steps import (
+    Selection,
     apply_update,
     paused,
     select,
@@ -23,17 +25,25 @@ from rl_conformance.control.admin_steps import (
 from rl_conformance.control.each_worker import label, on_worker, pins, require_observed
 from rl_conformance.control.families import new_version
 from rl_conformance.control.inflight import InFlightStream, Mark, in_flight_budget
-from rl_conformance.control.pause_probes import ended_native_crossing
+from rl_conformance.control.pause_probes import ended_native_crossing, streams_to
 from rl_conformance.control.refresh_probes import PROMPT, in_flight
 from rl_conformance.control.weights import WeightSource
 from rl_conformance.model.target import Target
 from rl_conformance.model.verdict import Verdict
+from rl_conformance.wire.exchange import Exchange
 
 capability = pytest.mark.capability
 pytestmark = pytest.mark.mutating
 WAIT_TOKENS = 64
 STREAMS = 3
 """Streams held across one pause: each must end once, whatever the others do."""
+
+
+def ended_successfully(rl_verdict: Verdict, exchange: Exchange, worker: AdminWorker | None) -> None:
+    state = exchange.state.value if exchange.state else "none"
+    rl_verdict.check(
+        on_worker(streaming.terminal_success(state, exchange.state_reason), worker), exchange
+    )
 
 
 def ended_once(
@@ -45,15 +55,7 @@ def ended_once(
     exchange = stream.exchange
     payloads = rl_verdict.events(exchange)
     rl_verdict.check(on_worker(streaming.single_terminal(payloads), worker), exchange)
-    rl_verdict.check(
-        on_worker(
-            streaming.terminal_success(
-                exchange.state.value if exchange.state else "none", exchange.state_reason
-            ),
-            worker,
-        ),
-        exchange,
-    )
+    ended_successfully(rl_verdict, exchange, worker)
     stream.judge_terminal(rl_verdict)
     return payloads
 
@@ -122,25 +124,10 @@ def test_a_sample_held_across_an_update_names_the_versions_of_its_tokens(
     old_version = apply_update(rl_verdict, rl_admin, chosen, rl_weights)
     budget = in_flight_budget(rl_client, rl_target, len(PROMPT))
     workers = pins(chosen)
-    streams = [
-        InFlightStream(
-            rl_client,
-            rl_target,
-            PROMPT,
-            instance_id=None if worker is None else worker.instance_id,
-            max_tokens=budget,
-            native=True,
-        )
-        for worker in workers
-    ]
-    try:
-        sent = [native_first_token(stream) for stream in streams]
-        with paused(rl_verdict, rl_admin, chosen, mode):
-            before = [stream.mark() for stream in streams]
-            version = update_all(rl_verdict, rl_admin, chosen, rl_weights)
-    finally:
-        for stream in streams:
-            stream.wait()
+    streams = streams_to(rl_client, rl_target, workers, PROMPT, budget, native=True)
+    sent, before, version = across_update(
+        rl_verdict, rl_admin, rl_weights, chosen, mode, streams, native_first_token
+    )
     measured: dict[str, Any] = {}
     unjudged: list[str] = []
     for worker, stream, sent_mark, before_mark in zip(workers, streams, sent, before, strict=True):
@@ -156,6 +143,29 @@ def test_a_sample_held_across_an_update_names_the_versions_of_its_tokens(
     if unjudged:
         raise Unobservable("; ".join(unjudged))
     require_observed(chosen, "a sample held across an update")
+
+
+def across_update(
+    rl_verdict: Verdict,
+    rl_admin: AdminClient,
+    rl_weights: WeightSource,
+    chosen: Selection,
+    mode: str,
+    streams: list[InFlightStream],
+    start: Callable[[InFlightStream], Mark],
+) -> tuple[list[Mark], list[Mark], Any]:
+    """Start `streams`, pause the chosen workers in `mode`, update them, resume, and let the
+    streams end: each stream as it stood when started and once the pause answered, and the
+    version the update declared."""
+    try:
+        sent = [start(stream) for stream in streams]
+        with paused(rl_verdict, rl_admin, chosen, mode):
+            answered = [stream.mark() for stream in streams]
+            version = update_all(rl_verdict, rl_admin, chosen, rl_weights)
+    finally:
+        for stream in streams:
+            stream.wait()
+    return sent, answered, version
 
 
 def native_first_token(stream: InFlightStream) -> Mark:
@@ -196,15 +206,7 @@ def judge_straddle(
         if why is not None:
             raise Unobservable(f"{why}: it did not cross the update")
         rl_verdict.check(on_worker(pause_modes.pause_mode_effect(ended), worker), exchange)
-    rl_verdict.check(
-        on_worker(
-            streaming.terminal_success(
-                exchange.state.value if exchange.state else "none", exchange.state_reason
-            ),
-            worker,
-        ),
-        exchange,
-    )
+    ended_successfully(rl_verdict, exchange, worker)
     trail = straddle.trail_from_native_events(events, before.tokens)
     if not trail.names_versions:
         raise FeatureAbsent(
@@ -255,14 +257,15 @@ def test_streams_in_flight_across_a_refresh_end_in_one_terminal_state(
         in_flight(rl_client, rl_target, worker, WAIT_TOKENS if mode == "wait" else None)
         for worker in on
     ]
-    try:
-        sent = [stream.start_and_wait_first_token(rl_verdict) for stream in streams]
-        with paused(rl_verdict, rl_admin, chosen, mode):
-            answered = [stream.mark() for stream in streams]
-            version = update_all(rl_verdict, rl_admin, chosen, rl_weights)
-    finally:
-        for stream in streams:
-            stream.wait()
+    sent, answered, version = across_update(
+        rl_verdict,
+        rl_admin,
+        rl_weights,
+        chosen,
+        mode,
+        streams,
+        lambda stream: stream.start_and_wait_first_token(rl_verdict),
+    )
     crossed = [
         (worker, stream)
         for worker, stream, before, at_pause in zip(on, streams, sent, answered, strict=True)

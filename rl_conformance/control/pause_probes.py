@@ -96,6 +96,8 @@ def streams_to(
     workers: tuple[AdminWorker | None, ...],
     prompt: list[int],
     max_tokens: int,
+    *,
+    native: bool = False,
 ) -> list[InFlightStream]:
     """One stream per worker, pinned to it (unpinned for None), not yet started."""
     return [
@@ -105,6 +107,7 @@ def streams_to(
             prompt,
             instance_id=None if worker is None else worker.instance_id,
             max_tokens=max_tokens,
+            native=native,
         )
         for worker in workers
     ]

@@ -81,7 +81,13 @@ def test_retract_pause_aborts() -> None:
 
 @pytest.mark.parametrize("counted", [False, True])
 def test_pause_counted_per_caller_holds_until_as_many_resumes(counted: bool) -> None:
-    runtime = WorkerRuntime(active_faults(["pause_counted_per_caller"] if counted else []))
+    held_after_two_pauses(
+        WorkerRuntime(active_faults(["pause_counted_per_caller"] if counted else [])), counted
+    )
+
+
+def held_after_two_pauses(runtime: WorkerRuntime, counted: bool) -> None:
+    """Paused twice and resumed once, `runtime` holds new work only when it counts pauses."""
 
     async def twice() -> None:
         await runtime.pause("keep")
@@ -103,17 +109,7 @@ def test_pause_counted_per_caller() -> None:
 def test_pause_counted_past_first_worker() -> None:
     faults = active_faults(["pause_counted_past_first_worker"])
     for first, counted in ((True, False), (False, True)):
-        runtime = WorkerRuntime(faults, first=first)
-
-        async def twice(runtime: WorkerRuntime = runtime) -> None:
-            await runtime.pause("keep")
-            await runtime.pause("keep")
-
-        asyncio.run(twice())
-        runtime.resume()
-        assert runtime.holds_new() is counted
-        runtime.resume()
-        assert not runtime.holds_new()
+        held_after_two_pauses(WorkerRuntime(faults, first=first), counted)
 
 
 @shows("resume_slow")
