@@ -92,6 +92,15 @@ def build_parser() -> argparse.ArgumentParser:
         "read list position as identity)",
     )
     parser.add_argument(
+        "--migration-limit",
+        type=int,
+        default=0,
+        metavar="N",
+        help="how many times the frontend moves a request whose worker's process died to "
+        "another worker, continuing from the tokens so far (Dynamo's --migration-limit; "
+        "default 0, Dynamo's default: never)",
+    )
+    parser.add_argument(
         "--initial-model-path",
         default=None,
         metavar="PATH",
@@ -195,6 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             unpaused_update_status=args.unpaused_update_status,
             vocabulary=args.vocabulary,
             admin_base_urls=args.admin_base_url,
+            migration_limit=args.migration_limit,
         )
     except ValueError as exc:
         parser.error(str(exc))
@@ -224,6 +234,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             vocabulary=args.vocabulary,
             admin_base_urls=args.admin_base_url,
             dynamo_release=args.dynamo_release,
+            migration_limit=args.migration_limit,
         )
     except OSError as exc:
         log.error("cannot bind: %s", exc)

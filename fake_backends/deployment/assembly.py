@@ -100,6 +100,9 @@ class DeploymentOptions:
     """Each listed worker also carries ``world_size`` 2 and an ``admin_base_url`` apart from its
     ``system_url``, as a tensor-parallel worker publishes them (legal: clients administer a
     worker at its ``system_url``)."""
+    migration_limit: int = 0
+    """How many times the frontend moves a request whose worker's process died to another
+    worker (Dynamo's ``--migration-limit``; 0, its default: never)."""
 
     @classmethod
     def build(
@@ -117,6 +120,7 @@ class DeploymentOptions:
         unpaused_update_status: int = 200,
         vocabulary: int = VOCAB_SIZE,
         admin_base_urls: bool = False,
+        migration_limit: int = 0,
     ) -> DeploymentOptions:
         """Validate; ``engine_routes`` None means the ``DYN_SGLANG_ENGINE_ROUTES`` variable."""
         personality = get_personality(backend)
@@ -160,6 +164,8 @@ class DeploymentOptions:
             )
         if not 1 <= vocabulary <= VOCAB_SIZE:
             raise ValueError(f"the vocabulary must hold 1 to {VOCAB_SIZE} ids, not {vocabulary}")
+        if migration_limit < 0:
+            raise ValueError(f"the migration limit must be >= 0, not {migration_limit}")
         return cls(
             workers,
             model,
@@ -172,6 +178,7 @@ class DeploymentOptions:
             unpaused_update_status,
             vocabulary,
             admin_base_urls,
+            migration_limit,
         )
 
     @property
@@ -211,6 +218,7 @@ class Assembly:
         vocabulary: int = VOCAB_SIZE,
         admin_base_urls: bool = False,
         dynamo_release: str | None = None,
+        migration_limit: int = 0,
     ) -> None:
         options = DeploymentOptions.build(
             backend,
@@ -225,6 +233,7 @@ class Assembly:
             unpaused_update_status=unpaused_update_status,
             vocabulary=vocabulary,
             admin_base_urls=admin_base_urls,
+            migration_limit=migration_limit,
         )
         personality = get_personality(backend)
         active = active_faults(faults)
@@ -275,6 +284,7 @@ class Assembly:
             vocabulary=options.vocabulary,
             admin_base_urls=options.admin_base_urls,
             dynamo_release=dynamo_release,
+            migration_limit=options.migration_limit,
         )
         self.frontend_url = socket_url(frontend_sock, host)
         self.rl_url = socket_url(rl_sock, host)
@@ -379,6 +389,7 @@ class FakeDeployment:
         vocabulary: int = VOCAB_SIZE,
         admin_base_urls: bool = False,
         dynamo_release: str | None = None,
+        migration_limit: int = 0,
     ) -> None:
         """See ``Assembly``.  ``listener_env`` None: the RL listener reads ``os.environ``.
         ``listing_order``: ``sorted`` (the real listener's), ``rotated`` or ``shuffled`` (the
@@ -391,7 +402,9 @@ class FakeDeployment:
         ``vocabulary``: the prompt ids the model takes (``DeploymentOptions.vocabulary``).
         ``admin_base_urls``: workers listed with an ``admin_base_url`` (``DeploymentOptions``).
         ``dynamo_release``: the Dynamo release whose frontend the deployment plays (None: the
-        newest the fakes know); never published as Dynamo's version.
+        newest the fakes know); never published as Dynamo's version. ``migration_limit``: how
+        many times a request whose worker's process died moves to another worker (Dynamo's
+        ``--migration-limit``; 0, its default: never).
 
         ``engine_routes`` (SGLang): descriptors, or None for ``DYN_SGLANG_ENGINE_ROUTES``.
         Configuration errors raise ValueError here, before any socket is bound.
@@ -409,6 +422,7 @@ class FakeDeployment:
             unpaused_update_status=unpaused_update_status,
             vocabulary=vocabulary,
             admin_base_urls=admin_base_urls,
+            migration_limit=migration_limit,
         )
         active_faults(faults)  # validate now, before any socket is bound
         self._options: dict[str, Any] = {
@@ -430,6 +444,7 @@ class FakeDeployment:
             "vocabulary": vocabulary,
             "admin_base_urls": admin_base_urls,
             "dynamo_release": dynamo_release,
+            "migration_limit": migration_limit,
         }
         self.backend = backend
         self._assembly: Assembly | None = None

@@ -20,6 +20,10 @@
 * ``POST /engine_crash {"instance_id": N}``: that worker's engine dies and its sidecar starts it
   again at once: every request it was generating ends in an error, and it comes back on its
   starting weights with no version declared; answers ``{"instance_id": N, "ended": count}``;
+* ``POST /worker_kill {"system_url": S, "killed": true|false}``: the process of the worker at
+  system URL S is killed (every request it was generating loses its worker: the frontend
+  migrates it under ``--migration-limit``, else it ends in an error) or started again;
+  answers ``{"instance_id": ..., "killed": ..., "ended": count}``;
 * ``POST /workers/{instance_id}/clear_kv_blocks``: the worker request-plane operation
   SGLang has instead of an ``/engine`` route (``{"status": "ok"}``, or an error while the
   worker has requests).
@@ -183,6 +187,22 @@ def build_control_app(state: DeploymentState) -> Starlette:
         worker.restart_engine(keep_version=state.fault("recovered_worker_keeps_version"))
         return json_response({"instance_id": worker.instance_id, "ended": ended})
 
+    async def worker_kill(body: dict[str, Any] | None) -> Response:
+        url = body.get("system_url") if body is not None else None
+        killed = body.get("killed") if body is not None else None
+        worker = next((w for w in state.workers if url and w.system_url == url), None)
+        if worker is None or not isinstance(killed, bool):
+            return json_response(
+                {"error": f'expected {{"system_url": S, "killed": true|false}} of a worker: {url}'},
+                400,
+            )
+        ended = 0
+        if killed:
+            ended = worker.runtime.kill()
+        else:
+            worker.runtime.revive()
+        return json_response({"instance_id": worker.instance_id, "killed": killed, "ended": ended})
+
     async def worker_clear_kv_blocks(request: Request) -> Response:
         raw = request.path_params["instance_id"]
         worker = state.router.find(int(raw)) if raw.isdigit() else None
@@ -199,6 +219,7 @@ def build_control_app(state: DeploymentState) -> Starlette:
             Route("/departure", _loopback_only(_object_body(departure)), methods=["POST"]),
             Route("/probe_reply", _loopback_only(_object_body(probe_reply)), methods=["POST"]),
             Route("/engine_crash", _loopback_only(_object_body(engine_crash)), methods=["POST"]),
+            Route("/worker_kill", _loopback_only(_object_body(worker_kill)), methods=["POST"]),
             Route(
                 "/workers/{instance_id}/clear_kv_blocks",
                 _loopback_only(worker_clear_kv_blocks),

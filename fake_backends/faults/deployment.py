@@ -319,6 +319,12 @@ CATALOGUE = Catalogue(
             "[DONE], as if it had finished",
         ),
         _fault(
+            "migration_repeats_splice_token",
+            "a stream moved to another worker when its worker's process died (--migration-limit) "
+            "sends the last token before the splice again: one id, its text and its logprob "
+            "twice",
+        ),
+        _fault(
             "metadata_upload_refusals_reworded",
             "the frontend refuses an nvext.metadata_upload it cannot read (Dynamo 1.7's forms) "
             "with serde's generic wording instead of the reason",

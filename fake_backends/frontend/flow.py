@@ -126,6 +126,7 @@ class LiveRequest:
         self.ended = False
         self._replaying = False
         self._admitted = False
+        self.migrations = 0
         state.running.setdefault(self.attempt_id, []).append(self)
         state.metrics.gauge_add("dynamo_frontend_active_requests", {"model": model_label}, 1)
 
@@ -186,6 +187,30 @@ class LiveRequest:
             return False
         self._count_token(self.worker)
         return True
+
+    async def migrated(self) -> bool:
+        """After ``step`` said the request ended: whether it goes on on another worker, as
+        Dynamo's frontend moves a request whose worker's process died (``--migration-limit``
+        times at most), re-prefilled with the tokens released so far. The toy model's
+        continuation of prompt and released tokens is the rest of the precomputed generation,
+        so the stream goes on where it stopped. A pinned request names its worker: it is not
+        moved."""
+        state = self.state
+        gen, old = self.gen, self.worker
+        if gen is None or old is None or not gen.worker_died or self.pinned is not None:
+            return False
+        if self.migrations >= state.migration_limit:
+            return False
+        worker = state.router.pick()
+        if worker is None:
+            return False
+        self.migrations += 1
+        old.runtime.release(gen)
+        moved = Generation(self.attempt_id, self.response_id, tokens=gen.tokens)
+        self.worker, self.gen = worker, moved
+        worker.counters.started()
+        self.state.request_ledger.assign(self.record, worker.instance_id)
+        return await worker.runtime.admit(moved)
 
     def step_now(self) -> bool:
         """Release one token if that needs no turn of the event loop (no delay, no yield, no

@@ -6,6 +6,10 @@ round-robin; a choice's last token chunk carries its finish_reason (the engine r
 the finish with the last token, so the frontend sends both in one chunk, as recorded from
 1.6.1); an optional usage chunk precedes ``[DONE]``.
 
+When the worker's process dies under the request, the frontend moves it to another worker
+(``LiveRequest.migrated``) and the stream goes on where it stopped, unless
+``migration_repeats_splice_token`` sends the last token before the splice again.
+
 When the worker aborts the request, each unfinished choice gets one more chunk without
 tokens that carries ``finish_reason: "stop"`` (``nvext.detailed_finish_reason:
 "cancelled"``), and usage counts what was released.  The stream-shape faults (duplicated
@@ -41,6 +45,11 @@ class StreamDialect(Protocol):
 
 TRAILING_TEXT = " after-the-end"
 ENGINE_DIED = "engine died while generating; the worker is restarting it"
+WORKER_GONE = {
+    "message": "Service temporarily unavailable",
+    "type": "service_unavailable",
+    "code": 503,
+}
 
 
 def _engine_died(state: DeploymentState, live: LiveRequest) -> bool:
@@ -79,8 +88,13 @@ async def stream_frames(
             if pending:  # what was released leaves before the event loop turns
                 yield b"".join(pending)
                 pending.clear()
-            if not await live.step():
-                aborted = True
+            while not await live.step():
+                if not await live.migrated():
+                    aborted = True
+                    break
+                if state.fault("migration_repeats_splice_token") and position > 0:
+                    pending.append(dialect.token_frame(view, position - 1, terminal=False))
+            if aborted:
                 break
         released[view.index] += 1
         if state.fault("stream_truncated"):
@@ -96,6 +110,14 @@ async def stream_frames(
         if terminal and state.fault("content_after_terminal"):
             pending.append(frame(dialect.trailing_chunk(view)))
     final = list(views)
+    if aborted and live.gen is not None and live.gen.worker_died:
+        # Recorded from Dynamo 1.6.1 with its worker SIGKILLed and no migration: an error
+        # event, then [DONE] (fixtures/dynamo-1.6.1/toy-migration/).
+        live.end("aborted")
+        pending.append(frame({"error": WORKER_GONE}))
+        pending.append(DONE_FRAME)
+        yield b"".join(pending)
+        return
     if aborted and _engine_died(state, live):
         live.end("aborted")
         pending.append(frame({"error": {"message": ENGINE_DIED, "code": 500}}))

@@ -59,6 +59,8 @@ class Generation:
     abort_requested: bool = False
     crashed: bool = False
     """Its engine died under it (the abort is a failure, not a cancellation)."""
+    worker_died: bool = False
+    """Its worker's process died under it: the frontend may move it to another worker."""
     tokens: int = 0
 
     def ids(self) -> tuple[str, ...]:
@@ -226,6 +228,19 @@ class WorkerRuntime:
         self.crashed = self.departed = True
         self.registered = False
         self.abort()
+
+    def kill(self) -> int:
+        """The worker's process is killed (SIGKILL): as `crash`, and every request it was
+        generating lost its worker (the frontend may migrate them); how many."""
+        for gen in self._generations:
+            gen.crashed = gen.worker_died = True
+        self.crash()
+        return sum(1 for gen in self._generations if gen.worker_died)
+
+    def revive(self) -> None:
+        """The killed worker's process is started again: it serves and registers anew."""
+        self.crashed = self.departed = self.closing = False
+        self.registered = True
 
     def abort_id(self, request_id: str) -> int:
         return self.abort(lambda g: request_id in g.ids())

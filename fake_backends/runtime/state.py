@@ -50,6 +50,9 @@ class DeploymentState:
     # The Dynamo release whose frontend the deployment plays (`--dynamo-release`; never
     # published as Dynamo's version); None: the newest the fakes know.
     dynamo_release: str | None = None
+    # How many times the frontend moves one request to another worker when its worker's process
+    # dies under it (Dynamo's `--migration-limit`; 0, Dynamo's default: never).
+    migration_limit: int = 0
     # Attempts still running, by attempt id (x-request-id), oldest first: the frontend's
     # `flow.LiveRequest`s (typed loosely so that the runtime knows nothing of the frontend).
     running: dict[str, list[Any]] = field(default_factory=dict)

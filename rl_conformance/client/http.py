@@ -264,7 +264,9 @@ class AsyncClient:
                     self._feed_machine(machine, fold, event.data, kept.count)
                     kept.add(event)
                     if progress is not None:
-                        progress.advance(kept.count, len(fold.ids))
+                        progress.advance(
+                            kept.count, len(fold.ids), event.data if kept.count == 1 else None
+                        )
                     if cancel_after_events is not None and kept.count >= cancel_after_events:
                         machine.on_cancel()
                         return
@@ -367,10 +369,15 @@ class StreamProgress:
         self.events = 0
         self.tokens = 0
         self.ended = False
+        self.first_event: str | None = None
+        """The first data event as received (what a test acting mid-stream may need of it: the
+        worker it names)."""
 
-    def advance(self, events: int, tokens: int) -> None:
+    def advance(self, events: int, tokens: int, first: str | None = None) -> None:
         with self._changed:
             self.events, self.tokens = events, tokens
+            if first is not None and self.first_event is None:
+                self.first_event = first
             self._changed.notify_all()
 
     def end(self) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,7 +80,11 @@ class InFlightStream:
         instance_id: int | None,
         max_tokens: int,
         native: bool = False,
+        fields: tuple[str, ...] = (),
+        options: Mapping[str, Any] | None = None,
     ) -> None:
+        """`fields`: more `nvext.extra_fields` to ask for; `options`: more request fields
+        (`logprobs`, `stream_options`), for a completion stream."""
         body: dict[str, Any]
         headers: dict[str, str] = {}
         if instance_id is not None:
@@ -108,8 +113,10 @@ class InFlightStream:
                         "completion_token_ids",
                         "engine_data",
                         "detailed_finish_reason",
+                        *fields,
                     ]
                 },
+                **(options or {}),
             }
             if instance_id is not None:
                 body["nvext"]["backend_instance_id"] = instance_id

@@ -44,7 +44,7 @@ import fake_backends
 
 from ..errors import ConfigurationError, LaunchError
 from ..model.releases import LAUNCHER_SOURCE, MAIN, UNKNOWN_SOURCE
-from ..model.target import LISTENER_RESTART, WORKER_DEPARTURE, Target
+from ..model.target import LISTENER_RESTART, WORKER_DEPARTURE, WORKER_KILL, Target
 from .dynamo_python import (
     DEFAULT_VENV,
     PYTHON_ENV,
@@ -106,6 +106,9 @@ class DynamoLauncher:
     _urls: tuple[str, str] = ("", "")
     worker_urls: tuple[str, ...] = ()
     offers: frozenset[str] = frozenset({LISTENER_RESTART})
+    migration_limit: int = 0
+    """The frontend's `--migration-limit` (Dynamo's default 0: a request whose worker died
+    is not moved)."""
     update_paths: tuple[str, ...] = ()
 
     @property
@@ -128,7 +131,7 @@ class DynamoLauncher:
             self.backend = "sglang"
         if self.engine in TOY_ENGINES:
             # Our toy worker restarts in seconds; a real vLLM worker takes a minute or more.
-            self.offers = self.offers | {WORKER_DEPARTURE}
+            self.offers = self.offers | {WORKER_DEPARTURE, WORKER_KILL}
 
     def start(self) -> Target:
         real = REAL_ENGINES.get(self.engine)
@@ -218,6 +221,7 @@ class DynamoLauncher:
                 "tcp",
                 "--event-plane",
                 "zmq",
+                *(["--migration-limit", str(self.migration_limit)] if self.migration_limit else []),
             ],
             frontend_env,
         )
@@ -246,6 +250,7 @@ class DynamoLauncher:
             update_model_paths=self.update_paths,
             request_trace=str(self.workdir / REQUEST_TRACE_FILE),
             eos_token_ids=eos_token_ids(model_dir),
+            migration_limit=self.migration_limit,
             versions=versions,
             release=version or MAIN,
             release_source=LAUNCHER_SOURCE if version else UNKNOWN_SOURCE,
@@ -397,6 +402,16 @@ class DynamoLauncher:
     def worker_log(self, system_url: str) -> str:
         process = self._serving(system_url)
         return process.log_tail(400_000) if process is not None else ""
+
+    def kill_worker(self, system_url: str) -> None:
+        """SIGKILL the worker serving `system_url` (`revive_worker` starts it again)."""
+        process = self._serving(system_url)
+        if process is None:
+            raise LaunchError(f"{self.target_id} runs no worker at {system_url}")
+        process.kill()
+
+    def revive_worker(self, system_url: str) -> None:
+        self.restart_worker(system_url)
 
     def restart_worker(self, system_url: str) -> None:
         """The worker's command again, on its system port; ready when its system server answers

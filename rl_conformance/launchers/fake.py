@@ -27,11 +27,15 @@ from ..model.target import (
     LISTENER_RESTART,
     PROBE_REPLY,
     WORKER_DEPARTURE,
+    WORKER_KILL,
     Target,
     check_backend,
 )
 from .model_dir import eos_token_ids
 from .tracing import REQUEST_TRACE_FILE, request_trace_environment
+
+DEFAULT_MIGRATION_LIMIT = 3
+"""Upstream's suggested starting value ("Start with 3", Dynamo's request migration guide)."""
 
 READY_TIMEOUT_S = 30.0
 CONTROL_TIMEOUT_S = 10.0
@@ -65,7 +69,7 @@ class ControlPortProbe:
 
     @classmethod
     def of(cls, control_url: str, flavour: str) -> ControlPortProbe:
-        offers = {LISTENER_RESTART, WORKER_DEPARTURE, PROBE_REPLY, ENGINE_RECOVERY}
+        offers = {LISTENER_RESTART, WORKER_DEPARTURE, PROBE_REPLY, ENGINE_RECOVERY, WORKER_KILL}
         offers |= {COLD_START} if flavour in COLD_STARTS else set()
         return cls(control_url, frozenset(offers), flavour)
 
@@ -112,6 +116,16 @@ class ControlPortProbe:
 
     def _departure(self, departed: bool) -> None:
         self._control("/departure", {"departed": departed}, "the worker's departure was refused")
+
+    def kill_worker(self, system_url: str) -> None:
+        self._worker_kill(system_url, True)
+
+    def revive_worker(self, system_url: str) -> None:
+        self._worker_kill(system_url, False)
+
+    def _worker_kill(self, system_url: str, killed: bool) -> None:
+        body = {"system_url": system_url, "killed": killed}
+        self._control("/worker_kill", body, f"the worker at {system_url} was not killed/revived")
 
     def crash_engine(self, instance_id: int) -> None:
         self._control("/engine_crash", {"instance_id": instance_id}, "the engine did not crash")
@@ -175,6 +189,9 @@ class FakeLauncher:
     target_id: str = ""
     extra_args: tuple[str, ...] = ()
     """More `python -m fake_backends` options (benchmarks: `--engine-call-delay-ms`)."""
+    migration_limit: int = DEFAULT_MIGRATION_LIMIT
+    """The fake frontend's `--migration-limit`: the suite's fakes play a deployment that moves a
+    request whose worker died (Dynamo's own default is 0, `python -m fake_backends`'s too)."""
     log_dir: Path | None = None
     """Where the fake's log goes (`<target id>.log`, appended to on each start): a run's report
     directory. None: a temporary file, removed when the fake stops."""
@@ -207,6 +224,7 @@ class FakeLauncher:
         ]
         for fault in self.faults:
             command += ["--fault", fault]
+        command += ["--migration-limit", str(self.migration_limit)]
         return command + list(self.extra_args)
 
     def start(self) -> Target:
@@ -242,6 +260,7 @@ class FakeLauncher:
                 notes=self._notes(),
                 request_trace=str(self.trace_path),
                 eos_token_ids=fake_model_eos_ids(),
+                migration_limit=self.migration_limit,
             )
         except (ValueError, KeyError, TypeError) as exc:
             self.stop()

@@ -27,6 +27,7 @@ from ..model.target import Launcher, Target
 from ..model.verdict import Inconclusive
 from ..wire.exchange import Exchange
 from . import ExternalLauncher, FakeLauncher
+from .fake import DEFAULT_MIGRATION_LIMIT
 from .inputs import check_config, check_target
 
 DEFAULT_FAKES = FAKES
@@ -399,9 +400,14 @@ def plan_targets(config: RunConfig) -> TargetPool:
         for launcher in launched(config, config.report_path / "logs"):
             launchers[launcher.target_id] = launcher
     default = () if (config.frontend or config.launch) else DEFAULT_FAKES
+    limit = config.migration_limit
     for name in config.fake or default:
         launcher = FakeLauncher(
-            name, workers=config.workers, faults=config.fault, log_dir=config.report_path / "logs"
+            name,
+            workers=config.workers,
+            faults=config.fault,
+            log_dir=config.report_path / "logs",
+            migration_limit=DEFAULT_MIGRATION_LIMIT if limit is None else limit,
         )
         launchers[launcher.target_id] = launcher
     return TargetPool(launchers)
@@ -433,6 +439,7 @@ def launched(config: RunConfig, logs_dir: Path) -> list[Launcher]:
                 engine=engine,
                 python=python,
                 engine_faults=config.engine_fault,
+                migration_limit=config.migration_limit or 0,
                 keep_logs_in=logs_dir if len(pythons) == 1 else logs_dir / f"column-{index}",
                 target_id=target_id,
             )

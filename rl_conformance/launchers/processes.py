@@ -68,6 +68,14 @@ class ManagedProcess:
             _signal_group(process, signal.SIGKILL)
             process.wait(timeout=5)
 
+    def kill(self) -> None:
+        """SIGKILL the process group at once, as a node failure or the OOM killer would."""
+        process = self.process
+        if process is None or process.poll() is not None:
+            return
+        _signal_group(process, signal.SIGKILL)
+        process.wait(timeout=5)
+
     def describe(self) -> str:
         return f"{self.name}: {' '.join(self.command)}"
 

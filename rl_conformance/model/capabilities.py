@@ -541,6 +541,16 @@ CAPABILITIES: tuple[Capability, ...] = (
         "after the client stopped waiting and generation is not idempotent.",
     ),
     _cap(
+        "migration.continuity",
+        "A stream whose worker died continues elsewhere with no id lost or repeated",
+        _STREAM,
+        "Admit only a verified terminal result. (Dynamo's request migration guide, "
+        "https://docs.nvidia.com/dynamo/dev/kubernetes/fault-tolerance/request-migration: with "
+        "--migration-limit above 0, a request whose worker fails mid-generation continues on a "
+        "healthy worker from the exact point of failure, no tokens lost or duplicated, and no "
+        "interruption visible to the client.)",
+    ),
+    _cap(
         "telemetry.bounded_labels",
         "Metrics carry no high-cardinality labels",
         "Integration Checklist",

@@ -45,6 +45,7 @@ class RunConfig:
     fake: tuple[str, ...] = ()
     fault: tuple[str, ...] = ()
     workers: int = 2
+    migration_limit: int | None = None
     capability: tuple[str, ...] = ()
     launch: str | None = None
     docker_config: str | None = None
@@ -164,6 +165,17 @@ class RunConfig:
                     f"--dynamo-python: expected each environment once, observed {repeated[0]} "
                     "more than once"
                 )
+        if self.migration_limit is not None and self.frontend and not (self.fake or self.launch):
+            raise ConfigurationError(
+                "--migration-limit sets the frontend the run starts (--fake, --launch dynamo-*); "
+                "a deployment at --frontend runs with its own, and the suite cannot kill its "
+                "workers to see it"
+            )
+        if self.migration_limit is not None and self.launch == "docker":
+            raise ConfigurationError(
+                "--migration-limit: the --launch docker deployment file sets the frontend's "
+                "arguments; give --migration-limit there"
+            )
         if self.engine_fault and self.launch not in TOY_LAUNCHES:
             raise ConfigurationError(f"--engine-fault needs --launch {' or '.join(TOY_LAUNCHES)}")
         if self.docker_config and self.launch != "docker":
@@ -200,6 +212,7 @@ class RunConfig:
         for name, value, low in (
             ("--examples", self.examples, 1),
             ("--workers", self.workers, 0),
+            ("--migration-limit", self.migration_limit, 0),
             ("--budget-generations", self.budget_generations, 1),
         ):
             if value is None:

@@ -136,6 +136,15 @@ OPTIONS: tuple[Option, ...] = (
         "workers", "--workers", "RL workers per fake deployment (default 2)", kind="int", default=2
     ),
     Option(
+        "migration_limit",
+        "--migration-limit",
+        "the --migration-limit the run starts a frontend with (--fake, --launch dynamo-*): how "
+        "many times a request whose worker died moves to another worker (default: 3 for our "
+        "fakes, 0 for a launched Dynamo, as Dynamo's own default); for migration.continuity",
+        kind="int",
+        metavar="N",
+    ),
+    Option(
         "capability",
         "--capability",
         "run only this capability (repeatable)",

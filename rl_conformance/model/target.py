@@ -22,6 +22,7 @@ COLD_START = "cold_start"
 WORKER_DEPARTURE = "worker_departure"
 PROBE_REPLY = "probe_reply"
 ENGINE_RECOVERY = "engine_recovery"
+WORKER_KILL = "worker_kill"
 CHANNELS: Mapping[str, str] = {
     LISTENER_RESTART: "restarting the RL listener under a chosen environment, which only a "
     "deployment the suite launched offers (our fakes, --launch dynamo-*)",
@@ -34,6 +35,9 @@ CHANNELS: Mapping[str, str] = {
     "not at all, which only a deployment the suite launched offers (our fakes)",
     ENGINE_RECOVERY: "killing one worker's engine for its sidecar to restart, which only a "
     "deployment the suite launched offers (our fakes)",
+    WORKER_KILL: "killing one worker's process (SIGKILL) while it generates and starting it "
+    "again, which only a deployment the suite launched offers (our fakes, --launch "
+    "dynamo-fake-vllm, dynamo-fake-sglang)",
 }
 """Channels a probe may offer, and what a cell says when a target lacks one."""
 
@@ -77,6 +81,18 @@ class EngineRecoveryProbe(Probe, Protocol):
     def crash_engine(self, instance_id: int) -> None:
         """Kill the engine of worker `instance_id` under whatever it is generating; its sidecar
         starts it again by itself."""
+
+
+class WorkerKillProbe(Probe, Protocol):
+    """A probe that offers `WORKER_KILL`."""
+
+    def kill_worker(self, system_url: str) -> None:
+        """Kill (SIGKILL) the process of the worker serving `system_url`, under whatever it is
+        generating."""
+
+    def revive_worker(self, system_url: str) -> None:
+        """Start the killed worker again, as it was started; discovery is the caller's to
+        watch."""
 
 
 @runtime_checkable
@@ -143,6 +159,9 @@ class Target:
     eos_token_ids: tuple[int, ...] = ()
     """The model's end-of-sequence ids: from the model directory a launcher served, or
     `--eos-token-id`; () when not known."""
+    migration_limit: int | None = None
+    """How many times the frontend moves a request whose worker died to another worker (its
+    `--migration-limit`): what a launcher started it with; None when not known."""
     unreached: str | None = None
     """Why the run could not test this deployment at all (it did not start, an input is wrong
     for it, its frontend did not answer the preflight): every cell it has is that one cause."""
@@ -182,6 +201,7 @@ class Target:
             "topology": dict(self.topology),
             "request_trace": self.request_trace,
             "eos_token_ids": list(self.eos_token_ids),
+            "migration_limit": self.migration_limit,
             **({"unreached": self.unreached} if self.unreached else {}),
         }
 
@@ -204,6 +224,7 @@ class Target:
             topology=dict(document.get("topology", {})),
             request_trace=document.get("request_trace"),
             eos_token_ids=tuple(document.get("eos_token_ids", ())),
+            migration_limit=document.get("migration_limit"),
             unreached=document.get("unreached"),
         )
 

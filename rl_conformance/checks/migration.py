@@ -1,0 +1,141 @@
+"""A stream whose worker died under it, on a frontend that migrates requests (`--migration-limit`
+above 0): Dynamo continues it on another worker "from the exact point of failure — no tokens lost
+or duplicated, and no interruption visible to the client" (Dynamo's request migration guide).
+
+A trainer admits the spliced stream as one sample: its ids must be the ids an unbroken run of the
+same greedy request gives (where the deployment is deterministic: two unbroken runs agree), one
+selected logprob each, and a usage that counts them. Dynamo 1.6.1 itself reports the re-prefilled
+tokens in `usage.prompt_tokens` and only the second worker's ids in `nvext.engine_data` (recorded:
+`fixtures/dynamo-1.6.1/toy-worker/migration_worker_killed_stream.json`); neither is a field the
+contract names for the trainer, so both are measured, never judged here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .aggregate import aggregate_stream
+from .base import Findings, Violation, check, get_path
+
+SECTION = "Handle Streaming and Retries"
+SPEC = (
+    "Treat a streaming request as a state machine: accepted, streaming, terminal success, "
+    "canceled, or failed. Admit only a verified terminal result. (Dynamo's request migration "
+    "guide: with --migration-limit above 0 a request whose worker fails continues on a healthy "
+    "worker from the exact point of failure, no tokens lost or duplicated.)"
+)
+
+
+@dataclass(frozen=True)
+class Spliced:
+    """What the client read of a stream its worker died under, folded."""
+
+    state: str
+    """The stream's terminal state (`success`: its terminal chunk and `[DONE]`)."""
+    error: str | None
+    """The error event or failure that ended it, if any."""
+    finish_reason: Any
+    ids: Sequence[int] | None
+    """`nvext.completion_token_ids` across its chunks (None: the deployment sent none)."""
+    logprobs: int | None
+    """Selected logprobs it carried (None: none were asked for or sent)."""
+    usage_completion_tokens: Any
+    max_tokens: int
+    read_before_kill: int
+    """Ids the client had read when the worker was killed."""
+
+
+def spliced(
+    payloads: list[Any],
+    state: str,
+    error: str | None,
+    max_tokens: int,
+    read_before_kill: int,
+) -> tuple[Spliced, dict[str, Any]]:
+    """A stream's events folded as `continuity` reads them, and what is measured beside them
+    (`usage.prompt_tokens`, the ids `nvext.engine_data` carries)."""
+    merged = aggregate_stream(payloads)
+    ids = get_path(merged, "nvext", "completion_token_ids")
+    selected = get_path(merged, "choices", 0, "logprobs", "token_logprobs")
+    engine_ids = get_path(merged, "nvext", "engine_data", "completion_token_ids")
+    errors = [p["error"] for p in payloads if isinstance(p, dict) and "error" in p]
+    folded = Spliced(
+        state=state,
+        error=error or (str(errors[0]) if errors else None),
+        finish_reason=get_path(merged, "choices", 0, "finish_reason"),
+        ids=ids if isinstance(ids, list) else None,
+        logprobs=len(selected) if isinstance(selected, list) else None,
+        usage_completion_tokens=get_path(merged, "usage", "completion_tokens"),
+        max_tokens=max_tokens,
+        read_before_kill=read_before_kill,
+    )
+    seen = {
+        "prompt_tokens": get_path(merged, "usage", "prompt_tokens"),
+        "engine_data_ids": len(engine_ids) if isinstance(engine_ids, list) else None,
+    }
+    return folded, seen
+
+
+@check(
+    "migration.continuity",
+    title="a stream whose worker died is continued on another worker with no id lost or repeated",
+    spec=SPEC,
+    section=SECTION,
+)
+def continuity(
+    stream: Spliced, migration_limit: int, unbroken: Sequence[int] | None = None
+) -> Findings:
+    """`unbroken`: the ids of the same greedy request run without a kill, when two such runs
+    agree (None: the deployment is not seed-deterministic here, and only counts are judged)."""
+    if stream.state != "success" or stream.error is not None:
+        yield Violation(
+            f"the stream ended {stream.state!r} ({stream.error or 'no terminal success'}) after "
+            f"its worker was killed, {stream.read_before_kill} ids in, although the frontend "
+            f"runs with --migration-limit {migration_limit}: it was not continued elsewhere",
+            "stream",
+            "terminal success with every id asked for (migrated)",
+            stream.error or stream.state,
+        )
+        return
+    ids = stream.ids
+    if ids is None:
+        return
+    if len(ids) != stream.max_tokens:
+        yield Violation(
+            f"the migrated stream carried {len(ids)} ids for max_tokens {stream.max_tokens} "
+            "(EOS ignored): ids were lost or repeated at the splice",
+            "nvext.completion_token_ids",
+            stream.max_tokens,
+            len(ids),
+        )
+    if unbroken is not None and list(ids) != list(unbroken):
+        at = next(
+            (k for k, (a, b) in enumerate(zip(ids, unbroken, strict=False)) if a != b),
+            min(len(ids), len(unbroken)),
+        )
+        window = slice(max(0, at - 2), at + 3)
+        yield Violation(
+            f"the migrated stream's ids differ from the same greedy request's unbroken ids from "
+            f"position {at} (the worker was killed {stream.read_before_kill} ids in): "
+            f"{list(ids[window])} against {list(unbroken[window])}",
+            f"nvext.completion_token_ids[{at}]",
+            unbroken[at] if at < len(unbroken) else "end of stream",
+            ids[at] if at < len(ids) else "end of stream",
+        )
+    if stream.logprobs is not None and stream.logprobs != len(ids):
+        yield Violation(
+            f"the migrated stream carried {stream.logprobs} selected logprobs for {len(ids)} ids",
+            "choices[0].logprobs.token_logprobs",
+            len(ids),
+            stream.logprobs,
+        )
+    counted = stream.usage_completion_tokens
+    if isinstance(counted, int) and counted != len(ids):
+        yield Violation(
+            f"the migrated stream's usage counts {counted} completion tokens for {len(ids)} ids",
+            "usage.completion_tokens",
+            len(ids),
+            counted,
+        )
