@@ -14,7 +14,7 @@ from ..client.http import Client
 from ..errors import ConfigurationError, LaunchError, TransportError, WrongInput
 from ..model import provenance
 from ..model.config import RunConfig
-from ..model.options import FAKES
+from ..model.options import FAKES, TOY_LAUNCHES
 from ..model.prompts import (
     REFUSAL_STATUSES,
     SUITE_IDS,
@@ -381,7 +381,9 @@ def plan_targets(config: RunConfig) -> TargetPool:
     not have is refused here (`inputs.check_config`), before anything starts."""
     check_config(config)
     if config.fault_matrix:
-        return fault_matrix_pool(config.workers, config.fault_shard, config.report_path / "logs")
+        return fault_matrix_pool(
+            config.fake_workers, config.fault_shard, config.report_path / "logs"
+        )
     launchers: dict[str, Launcher] = {}
     if config.frontend:
         assert config.backend is not None
@@ -404,7 +406,7 @@ def plan_targets(config: RunConfig) -> TargetPool:
     for name in config.fake or default:
         launcher = FakeLauncher(
             name,
-            workers=config.workers,
+            workers=config.fake_workers,
             faults=config.fault,
             log_dir=config.report_path / "logs",
             migration_limit=DEFAULT_MIGRATION_LIMIT if limit is None else limit,
@@ -440,6 +442,7 @@ def launched(config: RunConfig, logs_dir: Path) -> list[Launcher]:
                 python=python,
                 engine_faults=config.engine_fault,
                 migration_limit=config.migration_limit or 0,
+                workers=(config.workers or 1) if config.launch in TOY_LAUNCHES else 1,
                 keep_logs_in=logs_dir if len(pythons) == 1 else logs_dir / f"column-{index}",
                 target_id=target_id,
             )

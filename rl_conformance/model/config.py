@@ -44,7 +44,8 @@ class RunConfig:
     record_meta: str | None = None
     fake: tuple[str, ...] = ()
     fault: tuple[str, ...] = ()
-    workers: int = 2
+    workers: int | None = None
+    """None: each launcher's own default (`fake_workers`, 1 for a launched toy engine)."""
     migration_limit: int | None = None
     capability: tuple[str, ...] = ()
     launch: str | None = None
@@ -92,6 +93,10 @@ class RunConfig:
                 )
             values[option.name] = value
         return cls(**values)
+
+    @property
+    def fake_workers(self) -> int:
+        return 2 if self.workers is None else self.workers
 
     @property
     def report_path(self) -> Path:
@@ -175,6 +180,17 @@ class RunConfig:
             raise ConfigurationError(
                 "--migration-limit: the --launch docker deployment file sets the frontend's "
                 "arguments; give --migration-limit there"
+            )
+        real_launch = self.launch and self.launch not in TOY_LAUNCHES
+        if self.workers is not None and real_launch and not self.fake:
+            raise ConfigurationError(
+                f"--workers sets our fakes and a --launch {' or '.join(TOY_LAUNCHES)} "
+                f"deployment; --launch {self.launch} starts its own (one worker)"
+            )
+        if self.workers is not None and self.launch in TOY_LAUNCHES and self.workers < 1:
+            raise ConfigurationError(
+                f"--workers: expected an integer >= 1 for --launch {self.launch}, observed "
+                f"{self.workers}"
             )
         if self.engine_fault and self.launch not in TOY_LAUNCHES:
             raise ConfigurationError(f"--engine-fault needs --launch {' or '.join(TOY_LAUNCHES)}")

@@ -133,7 +133,12 @@ OPTIONS: tuple[Option, ...] = (
         metavar="NAME",
     ),
     Option(
-        "workers", "--workers", "RL workers per fake deployment (default 2)", kind="int", default=2
+        "workers",
+        "--workers",
+        "RL workers per fake deployment (default 2), or of a --launch dynamo-fake-* deployment "
+        "(default 1)",
+        kind="int",
+        metavar="N",
     ),
     Option(
         "migration_limit",

@@ -73,6 +73,7 @@ MOCKER_EXPECTED: dict[str, tuple[str, str]] = {
     "namespace.scope": (F, "the mocker registers no RL endpoint"),
     "cancel.propagation": (P, "judged from the mocker's system-server metrics"),
     "retry.attempt_identity": (P, ""),
+    "migration.continuity": (S, "worker_kill"),
     "telemetry.bounded_labels": (P, ""),
     "telemetry.trace_correlation": (P, "joined with the real frontend's own request trace"),
     "errors.validation": (P, ""),
@@ -90,6 +91,10 @@ offers no such channel, so the cells are skipped naming it."""
 RELEASE_LACKS = {"refresh.recovered_worker"}
 """Surfaces Dynamo 1.6.1 lacks (`model/releases.py`), whose tests need a channel no launcher of a
 real deployment offers: skipped, the release named."""
+NEEDS_MIGRATION = {"migration.continuity"}
+"""The launcher starts the frontend with Dynamo's default --migration-limit 0 unless told: the
+cell is skipped naming the flag (`test_a_migrated_stream_on_the_real_frontend_loses_no_id`
+judges it with the flag)."""
 NEEDS_A_REFERENCE = {"refresh.served_policy_verified"}
 """Our toy engine's checkpoints are made-up paths: no file to compute a reference from, and this
 launcher offers no cold start, so the cell is skipped naming the flags."""
@@ -192,6 +197,7 @@ def toy_expectation(capability_id: str, unsupported: set[str]) -> tuple[str, str
         (NEEDS_A_REFERENCE, "--reference-checkpoint"),
         (NEEDS_PROBE_REPLY, "probe_reply"),
         (RELEASE_LACKS, "not in Dynamo 1.6.1"),
+        (NEEDS_MIGRATION, "--migration-limit"),
     ):
         if capability_id in skipped:
             return S, needle
@@ -223,6 +229,36 @@ def test_real_frontend_with_our_engine_passes_everything_it_can_observe(
     assert_observable_cells(cells, NO_VERSION_PER_TOKEN | STAYS_ROUTED)
     assert fake_engine_matrix["exit_status"] == 0
     assert leftover_processes(fake_engine_matrix) == []
+
+
+def test_a_migrated_stream_on_the_real_frontend_loses_no_id(
+    dynamo_python: Path, tmp_path: Path
+) -> None:
+    """Dynamo 1.6.1's frontend with --migration-limit 3 and two toy workers: the worker under a
+    stream is SIGKILLed, and the stream goes on on the other with every id in place. The real
+    frontend counts the re-prefilled tokens in usage.prompt_tokens and keeps only the second
+    worker's ids in nvext.engine_data (measured, not judged: checks.migration)."""
+    matrix = run_launch(
+        tmp_path,
+        "--launch",
+        "dynamo-fake-vllm",
+        "--dynamo-python",
+        str(dynamo_python),
+        "--migration-limit",
+        "3",
+        "--workers",
+        "2",
+        "--allow-mutations",
+        "--all-workers",
+        "--capability",
+        "migration.continuity",
+    )
+    cell = next(row for row in matrix["capabilities"] if row["id"] == "migration.continuity")
+    cell = cell["cells"]["dynamo-fake-vllm"]
+    assert cell["outcome"] == P, (cell["reason"], cell["evidence"][:1], matrix["stdout"])
+    target = next(t for t in matrix["targets"] if t["id"] == "dynamo-fake-vllm")
+    assert target["migration_limit"] == 3
+    assert leftover_processes(matrix) == []
 
 
 def test_read_only_run_against_the_real_frontend_skips_every_mutation(
