@@ -80,6 +80,12 @@ def test_a_stream_whose_worker_dies_continues_elsewhere_with_no_id_lost_or_repea
         stream.wait()
         raise rl_admin.policy.refusal(f"killing {victim.label}")
     assert victim.system_url is not None
+    before_kill = stream.mark()
+    if before_kill.ended:  # how a stream that ended by itself ended is the stream rows' to judge
+        stream.wait()
+        raise Unobservable(
+            f"the stream had ended ({before_kill.describe()}) before its worker could be killed"
+        )
     try:
         rl_probe.kill_worker(victim.system_url)
         killed_at = stream.mark()

@@ -71,8 +71,9 @@ def spliced(
         max_tokens=max_tokens,
         read_before_kill=read_before_kill,
     )
+    prompt_tokens = get_path(merged, "usage", "prompt_tokens")
     seen = {
-        "prompt_tokens": get_path(merged, "usage", "prompt_tokens"),
+        "prompt_tokens": prompt_tokens if isinstance(prompt_tokens, int) else None,
         "engine_data_ids": len(engine_ids) if isinstance(engine_ids, list) else None,
     }
     return folded, seen

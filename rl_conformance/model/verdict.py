@@ -11,10 +11,11 @@ expose, `Unobservable`), which is `skipped` with the flag or the channel named, 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ..checks import http, schema_check
-from ..checks.base import CheckResult
+from ..checks.base import MISSING, CheckResult
 from ..wire.exchange import BodyNotJSON, Exchange
 
 
@@ -67,8 +68,10 @@ class Verdict:
         return result
 
     def measure(self, **facts: Any) -> None:
-        """Keep facts the test measured (JSON values) on its record, whatever its outcome."""
-        self.measured.update(facts)
+        """Keep facts the test measured on its record, whatever its outcome. They are JSON
+        values: a field the deployment left out (`MISSING`) is kept as null, anything else as its
+        text, so that no measurement can keep the report from being written."""
+        self.measured.update(json.loads(json.dumps(facts, default=_json_fact)))
 
     def status(self, exchange: Exchange, expected: int = 200) -> None:
         self.check(
@@ -112,3 +115,7 @@ class Verdict:
                 if isinstance(payload, dict) and "error" not in payload:
                     self.check(schema_check(schema, payload, where=f"events[{position}]"), exchange)
         return payloads
+
+
+def _json_fact(value: Any) -> Any:
+    return None if value is MISSING else repr(value)

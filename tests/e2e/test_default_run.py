@@ -84,6 +84,7 @@ EXPECTED: dict[str, tuple[str, str, str, str]] = {  # (vllm, sglang, trtllm, vll
     "namespace.scope": RL_ONLY,
     "cancel.propagation": ALL,
     "retry.attempt_identity": ALL,
+    "migration.continuity": ALL,
     "telemetry.bounded_labels": ALL,
     "telemetry.trace_correlation": ALL,
     "errors.validation": ALL,
