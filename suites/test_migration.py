@@ -7,6 +7,7 @@ known: a channel only deployments the suite launched offer (declared with `needs
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -39,9 +40,9 @@ def test_a_stream_whose_worker_dies_continues_elsewhere_with_no_id_lost_or_repea
 ) -> None:
     """A long greedy stream (EOS ignored), unpinned; once it delivered its first token, the
     process of the worker its first chunk names (`nvext.worker_id`) is killed. The stream must
-    end in terminal success with the ids the same request gives unbroken (two unbroken runs
-    agreeing first), one selected logprob each and a usage that counts them. The killed worker
-    is started again afterwards."""
+    end in terminal success and read as the same stream run unbroken does: its ids (where two
+    unbroken runs agree), its selected logprobs and its usage's completion count. The killed
+    worker is started again afterwards."""
     limit = rl_target.migration_limit
     if limit is None:
         raise Unobservable("the frontend's --migration-limit is not known for this deployment")
@@ -57,16 +58,8 @@ def test_a_stream_whose_worker_dies_continues_elsewhere_with_no_id_lost_or_repea
             "to continue on"
         )
     budget = in_flight_budget(rl_client, rl_target, len(PROMPT))
-    unbroken = unbroken_ids(rl_verdict, rl_client, rl_target, budget)
-    stream = InFlightStream(
-        rl_client,
-        rl_target,
-        PROMPT,
-        instance_id=None,
-        max_tokens=budget,
-        fields=("worker_id",),
-        options=OPTIONS,
-    )
+    unbroken = unbroken_stream(rl_verdict, rl_client, rl_target, budget)
+    stream = long_stream(rl_client, rl_target, budget)
     routed = routed_now(rl_admin, rl_target)
     sent = stream.start_and_wait_first_token(rl_verdict)
     victim = serving_worker(stream.progress.first_event, workers)
@@ -95,15 +88,7 @@ def test_a_stream_whose_worker_dies_continues_elsewhere_with_no_id_lost_or_repea
         await_rejoin(rl_admin, rl_target, routed)
     if killed_at.ended and killed_at.tokens >= budget:
         raise Unobservable(f"the stream had ended ({sent.describe()}) when its worker was killed")
-    exchange = stream.exchange
-    state = exchange.state.value if exchange.state else "none"
-    spliced, seen = migration.spliced(
-        rl_verdict.events(exchange),
-        state,
-        None if state == "success" else (exchange.state_reason or exchange.error),
-        budget,
-        killed_at.tokens,
-    )
+    spliced, seen = folded(rl_verdict, stream, budget, killed_at.tokens)
     rl_verdict.measure(
         migration={
             "migration_limit": limit,
@@ -111,31 +96,56 @@ def test_a_stream_whose_worker_dies_continues_elsewhere_with_no_id_lost_or_repea
             "ids_read_before_kill": killed_at.tokens,
             "prompt_tokens": {"sent": len(PROMPT), "usage": seen["prompt_tokens"]},
             "engine_data_ids": seen["engine_data_ids"],
-            "deterministic": unbroken is not None,
+            "deterministic": unbroken.ids is not None,
         }
     )
-    rl_verdict.check(migration.continuity(spliced, limit, unbroken), exchange)
+    rl_verdict.check(migration.continuity(spliced, unbroken, limit), stream.exchange)
 
 
-def unbroken_ids(
+def long_stream(rl_client: Client, rl_target: Target, max_tokens: int) -> InFlightStream:
+    """The greedy stream the test kills under, unpinned, naming its worker."""
+    return InFlightStream(
+        rl_client,
+        rl_target,
+        PROMPT,
+        instance_id=None,
+        max_tokens=max_tokens,
+        fields=("worker_id",),
+        options=OPTIONS,
+    )
+
+
+def folded(
+    rl_verdict: Verdict, stream: InFlightStream, max_tokens: int, read_before_kill: int
+) -> tuple[migration.Spliced, dict[str, Any]]:
+    exchange = stream.exchange
+    state = exchange.state.value if exchange.state else "none"
+    error = None if state == "success" else (exchange.state_reason or exchange.error)
+    return migration.spliced(
+        rl_verdict.events(exchange), state, error, max_tokens, read_before_kill
+    )
+
+
+def unbroken_stream(
     rl_verdict: Verdict, rl_client: Client, rl_target: Target, max_tokens: int
-) -> list[int] | None:
-    """The request's ids run twice without a kill, when both runs agree (None otherwise: the
-    deployment is not deterministic here, and the ids are then judged by their count only)."""
-    body = {
-        "model": rl_target.model,
-        "prompt": PROMPT,
-        "max_tokens": max_tokens,
-        "temperature": 0,
-        "ignore_eos": True,
-        "nvext": {"extra_fields": ["completion_token_ids"]},
-    }
-    found = []
+) -> migration.Spliced:
+    """The same stream run twice without a kill: the reference, its ids kept only when both
+    runs agree (the deployment is deterministic here). A deployment whose unbroken stream does
+    not end well is the stream rows' to judge: inconclusive here."""
+    runs = []
     for _ in range(2):
-        exchange = rl_client.post(rl_target.url("/v1/completions"), json_body=body)
-        ids = get_path(rl_verdict.json(exchange), "nvext", "completion_token_ids")
-        found.append(ids if isinstance(ids, list) else None)
-    return found[0] if found[0] is not None and found[0] == found[1] else None
+        stream = long_stream(rl_client, rl_target, max_tokens)
+        stream.thread.start()
+        stream.wait()
+        runs.append(folded(rl_verdict, stream, max_tokens, 0)[0])
+    first, second = runs
+    problem = migration.reference_problem(first) or migration.reference_problem(second)
+    if problem is not None:
+        raise Unobservable(
+            f"the same stream unbroken {problem}: the stream rows judge that, and migration "
+            "is judged against an unbroken stream that ends well"
+        )
+    return first if first.ids == second.ids else dataclasses.replace(first, ids=None)
 
 
 def named_worker(first_event: str | None) -> Any:

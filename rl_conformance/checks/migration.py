@@ -2,9 +2,10 @@
 above 0): Dynamo continues it on another worker "from the exact point of failure — no tokens lost
 or duplicated, and no interruption visible to the client" (Dynamo's request migration guide).
 
-A trainer admits the spliced stream as one sample: its ids must be the ids an unbroken run of the
-same greedy request gives (where the deployment is deterministic: two unbroken runs agree), one
-selected logprob each, and a usage that counts them. Dynamo 1.6.1 itself reports the re-prefilled
+A trainer admits the spliced stream as one sample: it must read as the same stream run unbroken
+does (its ids where the deployment is deterministic: two unbroken runs agree; its logprobs; its
+usage's completion count). What the unbroken stream already gets wrong is the stream rows' to
+judge, not the splice's. Dynamo 1.6.1 itself reports the re-prefilled
 tokens in `usage.prompt_tokens` and only the second worker's ids in `nvext.engine_data` (recorded:
 `fixtures/dynamo-1.6.1/toy-worker/migration_worker_killed_stream.json`); neither is a field the
 contract names for the trainer, so both are measured, never judged here.
@@ -85,16 +86,18 @@ def spliced(
     spec=SPEC,
     section=SECTION,
 )
-def continuity(
-    stream: Spliced, migration_limit: int, unbroken: Sequence[int] | None = None
-) -> Findings:
-    """`unbroken`: the ids of the same greedy request run without a kill, when two such runs
-    agree (None: the deployment is not seed-deterministic here, and only counts are judged)."""
+def continuity(stream: Spliced, unbroken: Spliced, migration_limit: int) -> Findings:
+    """`unbroken`: the same stream run without a kill, which ended in terminal success with
+    every id asked for (a deployment whose unbroken streams do not is judged by the stream rows,
+    not here). The migrated stream must read as it does: its ids (where two unbroken runs
+    agree: `unbroken.ids` None otherwise, and only counts are compared), its logprobs and its
+    usage's completion count; whatever the splice changes is the splice's."""
     if stream.state != "success" or stream.error is not None:
         yield Violation(
             f"the stream ended {stream.state!r} ({stream.error or 'no terminal success'}) after "
             f"its worker was killed, {stream.read_before_kill} ids in, although the frontend "
-            f"runs with --migration-limit {migration_limit}: it was not continued elsewhere",
+            f"runs with --migration-limit {migration_limit} and the same stream unbroken ends "
+            "in success: it was not continued elsewhere",
             "stream",
             "terminal success with every id asked for (migrated)",
             stream.error or stream.state,
@@ -106,37 +109,50 @@ def continuity(
     if len(ids) != stream.max_tokens:
         yield Violation(
             f"the migrated stream carried {len(ids)} ids for max_tokens {stream.max_tokens} "
-            "(EOS ignored): ids were lost or repeated at the splice",
+            "(EOS ignored; the same stream unbroken carries them all): ids were lost or "
+            "repeated at the splice",
             "nvext.completion_token_ids",
             stream.max_tokens,
             len(ids),
         )
-    if unbroken is not None and list(ids) != list(unbroken):
+    reference = unbroken.ids
+    if reference is not None and list(ids) != list(reference):
         at = next(
-            (k for k, (a, b) in enumerate(zip(ids, unbroken, strict=False)) if a != b),
-            min(len(ids), len(unbroken)),
+            (k for k, (a, b) in enumerate(zip(ids, reference, strict=False)) if a != b),
+            min(len(ids), len(reference)),
         )
         window = slice(max(0, at - 2), at + 3)
         yield Violation(
-            f"the migrated stream's ids differ from the same greedy request's unbroken ids from "
+            f"the migrated stream's ids differ from the same stream's unbroken ids from "
             f"position {at} (the worker was killed {stream.read_before_kill} ids in): "
-            f"{list(ids[window])} against {list(unbroken[window])}",
+            f"{list(ids[window])} against {list(reference[window])}",
             f"nvext.completion_token_ids[{at}]",
-            unbroken[at] if at < len(unbroken) else "end of stream",
+            reference[at] if at < len(reference) else "end of stream",
             ids[at] if at < len(ids) else "end of stream",
         )
-    if stream.logprobs is not None and stream.logprobs != len(ids):
+    if stream.logprobs != unbroken.logprobs:
         yield Violation(
-            f"the migrated stream carried {stream.logprobs} selected logprobs for {len(ids)} ids",
+            f"the migrated stream carried {stream.logprobs} selected logprobs where the same "
+            f"stream unbroken carries {unbroken.logprobs}",
             "choices[0].logprobs.token_logprobs",
-            len(ids),
+            unbroken.logprobs,
             stream.logprobs,
         )
-    counted = stream.usage_completion_tokens
-    if isinstance(counted, int) and counted != len(ids):
+    if stream.usage_completion_tokens != unbroken.usage_completion_tokens:
         yield Violation(
-            f"the migrated stream's usage counts {counted} completion tokens for {len(ids)} ids",
+            f"the migrated stream's usage counts {stream.usage_completion_tokens!r} completion "
+            f"tokens where the same stream unbroken counts {unbroken.usage_completion_tokens!r}",
             "usage.completion_tokens",
-            len(ids),
-            counted,
+            unbroken.usage_completion_tokens,
+            stream.usage_completion_tokens,
         )
+
+
+def reference_problem(unbroken: Spliced) -> str | None:
+    """Why an unbroken run of the stream cannot be the reference (None: it can): it did not
+    end in terminal success with every id asked for."""
+    if unbroken.state != "success" or unbroken.error is not None:
+        return f"ends {unbroken.state!r} ({unbroken.error or 'no terminal success'})"
+    if unbroken.ids is not None and len(unbroken.ids) != unbroken.max_tokens:
+        return f"carries {len(unbroken.ids)} ids for max_tokens {unbroken.max_tokens}"
+    return None

@@ -23,9 +23,20 @@ def payloads(case: str) -> list[Any]:
     return [event for event in recorded.events(case) if event != "[DONE]"]
 
 
-def unbroken() -> list[int]:
-    ids: list[int] = recorded.body(UNBROKEN)["nvext"]["completion_token_ids"]
-    return ids
+def unbroken(deterministic: bool = True) -> migration.Spliced:
+    """The recorded unbroken run of the same request (unary: its ids, logprobs and usage are
+    what the unbroken stream carries)."""
+    body = recorded.body(UNBROKEN)
+    return migration.Spliced(
+        state="success",
+        error=None,
+        finish_reason=body["choices"][0]["finish_reason"],
+        ids=body["nvext"]["completion_token_ids"] if deterministic else None,
+        logprobs=len(body["choices"][0]["logprobs"]["token_logprobs"]),
+        usage_completion_tokens=body["usage"]["completion_tokens"],
+        max_tokens=200,
+        read_before_kill=0,
+    )
 
 
 def observed(events: list[Any], state: str = "success") -> migration.Spliced:
@@ -41,7 +52,7 @@ def with_repeated_splice_token() -> list[Any]:
 
 CASES: dict[str, Case] = {
     "migration.continuity": (
-        lambda: migration.continuity(observed(payloads(MIGRATED)), LIMIT, unbroken()),
-        lambda: migration.continuity(observed(with_repeated_splice_token()), LIMIT, unbroken()),
+        lambda: migration.continuity(observed(payloads(MIGRATED)), unbroken(), LIMIT),
+        lambda: migration.continuity(observed(with_repeated_splice_token()), unbroken(), LIMIT),
     ),
 }

@@ -46,6 +46,8 @@ EXCLUDED_PREFIXES = (
     "metrics",
     "worker_metrics",  # text cut to a few series; tests/harness/test_prometheus reads them
     "frontend_metrics",
+    "migration_",  # a worker killed mid-stream: tests/fake_backends/test_fake_migration.py
+    "worker_killed_",
 )
 LOOSE_KEYS = {"engine_data"}  # engine-owned, forwarded verbatim by the frontend
 # The recording engine sent no prompt_tokens_details (CONTRACT-NOTES §O6.11); the fake's vLLM and

@@ -28,10 +28,12 @@ from rl_conformance.model.target import (
     LISTENER_RESTART,
     PROBE_REPLY,
     WORKER_DEPARTURE,
+    WORKER_KILL,
     Target,
 )
 from rl_conformance.model.verdict import MissingInput
 
+ALWAYS = {LISTENER_RESTART, WORKER_DEPARTURE, PROBE_REPLY, ENGINE_RECOVERY, WORKER_KILL}
 PROMPT = [640, 1024, 777, 1800, 512, 333, 901, 445, 1203, 377, 1500, 1234]
 TOKENS = 16
 FAMILIES = {"vllm": VLLM, "sglang": SGLANG}
@@ -129,14 +131,10 @@ def test_an_update_serving_a_mix_is_not_the_checkpoint(http: httpx.Client, flavo
 @pytest.mark.parametrize(
     ("flavour", "offers"),
     [
-        ("vllm", {LISTENER_RESTART, WORKER_DEPARTURE, PROBE_REPLY, ENGINE_RECOVERY, COLD_START}),
-        ("sglang", {LISTENER_RESTART, WORKER_DEPARTURE, PROBE_REPLY, ENGINE_RECOVERY, COLD_START}),
-        (
-            "trtllm",
-            {LISTENER_RESTART, WORKER_DEPARTURE, PROBE_REPLY, ENGINE_RECOVERY},
-        ),  # no weight updates
-        # updates are transfers, from no checkpoint
-        ("vllm-sidecar", {LISTENER_RESTART, WORKER_DEPARTURE, PROBE_REPLY, ENGINE_RECOVERY}),
+        ("vllm", ALWAYS | {COLD_START}),
+        ("sglang", ALWAYS | {COLD_START}),
+        ("trtllm", ALWAYS),  # no weight updates
+        ("vllm-sidecar", ALWAYS),  # updates are transfers, from no checkpoint
     ],
 )
 def test_only_fakes_updated_from_disk_offer_a_cold_start(flavour: str, offers: set[str]) -> None:
