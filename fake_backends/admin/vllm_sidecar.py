@@ -34,6 +34,7 @@ the pause (``clear_cache``, vLLM's default ``True``), not by the update.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fake_backends.admin.routes import AdminRoutes, HandlerError
@@ -54,6 +55,28 @@ ALREADY_UNREGISTERED = (
 )
 NOT_STARTED = "InvalidRequest: no weight update in progress: call start_weight_update first"
 INJECTED_FAILURE = "Failed to finish weight update: engine rejected the weights (injected fault)"
+
+
+Handler = Callable[[EngineWorker, Body], Awaitable[Body]]
+
+
+def gauged(operation: str, handler: Handler) -> Handler:
+    """`handler` counted in the worker's weight-transfer gauge while it runs, as vLLM's
+    `WeightOperationMetrics.record` does: back to 0 whether it succeeded or failed, unless
+    ``weight_update_gauge_stuck`` skips the decrement when it fails."""
+
+    async def run(worker: EngineWorker, body: Body) -> Body:
+        worker.counters.operation_started(operation)
+        failed = True
+        try:
+            reply = await handler(worker, body)
+            failed = False
+            return reply
+        finally:
+            if not (failed and deployment_fault(worker, "weight_update_gauge_stuck")):
+                worker.counters.operation_ended(operation)
+
+    return run
 
 
 def _non_object_message(route: str) -> str:
@@ -183,10 +206,10 @@ def sidecar_routes() -> AdminRoutes:
         "control/is_sleeping": is_sleeping,
         "control/get_weight_version": get_weight_version,
         "update/update_weight_version": update_weight_version,
-        "update/init_weight_transfer_engine": init_weight_transfer_engine,
-        "update/start_weight_update": start_weight_update,
-        "update/update_weights": update_weights,
-        "update/finish_weight_update": finish_weight_update,
+        "update/init_weight_transfer_engine": gauged("init", init_weight_transfer_engine),
+        "update/start_weight_update": gauged("start", start_weight_update),
+        "update/update_weights": gauged("update", update_weights),
+        "update/finish_weight_update": gauged("finish", finish_weight_update),
         "update/model_taints": model_taints,
     }.items():
         routes.register(name, handler)

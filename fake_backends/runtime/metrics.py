@@ -188,6 +188,9 @@ _WORKER_HELP = {
 # What one generated token costs on the request plane, about as the real 1.6.1 mocker's
 # generate endpoint sends (272,396 bytes for 2,000 tokens).
 TOKEN_RESPONSE_BYTES = 136
+WEIGHT_OPERATIONS_IN_FLIGHT = "vllm:rl_weight_update_operations_in_flight"
+"""vLLM's gauge of weight-transfer operations awaited (vllm/entrypoints/rl/online/metrics.py,
+vllm 0.32.0), by `operation` (init, start, update, finish): the native sidecar's engine has it."""
 
 
 class WorkerCounters:
@@ -209,6 +212,17 @@ class WorkerCounters:
         )
         self._lock = threading.Lock()
         self._values = dict.fromkeys(_WORKER_HELP, 0)
+        self._operations: dict[str, int] = {}
+        """Weight-transfer operations awaited now, by vLLM's operation name; a label appears
+        once its operation ran (vLLM creates the gauge lazily)."""
+
+    def operation_started(self, operation: str) -> None:
+        with self._lock:
+            self._operations[operation] = self._operations.get(operation, 0) + 1
+
+    def operation_ended(self, operation: str) -> None:
+        with self._lock:
+            self._operations[operation] -= 1
 
     def started(self) -> None:
         with self._lock:
@@ -228,11 +242,22 @@ class WorkerCounters:
     def render(self) -> str:
         with self._lock:
             values = dict(self._values)
+            operations = dict(self._operations)
         lines: list[str] = []
         for name, (kind, text) in _WORKER_HELP.items():
             lines += [
                 f"# HELP {name} {text}",
                 f"# TYPE {name} {kind}",
                 f"{name}{_render_labels(self._labels)} {_number(values[name])}",
+            ]
+        if operations:
+            lines += [
+                f"# HELP {WEIGHT_OPERATIONS_IN_FLIGHT} Weight-transfer operations currently "
+                "awaited.",
+                f"# TYPE {WEIGHT_OPERATIONS_IN_FLIGHT} gauge",
+                *(
+                    f'{WEIGHT_OPERATIONS_IN_FLIGHT}{{operation="{operation}"}} {_number(count)}'
+                    for operation, count in sorted(operations.items())
+                ),
             ]
         return "\n".join(lines) + "\n"

@@ -24,6 +24,7 @@ from . import (
     terminal,
     tokens,
     trace,
+    weight_gauge,
 )
 from .aggregate import aggregate_stream
 from .base import REGISTRY, CheckResult, CheckSpec, Level, Violation
@@ -60,4 +61,5 @@ __all__ = [
     "terminal",
     "tokens",
     "trace",
+    "weight_gauge",
 ]

@@ -25,7 +25,15 @@ from rl_conformance.checks.aggregate import aggregate_stream
 from rl_conformance.checks.base import rule_ids
 from rl_conformance.checks.schema_registry import schema_names
 
-from . import bodies, control_cases, migration_cases, probe_cases, recorded, release_cases
+from . import (
+    bodies,
+    control_cases,
+    gauge_cases,
+    migration_cases,
+    probe_cases,
+    recorded,
+    release_cases,
+)
 
 Case = tuple[Callable[[], CheckResult], Callable[[], CheckResult]]
 
@@ -324,6 +332,7 @@ CASES.update(probe_cases.CASES)
 CASES.update(release_cases.CASES)
 CASES.update(control_cases.CASES)
 CASES.update(migration_cases.CASES)
+CASES.update(gauge_cases.CASES)
 
 
 def test_every_registered_rule_has_a_case() -> None:

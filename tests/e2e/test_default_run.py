@@ -87,6 +87,7 @@ EXPECTED: dict[str, tuple[str, str, str, str]] = {  # (vllm, sglang, trtllm, vll
     "migration.continuity": ALL,
     "telemetry.bounded_labels": ALL,
     "telemetry.trace_correlation": ALL,
+    "telemetry.weight_update_gauge": ("skipped", U, U, P),
     "errors.validation": ALL,
 }
 TARGETS = ("fake-vllm", "fake-sglang", "fake-trtllm", "fake-vllm-sidecar")

@@ -30,6 +30,7 @@ UNSUPPORTED = {
     "admin.route_negotiation": "SGLang workers advertise no routes",
     "admin.unpaused_update_refused": "SGLang takes updates without a pause",
     "namespace.scope": "the 1.6.1 RL listener lists no SGLang worker",
+    "telemetry.weight_update_gauge": "vLLM's weight-transfer gauge: not SGLang's",
 }
 SKIPPED = {
     "discovery.departure_visible": "the launcher stops and restarts only our toy workers",

@@ -1,0 +1,54 @@
+"""vLLM's weight-transfer gauge: `vllm:rl_weight_update_operations_in_flight{operation}` counts
+the weight-transfer operations awaited now (`vllm/entrypoints/rl/online/metrics.py`, vllm
+0.32.0). vLLM's own RL tests pin that it returns to 0 after a failed and after a cancelled update:
+a gauge left above 0 makes a stuck update look like one still running, and hides the next real
+one. Read after each operation has ended, every label must be back at 0."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from ..wire import prometheus
+from .base import Findings, Level, Violation, check
+
+GAUGE = "vllm:rl_weight_update_operations_in_flight"
+SECTION = "Coordinate Policy Refresh"
+SPEC = (
+    "Keep generation gated when membership changes, an update fails, cache reset fails, or "
+    "post-update generation does not pass. (vLLM's RL metrics: "
+    "vllm:rl_weight_update_operations_in_flight returns to 0 after a successful, a failed and "
+    "a cancelled weight-transfer operation; vllm/entrypoints/rl/online/metrics.py.)"
+)
+
+
+def in_flight(samples: Iterable[prometheus.Sample]) -> dict[str, float] | None:
+    """The gauge's value per `operation` label among a /metrics page's samples; None when it has
+    no series (vLLM creates it at the first operation; a worker path without vLLM's RL API has
+    none)."""
+    found = {
+        sample.labels.get("operation", ""): sample.value
+        for sample in samples
+        if sample.name == GAUGE
+    }
+    return found or None
+
+
+@check(
+    "telemetry.weight_update_gauge",
+    title="the weight-transfer in-flight gauge is back to 0 once each operation ended",
+    level=Level.SHOULD,
+    spec=SPEC,
+    section=SECTION,
+)
+def gauge_settled(after: str, reading: Mapping[str, float], worker: str) -> Findings:
+    """`after`: which operation had just ended, and how (`a successful transfer`, `a refused
+    update step`); `reading`: the gauge per operation, read then."""
+    for operation, value in sorted(reading.items()):
+        if value != 0:
+            yield Violation(
+                f"{worker}: {GAUGE}{{operation={operation!r}}} is {value:g} after {after} "
+                "ended: a stuck count makes the next update look already running",
+                f'{GAUGE}{{operation="{operation}"}}',
+                0,
+                value,
+            )
