@@ -35,6 +35,7 @@ NEEDS_A_LAUNCHER = {
     "discovery.probe_replies_validated",  # a worker's route-probe reply replaced
     "discovery.probe_deadline",  # a worker's route probe left unanswered
     "refresh.recovered_worker",  # a worker's engine killed
+    "migration.continuity",  # a worker's process killed under a stream
     # Its reference for our fakes' made-up checkpoints is a cold start on the checkpoint (the
     # `cold_start` channel); by URL, /checkpoints/a is not readable here, so it is skipped.
     "refresh.served_policy_verified",
@@ -173,7 +174,8 @@ def test_a_read_only_run_by_url_skips_what_it_may_not_do_and_says_why(
     assert all("needs probe_reply" in skipped[cap] for cap in probed), skipped
     if "refresh.recovered_worker" in skipped:
         assert "needs engine_recovery" in skipped["refresh.recovered_worker"], skipped
-    probed += ("refresh.recovered_worker",)
+    assert "needs worker_kill" in skipped["migration.continuity"], skipped
+    probed += ("refresh.recovered_worker", "migration.continuity")
     flags = ("--allow-mutations", "--worker-url", "--rl-url", "--request-trace")
     assert all(
         any(flag in reason for flag in flags)

@@ -191,6 +191,12 @@ ALLOWLIST: dict[str, tuple[str, tuple[str, str]]] = {
         "one real-Dynamo stack per engine fault; `passthrough` launches it for every fault",
         ("tests/e2e/test_passthrough.py", '"passthrough"'),
     ),
+    "rl-conformance run --launch dynamo-fake-vllm --workers 2 --migration-limit 3 "
+    "--allow-mutations --all-workers --capability migration.continuity": (
+        "the real frontend with two toy workers, one killed mid-stream; the same command, with "
+        "--dynamo-python and a temporary report directory, is run by the real-Dynamo test",
+        ("tests/e2e/test_real_dynamo.py", "def test_a_migrated_stream_on_the_real_frontend"),
+    ),
     "rl-conformance passthrough": (
         "a real-Dynamo stack per engine fault (minutes); run by its own e2e test",
         ("tests/e2e/test_passthrough.py", '"passthrough"'),
