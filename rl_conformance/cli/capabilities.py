@@ -1,7 +1,8 @@
 """`rl-conformance capabilities`: every capability with its level and documented support;
 `--markdown` writes the capability reference (`docs/CAPABILITIES.md`): ID, level, spec section
 and sentence, documented support, the checks that judged it in a matrix (`--matrix`) and the
-faults of our fakes that prove it can fail (`--flips`, the reviewed kill-matrix expectations)."""
+faults of our fakes that prove it can fail (`--flips`, the reviewed kill-matrix expectations);
+`--suite-index` writes every suite test beside the sentence it certifies (`suites/README.md`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 
 from ..errors import ConfigurationError
 from ..model.capabilities import CAPABILITIES, Capability
+from ..reports.suite_index import render_suite_index, suite_tests
 
 
 def register(commands: Any) -> None:
@@ -22,6 +24,12 @@ def register(commands: Any) -> None:
     parser.add_argument("--matrix", type=Path, help="a matrix.json: the checks of each capability")
     parser.add_argument(
         "--flips", type=Path, help="kill-matrix expectations: the faults of each capability"
+    )
+    parser.add_argument(
+        "--suite-index",
+        action="store_true",
+        help="every suite test with the capability and the quoted sentence it certifies "
+        "(suites/README.md)",
     )
     parser.set_defaults(handler=handle)
 
@@ -93,6 +101,9 @@ def render_reference(
 
 
 def handle(args: argparse.Namespace) -> int:
+    if args.suite_index:
+        print(render_suite_index(suite_tests()), end="")
+        return 0
     if args.markdown:
         print(
             render_reference(
