@@ -206,6 +206,7 @@ class LiveRequest:
             return False
         self.migrations += 1
         old.runtime.release(gen)
+        old.counters.ended(cancelled=False)
         moved = Generation(self.attempt_id, self.response_id, tokens=gen.tokens)
         self.worker, self.gen = worker, moved
         worker.counters.started()

@@ -14,6 +14,7 @@ import pytest
 from fake_backend_helpers import PROMPT, faulted, shows
 
 from fake_backends.deployment.assembly import FakeDeployment
+from rl_conformance.wire import prometheus
 
 MAX_TOKENS = 120
 BODY = {
@@ -93,8 +94,11 @@ def test_a_stream_whose_worker_is_killed_goes_on_elsewhere(
     events = killed_stream(client, migrating)
     assert events[-1] == "[DONE]"
     assert ids_of(events) == reference
-    # the killed worker serves again once started again
+    # the killed worker serves again once started again, and counts nothing still in flight
     assert len(unbroken(client, migrating)) == MAX_TOKENS
+    for worker in migrating.workers:
+        samples = prometheus.parse(client.get(f"{worker['system_url']}/metrics").text)
+        assert prometheus.total(samples, "dynamo_component_inflight_requests") == 0
 
 
 def test_without_migration_the_stream_ends_in_the_recorded_error() -> None:
