@@ -112,7 +112,7 @@ async def stream_frames(
     final = list(views)
     if aborted and live.gen is not None and live.gen.worker_died:
         # Recorded from Dynamo 1.6.1 with its worker SIGKILLed and no migration: an error
-        # event, then [DONE] (fixtures/dynamo-1.6.1/toy-migration/).
+        # event, then [DONE] (toy-worker/worker_killed_stream_without_migration.json).
         live.end("aborted")
         pending.append(frame({"error": WORKER_GONE}))
         pending.append(DONE_FRAME)
