@@ -44,7 +44,7 @@ EXCLUDED_PREFIXES = (
     "no_model_",
     "vllm_inference_v1_generate",
     "metrics",
-    "worker_metrics",  # text cut to a few series; tests/harness/test_prometheus reads them
+    "worker_metrics",  # text cut to a few series; tests/wire/test_prometheus reads them
     "frontend_metrics",
     "migration_",  # a worker killed mid-stream: tests/fake_backends/test_fake_migration.py
     "worker_killed_",
@@ -243,8 +243,8 @@ VLLM_CPU_ELSEWHERE = {
     "completions_prompt_plus_max_tokens_too_long": "context: test_vllm_context_length_error",
     "chat_prompt_too_long": "context differs: test_vllm_context_length_error",
     "openapi_json": "deliberate: the fake never claims Dynamo's title and version",
-    "worker_metrics": "the fake's series are a subset (tests/harness/test_prometheus)",
-    "frontend_metrics": "the fake's series are a subset (tests/harness/test_prometheus)",
+    "worker_metrics": "the fake's series are a subset (tests/wire/test_prometheus)",
+    "frontend_metrics": "the fake's series are a subset (tests/wire/test_prometheus)",
     "worker_health": "deliberate: the fake worker registers generate and rl only",
     "worker_live": "deliberate: the fake worker registers generate and rl only",
     "worker_health_while_paused": "deliberate: the fake worker registers generate and rl only",
