@@ -66,6 +66,8 @@ from fake_backends.model.toy_model import Alternative, Context, ToyModel
 from fake_backends.runtime.scheduler import ClientGone, Generation, WorkerRuntime
 from fake_backends.runtime.workers import EngineWorker
 
+IDLE_POLL_S = 0.01
+
 log = logging.getLogger("fake_backends.dynamo.engine")
 
 INITIAL_WEIGHTS = "initial"
@@ -167,6 +169,14 @@ class ToyEngine:
         """End every request at its next wait (held ones end 'cancelled') so the runtime can
         drain."""
         self.runtime.close()
+
+    async def idle(self, timeout_s: float) -> None:
+        """Until every request has ended, its last chunk taken by the runtime (at most
+        `timeout_s`): a worker that stops before then loses the answers it just gave."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while self.runtime.has_requests() and loop.time() < deadline:
+            await asyncio.sleep(IDLE_POLL_S)
 
     # ------------------------------------------------------------------ generation
 

@@ -43,6 +43,9 @@ from fake_backends.dynamo.requests import Json, RequestContext
 from fake_backends.faults.catalogue import ActiveFaults, UnknownFaultError
 from fake_backends.faults.engine import catalogue_lines, engine_faults
 
+SHUTDOWN_DRAIN_S = 5.0
+"""How long a stopping worker waits for the requests it released to be answered."""
+
 log = logging.getLogger("fake_backends.dynamo.worker")
 
 DEFAULT_CONTEXT_LENGTH = 4096
@@ -156,10 +159,12 @@ async def serve(args: argparse.Namespace, faults: ActiveFaults) -> None:
     shutdown_tasks: list[asyncio.Task[None]] = []
 
     async def shut_down() -> None:
-        # Release held requests, then leave discovery before stopping (as vLLM's
+        # Release held requests and let their last chunks leave, then leave discovery before
+        # stopping (as vLLM's
         # graceful_shutdown_with_discovery does): the frontend drops the model at once
         # instead of routing to a dead worker while its file-discovery entry expires (~12 s).
         engine.shutdown()
+        await engine.idle(SHUTDOWN_DRAIN_S)
         endpoints = [generate_endpoint] + ([rl_endpoint] if args.admin_family == "vllm" else [])
         for endpoint in endpoints:
             with contextlib.suppress(Exception):
