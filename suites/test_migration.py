@@ -7,7 +7,6 @@ known: a channel only deployments the suite launched offer (declared with `needs
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from typing import Any
 
@@ -61,7 +60,7 @@ def test_a_stream_whose_worker_dies_continues_elsewhere_with_no_id_lost_or_repea
             "to continue on"
         )
     budget = min(MIGRATION_TOKENS, in_flight_budget(rl_client, rl_target, len(PROMPT)))
-    unbroken = unbroken_stream(rl_verdict, rl_client, rl_target, budget)
+    unbroken, deterministic = unbroken_stream(rl_verdict, rl_client, rl_target, budget)
     stream = long_stream(rl_client, rl_target, budget)
     routed = routed_now(rl_admin, rl_target)
     sent = stream.start_and_wait_first_token(rl_verdict)
@@ -99,10 +98,10 @@ def test_a_stream_whose_worker_dies_continues_elsewhere_with_no_id_lost_or_repea
             "ids_read_before_kill": killed_at.tokens,
             "prompt_tokens": {"sent": len(PROMPT), "usage": seen["prompt_tokens"]},
             "engine_data_ids": seen["engine_data_ids"],
-            "deterministic": unbroken.ids is not None,
+            "deterministic": deterministic,
         }
     )
-    rl_verdict.check(migration.continuity(spliced, unbroken, limit), stream.exchange)
+    rl_verdict.check(migration.continuity(spliced, unbroken, limit, deterministic), stream.exchange)
 
 
 def long_stream(rl_client: Client, rl_target: Target, max_tokens: int) -> InFlightStream:
@@ -131,9 +130,9 @@ def folded(
 
 def unbroken_stream(
     rl_verdict: Verdict, rl_client: Client, rl_target: Target, max_tokens: int
-) -> migration.Spliced:
-    """The same stream run twice without a kill: the reference, its ids kept only when both
-    runs agree (the deployment is deterministic here). A deployment whose unbroken stream does
+) -> tuple[migration.Spliced, bool]:
+    """The same stream run twice without a kill: the reference, and whether both runs gave the
+    same ids (the deployment is deterministic here). A deployment whose unbroken stream does
     not end well is the stream rows' to judge: inconclusive here."""
     runs = []
     for _ in range(2):
@@ -148,7 +147,7 @@ def unbroken_stream(
             f"the same stream unbroken {problem}: the stream rows judge that, and migration "
             "is judged against an unbroken stream that ends well"
         )
-    return first if first.ids == second.ids else dataclasses.replace(first, ids=None)
+    return first, first.ids == second.ids
 
 
 def named_worker(first_event: str | None) -> Any:

@@ -25,6 +25,7 @@ from rl_conformance.control.admin_steps import (
 from rl_conformance.control.each_worker import label, on_worker, pins, require_observed
 from rl_conformance.control.families import AdminFamily
 from rl_conformance.control.inflight import FIRST_TOKEN_S, InFlightStream, first_token_s
+from rl_conformance.control.pause_probes import each_first_token_s
 from rl_conformance.control.refresh import pinned_generation
 from rl_conformance.control.weights import WeightSource
 from rl_conformance.model.target import Target
@@ -166,17 +167,7 @@ def test_pauses_and_resumes_sent_twice_or_at_once_are_all_answered(
     chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
     workers = pins(chosen)
     steps = [chosen.workers] if workers == (None,) else [[worker] for worker in workers]
-    unpaused = [
-        first_token_s(
-            rl_verdict,
-            rl_client,
-            rl_target,
-            PROMPT,
-            None if worker is None else worker.instance_id,
-            PROBE_TOKENS,
-        )
-        for worker in workers
-    ]
+    unpaused = each_first_token_s(rl_verdict, rl_client, rl_target, workers, PROMPT)
     routed = routed_now(rl_admin, rl_target)
     try:
         with ThreadPoolExecutor(max_workers=len(workers)) as pool:

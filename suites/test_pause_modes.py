@@ -18,10 +18,9 @@ from rl_conformance.control.admin import AdminClient, AdminWorker
 from rl_conformance.control.admin_steps import Selection, select
 from rl_conformance.control.each_worker import label, on_worker, pins, require_observed
 from rl_conformance.control.families import AdminFamily
-from rl_conformance.control.inflight import first_token_s
 from rl_conformance.control.pause_probes import (
-    PROBE_TOKENS,
     crossings,
+    each_first_token_s,
     first_tokens_after,
     held_generation,
     watch_s,
@@ -54,24 +53,7 @@ def unpaused_first_token_s(
 ) -> float:
     """The slowest selected worker's unpaused first-token time: what a watch over them all is
     sized from."""
-    return max(each_unpaused_first_token_s(verdict, client, target, pins(chosen)))
-
-
-def each_unpaused_first_token_s(
-    verdict: Verdict, client: Client, target: Target, workers: tuple[AdminWorker | None, ...]
-) -> list[float]:
-    """Each worker's unpaused first-token time (`each_worker.pins`), measured now."""
-    return [
-        first_token_s(
-            verdict,
-            client,
-            target,
-            PROMPT,
-            None if worker is None else worker.instance_id,
-            PROBE_TOKENS,
-        )
-        for worker in workers
-    ]
+    return max(each_first_token_s(verdict, client, target, pins(chosen), PROMPT))
 
 
 @capability("refresh.pause_mode_effect")
@@ -164,7 +146,7 @@ def test_a_generation_right_after_a_resume_is_served_promptly(
     chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
     family = chosen.family
     workers = pins(chosen)
-    before_s = each_unpaused_first_token_s(rl_verdict, rl_client, rl_target, workers)
+    before_s = each_first_token_s(rl_verdict, rl_client, rl_target, workers, PROMPT)
     wait_s = max(RESUME_WAIT_FLOOR_S, RESUME_WAIT_FACTOR * max(before_s))
     body = family.pause_body()
     after: list[list[pause_modes.AfterResume]] = [[] for _ in workers]
@@ -194,7 +176,7 @@ def test_a_generation_right_after_a_resume_is_served_promptly(
     finally:
         for probe in probes:
             probe.wait()
-    after_s = each_unpaused_first_token_s(rl_verdict, rl_client, rl_target, workers)
+    after_s = each_first_token_s(rl_verdict, rl_client, rl_target, workers, PROMPT)
     measured = {}
     for worker, items, first_s, last_s in zip(workers, after, before_s, after_s, strict=True):
         unpaused_s = min(first_s, last_s)

@@ -12,7 +12,12 @@ from rl_conformance.control.admin import AdminClient, AdminWorker
 from rl_conformance.control.admin_steps import await_rejoin, instance_of, routed_now, select
 from rl_conformance.control.each_worker import label, on_worker, pins, require_observed
 from rl_conformance.control.inflight import InFlightStream, Mark, first_token_s
-from rl_conformance.control.pause_probes import held_generation, wait_all, watch_s
+from rl_conformance.control.pause_probes import (
+    AnswerMarks,
+    held_generation,
+    wait_all,
+    watch_s,
+)
 from rl_conformance.control.refresh_probes import PROMPT, in_flight
 from rl_conformance.model.target import Target
 from rl_conformance.model.verdict import Verdict
@@ -67,18 +72,12 @@ def test_pause_without_a_mode_follows_the_documented_default(
     family = chosen.family
     workers = pins(chosen)
     streams = [in_flight(rl_client, rl_target, worker) for worker in workers]
-    own: dict[int, Mark] = {}
-
-    def mark_own(answered_by: AdminWorker) -> None:
-        for index, worker in enumerate(workers):
-            if worker == answered_by:
-                own[index] = streams[index].mark()
-
+    own = AnswerMarks(workers, streams)
     routed = routed_now(rl_admin, rl_target)
     try:
         sent = [stream.start_and_wait_first_token(rl_verdict) for stream in streams]
-        rl_admin.call_each(chosen.workers, family.pause, {}, on_answer=mark_own)
-        answered = [own.get(index) or stream.mark() for index, stream in enumerate(streams)]
+        rl_admin.call_each(chosen.workers, family.pause, {}, on_answer=own.on_answer)
+        answered = own.marks()
         if not all(mark.ended for mark in answered):
             wait_all(streams, HELD_S)
         at_resume = [stream.mark() for stream in streams]

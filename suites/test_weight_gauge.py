@@ -53,12 +53,20 @@ def test_the_weight_update_gauge_returns_to_zero(
     refused = refused_step(rl_admin, chosen, rl_weights)
     if refused is not None:
         judge(rl_verdict, f"a refused {refused}", readings(rl_client, chosen))
-    rl_verdict.measure(
-        weight_update_gauge={
-            "after_failure": refused or "not staged: the family's update is one step",
-            "cancellation": NOT_STAGED,
-        }
-    )
+    rl_verdict.measure(weight_update_gauge={"after_failure": refused, "cancellation": NOT_STAGED})
+    silent = sorted(worker for worker, reading in after_success.items() if reading is None)
+    if refused is None or silent:
+        raise Unobservable(
+            "; ".join(
+                ([f"{', '.join(silent)}: no {weight_gauge.GAUGE} series"] if silent else [])
+                + (
+                    [f"the {chosen.family.name} family's update is one step: no step to refuse"]
+                    if refused is None
+                    else []
+                )
+            )
+            + " (what was read is judged)"
+        )
 
 
 def readings(rl_client: Client, chosen: Selection) -> dict[str, dict[str, float] | None]:

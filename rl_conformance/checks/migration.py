@@ -86,12 +86,15 @@ def spliced(
     spec=SPEC,
     section=SECTION,
 )
-def continuity(stream: Spliced, unbroken: Spliced, migration_limit: int) -> Findings:
+def continuity(
+    stream: Spliced, unbroken: Spliced, migration_limit: int, deterministic: bool = True
+) -> Findings:
     """`unbroken`: the same stream run without a kill, which ended in terminal success with
-    every id asked for (a deployment whose unbroken streams do not is judged by the stream rows,
-    not here). The migrated stream must read as it does: its ids (where two unbroken runs
-    agree: `unbroken.ids` None otherwise, and only counts are compared), its logprobs and its
-    usage's completion count; whatever the splice changes is the splice's."""
+    every id asked for (`reference_problem`: a deployment whose unbroken streams do not is
+    judged by the stream rows, not here). The migrated stream must read as it does: its ids
+    (compared one by one where the deployment is `deterministic`, two unbroken runs agreeing;
+    by count otherwise), its logprobs and its usage's completion count; whatever the splice
+    changes is the splice's."""
     if stream.state != "success" or stream.error is not None:
         yield Violation(
             f"the stream ended {stream.state!r} ({stream.error or 'no terminal success'}) after "
@@ -105,6 +108,13 @@ def continuity(stream: Spliced, unbroken: Spliced, migration_limit: int) -> Find
         return
     ids = stream.ids
     if ids is None:
+        yield Violation(
+            "the migrated stream carried no nvext.completion_token_ids where the same stream "
+            "unbroken carries them",
+            "nvext.completion_token_ids",
+            f"{stream.max_tokens} ids",
+            None,
+        )
         return
     if len(ids) != stream.max_tokens:
         yield Violation(
@@ -115,8 +125,8 @@ def continuity(stream: Spliced, unbroken: Spliced, migration_limit: int) -> Find
             stream.max_tokens,
             len(ids),
         )
-    reference = unbroken.ids
-    if reference is not None and list(ids) != list(reference):
+    reference = unbroken.ids or []
+    if deterministic and list(ids) != list(reference):
         at = next(
             (k for k, (a, b) in enumerate(zip(ids, reference, strict=False)) if a != b),
             min(len(ids), len(reference)),
@@ -150,9 +160,11 @@ def continuity(stream: Spliced, unbroken: Spliced, migration_limit: int) -> Find
 
 def reference_problem(unbroken: Spliced) -> str | None:
     """Why an unbroken run of the stream cannot be the reference (None: it can): it did not
-    end in terminal success with every id asked for."""
+    end in terminal success with every id asked for, or named none."""
     if unbroken.state != "success" or unbroken.error is not None:
         return f"ends {unbroken.state!r} ({unbroken.error or 'no terminal success'})"
-    if unbroken.ids is not None and len(unbroken.ids) != unbroken.max_tokens:
+    if unbroken.ids is None:
+        return "carries no nvext.completion_token_ids"
+    if len(unbroken.ids) != unbroken.max_tokens:
         return f"carries {len(unbroken.ids)} ids for max_tokens {unbroken.max_tokens}"
     return None

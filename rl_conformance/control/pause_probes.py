@@ -24,7 +24,7 @@ from ..wire.exchange import Exchange
 from .admin import AdminClient, AdminWorker
 from .admin_steps import Selection, paused
 from .each_worker import pins
-from .inflight import InFlightStream, Mark, in_flight_budget
+from .inflight import InFlightStream, Mark, first_token_s, in_flight_budget
 from .refresh import pinned_generation
 
 HELD_S = 0.6
@@ -38,6 +38,28 @@ RETRY_S = 0.2
 
 def watch_s(unpaused_s: float) -> float:
     return max(HELD_S, WATCH_FACTOR * unpaused_s)
+
+
+def each_first_token_s(
+    verdict: Verdict,
+    client: Client,
+    target: Target,
+    workers: tuple[AdminWorker | None, ...],
+    prompt: list[int],
+) -> list[float]:
+    """Each worker's unpaused first-token time (`each_worker.pins`, a `PROBE_TOKENS` stream
+    pinned to it), measured now: what a verdict about that worker is sized from."""
+    return [
+        first_token_s(
+            verdict,
+            client,
+            target,
+            prompt,
+            None if worker is None else worker.instance_id,
+            PROBE_TOKENS,
+        )
+        for worker in workers
+    ]
 
 
 def crossings(
@@ -60,21 +82,13 @@ def crossings(
     streams = streams_to(
         client, target, workers, prompt, in_flight_budget(client, target, len(prompt))
     )
-    own: dict[int, Mark] = {}
-
-    def mark_own(worker: AdminWorker) -> None:
-        for index, pin in enumerate(workers):
-            if pin == worker:
-                own[index] = streams[index].mark()
-
+    own = AnswerMarks(workers, streams)
     try:
         for stream in streams:
             stream.start_and_wait_first_token(verdict)
         sent = [stream.mark() for stream in streams]
-        with paused(verdict, admin, chosen, mode, on_answer=mark_own):
-            # each stream as it stood when its own worker's pause answered (an unpinned one:
-            # when they all had)
-            answered = [own.get(index) or stream.mark() for index, stream in enumerate(streams)]
+        with paused(verdict, admin, chosen, mode, on_answer=own.on_answer):
+            answered = own.marks()
             wait_all(streams, watched_s / 2)
             settled = [stream.mark() for stream in streams]
             wait_all(streams, watched_s / 2)
@@ -88,6 +102,27 @@ def crossings(
             workers, streams, sent, answered, settled, at_resume, strict=True
         )
     ]
+
+
+class AnswerMarks:
+    """Each stream as it stood when its own worker's pause answered (`on_answer`, given to the
+    pause's fan-out): a stream pinned to a worker answered early is not read late because
+    another worker answered later. An unpinned stream is read once they all had."""
+
+    def __init__(
+        self, workers: tuple[AdminWorker | None, ...], streams: list[InFlightStream]
+    ) -> None:
+        self.workers = workers
+        self.streams = streams
+        self._own: dict[int, Mark] = {}
+
+    def on_answer(self, answered_by: AdminWorker) -> None:
+        for index, worker in enumerate(self.workers):
+            if worker == answered_by:
+                self._own[index] = self.streams[index].mark()
+
+    def marks(self) -> list[Mark]:
+        return [self._own.get(index) or stream.mark() for index, stream in enumerate(self.streams)]
 
 
 def streams_to(

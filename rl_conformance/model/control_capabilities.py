@@ -264,7 +264,7 @@ CONTROL_PLANE: tuple[Capability, ...] = (
     ),
     cap(
         "telemetry.weight_update_gauge",
-        "The weight-transfer in-flight gauge returns to 0 after every operation",
+        "The weight-transfer in-flight gauge returns to 0 after a successful and a refused step",
         REFRESH,
         "Keep generation gated when membership changes, an update fails, cache reset fails, or "
         "post-update generation does not pass. (vLLM's RL metrics contract: "

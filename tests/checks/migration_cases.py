@@ -23,7 +23,7 @@ def payloads(case: str) -> list[Any]:
     return [event for event in recorded.events(case) if event != "[DONE]"]
 
 
-def unbroken(deterministic: bool = True) -> migration.Spliced:
+def unbroken() -> migration.Spliced:
     """The recorded unbroken run of the same request (unary: its ids, logprobs and usage are
     what the unbroken stream carries)."""
     body = recorded.body(UNBROKEN)
@@ -31,7 +31,7 @@ def unbroken(deterministic: bool = True) -> migration.Spliced:
         state="success",
         error=None,
         finish_reason=body["choices"][0]["finish_reason"],
-        ids=body["nvext"]["completion_token_ids"] if deterministic else None,
+        ids=body["nvext"]["completion_token_ids"],
         logprobs=len(body["choices"][0]["logprobs"]["token_logprobs"]),
         usage_completion_tokens=body["usage"]["completion_tokens"],
         max_tokens=200,

@@ -51,7 +51,7 @@ def test_without_a_deterministic_reference_only_counts_are_judged() -> None:
         second["completion_token_ids"],
         first["completion_token_ids"],
     )
-    assert migration.continuity(observed(swapped), unbroken(deterministic=False), LIMIT).passed
+    assert migration.continuity(observed(swapped), unbroken(), LIMIT, deterministic=False).passed
     assert not migration.continuity(observed(swapped), unbroken(), LIMIT).passed
 
 
@@ -71,3 +71,14 @@ def test_an_unbroken_stream_that_ends_badly_is_no_reference() -> None:
     assert migration.reference_problem(unbroken()) is None
     cut = observed(payloads(NOT_MIGRATED), state="failed")
     assert migration.reference_problem(cut) is not None
+
+
+def test_a_migrated_stream_that_names_no_ids_fails() -> None:
+    events = payloads(MIGRATED)
+    for event in events:
+        if isinstance(event, dict):
+            (event.get("nvext") or {}).pop("completion_token_ids", None)
+    result = migration.continuity(observed(events), unbroken(), LIMIT)
+    assert [v.field for v in result.violations] == ["nvext.completion_token_ids"]
+    unnamed = observed(events)
+    assert migration.reference_problem(unnamed) == "carries no nvext.completion_token_ids"
