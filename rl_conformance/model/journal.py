@@ -158,6 +158,15 @@ class JournalContents:
     unreadable: int = 0
     """Lines that could not be read (a line cut by the kill)."""
 
+    def add(self, record: TestRecord) -> None:
+        """A record; one written again for the same test and target (amended: a worker's death
+        charged to it later) replaces the first."""
+        for position, found in enumerate(self.records):
+            if found.nodeid == record.nodeid and found.target_id == record.target_id:
+                self.records[position] = record
+                return
+        self.records.append(record)
+
 
 def read(path: Path) -> JournalContents:
     """What a journal holds; raises `ConfigurationError` when `path` is not a run's journal."""
@@ -184,7 +193,7 @@ def read(path: Path) -> JournalContents:
             if kind == "target":
                 contents.targets[document["target"]["id"]] = document["target"]
             elif kind == "record":
-                contents.records.append(TestRecord.from_json(document["record"]))
+                contents.add(TestRecord.from_json(document["record"]))
             elif kind == "end":
                 contents.end = document
             if "at" in document:

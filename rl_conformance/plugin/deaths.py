@@ -9,7 +9,9 @@ worker's log lines carry their time), else to the first call whose connection wa
 (the worker died answering it), else to the last one answered (calls refused at connection came
 after the death): the cell fails naming that call, how the worker went and the traceback. A cell
 already failed by what the call answered keeps that verdict first (a 200 `ok` followed by a crash
-is judged on the answer).
+is judged on the answer). The calls looked at are all those sent to the worker since it started,
+not the current test's alone: a worker that dies seconds after the answer that doomed it is found
+dead after a later test, and the death is charged to the test that sent the call.
 Later tests of the target are `skipped`, "not run: the worker died at ...", unless the launcher
 restarts the worker (at most `RESTARTS` times a run).
 """
@@ -79,45 +81,101 @@ def after_test(
     record: TestRecord,
     mark: int,
     exchanges: list[Exchange] | None = None,
-) -> None:
-    """Charge a worker that died during the test to the last call the test sent it; the test's
-    `exchanges` (its requests, the fatal call among them) are the death's reproducer."""
+) -> TestRecord | None:
+    """Charge a worker that died during the test to the call that killed it; the test's
+    `exchanges` (its requests, the fatal call among them) are the death's reproducer.
+
+    A worker may die some time after the answer that doomed it (SGLang answers an invalid pause
+    200 ok, its scheduler asserts, the process goes seconds later): the call is looked for among
+    every call sent to the worker since it last started, and when an earlier test sent it, that
+    test's record is failed instead and returned (to be reported again)."""
+    state.call_owners.append((mark, record.nodeid))
     calls = state.ledger.history[mark:]
     if target is None or not calls or state.client is None:
-        return
+        return None
     for url in dict.fromkeys(call.system_url for call in calls if call.system_url):
-        how, log = _gone(state, target, url, calls[0].sent_at)
+        suspects = _calls_since_start(state, url)
+        how, log = _gone(state, target, url, suspects[0][1].sent_at)
         if how is None:
             continue
-        call, when = _cause([call for call in calls if call.system_url == url], log)
+        index, when = _cause([call for _, call in suspects], log)
+        position, call = suspects[index]
         death = Death(call.label, f"{when} {call.route}", record.nodeid, how, _tail(log))
-        _charge(record, death, exchanges or [])
+        earlier = _owner(state, record, position) if position < mark else None
+        if earlier is None:
+            _charge(record, death, exchanges or [])
+        else:
+            death = Death(death.worker, death.cause, earlier.nodeid, death.how, death.log)
+            _charge(earlier, death, [])
+            _note_earlier_death(record, death)
         if not _restarted(state, target, url, record):
             state.deaths[target.id] = death
-        return
+        state.worker_started[url] = len(state.ledger.history)
+        return earlier
+    return None
 
 
-def _cause(calls: list[SentCall], log: str = "") -> tuple[SentCall, str]:
-    """The call the log's last traceback names; else the last call sent before that traceback,
-    when the log dates it; else the call the worker died answering (its connection lost, no
-    answer), else the last one answered before it went, else the first one sent; and whether the
-    worker died after its answer or answering it."""
+def _calls_since_start(state: RunState, url: str) -> list[tuple[int, SentCall]]:
+    """The calls sent to the worker at `url` since it last started, with their ledger positions."""
+    start = state.worker_started.get(url, 0)
+    history = state.ledger.history
+    return [(i, call) for i, call in enumerate(history[start:], start) if call.system_url == url]
+
+
+def _owner(state: RunState, record: TestRecord, position: int) -> TestRecord | None:
+    """The record of the earlier test that sent the ledger's call at `position`."""
+    owners = [nodeid for start, nodeid in state.call_owners if start <= position]
+    if not owners or owners[-1] == record.nodeid:
+        return None
+    return next(
+        (
+            found
+            for found in reversed(state.records)
+            if found.nodeid == owners[-1] and found.target_id == record.target_id
+        ),
+        None,
+    )
+
+
+def _note_earlier_death(record: TestRecord, death: Death) -> None:
+    """A test that ran while the worker was dying: a failure of it says why, a pass is kept."""
+    if record.outcome in (Outcome.FAIL, Outcome.ERROR):
+        record.evidence.append(
+            Evidence(
+                record.capabilities[0],
+                f"the worker was dying: {death.describe()}",
+                "worker",
+                "the worker serving after the call",
+                death.log or death.how,
+            )
+        )
+
+
+def _cause(calls: list[SentCall], log: str = "") -> tuple[int, str]:
+    """The position in `calls` of the call the log's last traceback names (sent before it was
+    written, when the log dates it); else of the last
+    call sent before that traceback, when the log dates it; else of the call the worker died
+    answering (its connection lost, no answer), else of the last one answered before it went,
+    else of the first one sent; and whether the worker died after its answer or answering it."""
     frames = set(FRAME.findall(_last_traceback(log)))
-    named = [call for call in calls if call.route.rsplit("/", 1)[-1] in frames]
     crashed_at = _crashed_at(log)
-    before = [call for call in calls if crashed_at is not None and call.sent_at <= crashed_at]
+    before = [
+        i for i, call in enumerate(calls) if crashed_at is not None and call.sent_at <= crashed_at
+    ]
+    sent = before if crashed_at is not None else range(len(calls))
+    named = [i for i in sent if calls[i].route.rsplit("/", 1)[-1] in frames]
     for found in (named, before):
         if found:
-            return found[-1], "after" if found[-1].status is not None else "answering"
+            return found[-1], "after" if calls[found[-1]].status is not None else "answering"
     lost = [
-        c
-        for c in calls
+        i
+        for i, c in enumerate(calls)
         if c.status is None and c.error and LOST in c.error and REFUSED not in c.error
     ]
     if lost:
         return lost[0], "answering"
-    answered = [call for call in calls if call.status is not None]
-    return (answered[-1], "after") if answered else (calls[0], "after")
+    answered = [i for i, call in enumerate(calls) if call.status is not None]
+    return (answered[-1], "after") if answered else (0, "after")
 
 
 def _gone(state: RunState, target: Target, url: str, since: float) -> tuple[str | None, str]:

@@ -69,11 +69,14 @@ def attach_record(report: pytest.TestReport, record: TestRecord, area: str) -> N
     report.user_properties.append((RECORD_PROPERTY, {"record": record.to_json(), "area": area}))
 
 
-def record_in(report: pytest.TestReport) -> tuple[TestRecord, str] | None:
-    for name, value in report.user_properties:
-        if name == RECORD_PROPERTY:
-            return TestRecord.from_json(value["record"]), str(value.get("area", ""))
-    return None
+def records_in(report: pytest.TestReport) -> list[tuple[TestRecord, str]]:
+    """The records a report carries: its test's, then any earlier test's it amended (a worker
+    found dead charged to the test whose call killed it)."""
+    return [
+        (TestRecord.from_json(value["record"]), str(value.get("area", "")))
+        for name, value in report.user_properties
+        if name == RECORD_PROPERTY
+    ]
 
 
 def publish_targets(config: pytest.Config, targets: list[Target]) -> None:

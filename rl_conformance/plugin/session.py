@@ -158,9 +158,20 @@ class ConformanceRun:
         )
 
     def _add_record(self, state: RunState, record: TestRecord) -> None:
-        """Keep a test's record, and append it to the journal at once (its target first, as
-        reached so far)."""
-        state.records.append(record)
+        """Keep a test's record (in place of an earlier one of the same test and target, which
+        it amends), and append it to the journal at once (its target first, as reached so far)."""
+        kept = next(
+            (
+                position
+                for position, found in enumerate(state.records)
+                if found.nodeid == record.nodeid and found.target_id == record.target_id
+            ),
+            None,
+        )
+        if kept is None:
+            state.records.append(record)
+        else:
+            state.records[kept] = record
         if self._journal is not None:
             self._journal_target(state, record.target_id)
             self._journal.record(record)
@@ -294,11 +305,13 @@ class ConformanceRun:
             return
         if not distribution.is_controller(self._config):
             return
-        found = distribution.record_in(report)
+        found = distribution.records_in(report)
         self._received += report.when == "call" or (report.when == "setup" and not report.passed)
-        if found is None:
+        if not found:
             return
-        record, area = found
+        for amended, _ in found[1:]:
+            self._add_record(state_of(self._config), amended)
+        record, area = found[0]
         self._add_record(state_of(self._config), record)
         if self.progress and (record.target_id, area) not in self._areas_shown:
             self._areas_shown.add((record.target_id, area))
@@ -397,13 +410,19 @@ class ConformanceRun:
                 record.generations = spent - self._spent_marks.get(item.nodeid, spent)
             target = getattr(item, "funcargs", {}).get("rl_target")
             mark = self._ledger_marks.get(item.nodeid, len(state.ledger.history))
-            deaths.after_test(state, target, record, mark, self._exchanges_of(item, state))
+            amended = deaths.after_test(
+                state, target, record, mark, self._exchanges_of(item, state)
+            )
             if self.config.verify_reproducers and record.evidence:
                 verify_reproducers([record])  # at once: later tests change the deployment
             self._add_record(state, record)
+            if amended is not None:
+                self._add_record(state, amended)
             show_as_skipped(item, report, record)
             if distribution.is_worker(item.config):
                 distribution.attach_record(report, record, _area(item))
+                if amended is not None:
+                    distribution.attach_record(report, amended, "")
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_report_teststatus(self, report: pytest.TestReport) -> tuple[str, str, str] | None:

@@ -44,6 +44,11 @@ class RunState:
     """What each administered worker was last left in, for a run stopped mid-refresh."""
     deaths: dict[str, Any] = field(default_factory=dict)
     """Target -> the `deaths.Death` of its worker, while it is not brought back."""
+    worker_started: dict[str, int] = field(default_factory=dict)
+    """System URL -> the ledger position at which its worker last (re)started: a death is
+    looked for among the calls sent to it since."""
+    call_owners: list[tuple[int, str]] = field(default_factory=list)
+    """(ledger position at its start, node id) of each test, in order: which test sent a call."""
     restarts: dict[str, int] = field(default_factory=dict)
     """Target -> how many times a dead worker of it was restarted."""
     policy_versions: dict[str, str] = field(default_factory=dict)

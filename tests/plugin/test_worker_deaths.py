@@ -31,9 +31,9 @@ def test_the_call_sent_before_the_logged_traceback_is_the_cause() -> None:
         call("pause_generation", 200, at=CRASHED_AT - 0.01),
         call("continue_generation", None, LOST, at=CRASHED_AT + 0.02),
     ]
-    assert _cause(calls, log) == (calls[0], "after")
+    assert _cause(calls, log) == (0, "after")
     update = [call("pause_generation", 200, at=1.0), call("update", None, LOST, at=CRASHED_AT - 1)]
-    assert _cause(update, log) == (update[1], "answering")
+    assert _cause(update, log) == (1, "answering")
 
 
 def test_the_call_the_traceback_names_is_the_cause_whenever_it_was_sent() -> None:
@@ -51,13 +51,27 @@ def test_the_call_the_traceback_names_is_the_cause_whenever_it_was_sent() -> Non
         call("pause_generation", 200, at=CRASHED_AT - 0.05),
         call("continue_generation", None, LOST, at=CRASHED_AT - 0.01),
     ]
-    assert _cause(calls, log) == (calls[0], "after")
+    assert _cause(calls, log) == (0, "after")
+
+
+def test_a_named_call_sent_after_the_traceback_was_written_is_not_the_cause() -> None:
+    """A later test paused the worker again while its scheduler was already dead: the pause
+    the traceback names is the one sent before it was written."""
+    log = "\n".join(
+        [CRASH, '  File "/x/scheduler.py", line 1, in pause_generation', "AssertionError"]
+    )
+    calls = [
+        call("pause_generation", 200, at=CRASHED_AT - 0.05),
+        call("continue_generation", 200, at=CRASHED_AT - 0.01),
+        call("pause_generation", 500, at=CRASHED_AT + 2.0),
+    ]
+    assert _cause(calls, log) == (0, "after")
 
 
 def test_a_crash_after_an_answer_is_charged_to_that_call_not_to_the_refused_ones() -> None:
     """SGLang answers an invalid pause mode 200 ok, then dies: the resume sent next is refused."""
     calls = [call("pause_generation", 200), call("continue_generation", None, REFUSED)]
-    assert _cause(calls) == (calls[0], "after")
+    assert _cause(calls) == (0, "after")
 
 
 def test_a_crash_while_answering_is_charged_to_the_call_that_lost_its_connection() -> None:
@@ -67,12 +81,12 @@ def test_a_crash_while_answering_is_charged_to_the_call_that_lost_its_connection
         call("control/update_weights_from_disk", None, LOST),
         call("continue_generation", None, REFUSED),
     ]
-    assert _cause(calls) == (calls[1], "answering")
+    assert _cause(calls) == (1, "answering")
 
 
 def test_a_call_left_unanswered_until_its_deadline_is_not_the_cause() -> None:
     calls = [call("pause_generation", 200), call("continue_generation", None, "no answer in 10 s")]
-    assert _cause(calls) == (calls[0], "after")
+    assert _cause(calls) == (0, "after")
 
 
 def test_the_log_shows_the_error_lines_then_the_last_ones() -> None:
@@ -151,3 +165,80 @@ def test_a_refused_connection_is_a_death_at_once() -> None:
     refused = _Answers((None, REFUSED))
     assert gone_with(refused) == f"its system server stopped answering ({REFUSED})"
     assert refused.asked == 1
+
+
+class _Launched:
+    """A launcher's view of one worker whose process exits with `log` once `dead` is set."""
+
+    def __init__(self, log: str) -> None:
+        self.log, self.dead, self.restarted = log, False, 0
+
+    def worker_exit(self, system_url: str) -> tuple[int, str] | None:
+        return (-9, self.log) if self.dead else None
+
+    def worker_log(self, system_url: str) -> str:
+        return self.log if self.dead else "INFO serving"
+
+    def restart_worker(self, system_url: str) -> None:
+        self.restarted += 1
+        self.dead = False
+
+
+def test_a_worker_found_dead_after_a_later_test_is_charged_to_the_test_that_doomed_it() -> None:
+    """SGLang answers an invalid pause 200 ok and exits seconds later, after the next test began:
+    the earlier test's record is failed naming the call and returned to be reported again; the
+    later test's failure says the worker was dying; the worker is restarted for the tests after."""
+    from types import SimpleNamespace
+
+    from rl_conformance.control.ledger import AdminLedger
+    from rl_conformance.model.matrix import Outcome, TestRecord
+    from rl_conformance.plugin.deaths import after_test
+
+    log = "\n".join(
+        [CRASH, '  File "/x/scheduler.py", line 1, in pause_generation', "AssertionError"]
+    )
+    watch = _Launched(log)
+    target = SimpleNamespace(id="dynamo-sglang", probe=watch)
+    ledger = AdminLedger()
+    invalid = TestRecord("s.py::invalid", ("admin.invalid_pause_mode",), target.id, Outcome.FAIL)
+    cycles = TestRecord("s.py::cycles", ("admin.pause_cycles",), target.id, Outcome.FAIL)
+    state = SimpleNamespace(
+        ledger=ledger,
+        client=object(),
+        records=[invalid],
+        call_owners=[],
+        worker_started={},
+        deaths={},
+        restarts={},
+    )
+    ledger.history += [
+        call("pause_generation", 200, at=CRASHED_AT - 0.05),
+        call("continue_generation", 200, at=CRASHED_AT - 0.02),
+    ]
+    assert after_test(state, target, invalid, 0) is None  # type: ignore[arg-type]
+    assert invalid.evidence == []  # alive when that test ended
+
+    watch.dead = True
+    ledger.history += [call("pause_generation", 500, at=CRASHED_AT + 3.0)]
+    amended = after_test(state, target, cycles, 2)  # type: ignore[arg-type]
+    assert amended is invalid
+    (death,) = invalid.evidence
+    assert death.message.startswith("worker 7 died after pause_generation: its process exited")
+    (dying,) = cycles.evidence
+    assert dying.message.startswith("the worker was dying: s.py::invalid: worker 7 died after")
+    assert watch.restarted == 1 and state.deaths == {}
+    assert state.worker_started[URL] == 3  # the calls before the restart are not looked at again
+
+
+def test_a_record_written_again_replaces_the_first_in_a_journal() -> None:
+    from rl_conformance.model.journal import JournalContents
+    from rl_conformance.model.matrix import Outcome, TestRecord
+
+    contents = JournalContents(header={})
+    contents.add(TestRecord("s.py::a", ("x",), "t", Outcome.PASS))
+    contents.add(TestRecord("s.py::b", ("y",), "t", Outcome.PASS))
+    contents.add(TestRecord("s.py::a", ("x",), "t", Outcome.FAIL))
+    assert [(r.nodeid, r.outcome) for r in contents.records] == [
+        ("s.py::a", Outcome.FAIL),
+        ("s.py::b", Outcome.PASS),
+    ]
