@@ -17,9 +17,10 @@ from unittest import mock
 
 from rl_conformance.client.http import Client
 from rl_conformance.control import admin
-from rl_conformance.control.admin import AdminClient, MutationPolicy
+from rl_conformance.control.admin import AdminClient
 from rl_conformance.control.fleet import resolve_workers
 from rl_conformance.launchers import FakeLauncher
+from rl_conformance.model.mutations import MutationPolicy
 
 
 def pause_and_resume(admin_client: AdminClient, workers: list, repeat: int) -> float:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..client.budget import COSTS_RESOURCE, FEWEST_EXAMPLES, cost_key
+from ..launchers.run_plan import plan_run
 from ..model.config import RunConfig
 from ..plugin.runner import parallel_jobs, run
 
@@ -35,11 +36,9 @@ def register(commands: Any) -> None:
 
 def measure(examples: int) -> dict[str, int]:
     """Generation requests per cost key at `examples`, the largest over the four fakes."""
-    config = RunConfig(examples=examples, seed=0)
     with tempfile.TemporaryDirectory(prefix="rl-costs-") as scratch:
-        result = run(
-            config.with_(report_dir=scratch), verbosity="quiet", jobs=parallel_jobs(config)
-        )
+        plan = plan_run(RunConfig(examples=examples, seed=0, report_dir=scratch))
+        result = run(plan, verbosity="quiet", jobs=parallel_jobs(plan))
     if result.matrix is None:
         raise SystemExit(f"the measuring run wrote no matrix (pytest exit {result.pytest_exit})")
     found: dict[str, int] = {}

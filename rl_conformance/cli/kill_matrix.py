@@ -19,6 +19,7 @@ from typing import Any
 from ..checks.base import rule_ids
 from ..errors import ConfigurationError
 from ..launchers.plan import fault_shard_count
+from ..launchers.run_plan import plan_run
 from ..model.config import RunConfig
 from ..model.killmatrix import build_kill_matrix, merge_matrix_documents, write_kill_matrix
 from ..model.options import OVERWRITE_HELP
@@ -103,7 +104,7 @@ def handle(args: argparse.Namespace) -> int:
             examples=args.examples,
             seed=args.seed,
         )
-        result = run(config, verbosity="quiet")
+        result = run(plan_run(config), verbosity="quiet")
         if result.matrix is None:
             print(f"rl-conformance: no matrix was written ({report})", file=sys.stderr)
             return EXIT_FAILED

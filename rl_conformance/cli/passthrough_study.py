@@ -20,6 +20,7 @@ from typing import Any
 
 from ..client.http import Client
 from ..launchers.dynamo import DynamoLauncher
+from ..launchers.run_plan import plan_run
 from ..model.capabilities import CAPABILITIES
 from ..model.config import RunConfig
 from ..model.target import Target
@@ -162,7 +163,7 @@ def run_suite(fault: str, report_dir: Path, python: Path | None) -> dict[str, An
         report_dir=str(report_dir),
         capability=tuple(c.id for c in CAPABILITIES if c.id not in ENGINE_INDEPENDENT),
     )
-    matrix = run(config, verbosity="quiet").matrix
+    matrix = run(plan_run(config), verbosity="quiet").matrix
     return matrix.to_json() if matrix is not None else None
 
 

@@ -36,14 +36,15 @@ def register(commands: Any) -> None:
 def handle(args: argparse.Namespace) -> int:
     from ..certify.profiles import PROFILE_CAPABILITIES, PROFILES, profile_target, replay
     from ..client.http import Client
-    from ..launchers.plan import plan_targets
+    from ..launchers.run_plan import plan_run
     from ..model.matrix import ExitRule, Outcome, RunInfo, TestRecord, build_matrix, now
     from ..reports import write_reports
 
-    config = RunConfig.from_options(args).validate()
+    plan = plan_run(RunConfig.from_options(args))
+    config = plan.config
     claim(config.report_path, overwrite=config.overwrite)
     started = now()
-    pool = plan_targets(config)
+    pool = plan.pool
     client = Client(deadline_s=config.deadline)
     targets, records = [], []
     try:

@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from ..errors import ConfigurationError
+from ..launchers.run_plan import plan_run
 from ..model.config import RunConfig
 from ..model.options import add_arguments
 from ..plugin.runner import parallel_jobs, run
@@ -36,14 +37,15 @@ def register(commands: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    config = RunConfig.from_options(args).validate()
+    plan = plan_run(RunConfig.from_options(args))
+    config = plan.config
     claim(config.report_path, overwrite=config.overwrite)
-    jobs = parallel_jobs(config) if args.jobs == "auto" else _jobs(args.jobs)
+    jobs = parallel_jobs(plan) if args.jobs == "auto" else _jobs(args.jobs)
     if config.dry_run:
         jobs = 1
     verbosity = "verbose" if args.verbose else "quiet" if args.quiet else "normal"
     try:
-        result = run(config, verbosity=verbosity, pytest_args=args.pytest_args, jobs=jobs)
+        result = run(plan, verbosity=verbosity, pytest_args=args.pytest_args, jobs=jobs)
     except ConfigurationError:
         raise  # a wrong input, found before anything started: exit 2 with its message
     except Exception as exc:  # a harness bug: one line, not a traceback

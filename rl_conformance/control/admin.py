@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..client.http import Client
-from ..model.config import RunConfig
+from ..model.mutations import MutationPolicy
 from ..wire.exchange import Exchange
 from .ledger import AdminLedger
 
@@ -42,46 +42,8 @@ READ_ONLY_ROUTES = frozenset(
 )
 
 
-class MutationRefused(Exception):
-    """The run is read-only for this worker; the test is skipped with this reason."""
-
-
 class RouteNotAdvertised(Exception):
     """The worker does not advertise what the call needs (fail closed)."""
-
-
-@dataclass(frozen=True)
-class MutationPolicy:
-    allowed: bool = False
-    workers: frozenset[int] | None = None
-    """Instance ids that may be mutated; None means every worker (`--all-workers`)."""
-
-    @classmethod
-    def from_config(cls, config: RunConfig) -> MutationPolicy:
-        """`--allow-mutations` with `--worker ID...` or `--all-workers` (validated together in
-        `RunConfig.validate`)."""
-        if not config.allow_mutations:
-            return cls()
-        return cls(allowed=True, workers=None if config.all_workers else frozenset(config.worker))
-
-    def permits(self, instance_id: int | None) -> bool:
-        if not self.allowed:
-            return False
-        return self.workers is None or instance_id in self.workers
-
-    def refusal(self, what: str) -> MutationRefused:
-        """Why `what` is not sent, naming the flags that would allow it."""
-        return MutationRefused(
-            f"{self.describe()}: {what} not sent "
-            "(use --allow-mutations with --worker ID or --all-workers)"
-        )
-
-    def describe(self) -> str:
-        if not self.allowed:
-            return "read-only run"
-        if self.workers is None:
-            return "mutations allowed on every worker"
-        return f"mutations allowed on workers {sorted(self.workers)}"
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,11 @@ from typing import Any
 
 from ..checks import admin as admin_checks
 from ..model.capabilities import RL_WORKERS, Backend, Support
+from ..model.mutations import MutationPolicy
 from ..model.target import Target
 from ..model.verdict import FeatureAbsent, MissingInput, Verdict
 from ..wire.exchange import Exchange
-from .admin import AdminClient, AdminWorker, MutationPolicy, RouteNotAdvertised
+from .admin import AdminClient, AdminWorker, RouteNotAdvertised
 from .families import AdminFamily, NewWeights, family_for, update_unavailable
 from .refresh import pinned_generation
 from .stopping import routed_instances

@@ -14,10 +14,11 @@ from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from ..model.mutations import MutationPolicy
 from ..model.target import Target
 from ..model.verdict import MissingInput
 from ..model.weight_transfer import WeightTransfer
-from .admin import AdminWorker, MutationPolicy
+from .admin import AdminWorker
 from .families import SYNTHETIC_WEIGHTS, AdminFamily, NewWeights, new_version
 
 _T = TypeVar("_T")

@@ -22,7 +22,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import docker
 import httpx
@@ -97,6 +97,9 @@ class DockerLauncher:
     ran (see `deploy/github-actions/nightly.yml`). `stop()` itself goes by the run id, which is
     unique per launcher.
     """
+
+    kind: ClassVar[str] = "docker"
+    """What its targets' `Target.kind` is."""
 
     def __init__(
         self,
@@ -372,7 +375,7 @@ class DockerLauncher:
         return Target(
             id=self.target_id,
             backend=self.backend,
-            kind="docker",
+            kind=self.kind,
             frontend_url=frontend_url,
             rl_url=rl_url,
             model=self.deployment.model,

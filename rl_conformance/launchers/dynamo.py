@@ -37,6 +37,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import httpx
 
@@ -93,6 +94,7 @@ zmq.proxy(xsub, xpub)
 
 @dataclass
 class DynamoLauncher:
+    kind: ClassVar[str] = "dynamo"
     engine: str
     python: Path | None = None
     engine_faults: tuple[str, ...] = ()
@@ -241,7 +243,7 @@ class DynamoLauncher:
         return Target(
             id=self.target_id,
             backend=self.backend,
-            kind="dynamo",
+            kind=self.kind,
             frontend_url=frontend_url,
             rl_url=rl_url,
             model=self.model_name,

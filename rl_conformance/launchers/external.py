@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from ..model.releases import FLAG_SOURCE, MAIN, UNKNOWN_SOURCE
 from ..model.target import Target, check_backend, check_url
@@ -11,6 +12,9 @@ from ..model.target import Target, check_backend, check_url
 @dataclass
 class ExternalLauncher:
     """A deployment someone else runs: nothing to start or stop."""
+
+    kind: ClassVar[str] = "external"
+    """What its targets' `Target.kind` is."""
 
     backend: str
     frontend_url: str
@@ -38,7 +42,7 @@ class ExternalLauncher:
         return Target(
             id=self.target_id,
             backend=self.backend,
-            kind="external",
+            kind=self.kind,
             frontend_url=self.frontend_url,
             rl_url=self.rl_url,
             model=self.model,

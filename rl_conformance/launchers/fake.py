@@ -16,7 +16,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, ClassVar
 
 import httpx
 
@@ -183,6 +183,9 @@ class FakeLauncher:
     """Our fake deployment, started as `python -m fake_backends` on ephemeral loopback ports.
     `flavour` names it (`FLAVOURS`: a backend, or vLLM with the native sidecar's routes)."""
 
+    kind: ClassVar[str] = "fake"
+    """What its targets' `Target.kind` is."""
+
     flavour: str
     workers: int = 2
     faults: tuple[str, ...] = ()
@@ -250,7 +253,7 @@ class FakeLauncher:
             target = Target(
                 id=self.target_id,
                 backend=self.backend,
-                kind="fake",
+                kind=self.kind,
                 frontend_url=ready["frontend"],
                 rl_url=ready.get("rl"),
                 model=ready.get("model"),

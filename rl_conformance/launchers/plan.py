@@ -28,7 +28,7 @@ from ..model.verdict import Inconclusive
 from ..wire.exchange import Exchange
 from . import ExternalLauncher, FakeLauncher
 from .fake import DEFAULT_MIGRATION_LIMIT
-from .inputs import check_config, check_target
+from .inputs import check_target
 
 DEFAULT_FAKES = FAKES
 LAUNCHER_SOURCE = "launcher (what it started, not read from the deployment)"
@@ -101,7 +101,7 @@ class TargetPool:
                     Target(
                         id=target_id,
                         backend=launcher.backend,
-                        kind="unknown",
+                        kind=launcher.kind,
                         frontend_url="",
                         notes=[note],
                         unreached=self.failures.get(target_id),
@@ -377,9 +377,7 @@ def resolve_model(target: Target, client: Client) -> None:
 
 def plan_targets(config: RunConfig) -> TargetPool:
     """The launchers of a run: an external deployment, a launched one, and/or our fakes (the
-    default when nothing else is named). `config` has been validated; a fault name our fakes do
-    not have is refused here (`inputs.check_config`), before anything starts."""
-    check_config(config)
+    default when nothing else is named), from a configuration `run_plan.plan_run` checked."""
     if config.fault_matrix:
         return fault_matrix_pool(
             config.fake_workers, config.fault_shard, config.report_path / "logs"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from ..errors import ConfigurationError
 from .capabilities import Backend
@@ -232,6 +232,8 @@ class Target:
 class Launcher(Protocol):
     target_id: str
     backend: str
+    kind: ClassVar[str]
+    """The `Target.kind` of what it starts ("fake" for our own fakes)."""
 
     def start(self) -> Target: ...
 

@@ -3,7 +3,7 @@
 It does nothing unless a run is configured, so having the package installed never changes anyone
 else's pytest session (it is not an auto-loaded entry point):
 
-- `rl_conformance.plugin.runner.run(config)` hands pytest a `ConformanceRun` for its `RunConfig`;
+- `rl_conformance.plugin.runner.run(plan)` hands pytest a `ConformanceRun` for its `RunPlan`;
 - `pytest -p rl_conformance.plugin --rl-fake vllm ...` (or `--rl-frontend URL --rl-backend ...`)
   builds one from the `--rl-*` options, declared from the same table as the command line's
   flags (`rl_conformance.model.config`). With no `--rl-*` option given, the plugin stays inert.
@@ -18,6 +18,7 @@ from __future__ import annotations
 import pytest
 
 from ..errors import ConfigurationError
+from ..launchers.run_plan import plan_run
 from ..model.config import RunConfig
 from ..model.options import OPTIONS, add_pytest_options
 from .session import ConformanceRun
@@ -42,7 +43,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not given:
         return
     try:
-        run = ConformanceRun(RunConfig.from_options(config.option, prefix="rl_").validate())
+        run = ConformanceRun(plan_run(RunConfig.from_options(config.option, prefix="rl_")))
     except ConfigurationError as exc:
         raise pytest.UsageError(str(exc)) from exc
     config.pluginmanager.register(run, ConformanceRun.NAME)

@@ -23,11 +23,10 @@ from ..client.budget import (
     plan_test,
     uncovered_reason,
 )
-from ..control.admin import MutationPolicy
-from ..launchers import FakeLauncher
-from ..launchers.plan import TargetPool
+from ..launchers.run_plan import RunPlan
 from ..model import capabilities as capability_registry
 from ..model.config import RunConfig
+from ..model.mutations import MutationPolicy
 from .collection import capabilities_of, target_of
 from .state import RunState, state_of
 
@@ -39,23 +38,10 @@ REFUSAL = (
 )
 
 
-def read_only_targets(run: RunConfig, pool: TargetPool) -> set[str]:
-    """The targets a run may not mutate, as `RunState.policy_for` decides once they started:
-    every one under --read-only; without --allow-mutations, every one but our own fakes."""
-    if run.read_only:
-        return set(pool.ids)
-    if run.allow_mutations:
-        return set()
-    return {
-        target_id
-        for target_id, launcher in pool.launchers.items()
-        if not isinstance(launcher, FakeLauncher)
-    }
-
-
-def plan(items: Sequence[pytest.Item], run: RunConfig, pool: TargetPool) -> list[PlannedTest]:
+def plan(items: Sequence[pytest.Item], run_plan: RunPlan) -> list[PlannedTest]:
     """Each collected test with its level and estimate, chosen under the run's budget."""
-    read_only = read_only_targets(run, pool)
+    run = run_plan.config
+    read_only = run_plan.read_only_targets()
     planned = []
     for item in items:
         marked = capabilities_of(item)

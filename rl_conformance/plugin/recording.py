@@ -13,8 +13,9 @@ import pytest
 
 from ..client.budget import is_generation
 from ..client.reproducers import Reproduction, reproduce
-from ..control.admin import MutationRefused, RouteNotAdvertised
+from ..control.admin import RouteNotAdvertised
 from ..model.matrix import Evidence, Outcome, TestRecord
+from ..model.mutations import MutationRefused
 from ..model.prompts import REFUSAL_STATUSES, PromptSpace
 from ..model.verdict import ConformanceFailure, FeatureAbsent, Inconclusive, NotAdvertised, Verdict
 from ..wire.exchange import Exchange, sequence_wire_log

@@ -1,6 +1,6 @@
-"""`run(config) -> RunResult`: one conformance run, in process, from a validated `RunConfig` to
-the matrix in memory (and written to the report files). The command line, the kill matrix and
-the pass-through study all run through here."""
+"""`run(plan) -> RunResult`: one conformance run, in process, from its `RunPlan` to the matrix in
+memory (and written to the report files). The command line, the kill matrix and the pass-through
+study all run through here."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from ..model.config import RunConfig
+from ..launchers.run_plan import RunPlan
 from ..model.exits import EXIT_FAILED, EXIT_USAGE
 from ..model.matrix import Matrix
 
@@ -79,38 +79,34 @@ def suites_dir() -> Path:
     return Path(str(resources.files("rl_conformance.suites")))
 
 
-def parallel_jobs(config: RunConfig, most: int = MAX_JOBS) -> int:
+def parallel_jobs(plan: RunPlan, most: int = MAX_JOBS) -> int:
     """Worker processes for a run: one per target, at most `most` and twice the cores (a
     target's tests mostly wait on its deployment); 1 (in process) for a single target, and for
     a release matrix, whose real engines are launched one after another (each takes the cores
     and gigabytes a second one would need)."""
-    from ..launchers.plan import plan_targets
-
+    config = plan.config
     if config.launch and len(config.dynamo_python) > 1:
         return 1
-    targets = len(plan_targets(config).ids)
+    targets = len(plan.pool.ids)
     return max(1, min(targets, most, 2 * (os.cpu_count() or 1)))
 
 
 def run(
-    config: RunConfig,
+    plan: RunPlan,
     *,
     verbosity: str = "normal",
     pytest_args: Sequence[str] = (),
     jobs: int = 1,
 ) -> RunResult:
-    """Run the suites against the configured targets. Raises `ConfigurationError` for an
-    inconsistent configuration, or an input wrong whatever the deployment (`inputs.check_config`),
-    before anything starts. With `jobs` > 1 up to that many targets are tested at once, each
-    target's tests together and in order, and the matrix is the one a serial run gives: in
-    forked children where the platform forks (`plugin.forked`), else in pytest-xdist workers
-    (`plugin.distribution`)."""
+    """Run the suites against the planned targets (`run_plan.plan_run`, which refused a wrong
+    configuration before anything started). With `jobs` > 1 up to that many targets are tested
+    at once, each target's tests together and in order, and the matrix is the one a serial run
+    gives: in forked children where the platform forks (`plugin.forked`), else in pytest-xdist
+    workers (`plugin.distribution`)."""
 
-    from ..launchers.inputs import check_config
     from . import ConformanceRun, forked
 
-    config.validate()
-    check_config(config)
+    config = plan.config
     jobs = 1 if config.fault_matrix else jobs
     parallel: list[str] = []
     if jobs > 1 and not forked.available():
@@ -123,7 +119,7 @@ def run(
             "rl_conformance.plugin",
             *config.pytest_arguments(),
         ]
-    plugin = ConformanceRun(config, progress=verbosity == "normal", jobs=jobs)
+    plugin = ConformanceRun(plan, progress=verbosity == "normal", jobs=jobs)
     with tempfile.TemporaryDirectory(prefix="rl-conformance-") as scratch:
         ini = Path(scratch) / "pytest.ini"
         ini.write_text(INI)

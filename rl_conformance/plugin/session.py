@@ -18,12 +18,9 @@ from typing import Any
 import pytest
 
 from ..checks.base import rule_ids
-from ..control.admin import MutationPolicy
-from ..errors import ConfigurationError
-from ..launchers.plan import plan_targets
+from ..launchers.run_plan import RunPlan
 from ..model import capabilities as capability_registry
 from ..model import exits
-from ..model.config import RunConfig
 from ..model.journal import Journal
 from ..model.killmatrix import build_kill_matrix, write_kill_matrix
 from ..model.matrix import Matrix, RunInfo, TestRecord, build_matrix, now
@@ -50,8 +47,9 @@ MARKERS = (
 class ConformanceRun:
     NAME = "rl-conformance-run"
 
-    def __init__(self, config: RunConfig, progress: bool = False, jobs: int = 1) -> None:
-        self.config = config
+    def __init__(self, plan: RunPlan, progress: bool = False, jobs: int = 1) -> None:
+        self.plan = plan
+        self.config = plan.config
         self.jobs = jobs
         """Targets tested at once by forked children (`forked`); 1 runs in this process."""
         self._send: Any = None
@@ -89,16 +87,7 @@ class ConformanceRun:
         for line in MARKERS:
             config.addinivalue_line("markers", line)
         run = self.config
-        unknown = capability_registry.unknown_ids_message(run.capability)
-        if unknown:
-            raise pytest.UsageError(unknown)
-        try:
-            pool = plan_targets(run)
-        except ConfigurationError as exc:
-            raise pytest.UsageError(str(exc)) from exc
-        config.stash[STATE] = RunState(
-            config=run, pool=pool, policy=MutationPolicy.from_config(run)
-        )
+        config.stash[STATE] = RunState(run=self.plan)
         load_hypothesis_profile(run)
         self._hypothesis_home = hypothesis_home_in(run.report_path)
         if run.run_timeout is not None:
@@ -117,7 +106,7 @@ class ConformanceRun:
         state = state_of(config)
         wanted = set(self.config.capability or capability_registry.BY_ID)
         select_and_order(config, items, wanted, state.pool.ids)
-        state.plan = budgeting.plan(items, self.config, state.pool)
+        state.plan = budgeting.plan(items, self.plan)
         if self.config.dry_run:
             config.hook.pytest_deselected(items=list(items))
             items[:] = []

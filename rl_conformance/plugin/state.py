@@ -12,21 +12,20 @@ import pytest
 
 from ..client.budget import CountingClient, PlannedTest
 from ..client.identity import INITIAL_POLICY, AttemptIdentity
-from ..control.admin import MutationPolicy
 from ..control.ledger import AdminLedger
 from ..control.policy_reference import ReferenceSource
 from ..control.weights import WeightSource
 from ..launchers.plan import TargetPool
+from ..launchers.run_plan import RunPlan
 from ..model.config import RunConfig
 from ..model.matrix import Matrix, TestRecord
+from ..model.mutations import MutationPolicy
 from ..model.target import Target
 
 
 @dataclass
 class RunState:
-    config: RunConfig
-    pool: TargetPool
-    policy: MutationPolicy
+    run: RunPlan
     records: list[TestRecord] = field(default_factory=list)
     client: CountingClient | None = None
     current_target: str = ""
@@ -68,14 +67,17 @@ class RunState:
             target_id=self.current_target,
         )
 
+    @property
+    def config(self) -> RunConfig:
+        return self.run.config
+
+    @property
+    def pool(self) -> TargetPool:
+        return self.run.pool
+
     def policy_for(self, target: Target) -> MutationPolicy:
-        """Explicit flags win; our own fakes may be mutated unless --read-only; any other
-        deployment is read-only unless the user opted in."""
-        if self.config.read_only:
-            return MutationPolicy()
-        if self.policy.allowed or target.kind != "fake":
-            return self.policy
-        return MutationPolicy(allowed=True)
+        """What the run may change on `target` (the plan's one mutation rule)."""
+        return self.run.policy_for(target.kind)
 
     def weights_for(self, target: Target) -> WeightSource:
         """One source per target for the whole run: consecutive updates alternate between the

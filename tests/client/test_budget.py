@@ -186,10 +186,11 @@ def test_every_suite_test_has_a_measured_cost(tmp_path: Path) -> None:
     import json
 
     from rl_conformance.client.budget import measured_costs
+    from rl_conformance.launchers.run_plan import plan_run
     from rl_conformance.model.config import RunConfig
     from rl_conformance.plugin.runner import run
 
-    run(RunConfig(dry_run=True, report_dir=str(tmp_path)), verbosity="quiet")
+    run(plan_run(RunConfig(dry_run=True, report_dir=str(tmp_path))), verbosity="quiet")
     plan = json.loads((tmp_path / "plan.json").read_text())
     keys = {cost_key(test["nodeid"], test["target"]) for test in plan["tests"]}
     assert len(plan["tests"]) > 250

@@ -10,13 +10,8 @@ import httpx
 import pytest
 
 from rl_conformance.client.http import Client
-from rl_conformance.control.admin import (
-    AdminClient,
-    AdminWorker,
-    MutationPolicy,
-    MutationRefused,
-    RouteNotAdvertised,
-)
+from rl_conformance.control.admin import AdminClient, AdminWorker, RouteNotAdvertised
+from rl_conformance.model.mutations import MutationPolicy, MutationRefused
 
 ROUTES = ("pause_generation", "resume_generation")
 

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from fake_backends.deployment.assembly import FakeDeployment
 from rl_conformance.client.http import Client
-from rl_conformance.control.admin import AdminClient, AdminWorker, MutationPolicy
+from rl_conformance.control.admin import AdminClient, AdminWorker
 from rl_conformance.control.families import SGLANG
 from rl_conformance.control.refresh import info_version
+from rl_conformance.model.mutations import MutationPolicy
 
 
 def read(engine_routes: str) -> tuple[str, object] | None:

@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from rl_conformance.control.admin import AdminWorker, MutationPolicy, MutationRefused
+from rl_conformance.control.admin import AdminWorker
 from rl_conformance.control.families import VLLM, VLLM_SIDECAR
 from rl_conformance.control.weights import WeightSource
 from rl_conformance.errors import ConfigurationError
 from rl_conformance.model.config import RunConfig
+from rl_conformance.model.mutations import MutationPolicy, MutationRefused
 from rl_conformance.model.target import Target
 from rl_conformance.model.verdict import MissingInput
 from rl_conformance.model.weight_transfer import load_weight_transfer

@@ -11,9 +11,10 @@ import itertools
 import pytest
 
 from rl_conformance.checks import control
-from rl_conformance.control.admin import AdminWorker, MutationPolicy
+from rl_conformance.control.admin import AdminWorker
 from rl_conformance.control.admin_steps import by_identity, select
 from rl_conformance.control.each_worker import on_worker, pins, require_observed, unobserved
+from rl_conformance.model.mutations import MutationPolicy
 from rl_conformance.model.target import Target
 from rl_conformance.model.verdict import Unobservable
 

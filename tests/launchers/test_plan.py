@@ -10,15 +10,14 @@ from rl_conformance.errors import ConfigurationError
 from rl_conformance.launchers import ExternalLauncher, FakeLauncher
 from rl_conformance.launchers.docker import DockerLauncher
 from rl_conformance.launchers.dynamo import DynamoLauncher
-from rl_conformance.launchers.plan import plan_targets
+from rl_conformance.launchers.run_plan import plan_run
 from rl_conformance.model.config import RunConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def plan(**options: object) -> list[object]:
-    config = RunConfig(**options).validate()  # type: ignore[arg-type]
-    return list(plan_targets(config).launchers.values())
+    return list(plan_run(RunConfig(**options)).pool.launchers.values())  # type: ignore[arg-type]
 
 
 def test_default_is_the_four_fakes() -> None:

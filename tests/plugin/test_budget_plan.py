@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rl_conformance.client.budget import FEWEST_EXAMPLES, START_GENERATIONS, PlannedTest, cost_of
+from rl_conformance.launchers.run_plan import plan_run
 from rl_conformance.model import capabilities as capability_registry
 from rl_conformance.model.config import RunConfig
 from rl_conformance.plugin.budgeting import _examples
@@ -45,7 +46,7 @@ MUTATING_MODULES = (
 
 
 def dry_plan(directory: Path, **options: Any) -> dict[str, Any]:
-    run(RunConfig(dry_run=True, report_dir=str(directory), **options), verbosity="quiet")
+    run(plan_run(RunConfig(dry_run=True, report_dir=str(directory), **options)), verbosity="quiet")
     return json.loads((directory / "plan.json").read_text())
 
 

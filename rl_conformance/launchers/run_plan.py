@@ -1,0 +1,41 @@
+"""A run's plan: its configuration checked once, the targets it will test (none started yet) and
+the rule of which of them the run may change. The command line builds it; the runner, the pytest
+plugin, the budget and the admin fixtures read it and never check the flags again."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..model.config import RunConfig
+from ..model.mutations import MutationPolicy, MutationRule
+from .inputs import check_config
+from .plan import TargetPool, plan_targets
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    config: RunConfig
+    pool: TargetPool
+    """The run's launchers by target id; each target starts on first use."""
+    mutations: MutationRule
+
+    def policy_for(self, kind: str) -> MutationPolicy:
+        """What the run may change on a target of `kind` (`Target.kind`)."""
+        return self.mutations.for_target(kind)
+
+    def read_only_targets(self) -> set[str]:
+        """The targets on which no mutating test may send a generation request."""
+        return {
+            target_id
+            for target_id, launcher in self.pool.launchers.items()
+            if not self.policy_for(launcher.kind).allowed
+        }
+
+
+def plan_run(config: RunConfig) -> RunPlan:
+    """The plan of a run of `config`; raises `ConfigurationError` for contradictory flags
+    (`RunConfig.validate`) or an input wrong whatever the deployment (`inputs.check_config`),
+    before anything starts."""
+    config.validate()
+    check_config(config)
+    return RunPlan(config, plan_targets(config), MutationRule.from_config(config))
