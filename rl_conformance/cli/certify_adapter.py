@@ -162,7 +162,7 @@ def handle(args: argparse.Namespace) -> int:
     artifacts = {spec: spec for spec in args.adapters}
     for name, adapter in {**references, **twins}.items():
         artifacts[name] = f"{adapter.__module__}:{adapter.__qualname__}"
-    evidence.write_records(directory, None, artifacts)
+    evidence.write_records(directory, document, None, artifacts)
     digest = evidence.seal(directory)
     print(_table(document))
     print(f"written to {directory / 'matrix.md'} (audit logs in {audit})")

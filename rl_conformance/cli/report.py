@@ -60,7 +60,7 @@ def handle(args: argparse.Namespace) -> int:
     matrix = rebuild(directory)
     document = matrix.to_json()
     write_reports(document, directory)
-    evidence.write_records(directory, evidence.kept_meta(directory))
+    evidence.write_records(directory, document, evidence.kept_meta(directory))
     digest = evidence.seal(directory)
     if not args.quiet:
         for line in render_table(document):

@@ -64,8 +64,8 @@ DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 DEFAULT_MAX_STREAM_EVENTS = 1_000_000
 DEFAULT_MAX_STREAM_BYTES = 512 * 1024 * 1024
 """A stream is not held in memory (see `keep_events`): its caps bound time, not memory."""
-# The most recent exchanges stay inspectable; evidence keeps its own references.
 LOG_LENGTH = 64
+"""Exchanges a tape keeps (the most recent): a test's reproducer; evidence keeps its own."""
 
 
 @functools.cache
@@ -111,8 +111,16 @@ class AsyncClient:
             headers={"Accept-Encoding": ACCEPT_ENCODING},
         )
         self.log: deque[Exchange] = deque(maxlen=LOG_LENGTH)
+        """The tape now recording: every exchange sent since the last `new_tape` (or since the
+        client was made), the last `LOG_LENGTH` of them."""
         self.identity = AttemptIdentity()
         """Stamped on every generation request (`identity.AttemptIdentity`)."""
+
+    def new_tape(self) -> deque[Exchange]:
+        """Record the exchanges from now on on a tape of their own, and return it: one test's
+        requests, handed to its record as they are (a reproducer of the whole sequence)."""
+        self.log = deque(maxlen=LOG_LENGTH)
+        return self.log
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -508,6 +516,10 @@ class Client:
     @property
     def log(self) -> deque[Exchange]:
         return self._core.log
+
+    def new_tape(self) -> deque[Exchange]:
+        """`AsyncClient.new_tape`: the exchanges sent from now on, on a tape of their own."""
+        return self._core.new_tape()
 
     @property
     def identity(self) -> AttemptIdentity:

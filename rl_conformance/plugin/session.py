@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import time
+from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -61,7 +62,8 @@ class ConformanceRun:
         """Print a progress line whenever the run moves to another target or contract area."""
         self._order: dict[str, tuple[int, str, str]] = {}
         self._shown: tuple[str, str] | None = None
-        self._log_marks: dict[str, Any] = {}
+        self._tapes: dict[str, deque[Exchange]] = {}
+        """Each test's tape of its exchanges (`Client.new_tape`), started at its setup."""
         self._deadline: float | None = None
         """The run's end as a wall-clock time (`--run-timeout`), handed to parallel workers."""
         self._total = 0
@@ -327,26 +329,12 @@ class ConformanceRun:
         if client is not None:
             client.target_id = state.current_target
             state.new_attempt_identity()
-        log = client.log if client is not None else None
-        self._log_marks[item.nodeid] = log[-1] if log else None
+        if client is not None:
+            self._tapes[item.nodeid] = client.new_tape()
         self._spent_marks[item.nodeid] = client.spent(state.current_target) if client else 0
         self._ledger_marks[item.nodeid] = len(state.ledger.history)
         if (dead := deaths.not_run(state, state.current_target)) is not None:
             pytest.skip(dead)
-
-    def _exchanges_of(self, item: pytest.Item, state: RunState) -> list[Exchange]:
-        """The exchanges this test made: the client's log after the last exchange that was
-        there when the test started (all of it if there was none)."""
-        if state.client is None or item.nodeid not in self._log_marks:
-            return []
-        log = list(state.client.log)
-        mark = self._log_marks[item.nodeid]
-        if mark is None:
-            return log
-        for position, exchange in enumerate(log):
-            if exchange is mark:
-                return log[position + 1 :]
-        return log  # the mark fell out of the bounded log: everything kept is this test's
 
     def pytest_runtest_logstart(self, nodeid: str, location: tuple[str, int | None, str]) -> None:
         found = self._order.get(nodeid)
@@ -375,6 +363,7 @@ class ConformanceRun:
         """Stop a deployment as soon as its last test ran (after that test's own finalizers):
         a run over many targets (the kill matrix) holds one deployment at a time."""
         yield
+        self._tapes.pop(item.nodeid, None)
         current = target_of(item)
         if current and (nextitem is None or target_of(nextitem) != current):
             state = state_of(item.config)
@@ -392,16 +381,15 @@ class ConformanceRun:
         if not marked or not state.active:
             return
         if call.when == "call" or (call.when == "setup" and not report.passed):
-            record = record_of(item, call, report, marked, self._exchanges_of(item, state))
+            exchanges = list(self._tapes.pop(item.nodeid, ()))
+            record = record_of(item, call, report, marked, exchanges)
             if state.client is not None:
                 spent = state.client.spent(record.target_id)
                 # a test skipped before its setup ran (a skip mark) sent nothing
                 record.generations = spent - self._spent_marks.get(item.nodeid, spent)
             target = getattr(item, "funcargs", {}).get("rl_target")
             mark = self._ledger_marks.get(item.nodeid, len(state.ledger.history))
-            amended = deaths.after_test(
-                state, target, record, mark, self._exchanges_of(item, state)
-            )
+            amended = deaths.after_test(state, target, record, mark, exchanges)
             if self.config.verify_reproducers and record.evidence:
                 verify_reproducers([record])  # at once: later tests change the deployment
             self._add_record(state, record)
@@ -468,7 +456,9 @@ class ConformanceRun:
             if matrix.exit_status != 0 and session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
             if not self.config.fault_matrix:
-                evidence.write_records(self.config.report_path, self.config.record_meta_document())
+                evidence.write_records(
+                    self.config.report_path, document, self.config.record_meta_document()
+                )
         finally:
             self._close_journal()
             _shutdown(state)

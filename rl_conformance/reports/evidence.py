@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from . import externalise_wire_logs
 from .bundle import write_index
 from .validation import VALIDATION_DIR, write_validation_records
 
@@ -26,12 +27,13 @@ def kept_meta(directory: Path) -> dict[str, Any] | None:
 
 def write_records(
     directory: Path,
+    matrix: Mapping[str, Any],
     meta: Mapping[str, Any] | None = None,
     integration_artifacts: Mapping[str, str] | None = None,
 ) -> list[Path]:
-    """The records of the matrix written in `directory` (its externalised form, which names the
-    wire logs)."""
-    document = json.loads((directory / "matrix.json").read_text(encoding="utf-8"))
+    """The records of `matrix` (the document `write_reports` wrote in `directory`), naming the
+    wire logs it saved there."""
+    document = externalise_wire_logs(dict(matrix), directory)
     written = write_validation_records(document, directory, meta, integration_artifacts)
     if meta:
         path = directory / VALIDATION_DIR / META_FILE

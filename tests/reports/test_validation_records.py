@@ -215,8 +215,9 @@ def test_what_the_deployment_showed_stands_over_the_metadata(tmp_path: Path) -> 
 
 
 def test_the_bundle_index_tells_every_edit(tmp_path: Path) -> None:
-    write_reports(matrix_document({"tokens.completion_ids": Outcome.FAIL}, MEASURED), tmp_path)
-    write_records(tmp_path, META)
+    document = matrix_document({"tokens.completion_ids": Outcome.FAIL}, MEASURED)
+    write_reports(document, tmp_path)
+    write_records(tmp_path, document, META)
     digest = write_index(tmp_path)
     assert verify_index(tmp_path, digest) == []
     index = json.loads((tmp_path / "bundle.json").read_text())
@@ -235,9 +236,10 @@ def test_the_bundle_index_tells_every_edit(tmp_path: Path) -> None:
 
 
 def test_a_record_naming_a_file_outside_the_bundle_leaves_it_open(tmp_path: Path) -> None:
-    write_reports(matrix_document({}, MEASURED), tmp_path)
+    document = matrix_document({}, MEASURED)
+    write_reports(document, tmp_path)
     meta = {"hardware": {"artifacts": ["artifact://bundle/gpu-inventory.txt", "s3://x/y"]}}
-    write_records(tmp_path, meta)
+    write_records(tmp_path, document, meta)
     write_index(tmp_path)
     index = json.loads((tmp_path / "bundle.json").read_text())
     assert index["closure_status"] == "incomplete"
