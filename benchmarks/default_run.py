@@ -19,7 +19,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-GOAL_S = 8.0
+GOAL_S = 5.0
 
 
 def one_run(seed: int, jobs: str) -> tuple[float, float, dict[str, Any]]:

@@ -44,7 +44,7 @@ REFUSED: dict[str, Any] = {
 """Replies the listener refuses, by what is wrong with them."""
 WORKER_ERROR = "engine is dead"
 UNSORTED_ROUTES = ["resume_generation", "pause_generation", "resume_generation"]
-LISTENER_DEADLINE_S = 2
+LISTENER_DEADLINE_S = 1
 """The listener's probe deadline while one worker never answers (`DYN_RL_REQUEST_TIMEOUT_SECS`)."""
 
 

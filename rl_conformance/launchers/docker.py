@@ -100,6 +100,7 @@ class DockerLauncher:
 
     kind: ClassVar[str] = "docker"
     """What its targets' `Target.kind` is."""
+    starts_cheaply: ClassVar[bool] = False
 
     def __init__(
         self,

@@ -95,6 +95,7 @@ zmq.proxy(xsub, xpub)
 @dataclass
 class DynamoLauncher:
     kind: ClassVar[str] = "dynamo"
+    starts_cheaply: ClassVar[bool] = False
     engine: str
     python: Path | None = None
     engine_faults: tuple[str, ...] = ()

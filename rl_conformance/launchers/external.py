@@ -15,6 +15,7 @@ class ExternalLauncher:
 
     kind: ClassVar[str] = "external"
     """What its targets' `Target.kind` is."""
+    starts_cheaply: ClassVar[bool] = False
 
     backend: str
     frontend_url: str

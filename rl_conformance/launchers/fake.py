@@ -185,6 +185,9 @@ class FakeLauncher:
 
     kind: ClassVar[str] = "fake"
     """What its targets' `Target.kind` is."""
+    starts_cheaply: ClassVar[bool] = True
+    """A second deployment of the same kind starts in about a second and holds nothing of the
+    user's: a parallel run may test it as two (`forked.groups_by_target`)."""
 
     flavour: str
     workers: int = 2

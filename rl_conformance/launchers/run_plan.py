@@ -32,6 +32,18 @@ class RunPlan:
         }
 
 
+    def split_targets(self) -> set[str]:
+        """The targets a parallel run may test as two deployments of the same kind at once:
+        those cheap to start twice, when no generation budget is shared between processes."""
+        if self.config.budget_generations is not None:
+            return set()
+        return {
+            target_id
+            for target_id, launcher in self.pool.launchers.items()
+            if launcher.starts_cheaply
+        }
+
+
 def plan_run(config: RunConfig) -> RunPlan:
     """The plan of a run of `config`; raises `ConfigurationError` for contradictory flags
     (`RunConfig.validate`) or an input wrong whatever the deployment (`inputs.check_config`),

@@ -234,6 +234,8 @@ class Launcher(Protocol):
     backend: str
     kind: ClassVar[str]
     """The `Target.kind` of what it starts ("fake" for our own fakes)."""
+    starts_cheaply: ClassVar[bool]
+    """Whether a second deployment of its kind costs about a second and nothing of the user's."""
 
     def start(self) -> Target: ...
 

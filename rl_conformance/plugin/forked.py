@@ -19,7 +19,7 @@ import os
 import selectors
 import signal
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 import pytest
@@ -35,12 +35,27 @@ def available() -> bool:
     return hasattr(os, "fork")
 
 
-def groups_by_target(items: Sequence[pytest.Item]) -> list[list[pytest.Item]]:
-    """The items of each target, in collection order, targets in order of first appearance."""
-    groups: dict[str, list[pytest.Item]] = {}
+WAITING_MODULES = frozenset(
+    {"test_pause_modes.py", "test_refresh_streams_in_flight.py", "test_listener_probes.py"}
+)
+"""The suites whose tests mostly wait by design (a stream held across a pause or an update, a
+listener's probe deadline): on a target that is cheap to start twice they run in a child of
+their own, against a second deployment of the same kind, beside the target's other tests."""
+
+
+def groups_by_target(
+    items: Sequence[pytest.Item], twice: Collection[str] = ()
+) -> list[list[pytest.Item]]:
+    """The items of each target, in collection order, targets in order of first appearance; a
+    target in `twice` (one cheap to start again: our fakes) gives two groups, its waiting suites'
+    tests (`WAITING_MODULES`) first, each run against a deployment of its own."""
+    groups: dict[tuple[str, bool], list[pytest.Item]] = {}
     for item in items:
-        groups.setdefault(target_of(item), []).append(item)
-    return list(groups.values())
+        target = target_of(item)
+        waiting = target in twice and item.path.name in WAITING_MODULES
+        groups.setdefault((target, waiting), []).append(item)
+    first = [group for (_, waiting), group in groups.items() if waiting]
+    return first + [group for (_, waiting), group in groups.items() if not waiting]
 
 
 class Child:

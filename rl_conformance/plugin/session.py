@@ -219,8 +219,9 @@ class ConformanceRun:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> bool | None:
-        """With `jobs` > 1, one forked child per target runs that target's tests."""
-        groups = forked.groups_by_target(session.items)
+        """With `jobs` > 1, one forked child per target runs that target's tests (two for a
+        target cheap to start twice: `forked.groups_by_target`)."""
+        groups = forked.groups_by_target(session.items, self.plan.split_targets())
         config = session.config
         if (
             self.jobs < 2

@@ -49,3 +49,20 @@ def test_a_run_from_the_command_line_checks_its_flags_once(
 def test_a_wrong_configuration_has_no_plan(options: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigurationError, match=message):
         run_plan.plan_run(RunConfig(**options))
+
+
+def test_our_fakes_may_be_tested_as_two_deployments_each_unless_a_budget_is_shared() -> None:
+    import os
+
+    from rl_conformance.plugin.runner import MAX_JOBS, parallel_jobs
+
+    default = run_plan.plan_run(RunConfig())
+    assert default.split_targets() == set(default.pool.ids)
+    assert parallel_jobs(default) == min(
+        2 * len(default.pool.ids), MAX_JOBS, 3 * (os.cpu_count() or 1)
+    )
+    budgeted = run_plan.plan_run(RunConfig(budget_generations=100))
+    assert budgeted.split_targets() == set()
+    external = run_plan.plan_run(RunConfig(frontend="http://127.0.0.1:1", backend="vllm"))
+    assert external.split_targets() == set()
+    assert parallel_jobs(external) == 1
