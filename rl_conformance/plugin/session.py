@@ -62,7 +62,7 @@ class ConformanceRun:
         """Print a progress line whenever the run moves to another target or contract area."""
         self._order: dict[str, tuple[int, str, str]] = {}
         self._shown: tuple[str, str] | None = None
-        self._tapes: dict[str, deque[Exchange]] = {}
+        self._tapes: dict[str, deque[Exchange] | None] = {}
         """Each test's tape of its exchanges (`Client.new_tape`), started at its setup."""
         self._deadline: float | None = None
         """The run's end as a wall-clock time (`--run-timeout`), handed to parallel workers."""
@@ -70,6 +70,8 @@ class ConformanceRun:
         self._received = 0
         self._areas_shown: set[tuple[str, str]] = set()
         self._worker_targets: dict[str, Target] = {}
+        self._targets_sent: list[dict[str, Any]] = []
+        """What a forked child last told the parent of the targets it reached."""
         self._nodes: list[Any] = []
         self._spent_marks: dict[str, int] = {}
         self._ledger_marks: dict[str, int] = {}
@@ -270,6 +272,14 @@ class ConformanceRun:
             finally:
                 _shutdown(state)
 
+    def _send_reached_targets(self) -> None:
+        """A child tells the parent of each target it reached as soon as it did, before that
+        target's first report: a run killed midway leaves them journaled as they were reached."""
+        reached = [target.describe() for target in state_of(self._config).pool.reached_targets()]
+        if reached != self._targets_sent:
+            self._targets_sent = reached
+            self._send({"kind": "targets", "targets": reached})
+
     def _receive(self, message: dict[str, Any]) -> None:
         config = self._config
         if message["kind"] == "report":
@@ -293,6 +303,7 @@ class ConformanceRun:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if self._send is not None:
+            self._send_reached_targets()
             self._send({"kind": "report", "report": forked.serialised(self._config, report)})
             return
         if not distribution.is_controller(self._config):
@@ -330,8 +341,8 @@ class ConformanceRun:
         if client is not None:
             client.target_id = state.current_target
             state.new_attempt_identity()
-        if client is not None:
-            self._tapes[item.nodeid] = client.new_tape()
+        # without a client yet, the test's tape is the one the client starts when it is made
+        self._tapes[item.nodeid] = client.new_tape() if client is not None else None
         self._spent_marks[item.nodeid] = client.spent(state.current_target) if client else 0
         self._ledger_marks[item.nodeid] = len(state.ledger.history)
         if (dead := deaths.not_run(state, state.current_target)) is not None:
@@ -382,7 +393,8 @@ class ConformanceRun:
         if not marked or not state.active:
             return
         if call.when == "call" or (call.when == "setup" and not report.passed):
-            exchanges = list(self._tapes.pop(item.nodeid, ()))
+            tape = self._tapes.pop(item.nodeid, ())
+            exchanges = list(state.client.log if tape is None and state.client else tape or ())
             record = record_of(item, call, report, marked, exchanges)
             if state.client is not None:
                 spent = state.client.spent(record.target_id)
