@@ -33,6 +33,10 @@ FIRST_TOKEN_S = 60.0
 STREAM_DEADLINE_S = 300.0
 BACKLOG_FACTOR = 3.0
 MIN_INTERVAL_S = 0.001
+DECODE_TOKENS = 8
+"""Tokens a stream must have delivered after its first for its decoding pace to be trusted."""
+DECODE_WAIT_S = 1.0
+"""The longest a control step waits for a stream to show its decoding pace (`show_pace`)."""
 
 
 @dataclass(frozen=True)
@@ -124,6 +128,8 @@ class InFlightStream:
         self.native = native
         self.max_tokens = max_tokens
         self.started_at = time.monotonic()
+        self.first: Mark | None = None
+        """The stream when its first token was read (`start_and_wait_first_token`)."""
         self.progress = StreamProgress()
         self.result: dict[str, Exchange] = {}
         self.failure: Exception | None = None
@@ -158,7 +164,7 @@ class InFlightStream:
             self.progress.wait_for_events(1, FIRST_TOKEN_S)
         else:
             self.progress.wait_for_tokens(1, FIRST_TOKEN_S)
-        mark = self.mark()
+        mark = self.first = self.mark()
         if self.failure is not None:
             raise self.failure
         if mark.ended and verdict is not None:
@@ -201,12 +207,35 @@ class InFlightStream:
 
     def outpaced(self, before: Mark, since: Mark, end: Mark) -> bool:
         """Whether what arrived between `since` and `end` came much faster (`BACKLOG_FACTOR`)
-        than the stream delivered from its start to `before`: tokens the engine generated
-        earlier and the client read late (a loaded client, buffered chunks), not generated in
-        that interval."""
+        than the stream ran before `before`: tokens the engine generated earlier and the client
+        read late (a loaded client, buffered chunks), not generated in that interval.
+
+        The stream's pace is its tokens over the time since it was sent, first-token latency
+        included; or, when it decoded for at least as long as its first token took and for
+        `DECODE_TOKENS` tokens (`show_pace`), its pace after the first token: a loaded machine's
+        slow first token then does not make an unpaused engine's ordinary pace look like a
+        backlog."""
         pace = before.tokens / max(before.at - self.started_at, MIN_INTERVAL_S)
+        first = self.first
+        if first is not None:
+            latency_s = first.at - self.started_at
+            decoding_s = before.at - first.at
+            decoded = before.tokens - first.tokens
+            if decoding_s >= latency_s and decoded >= DECODE_TOKENS:
+                pace = max(pace, decoded / max(decoding_s, MIN_INTERVAL_S))
         burst = (end.tokens - since.tokens) / max(end.at - since.at, MIN_INTERVAL_S)
         return burst > BACKLOG_FACTOR * pace
+
+    def show_pace(self, limit_s: float = DECODE_WAIT_S) -> None:
+        """Let the stream decode after its first token for as long as that token took (at most
+        `limit_s`, less when it ends), so that its own pace is known before a control step."""
+        first = self.first
+        if first is None:
+            return
+        latency_s = first.at - self.started_at
+        left = min(latency_s, limit_s) - (time.monotonic() - first.at)
+        if left > 0:
+            self.thread.join(timeout=left)
 
     def finished(self) -> bool:
         return not self.thread.is_alive()

@@ -73,10 +73,10 @@ def crossings(
     watched_s: float,
 ) -> list[tuple[AdminWorker | None, Crossing]]:
     """Pause the chosen workers in `mode` with a long stream in flight on each (`pins`; each
-    sent once its first token arrived), watch them while paused for `watched_s` in two halves
-    (less when they end), resume, and read what each delivered at each step, its answer read
-    when its own worker's pause answered. A stream that
-    ended, or delivered nothing, before the pause is `Unobservable`
+    sent once its first token arrived and it showed its pace, `InFlightStream.show_pace`),
+    watch them while paused for `watched_s` in two halves (less when they end), resume, and read
+    what each delivered at each step, its answer read when its own worker's pause answered. A
+    stream that ended, or delivered nothing, before the pause is `Unobservable`
     (`start_and_wait_first_token`)."""
     workers = pins(chosen)
     streams = streams_to(
@@ -86,6 +86,8 @@ def crossings(
     try:
         for stream in streams:
             stream.start_and_wait_first_token(verdict)
+        for stream in streams:
+            stream.show_pace()
         sent = [stream.mark() for stream in streams]
         with paused(verdict, admin, chosen, mode, on_answer=own.on_answer):
             answered = own.marks()

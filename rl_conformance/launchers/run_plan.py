@@ -31,7 +31,6 @@ class RunPlan:
             if not self.policy_for(launcher.kind).allowed
         }
 
-
     def split_targets(self) -> set[str]:
         """The targets a parallel run may test as two deployments of the same kind at once:
         those cheap to start twice, when no generation budget is shared between processes."""

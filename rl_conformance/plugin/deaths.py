@@ -9,9 +9,10 @@ worker's log lines carry their time), else to the first call whose connection wa
 (the worker died answering it), else to the last one answered (calls refused at connection came
 after the death): the cell fails naming that call, how the worker went and the traceback. A cell
 already failed by what the call answered keeps that verdict first (a 200 `ok` followed by a crash
-is judged on the answer). The calls looked at are all those sent to the worker since it started,
-not the current test's alone: a worker that dies seconds after the answer that doomed it is found
-dead after a later test, and the death is charged to the test that sent the call.
+is judged on the answer). Where the log names or dates the fatal call, it is looked for among
+all the calls sent to the worker since it started, not the current test's alone: a worker that
+dies seconds after the answer that doomed it is found dead after a later test, and the death is
+charged to the test that sent the call.
 Later tests of the target are `skipped`, "not run: the worker died at ...", unless the launcher
 restarts the worker (at most `RESTARTS` times a run).
 """
@@ -86,20 +87,27 @@ def after_test(
     `exchanges` (its requests, the fatal call among them) are the death's reproducer.
 
     A worker may die some time after the answer that doomed it (SGLang answers an invalid pause
-    200 ok, its scheduler asserts, the process goes seconds later): the call is looked for among
-    every call sent to the worker since it last started, and when an earlier test sent it, that
-    test's record is failed instead and returned (to be reported again)."""
+    200 ok, its scheduler asserts, the process goes seconds later): when its log names or dates
+    the fatal call, that call is looked for among every call sent to the worker since it last
+    started, and when an earlier test sent it, that test's record is failed instead and returned
+    (to be reported again). Without such a log the test that found the death is charged."""
     state.call_owners.append((mark, record.nodeid))
     calls = state.ledger.history[mark:]
     if target is None or not calls or state.client is None:
         return None
     for url in dict.fromkeys(call.system_url for call in calls if call.system_url):
-        suspects = _calls_since_start(state, url)
-        how, log = _gone(state, target, url, suspects[0][1].sent_at)
+        own = [(mark + i, call) for i, call in enumerate(calls) if call.system_url == url]
+        how, log = _gone(state, target, url, own[0][1].sent_at)
         if how is None:
             continue
-        index, when = _cause([call for _, call in suspects], log)
-        position, call = suspects[index]
+        suspects = _calls_since_start(state, url)
+        placed = _placed_by_log([call for _, call in suspects], log)
+        if placed is None:  # nothing in the log places the death: charged where it was found
+            index, when = _cause([call for _, call in own], log)
+            position, call = own[index]
+        else:
+            index, when = placed
+            position, call = suspects[index]
         death = Death(call.label, f"{when} {call.route}", record.nodeid, how, _tail(log))
         earlier = _owner(state, record, position) if position < mark else None
         if earlier is None:
@@ -151,12 +159,11 @@ def _note_earlier_death(record: TestRecord, death: Death) -> None:
         )
 
 
-def _cause(calls: list[SentCall], log: str = "") -> tuple[int, str]:
-    """The position in `calls` of the call the log's last traceback names (sent before it was
-    written, when the log dates it); else of the last
-    call sent before that traceback, when the log dates it; else of the call the worker died
-    answering (its connection lost, no answer), else of the last one answered before it went,
-    else of the first one sent; and whether the worker died after its answer or answering it."""
+def _placed_by_log(calls: list[SentCall], log: str) -> tuple[int, str] | None:
+    """The position in `calls` of the call the log's last traceback names (among those sent
+    before it was written, when the log dates it), else of the last call sent before that
+    traceback; and whether the worker died after its answer or answering it. None when the log
+    neither names nor dates the death."""
     frames = set(FRAME.findall(_last_traceback(log)))
     crashed_at = _crashed_at(log)
     before = [
@@ -167,6 +174,17 @@ def _cause(calls: list[SentCall], log: str = "") -> tuple[int, str]:
     for found in (named, before):
         if found:
             return found[-1], "after" if calls[found[-1]].status is not None else "answering"
+    return None
+
+
+def _cause(calls: list[SentCall], log: str = "") -> tuple[int, str]:
+    """The position in `calls` of the call that killed the worker (`_placed_by_log`), else of the
+    call the worker died answering (its connection lost, no answer), else of the last one
+    answered before it went, else of the first one sent; and whether the worker died after its
+    answer or answering it."""
+    placed = _placed_by_log(calls, log)
+    if placed is not None:
+        return placed
     lost = [
         i
         for i, c in enumerate(calls)

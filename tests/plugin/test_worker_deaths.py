@@ -242,3 +242,33 @@ def test_a_record_written_again_replaces_the_first_in_a_journal() -> None:
         ("s.py::a", Outcome.FAIL),
         ("s.py::b", Outcome.PASS),
     ]
+
+
+def test_a_death_no_log_places_is_charged_to_the_test_that_found_it() -> None:
+    """A worker reached by URL (no log) found gone: an earlier test whose calls were answered is
+    not failed on a guess; the test whose calls were refused is charged."""
+    from types import SimpleNamespace
+
+    from rl_conformance.control.ledger import AdminLedger
+    from rl_conformance.model.matrix import Outcome, TestRecord
+    from rl_conformance.plugin.deaths import after_test
+
+    ledger = AdminLedger()
+    earlier = TestRecord("s.py::earlier", ("admin.pause_cycles",), "external", Outcome.PASS)
+    later = TestRecord("s.py::later", ("admin.invalid_pause_mode",), "external", Outcome.PASS)
+    state = SimpleNamespace(
+        ledger=ledger,
+        client=_Answers((None, REFUSED)),
+        records=[earlier],
+        call_owners=[(0, earlier.nodeid)],
+        worker_started={},
+        deaths={},
+        restarts={},
+    )
+    ledger.history += [call("pause_generation", 200), call("continue_generation", 200)]
+    ledger.history += [call("pause_generation", None, REFUSED)]
+    target = SimpleNamespace(id="external", probe=None)
+    assert after_test(state, target, later, 2) is None  # type: ignore[arg-type]
+    assert earlier.outcome is Outcome.PASS and earlier.evidence == []
+    (death,) = later.evidence
+    assert death.message.startswith("worker 7 died after pause_generation: its system server")
