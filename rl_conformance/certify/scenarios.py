@@ -20,8 +20,12 @@ OBSERVATION = (106, 107)
 """What the environment answers between two turns of a trajectory, appended to the next turn's
 prompt after the ids the turn before generated."""
 MAX_TOKENS = 6
-REQUEST_TIMEOUT_S = 1.0
-"""The adapter's deadline for one attempt in every scenario but those that say otherwise."""
+REQUEST_TIMEOUT_S = 10.0
+"""The adapter's deadline for one attempt where the scenario stages no timeout: generous, so
+that a reply slowed by a loaded machine is not taken for a lost attempt (a twin that retries
+without identity would fail a scenario that never staged a retry)."""
+HELD_TIMEOUT_S = 1.0
+"""The adapter's deadline in the scenario whose reply is held past it."""
 SLOW_TOKEN_MS = 250
 """The engine's pace for a rollout a refresh is to land in: six tokens take 1.5 s."""
 UNARY_LEAD_TOKENS = 2
@@ -129,7 +133,7 @@ class FirstGenerationHeld(Injection):
 
     def intercept(self, record: AuditRecord, log: AuditLog) -> Action | None:
         if record.is_generation and self.generations(log)[0] is record:
-            return Hold(REQUEST_TIMEOUT_S + LATE_BY_S)
+            return Hold(HELD_TIMEOUT_S + LATE_BY_S)
         return None
 
 
@@ -403,6 +407,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         "the first attempt completes after the adapter's deadline",
         (Generate("s1"), Generate("s2")),
         injection=FirstGenerationHeld,
+        request_timeout_s=HELD_TIMEOUT_S,
     ),
     Scenario(
         "stream_cut",

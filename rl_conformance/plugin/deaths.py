@@ -14,7 +14,8 @@ all the calls sent to the worker since it started, not the current test's alone:
 dies seconds after the answer that doomed it is found dead after a later test, and the death is
 charged to the test that sent the call.
 Later tests of the target are `skipped`, "not run: the worker died at ...", unless the launcher
-restarts the worker (at most `RESTARTS` times a run).
+restarts the worker (at most `RESTARTS` times a run); a test that failed on a worker dying of an
+earlier test's call runs again (`reruns`).
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from ..model.matrix import Matrix, RunInfo, TestRecord, build_matrix, now
 from ..model.target import Target
 from ..reports import console, evidence, write_reports
 from ..wire.exchange import Exchange
-from . import budgeting, deaths, distribution, fixtures, forked
+from . import budgeting, deaths, distribution, fixtures, forked, reruns
 from .collection import capabilities_of, parametrize_targets, select_and_order, target_of
 from .hypothesis_profile import hypothesis_home_in, load_hypothesis_profile, restore_hypothesis_home
 from .recording import record_of, show_as_skipped, status_of_call, verify_reproducers
@@ -75,6 +75,8 @@ class ConformanceRun:
         self._nodes: list[Any] = []
         self._spent_marks: dict[str, int] = {}
         self._ledger_marks: dict[str, int] = {}
+        self._reruns = reruns.Reruns()
+        """Tests run again because they met a worker dying of an earlier test's call."""
         self._journal: Journal | None = None
         """`records.jsonl` in the report directory: each record as its test finishes, kept by
         the process that folds the records (never a parallel run's worker)."""
@@ -368,6 +370,10 @@ class ConformanceRun:
         config = getattr(self, "_config", None)
         return None if config is None else config.pluginmanager.get_plugin("terminalreporter")
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> bool:
+        return reruns.run_protocol(item, nextitem, self._reruns)
+
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_teardown(
         self, item: pytest.Item, nextitem: pytest.Item | None
@@ -377,6 +383,8 @@ class ConformanceRun:
         yield
         self._tapes.pop(item.nodeid, None)
         current = target_of(item)
+        if item.nodeid in self._reruns.wanted:
+            return  # the test runs again on this deployment
         if current and (nextitem is None or target_of(nextitem) != current):
             state = state_of(item.config)
             state.pool.release(current, state.client)
@@ -408,6 +416,8 @@ class ConformanceRun:
             self._add_record(state, record)
             if amended is not None:
                 self._add_record(state, amended)
+                self._reruns.consider(record, amended)
+            amended = amended or self._reruns.carried(item.nodeid)
             show_as_skipped(item, report, record)
             if distribution.is_worker(item.config):
                 distribution.attach_record(report, record, _area(item))
