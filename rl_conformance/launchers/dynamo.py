@@ -34,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -417,8 +418,10 @@ class DynamoLauncher:
         self.restart_worker(system_url)
 
     def restart_worker(self, system_url: str) -> None:
-        """The worker's command again, on its system port; ready when its system server answers
-        and the frontend lists the model again."""
+        """The worker's command again, on its system port; ready when its system server answers,
+        the dead worker's registration has expired from discovery (until then the frontend may
+        route to the fresh worker, then drop the model when the stale lease runs out, answering
+        503 "not ready" for seconds), and the frontend routes a generation again."""
         old = self._serving(system_url)
         if old is None:
             raise LaunchError(f"{self.target_id} runs no worker at {system_url}")
@@ -429,11 +432,19 @@ class DynamoLauncher:
         self.processes[self.processes.index(old)] = fresh
         fresh.start()
         frontend_url = self._urls[0]
+        workers = sum(1 for process in self.processes if "DYN_SYSTEM_PORT" in process.env)
 
         def serving(http: httpx.Client) -> tuple[bool, str]:
             health = http.get(system_url.rstrip("/") + "/health").status_code
             models = [m.get("id") for m in http.get(frontend_url + "/v1/models").json()["data"]]
-            return health == 200 and self.model_name in models, f"/health {health}, {models}"
+            if health != 200 or self.model_name not in models:
+                return False, f"/health {health}, {models}"
+            registered = self._generate_instances()
+            if registered is not None and len(registered) > workers:
+                return False, f"discovery still holds {len(registered)} generate instances"
+            body = {"model": self.model_name, "prompt": "ready", "max_tokens": 1}
+            generated = http.post(frontend_url + "/v1/completions", json=body).status_code
+            return generated == 200, f"a one-token generation answered {generated}"
 
         real = REAL_ENGINES.get(self.engine)
         wait_until_ready(
@@ -442,6 +453,18 @@ class DynamoLauncher:
             deadline_s=real.ready_timeout_s if real else READY_TIMEOUT_S,
             alive=lambda: self._alive([fresh]),
         )
+
+    def _generate_instances(self) -> set[str] | None:
+        """The instance ids file discovery holds for a `generate` endpoint (None without a
+        discovery directory of ours)."""
+        if self.workdir is None or not (self.workdir / "kv").is_dir():
+            return None
+        found: set[str] = set()
+        for path in (self.workdir / "kv").rglob("*"):
+            key = urllib.parse.unquote(path.name).split("/")
+            if path.is_file() and len(key) == 4 and key[2] == "generate":
+                found.add(key[3])
+        return found
 
     def _serving(self, system_url: str) -> ManagedProcess | None:
         port = system_url.rstrip("/").rsplit(":", 1)[-1]

@@ -408,6 +408,11 @@ class ConformanceRun:
                 spent = state.client.spent(record.target_id)
                 # a test skipped before its setup ran (a skip mark) sent nothing
                 record.generations = spent - self._spent_marks.get(item.nodeid, spent)
+            carried = self._reruns.carried(item.nodeid)
+            if carried is not None:
+                record.measured["ran_again"] = (
+                    f"its first run met the worker dying of a call of {carried.nodeid}"
+                )
             target = getattr(item, "funcargs", {}).get("rl_target")
             mark = self._ledger_marks.get(item.nodeid, len(state.ledger.history))
             amended = deaths.after_test(state, target, record, mark, exchanges)
@@ -417,7 +422,7 @@ class ConformanceRun:
             if amended is not None:
                 self._add_record(state, amended)
                 self._reruns.consider(record, amended)
-            amended = amended or self._reruns.carried(item.nodeid)
+            amended = amended or carried
             show_as_skipped(item, report, record)
             if distribution.is_worker(item.config):
                 distribution.attach_record(report, record, _area(item))
