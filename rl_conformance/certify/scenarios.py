@@ -26,6 +26,8 @@ that a reply slowed by a loaded machine is not taken for a lost attempt (a twin 
 without identity would fail a scenario that never staged a retry)."""
 HELD_TIMEOUT_S = 1.0
 """The adapter's deadline in the scenario whose reply is held past it."""
+ACROSS_REFRESH_TIMEOUT_S = 20.0
+"""The adapter's deadline for a rollout a whole refresh (pause, update, resume) lands in."""
 SLOW_TOKEN_MS = 250
 """The engine's pace for a rollout a refresh is to land in: six tokens take 1.5 s."""
 UNARY_LEAD_TOKENS = 2
@@ -397,7 +399,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         "from two policies",
         (GenerateAcross("s1", _refresh(1)), Generate("s2")),
         injection=FirstGenerationSlow,
-        request_timeout_s=5.0,
+        request_timeout_s=ACROSS_REFRESH_TIMEOUT_S,
         notes="a pause that keeps requests in place (the vLLM Python worker's default) holds "
         "the rollout and continues it under the new weights; one that drains or aborts it "
         "leaves nothing to judge",

@@ -45,7 +45,7 @@ def test_a_scenario_that_cannot_run_hides_no_other_verdict() -> None:
     by_name = {result.scenario.name: result for result in results}
     refused = by_name["refresh_during_rollout"]
     assert refused.error == (
-        "the factory raised: RuntimeError: refusing to start: attempt deadline above 2 s"
+        "the factory raised: RuntimeError: refusing to start: attempt deadline above 10 s"
     )
     assert {f.outcome for f in refused.findings} == {"skipped"}
     assert all(refused.error in f.message for f in refused.findings)
