@@ -8,6 +8,7 @@ selected worker (`control.each_worker`)."""
 from __future__ import annotations
 
 import contextlib
+from dataclasses import replace
 
 import pytest
 
@@ -142,54 +143,82 @@ def test_a_generation_right_after_a_resume_is_served_promptly(
     first-token time (at least `RESUME_FLOOR_S`), measured on the same worker once the cycles
     are over and before them (the lower of the two, so a hold an earlier step left cannot widen
     the bound). Every selected worker is probed at once, each by a generation pinned to it and
-    timed from the same resume. A resume that answers ok while generation stays held fails."""
+    timed from the same resume. Where one was late, the cycles are taken once more: a resume
+    that answers ok while generation stays held fails when it does so again."""
     chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
     family = chosen.family
     workers = pins(chosen)
     before_s = each_first_token_s(rl_verdict, rl_client, rl_target, workers, PROMPT)
     wait_s = max(RESUME_WAIT_FLOOR_S, RESUME_WAIT_FACTOR * max(before_s))
     body = family.pause_body()
-    after: list[list[pause_modes.AfterResume]] = [[] for _ in workers]
     probes = []
 
-    def probe_each(what: str) -> bool:
-        """Whether every worker's generation after `what` delivered its first token."""
-        found = first_tokens_after(rl_client, rl_target, workers, PROMPT, what, wait_s)
-        for index, (first, probe) in enumerate(found):
-            after[index].append(first)
-            probes.append(probe)
-        return all(first.first_token_s is not None for first, _ in found)
+    def cycles() -> list[list[pause_modes.AfterResume]]:
+        """Each worker's first generation after each resume of the two cycles."""
+        after: list[list[pause_modes.AfterResume]] = [[] for _ in workers]
+
+        def probe_each(what: str) -> bool:
+            """Whether every worker's generation after `what` delivered its first token."""
+            found = first_tokens_after(rl_client, rl_target, workers, PROMPT, what, wait_s)
+            for index, (first, probe) in enumerate(found):
+                after[index].append(first)
+                probes.append(probe)
+            return all(first.first_token_s is not None for first, _ in found)
+
+        try:
+            rl_admin.call_each(chosen.workers, family.pause, body, deadline_s=ANSWER_S)
+            resume_once(rl_admin, chosen)
+            probe_each("the resume")
+            for _ in range(2):  # a second pause of a paused worker may be refused: not judged
+                rl_admin.call_each(chosen.workers, family.pause, body, deadline_s=ANSWER_S)
+            resume_once(rl_admin, chosen)
+            if not probe_each("the first resume after two pauses"):
+                resume_once(rl_admin, chosen)  # release what the one resume left held
+        except BaseException:
+            with contextlib.suppress(Exception):
+                resume_once(rl_admin, chosen)
+            raise
+        return after
 
     try:
-        rl_admin.call_each(chosen.workers, family.pause, body, deadline_s=ANSWER_S)
-        resume_once(rl_admin, chosen)
-        probe_each("the resume")
-        for _ in range(2):  # a second pause of a paused worker may be refused: not judged here
-            rl_admin.call_each(chosen.workers, family.pause, body, deadline_s=ANSWER_S)
-        resume_once(rl_admin, chosen)
-        if not probe_each("the first resume after two pauses"):
-            resume_once(rl_admin, chosen)  # release what the one resume left held
-    except BaseException:
-        with contextlib.suppress(Exception):
-            resume_once(rl_admin, chosen)
-        raise
+        after = cycles()
+        after_s = each_first_token_s(rl_verdict, rl_client, rl_target, workers, PROMPT)
+        unpaused = [min(first_s, last_s) for first_s, last_s in zip(before_s, after_s, strict=True)]
+        bounds = [max(RESUME_FLOOR_S, RESUME_FACTOR * unpaused_s) for unpaused_s in unpaused]
+        if any(
+            not item.within(bound_s)
+            for items, bound_s in zip(after, bounds, strict=True)
+            for item in items
+        ):
+            again = cycles()
+            after = [
+                [
+                    item if item.within(bound_s) else replace(item, again=repeated)
+                    for item, repeated in zip(items, repeats, strict=True)
+                ]
+                for items, repeats, bound_s in zip(after, again, bounds, strict=True)
+            ]
     finally:
         for probe in probes:
             probe.wait()
-    after_s = each_first_token_s(rl_verdict, rl_client, rl_target, workers, PROMPT)
     measured = {}
-    for worker, items, first_s, last_s in zip(workers, after, before_s, after_s, strict=True):
-        unpaused_s = min(first_s, last_s)
-        bound_s = max(RESUME_FLOOR_S, RESUME_FACTOR * unpaused_s)
+    for worker, items, unpaused_s, bound_s in zip(workers, after, unpaused, bounds, strict=True):
         measured[label(worker)] = {
             "unpaused_first_token_s": round(unpaused_s, 3),
             "bound_s": round(bound_s, 3),
-            "after_resume_s": [
-                None if a.first_token_s is None else round(a.first_token_s, 3) for a in items
-            ],
+            "after_resume_s": [_rounded(a) for a in items],
+            **(
+                {"again_s": [_rounded(a.again) for a in items if a.again is not None]}
+                if any(a.again is not None for a in items)
+                else {}
+            ),
         }
         rl_verdict.check(
             on_worker(pause_modes.resume_serves_promptly(items, unpaused_s, bound_s), worker)
         )
     rl_verdict.measure(resume_serves_promptly=measured)
     require_observed(chosen, "a generation right after a resume")
+
+
+def _rounded(item: pause_modes.AfterResume | None) -> float | None:
+    return None if item is None or item.first_token_s is None else round(item.first_token_s, 3)

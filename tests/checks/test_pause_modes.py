@@ -150,6 +150,17 @@ def test_a_held_resume_fails_the_bound_and_a_prompt_one_passes() -> None:
     assert "nothing within 5.0 s" in found.explain()
 
 
+def test_a_late_generation_fails_only_when_the_steps_taken_again_are_late_too() -> None:
+    """A hold the worker applies after every resume comes back; a stall of a loaded machine
+    (2.55 s once, on a faithful fake) does not."""
+    stalled = AfterResume("the resume", 2.55, 5.0, again=AfterResume("the resume", 0.01, 5.0))
+    assert pause_modes.resume_serves_promptly([stalled], 0.004, 1.5).passed
+    held = AfterResume("the resume", 3.5, 5.0, again=AfterResume("the resume", 3.6, 5.0))
+    found = pause_modes.resume_serves_promptly([held], 0.004, 1.5)
+    assert not found.passed
+    assert "took 3.50 s, and 3.60 s again" in found.explain()
+
+
 def test_a_pause_counted_per_caller_fails_the_cycle() -> None:
     answers = [pause.Answer("the first pause", 200, {"status": "ok"}, None, True, True)]
     assert pause.pause_cycle_answered(answers, True).passed
