@@ -104,7 +104,7 @@ def after_test(
         suspects = _calls_since_start(state, url)
         placed = _placed_by_log([call for _, call in suspects], log)
         if placed is None:  # nothing in the log places the death: charged where it was found
-            index, when = _cause([call for _, call in own], log)
+            index, when = _unplaced_cause([call for _, call in own])
             position, call = own[index]
         else:
             index, when = placed
@@ -184,8 +184,12 @@ def _cause(calls: list[SentCall], log: str = "") -> tuple[int, str]:
     answered before it went, else of the first one sent; and whether the worker died after its
     answer or answering it."""
     placed = _placed_by_log(calls, log)
-    if placed is not None:
-        return placed
+    return placed if placed is not None else _unplaced_cause(calls)
+
+
+def _unplaced_cause(calls: list[SentCall]) -> tuple[int, str]:
+    """Where no log places the death (`_cause`): the call the worker died answering, else the
+    last one answered, else the first one sent."""
     lost = [
         i
         for i, c in enumerate(calls)
