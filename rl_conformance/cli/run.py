@@ -30,8 +30,8 @@ def register(commands: Any) -> None:
         default="auto",
         metavar="N|auto",
         help="run the targets' tests in N worker processes, one target's tests together "
-        "(default auto: one per target, two per fake, at most 6 and three times the cores; "
-        "1 runs in process)",
+        "(default auto: one per target, several per fake, each on a deployment of its own, at "
+        "most 12 and six times the cores; 1 runs in process)",
     )
     parser.add_argument("pytest_args", nargs="*", help="extra arguments for pytest (after --)")
     parser.set_defaults(handler=handle)

@@ -167,15 +167,17 @@ class ControlPortProbe:
 @functools.cache
 def fake_model_eos_ids() -> tuple[int, ...]:
     """The EOS ids the fakes' model directory declares, read from the directory fake_backends
-    writes (as the Dynamo launcher serves it), once per process; () when it cannot be written."""
+    writes (as the Dynamo launcher serves it), once per process; () when it cannot be written.
+    Written here, not by a `python -m fake_backends.model.directory` of its own: the same files,
+    without a second interpreter's start for each deployment launched."""
+    from fake_backends.model.directory import write_model_dir
+
     with tempfile.TemporaryDirectory(prefix="rl-conformance-model-") as directory:
-        done = subprocess.run(
-            [sys.executable, "-m", "fake_backends.model.directory", directory],
-            capture_output=True,
-            check=False,
-            timeout=120,
-        )
-        return eos_token_ids(Path(directory)) if done.returncode == 0 else ()
+        try:
+            write_model_dir(Path(directory))
+        except OSError:
+            return ()
+        return eos_token_ids(Path(directory))
 
 
 @dataclass
@@ -187,7 +189,7 @@ class FakeLauncher:
     """What its targets' `Target.kind` is."""
     starts_cheaply: ClassVar[bool] = True
     """A second deployment of the same kind starts in about a second and holds nothing of the
-    user's: a parallel run may test it as two (`forked.groups_by_target`)."""
+    user's: a parallel run may test it as several (`plugin.balance`)."""
 
     flavour: str
     workers: int = 2
@@ -245,6 +247,7 @@ class FakeLauncher:
                 stdin=subprocess.DEVNULL,
                 env=env,
             )
+        eos_ids = fake_model_eos_ids()  # while the deployment starts
         line = _read_ready_line(self._process, READY_TIMEOUT_S, self.log_path)
         try:
             ready = json.loads(line)
@@ -265,7 +268,7 @@ class FakeLauncher:
                 versions={"fake_backends": "in-tree"},
                 notes=self._notes(),
                 request_trace=str(self.trace_path),
-                eos_token_ids=fake_model_eos_ids(),
+                eos_token_ids=eos_ids,
                 migration_limit=self.migration_limit,
             )
         except (ValueError, KeyError, TypeError) as exc:

@@ -32,7 +32,7 @@ class RunPlan:
         }
 
     def split_targets(self) -> set[str]:
-        """The targets a parallel run may test as two deployments of the same kind at once:
+        """The targets a parallel run may test as several deployments of the same kind at once:
         those cheap to start twice, when no generation budget is shared between processes."""
         if self.config.budget_generations is not None:
             return set()

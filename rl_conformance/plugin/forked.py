@@ -1,5 +1,6 @@
 """A parallel run by fork (`rl-conformance run --jobs N` on POSIX): the run's process imports
-and collects once, then forks a child per target (at most N at a time). A child runs its
+and collects once, then forks a child per group of tests (`balance`: one per target, several
+for a target cheap to start again; at most N at a time). A child runs its
 target's tests in order, exactly as a serial run would, and sends each test's report (pytest's
 own serialisation, the record riding in `user_properties`) and the targets it reached through a
 pipe; the parent replays the reports to its hooks, so the console, the records and the matrix
@@ -19,12 +20,10 @@ import os
 import selectors
 import signal
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-
-from .collection import target_of
 
 FORKED_CHILD: pytest.StashKey[bool] = pytest.StashKey()
 FORK_PARENT: pytest.StashKey[bool] = pytest.StashKey()
@@ -33,29 +32,6 @@ CHILD_EXIT_GRACE_S = 20.0
 
 def available() -> bool:
     return hasattr(os, "fork")
-
-
-WAITING_MODULES = frozenset(
-    {"test_pause_modes.py", "test_refresh_streams_in_flight.py", "test_listener_probes.py"}
-)
-"""The suites whose tests mostly wait by design (a stream held across a pause or an update, a
-listener's probe deadline): on a target that is cheap to start twice they run in a child of
-their own, against a second deployment of the same kind, beside the target's other tests."""
-
-
-def groups_by_target(
-    items: Sequence[pytest.Item], twice: Collection[str] = ()
-) -> list[list[pytest.Item]]:
-    """The items of each target, in collection order, targets in order of first appearance; a
-    target in `twice` (one cheap to start again: our fakes) gives two groups, its waiting suites'
-    tests (`WAITING_MODULES`) first, each run against a deployment of its own."""
-    groups: dict[tuple[str, bool], list[pytest.Item]] = {}
-    for item in items:
-        target = target_of(item)
-        waiting = target in twice and item.path.name in WAITING_MODULES
-        groups.setdefault((target, waiting), []).append(item)
-    first = [group for (_, waiting), group in groups.items() if waiting]
-    return first + [group for (_, waiting), group in groups.items() if not waiting]
 
 
 class Child:

@@ -18,7 +18,8 @@ from ..launchers.run_plan import RunPlan
 from ..model.exits import EXIT_FAILED, EXIT_USAGE
 from ..model.matrix import Matrix
 
-MAX_JOBS = 6
+MAX_JOBS = 12
+JOBS_PER_CORE = 6
 INI = """[pytest]
 filterwarnings =
     ignore:Module already imported so cannot be rewritten:pytest.PytestAssertRewriteWarning
@@ -80,16 +81,18 @@ def suites_dir() -> Path:
 
 
 def parallel_jobs(plan: RunPlan, most: int = MAX_JOBS) -> int:
-    """Worker processes for a run: one per target (two for a target cheap to start twice,
-    `RunPlan.split_targets`), at most `most` and three times the cores (a target's tests mostly
-    wait on its deployment); 1 (in process) for a single target, and for a release matrix, whose
-    real engines are launched one after another (each takes the cores and gigabytes a second one
-    would need)."""
+    """Processes for a run: one per group of tests (`balance.planned_groups`: one per target,
+    several for a target cheap to start again), at most `most` and `JOBS_PER_CORE` times the
+    cores (a group's tests mostly wait on its deployment); 1 (in process) for a single group,
+    and for a release matrix, whose real engines are launched one after another (each takes the
+    cores and gigabytes a second one would need)."""
+    from .balance import planned_groups
+
     config = plan.config
     if config.launch and len(config.dynamo_python) > 1:
         return 1
-    groups = len(plan.pool.ids) + len(plan.split_targets())
-    return max(1, min(groups, most, 3 * (os.cpu_count() or 1)))
+    groups = planned_groups(plan.pool.ids, plan.split_targets())
+    return max(1, min(groups, most, JOBS_PER_CORE * (os.cpu_count() or 1)))
 
 
 def run(

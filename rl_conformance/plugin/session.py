@@ -28,7 +28,7 @@ from ..model.matrix import Matrix, RunInfo, TestRecord, build_matrix, now
 from ..model.target import Target
 from ..reports import console, evidence, write_reports
 from ..wire.exchange import Exchange
-from . import budgeting, deaths, distribution, fixtures, forked, reruns
+from . import balance, budgeting, deaths, distribution, fixtures, forked, reruns
 from .collection import capabilities_of, parametrize_targets, select_and_order, target_of
 from .hypothesis_profile import hypothesis_home_in, load_hypothesis_profile, restore_hypothesis_home
 from .recording import record_of, show_as_skipped, status_of_call, verify_reproducers
@@ -223,9 +223,9 @@ class ConformanceRun:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> bool | None:
-        """With `jobs` > 1, one forked child per target runs that target's tests (two for a
-        target cheap to start twice: `forked.groups_by_target`)."""
-        groups = forked.groups_by_target(session.items, self.plan.split_targets())
+        """With `jobs` > 1, one forked child per target runs that target's tests (several, each
+        on a deployment of its own, for a target cheap to start again: `balance`)."""
+        groups = balance.balanced_groups(session.items, self.plan.split_targets())
         config = session.config
         if (
             self.jobs < 2

@@ -107,8 +107,8 @@ def test_a_read_only_run_sends_no_generation_for_its_mutating_tests(tmp_path: Pa
     cells = cells_of(matrix, "fake-vllm")
     tests = [test for row in rows for test in cells[row]["tests"]]
     assert len(tests) >= 4
-    # each deployment's start sends one token, counted for its first test (a fake is tested as
-    # two deployments at once, its waiting suites in a child of their own); the tests send nothing
+    # each deployment's start sends one token, counted for its first test (a fake may be tested
+    # as several deployments at once, `plugin.balance`); the tests send nothing
     assert all(test["generations"] <= 1 for test in tests), tests
     assert 1 <= sum(test["generations"] for test in tests) <= 2, tests
     for row in rows:

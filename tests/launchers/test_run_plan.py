@@ -51,18 +51,20 @@ def test_a_wrong_configuration_has_no_plan(options: dict[str, Any], message: str
         run_plan.plan_run(RunConfig(**options))
 
 
-def test_our_fakes_may_be_tested_as_two_deployments_each_unless_a_budget_is_shared() -> None:
+def test_our_fakes_may_be_tested_as_several_deployments_each_unless_a_budget_is_shared() -> None:
     import os
 
-    from rl_conformance.plugin.runner import MAX_JOBS, parallel_jobs
+    from rl_conformance.plugin.balance import planned_groups
+    from rl_conformance.plugin.runner import JOBS_PER_CORE, MAX_JOBS, parallel_jobs
 
     default = run_plan.plan_run(RunConfig())
     assert default.split_targets() == set(default.pool.ids)
-    assert parallel_jobs(default) == min(
-        2 * len(default.pool.ids), MAX_JOBS, 3 * (os.cpu_count() or 1)
-    )
+    groups = planned_groups(default.pool.ids, default.split_targets())
+    assert groups > len(default.pool.ids)
+    assert parallel_jobs(default) == min(groups, MAX_JOBS, JOBS_PER_CORE * (os.cpu_count() or 1))
     budgeted = run_plan.plan_run(RunConfig(budget_generations=100))
     assert budgeted.split_targets() == set()
+    assert planned_groups(budgeted.pool.ids, budgeted.split_targets()) == len(budgeted.pool.ids)
     external = run_plan.plan_run(RunConfig(frontend="http://127.0.0.1:1", backend="vllm"))
     assert external.split_targets() == set()
     assert parallel_jobs(external) == 1

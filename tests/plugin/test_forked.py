@@ -31,34 +31,3 @@ def test_children_messages_arrive_and_a_crash_is_reported() -> None:
     assert [m["code"] for m in received if m["kind"] == "crashed"] == [1]
     assert len({m["pid"] for m in received if m["kind"] == "item"}) == 3
     assert os.getpid() not in {m["pid"] for m in received if m["kind"] == "item"}
-
-
-def test_a_target_cheap_to_start_twice_gives_its_waiting_suites_a_child_of_their_own() -> None:
-    """The suites that mostly wait (holds, deadlines) of a fake run beside its other tests, each
-    group in collection order, the waiting groups first; a target not cheap to start (a user's
-    deployment) keeps all its tests in one child."""
-    from pathlib import Path
-    from types import SimpleNamespace
-
-    def item(target: str, module: str, name: str) -> SimpleNamespace:
-        return SimpleNamespace(
-            callspec=SimpleNamespace(params={"rl_target": target}),
-            path=Path("suites") / module,
-            name=name,
-        )
-
-    items = [
-        item("fake-vllm", "test_discovery.py", "a"),
-        item("fake-vllm", "test_pause_modes.py", "b"),
-        item("external-vllm", "test_pause_modes.py", "c"),
-        item("fake-vllm", "test_streaming.py", "d"),
-        item("fake-vllm", "test_refresh_streams_in_flight.py", "e"),
-        item("external-vllm", "test_discovery.py", "f"),
-    ]
-    groups = forked.groups_by_target(items, {"fake-vllm"})  # type: ignore[arg-type]
-    assert [[found.name for found in group] for group in groups] == [
-        ["b", "e"],
-        ["a", "d"],
-        ["c", "f"],
-    ]
-    assert len(forked.groups_by_target(items)) == 2  # type: ignore[arg-type]

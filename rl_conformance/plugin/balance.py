@@ -1,0 +1,131 @@
+"""How a parallel run divides a target's tests between deployments: a target cheap to start
+again (our fakes) is tested as several deployments of its kind at once, each running whole suite
+modules, balanced by the seconds each module took on that target when last measured
+(`suite_seconds.json`, written by `rl-conformance generation-costs`). A user's deployment is one
+group: it is started once.
+
+The suites' time is mostly waiting out verdict windows (a hold watched, a stream run to its
+length after a resume, a listener's probe deadline), so more deployments shorten the run until
+starting them costs more than it saves: a group is sized at about `GROUP_S` of measured tests.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Mapping, Sequence
+from functools import cache
+from importlib import resources
+from typing import Protocol, TypeVar
+
+from ..client.budget import cost_key
+from .collection import target_of
+
+SECONDS_RESOURCE = "suite_seconds.json"
+GROUP_S = 4.0
+"""Measured test seconds per deployment: on a 2-core machine the default run was fastest with
+groups of about 4 s (median 8.1 s against 8.6-9.0 s with 3 s, 2.5 s or three groups per fake,
+and 10.3 s with two groups per fake; `benchmarks/default_run.py`). A deployment costs its start
+(about half a CPU second) and a child's preflight; below this size that outweighs the wait it
+takes off the longest group."""
+MOST_PARTS = 4
+UNKNOWN_TEST_S = 0.05
+"""A test the table does not hold (a new test, an unmeasured target)."""
+
+
+class Item(Protocol):
+    """What the balance reads of a collected test: its id, its module's path (and its target,
+    through `collection.target_of`)."""
+
+    @property
+    def nodeid(self) -> str: ...
+
+    @property
+    def path(self) -> object: ...
+
+
+ItemT = TypeVar("ItemT", bound=Item)
+
+
+@cache
+def measured_seconds() -> dict[str, dict[str, float]]:
+    """Target id -> test (`budget.cost_key`: its id without the target) -> seconds, as measured
+    on our fakes; {} when unreadable."""
+    try:
+        text = resources.files("rl_conformance").joinpath(SECONDS_RESOURCE).read_text("utf-8")
+        document = json.loads(text)
+    except (OSError, ValueError):
+        return {}
+    targets = document.get("targets") if isinstance(document, dict) else None
+    return targets if isinstance(targets, dict) else {}
+
+
+def module_of(item: Item) -> str:
+    return str(getattr(item.path, "name", item.path))
+
+
+def estimate(
+    target_id: str, items: Sequence[Item], table: Mapping[str, Mapping[str, float]]
+) -> dict[str, float]:
+    """Seconds per module of `items` (all of one target, as selected): each test's measured
+    figure, else `UNKNOWN_TEST_S`."""
+    known = table.get(target_id, {})
+    seconds: dict[str, float] = {}
+    for item in items:
+        took = float(known.get(cost_key(item.nodeid, target_id), UNKNOWN_TEST_S))
+        seconds[module_of(item)] = seconds.get(module_of(item), 0.0) + took
+    return seconds
+
+
+def parts_for(seconds: float) -> int:
+    return max(1, min(MOST_PARTS, round(seconds / GROUP_S)))
+
+
+def split_modules(seconds: Mapping[str, float], parts: int) -> list[set[str]]:
+    """The modules in `parts` sets of about equal seconds: the longest first, each to the set
+    with the fewest seconds so far (ties to the earlier set); empty sets are dropped."""
+    loads = [0.0] * parts
+    sets: list[set[str]] = [set() for _ in range(parts)]
+    for module in sorted(seconds, key=lambda name: (-seconds[name], name)):
+        lightest = loads.index(min(loads))
+        loads[lightest] += seconds[module]
+        sets[lightest].add(module)
+    return [found for found in sets if found]
+
+
+def balanced_groups(
+    items: Sequence[ItemT],
+    splittable: Collection[str] = (),
+    table: Mapping[str, Mapping[str, float]] | None = None,
+) -> list[list[ItemT]]:
+    """The groups of a parallel run, each in collection order, the longest (by estimate) first,
+    so that with fewer processes than groups the short ones wait: one per target, and for a
+    target in `splittable`, `parts_for` its estimated seconds, by whole modules."""
+    table = measured_seconds() if table is None else table
+    by_target: dict[str, list[ItemT]] = {}
+    for item in items:
+        by_target.setdefault(target_of(item), []).append(item)  # type: ignore[arg-type]
+    weighed: list[tuple[float, list[ItemT]]] = []
+    for target_id, its in by_target.items():
+        seconds = estimate(target_id, its, table)
+        parts = parts_for(sum(seconds.values())) if target_id in splittable else 1
+        for modules in split_modules(seconds, parts):
+            group = [item for item in its if module_of(item) in modules]
+            weighed.append((sum(seconds[module] for module in modules), group))
+    weighed.sort(key=lambda pair: -pair[0])
+    return [group for _, group in weighed]
+
+
+def planned_groups(target_ids: Sequence[str], splittable: Collection[str]) -> int:
+    """How many groups `balanced_groups` gives at most for these targets, from the table alone
+    (before collection; `MOST_PARTS` for a splittable target it does not hold): what sizes a
+    parallel run's processes."""
+    table = measured_seconds()
+
+    def most(target_id: str) -> int:
+        if target_id not in splittable:
+            return 1
+        if target_id not in table:
+            return MOST_PARTS
+        return parts_for(sum(table[target_id].values()))
+
+    return sum(most(target_id) for target_id in target_ids)
