@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..checks import streaming, terminal
-from ..client.http import Client, StreamProgress
+from ..client.http import Client
+from ..client.progress import StreamProgress
 from ..model.prompts import stated_context_window
 from ..model.target import Target
 from ..model.verdict import Unobservable, Verdict

@@ -145,6 +145,9 @@ class DockerLauncher:
         target.notes.append(f"launch to ready: {time.monotonic() - began:.1f} s")
         return target
 
+    def prepare(self) -> None:
+        return None
+
     def stop(self) -> None:
         """Stop and remove this run's containers (saving their logs first), then its network.
         Never raises: what could not be removed is logged, and a later call retries it."""

@@ -544,6 +544,9 @@ class DynamoLauncher:
                     f"log tail:\n{process.log_tail()}"
                 )
 
+    def prepare(self) -> None:
+        return None
+
     def stop(self) -> None:
         for process in reversed(self.processes):
             try:

@@ -54,5 +54,8 @@ class ExternalLauncher:
             eos_token_ids=tuple(self.eos_token_ids),
         )
 
+    def prepare(self) -> None:
+        return None
+
     def stop(self) -> None:
         return None

@@ -165,11 +165,13 @@ class ControlPortProbe:
 
 
 @functools.cache
+@functools.cache
 def fake_model_eos_ids() -> tuple[int, ...]:
     """The EOS ids the fakes' model directory declares, read from the directory fake_backends
-    writes (as the Dynamo launcher serves it), once per process; () when it cannot be written.
-    Written here, not by a `python -m fake_backends.model.directory` of its own: the same files,
-    without a second interpreter's start for each deployment launched."""
+    writes (as the Dynamo launcher serves it), once per process (about 70 ms: the tokenizer's
+    whole vocabulary; `prepare` does it before a parallel run forks); () when it cannot be
+    written. Written here, not by a `python -m fake_backends.model.directory` of its own: the
+    same files, without a second interpreter's start for each deployment launched."""
     from fake_backends.model.directory import write_model_dir
 
     with tempfile.TemporaryDirectory(prefix="rl-conformance-model-") as directory:
@@ -234,6 +236,9 @@ class FakeLauncher:
             command += ["--fault", fault]
         command += ["--migration-limit", str(self.migration_limit)]
         return command + list(self.extra_args)
+
+    def prepare(self) -> None:
+        fake_model_eos_ids()
 
     def start(self) -> Target:
         self.trace_path = self._trace_path()

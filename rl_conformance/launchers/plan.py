@@ -57,6 +57,11 @@ class TargetPool:
     def ids(self) -> list[str]:
         return list(self.launchers)
 
+    def prepare(self) -> None:
+        """Each launcher's work shared by its deployments, once (`Launcher.prepare`)."""
+        for launcher in self.launchers.values():
+            launcher.prepare()
+
     def get(self, target_id: str, client: Client) -> Target:
         with self._lock:
             if target_id in self.failures:

@@ -237,6 +237,10 @@ class Launcher(Protocol):
     starts_cheaply: ClassVar[bool]
     """Whether a second deployment of its kind costs about a second and nothing of the user's."""
 
+    def prepare(self) -> None:
+        """Work every deployment of its kind repeats, done once; a parallel run calls it before
+        it forks its children, which inherit the result."""
+
     def start(self) -> Target: ...
 
     def stop(self) -> None: ...

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from ..checks.base import rule_ids
+from ..client.http import preload
 from ..launchers.run_plan import RunPlan
 from ..model import capabilities as capability_registry
 from ..model import exits
@@ -238,6 +239,8 @@ class ConformanceRun:
         ):
             return None
         config.stash[forked.FORK_PARENT] = True
+        preload()
+        self.plan.pool.prepare()
         self._session = session
         self._total = len(session.items)
         forked.run_children(
