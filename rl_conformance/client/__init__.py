@@ -7,7 +7,10 @@ module never loads the rest."""
 __all__ = [
     "breaker",
     "budget",
+    "codings",
+    "deadline_transport",
     "http",
     "identity",
+    "progress",
     "reproducers",
 ]
