@@ -2,13 +2,19 @@
 at once), with a breakdown per suite and per target, and the same run in one process
 (`--jobs 1`) for comparison, alternating so load from elsewhere hits both alike.
 
+With `--compare CHECKOUT` the default run of another checkout of this project (its
+`rl_conformance` and `fake_backends` first on PYTHONPATH) alternates with this one's instead, for a
+before/after measured in one run.
+
 Prints figures; asserts nothing. Usage: python benchmarks/default_run.py [--repeat N]
+[--compare CHECKOUT]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import statistics
 import subprocess
@@ -22,8 +28,11 @@ from typing import Any
 GOAL_S = 5.0
 
 
-def one_run(seed: int, jobs: str) -> tuple[float, float, dict[str, Any]]:
-    """Wall seconds, CPU seconds (the run and everything it started) and the matrix."""
+def one_run(seed: int, jobs: str, checkout: str = "") -> tuple[float, float, dict[str, Any]]:
+    """Wall seconds, CPU seconds (the run and everything it started) and the matrix; `checkout`:
+    another checkout's code instead of this one's."""
+    env = dict(os.environ, PYTHONPATH=checkout) if checkout else None
+    # `python -m` puts the working directory first on sys.path: the checkout's, to import its code
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     with tempfile.TemporaryDirectory(prefix="rl-bench-") as scratch:
         started = time.perf_counter()
@@ -33,6 +42,8 @@ def one_run(seed: int, jobs: str) -> tuple[float, float, dict[str, Any]]:
             check=False,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            env=env,
+            cwd=checkout or None,
         )
         elapsed = time.perf_counter() - started
         matrix = json.loads((Path(scratch) / "matrix.json").read_text())
@@ -60,7 +71,16 @@ def breakdown(matrix: dict[str, Any]) -> tuple[dict[str, float], dict[str, float
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument(
+        "--compare",
+        metavar="CHECKOUT",
+        default="",
+        help="another checkout: its default run alternates with this one's (no --jobs 1 runs)",
+    )
     args = parser.parse_args()
+    if args.compare:
+        compare(args.repeat, str(Path(args.compare).resolve()))
+        return
     walls: dict[str, list[float]] = {"auto": [], "1": []}
     cpus: dict[str, list[float]] = {"auto": [], "1": []}
     last: dict[str, Any] = {}
@@ -91,6 +111,25 @@ def main() -> None:
     print("test time per target (each target's tests run in order, targets at once):")
     for target, seconds in sorted(targets.items(), key=lambda item: -item[1]):
         print(f"  {target:<34} {seconds:6.2f} s")
+
+
+def compare(repeat: int, checkout: str) -> None:
+    walls: dict[str, list[float]] = {"this": [], "other": []}
+    cpus: dict[str, list[float]] = {"this": [], "other": []}
+    for seed in range(repeat):
+        for name, path in (("other", checkout), ("this", "")):
+            elapsed, cpu, matrix = one_run(seed, "auto", path)
+            walls[name].append(elapsed)
+            cpus[name].append(cpu)
+            summary = matrix["summary"]
+            print(f"run {seed} {name:>5}: {elapsed:6.2f} s wall, {cpu:6.2f} s CPU, {summary}")
+    for name, label in (("other", checkout), ("this", "this checkout")):
+        print(
+            f"{label}: median {statistics.median(walls[name]):.2f} s wall, "
+            f"{statistics.median(cpus[name]):.2f} s CPU (n={repeat})"
+        )
+    ratio = statistics.median(walls["this"]) / statistics.median(walls["other"])
+    print(f"this / other (median wall): {ratio:.2f}")
 
 
 if __name__ == "__main__":
