@@ -15,8 +15,8 @@ a deadline.
 
 Requests are sent and read on the calling thread, so several threads may share one client
 (a control step taken while a stream runs); every socket operation waits at most what is left of
-its request's deadline (`deadline_transport`), which makes the deadline hold without an event loop:
-an asynchronous core on a thread of its own cost about three times the CPU per request.
+its request's deadline (`deadline_transport`), which makes the deadline hold without an event loop
+(an asynchronous core on a thread of its own cost about twice the CPU per request).
 """
 
 from __future__ import annotations
