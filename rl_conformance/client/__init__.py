@@ -8,7 +8,6 @@ __all__ = [
     "breaker",
     "budget",
     "codings",
-    "deadline_transport",
     "http",
     "identity",
     "progress",

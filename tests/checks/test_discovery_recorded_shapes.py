@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -111,10 +111,10 @@ def test_admin_base_url_without_world_size_fails_the_schema() -> None:
 def listed(body: dict[str, Any]) -> list[tuple[Any, str | None, tuple[str, ...] | None]]:
     """The workers the suite administers, read from a listener answering `body`."""
 
-    def content() -> Iterator[bytes]:
+    async def content() -> AsyncIterator[bytes]:
         yield json.dumps(body).encode()
 
-    def answer(request: httpx.Request) -> httpx.Response:
+    async def answer(request: httpx.Request) -> httpx.Response:
         return httpx.Response(200, content=content())
 
     target = Target("recorded", "vllm", "external", "http://frontend.test", "http://rl.test")
