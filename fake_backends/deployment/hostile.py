@@ -1,7 +1,11 @@
 """A deployment that breaks HTTP itself: a raw-socket server on loopback where each path (or,
 with a mode, every path) is one way a peer can misbehave below the contract: hang, stall after
 the headers, drip one byte a second, reset, stream forever, send 50 MB, undecodable bytes, HTML,
-a cross-host redirect. The harness must end a run against any of them in bounded time."""
+a cross-host redirect. The harness must end a run against any of them in bounded time.
+
+Each connection carries one request and is closed after it, unread body and all; every answer
+says `connection: close`, so a client never sends its next request on a connection that is
+going away (a race no path means to test)."""
 
 from __future__ import annotations
 
@@ -12,7 +16,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 SSE_HEAD = (
-    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n"
+    b"connection: close\r\n\r\n"
 )
 
 
@@ -24,7 +29,8 @@ def json_response(
     body: bytes, status: str = "200 OK", content_type: str = "application/json"
 ) -> bytes:
     return (
-        f"HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {len(body)}\r\n\r\n"
+        f"HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {len(body)}\r\n"
+        "connection: close\r\n\r\n"
     ).encode() + body
 
 
@@ -96,7 +102,7 @@ def behave(path: str, conn: socket.socket, stop: threading.Event, request_path: 
     elif path == "/redirect":
         conn.sendall(
             b"HTTP/1.1 307 Temporary Redirect\r\nlocation: http://127.0.0.2:9/x\r\n"
-            b"content-length: 0\r\n\r\n"
+            b"content-length: 0\r\nconnection: close\r\n\r\n"
         )
     elif path == "/reset":
         conn.sendall(SSE_HEAD + chunk(b'data: {"choices":[]}\n\n'))
