@@ -165,7 +165,6 @@ class ControlPortProbe:
 
 
 @functools.cache
-@functools.cache
 def fake_model_eos_ids() -> tuple[int, ...]:
     """The EOS ids the fakes' model directory declares, read from the directory fake_backends
     writes (as the Dynamo launcher serves it), once per process (about 70 ms: the tokenizer's
