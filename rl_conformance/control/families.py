@@ -82,6 +82,9 @@ class AdminFamily:
     `info_version_key`: where the family has no version route of its own, the version is read
     from the first of them the worker serves."""
     info_version_key: str = "weight_version"
+    update_pause: str | None = None
+    """The pause mode of a refresh where the family's first mode would leave the cache the update
+    flushes unflushable (None: the rule of `refresh_mode`)."""
 
     def pause_body(self, mode: str | None = None) -> dict[str, Any]:
         """The body of a pause in `mode` (the family's refresh mode when None)."""
@@ -94,8 +97,11 @@ class AdminFamily:
 
     @property
     def refresh_mode(self) -> str:
-        """The pause mode of a refresh: requests stay in place (Python worker, SGLang), or, where
-        the pause is what clears the cache, in-flight work drains first."""
+        """The pause mode of a refresh: requests are held until the resume (the Python worker
+        keeps them in place, SGLang retracts them to its queue), or, where the pause is what
+        clears the cache, in-flight work drains first."""
+        if self.update_pause is not None:
+            return self.update_pause
         return "wait" if self.clears_on_pause else self.pause_modes[0]
 
     def setup_calls(self, weights: NewWeights) -> list[Call]:
@@ -212,6 +218,13 @@ SGLANG = AdminFamily(
     # get_weight_version method); get_server_info also has a `weight_version`, but it is the
     # launch record's and never follows an update (`sglang/srt/entrypoints/engine.py`)
     info_routes=("get_model_info",),
+    # an update flushes the cache unless told not to (`flush_cache`, default true), and after an
+    # `in_place` pause "any subsequent flush_cache call will be unsuccessful" (SGLang's RL guide,
+    # docs/advanced_features/sglang_for_rl.md): 0.5.21 counts the last batch as running until
+    # its scheduler loops again, so even an update right after the last answer can meet it
+    # (fixtures/KNOWN_DIFFERENCES.md). `retract` returns running requests to the queue and
+    # leaves the cache flushable; `in_place` is exercised where it is the subject.
+    update_pause="retract",
 )
 FAMILIES: tuple[AdminFamily, ...] = (VLLM, VLLM_SIDECAR, SGLANG)
 BY_NAME: Mapping[str, AdminFamily] = {family.name: family for family in FAMILIES}

@@ -143,3 +143,12 @@ def test_python_refresh_calls() -> None:
     assert VLLM.setup_calls(NewWeights("v1")) == []
     assert VLLM.pause_body() == {"mode": "keep"}
     assert VLLM.read_version({"status": "ok", "version": "v1"}) == "v1"
+
+
+def test_sglang_refreshes_pause_with_a_mode_that_leaves_the_cache_flushable() -> None:
+    """An SGLang update flushes the cache, which an `in_place` pause leaves unflushable: a refresh
+    retracts; `in_place` is sent only where a test names it."""
+    assert SGLANG.refresh_mode == "retract"
+    assert SGLANG.pause_body() == {"mode": "retract"}
+    assert SGLANG.pause_body("in_place") == {"mode": "in_place"}
+    assert SGLANG.refresh_mode in SGLANG.pause_modes
