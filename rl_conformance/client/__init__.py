@@ -8,6 +8,7 @@ __all__ = [
     "breaker",
     "budget",
     "codings",
+    "deadline_transport",
     "http",
     "identity",
     "progress",

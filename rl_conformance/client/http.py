@@ -13,22 +13,20 @@ its folded token ids and logprobs. A `CircuitBreaker` counts transport failures 
 a plane stopped answering, requests to it raise `PlaneUnavailable` at once instead of waiting out
 a deadline.
 
-The core is asynchronous (so a deadline is a real cancellation); `Client` is a synchronous facade
-that runs it on a private event-loop thread, which is what pytest suites and hypothesis want.
+Requests are sent and read on the calling thread, so several threads may share one client
+(a control step taken while a stream runs); every socket operation waits at most what is left of
+its request's deadline (`deadline_transport`), which makes the deadline hold without an event loop
+(an asynchronous core on a thread of its own cost about twice the CPU per request).
 """
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import json
 import ssl
-import threading
 import time
 from collections import deque
-from collections.abc import Coroutine
-from concurrent.futures import Future
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
 
@@ -44,10 +42,9 @@ from ..wire.stream_state import (
 )
 from .breaker import CircuitBreaker
 from .codings import ACCEPT_ENCODING, CodingError, Decoder, decoder_for
+from .deadline_transport import DeadlineTransport, deadline
 from .identity import AttemptIdentity
 from .progress import StreamProgress
-
-T = TypeVar("T")
 
 DEFAULT_DEADLINE_S = 30.0
 DISCOVERY_DEADLINE_FACTOR = 1.5
@@ -78,12 +75,11 @@ def default_tls() -> ssl.SSLContext:
 
 def preload() -> None:
     """Do once what the first request of each process does otherwise: import httpx's transport
-    (httpcore, h11), load anyio's asyncio backend and build the TLS context. A parallel run calls
-    it before it forks, so its children inherit all of it instead of each paying for it."""
-    import anyio.lowlevel
+    (httpcore, h11) and build the TLS context. A parallel run calls it before it forks, so its
+    children inherit both instead of each paying for them."""
+    import h11  # noqa: F401
     import httpcore  # noqa: F401
 
-    anyio.run(anyio.lowlevel.checkpoint)
     default_tls()
 
 
@@ -93,8 +89,8 @@ after 5 s (uvicorn's default, and httpx's own expiry): a request sent on one at 
 reset before any answer and would read as the deployment's transport failure."""
 
 
-class AsyncClient:
-    """Asynchronous HTTP client producing `Exchange` records."""
+class Client:
+    """HTTP client producing `Exchange` records; safe to share between threads."""
 
     def __init__(
         self,
@@ -102,7 +98,7 @@ class AsyncClient:
         deadline_s: float = DEFAULT_DEADLINE_S,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         max_stream_events: int = DEFAULT_MAX_STREAM_EVENTS,
-        transport: httpx.AsyncBaseTransport | None = None,
+        transport: httpx.BaseTransport | None = None,
         breaker: CircuitBreaker | None = None,
         max_stream_bytes: int = DEFAULT_MAX_STREAM_BYTES,
         keep_events: int = KEPT_EVENTS,
@@ -113,13 +109,12 @@ class AsyncClient:
         self.max_stream_bytes = max_stream_bytes
         self.keep_events = max(keep_events, 2)
         self.breaker = breaker if breaker is not None else CircuitBreaker()
-        self._http = httpx.AsyncClient(
-            transport=transport,
+        self._http = httpx.Client(
+            transport=transport
+            or DeadlineTransport(ssl_context=default_tls(), keepalive_expiry=KEEPALIVE_EXPIRY_S),
             follow_redirects=False,
             timeout=httpx.Timeout(deadline_s),
-            limits=httpx.Limits(keepalive_expiry=KEEPALIVE_EXPIRY_S),
             trust_env=False,
-            verify=default_tls(),
             headers={"Accept-Encoding": ACCEPT_ENCODING},
         )
         self.log: deque[Exchange] = deque(maxlen=LOG_LENGTH)
@@ -134,10 +129,24 @@ class AsyncClient:
         self.log = deque(maxlen=LOG_LENGTH)
         return self.log
 
-    async def aclose(self) -> None:
-        await self._http.aclose()
+    def close(self) -> None:
+        """Close every connection; a request still running on another thread ends with a
+        transport error at once (or at its deadline), never waits past it."""
+        self._http.close()
 
-    async def request(
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def get(self, url: str, **kwargs: Any) -> Exchange:
+        return self.request("GET", url, **kwargs)
+
+    def post(self, url: str, json_body: Any = None, **kwargs: Any) -> Exchange:
+        return self.request("POST", url, json_body=json_body, **kwargs)
+
+    def request(
         self,
         method: str,
         url: str,
@@ -149,29 +158,28 @@ class AsyncClient:
     ) -> Exchange:
         self.breaker.check(url)
         exchange, request = self._prepare(method, url, json_body, content, headers)
-        if deadline_s and deadline_s > self.deadline_s:
+        limit = deadline_s or self.deadline_s
+        if deadline_s:
             request.extensions["timeout"] = httpx.Timeout(deadline_s).as_dict()
         started = time.monotonic()
         try:
-            async with asyncio.timeout(deadline_s or self.deadline_s):
-                response = await self._http.send(request, stream=True)
+            with deadline(started + limit):
+                response = self._http.send(request, stream=True)
                 try:
                     exchange.first_byte_s = time.monotonic() - started
                     self._record_head(exchange, response)
-                    await self._read_body(exchange, response)
+                    self._read_body(exchange, response)
                 finally:
-                    await response.aclose()
-        except TimeoutError:
-            exchange.error = (
-                f"no complete response within the {deadline_s or self.deadline_s:g} s deadline"
-            )
+                    response.close()
+        except httpx.TimeoutException:
+            exchange.error = f"no complete response within the {limit:g} s deadline"
         except httpx.HTTPError as exc:
             exchange.error = _transport_message(exc)
         exchange.elapsed_s = time.monotonic() - started
         self._account(exchange, deadline_s)
         return exchange
 
-    async def stream(
+    def stream(
         self,
         method: str,
         url: str,
@@ -194,10 +202,12 @@ class AsyncClient:
         machine = StreamMachine(detector=detector)
         parser = SSEParser()
         limit = deadline_s or self.deadline_s
+        if deadline_s:
+            request.extensions["timeout"] = httpx.Timeout(deadline_s).as_dict()
         started = time.monotonic()
         try:
-            async with asyncio.timeout(limit):
-                response = await self._http.send(request, stream=True)
+            with deadline(started + limit):
+                response = self._http.send(request, stream=True)
                 try:
                     exchange.first_byte_s = time.monotonic() - started
                     self._record_head(exchange, response)
@@ -205,15 +215,15 @@ class AsyncClient:
                         response.status_code != 200
                         or "text/event-stream" not in exchange.content_type
                     ):
-                        await self._read_body(exchange, response)
+                        self._read_body(exchange, response)
                         machine.on_transport_error(_not_a_stream(exchange))
                     else:
-                        await self._pump(
+                        self._pump(
                             exchange, response, parser, machine, cancel_after_events, progress
                         )
                 finally:
-                    await response.aclose()
-        except TimeoutError:
+                    response.close()
+        except httpx.TimeoutException:
             exchange.error = f"stream not finished within the {limit:g} s deadline"
             machine.on_transport_error(exchange.error)
         except httpx.HTTPError as exc:
@@ -231,7 +241,7 @@ class AsyncClient:
         """Tell the breaker; a deadline the caller shortened on purpose is not the plane's."""
         self.breaker.record(exchange, counts=deadline_s is None or deadline_s >= self.deadline_s)
 
-    async def _pump(
+    def _pump(
         self,
         exchange: Exchange,
         response: httpx.Response,
@@ -249,7 +259,7 @@ class AsyncClient:
             if decoder is None:
                 machine.on_transport_error(str(exchange.error))
                 return
-            async for raw in response.aiter_raw():
+            for raw in response.iter_raw():
                 try:
                     chunk = decoder.feed(raw, self.max_stream_bytes - received)
                 except CodingError as exc:
@@ -348,7 +358,7 @@ class AsyncClient:
         exchange.status = response.status_code
         exchange.headers = {name.lower(): value for name, value in response.headers.items()}
 
-    async def _read_body(self, exchange: Exchange, response: httpx.Response) -> None:
+    def _read_body(self, exchange: Exchange, response: httpx.Response) -> None:
         decoder = _decoder(exchange)
         if decoder is None:
             return
@@ -362,7 +372,7 @@ class AsyncClient:
             return
         body = bytearray()
         try:
-            async for raw in response.aiter_raw():
+            for raw in response.iter_raw():
                 body += decoder.feed(raw, self.max_body_bytes - len(body))
                 if len(body) > self.max_body_bytes:
                     exchange.body = bytes(body[: self.max_body_bytes])
@@ -409,118 +419,6 @@ class _KeptEvents:
             self.tail = None
 
 
-class Client:
-    """Synchronous facade over `AsyncClient`, safe to call from tests and hypothesis examples."""
-
-    def __init__(
-        self,
-        *,
-        deadline_s: float = DEFAULT_DEADLINE_S,
-        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-        max_stream_events: int = DEFAULT_MAX_STREAM_EVENTS,
-        transport: httpx.AsyncBaseTransport | None = None,
-        breaker: CircuitBreaker | None = None,
-        max_stream_bytes: int = DEFAULT_MAX_STREAM_BYTES,
-        keep_events: int = KEPT_EVENTS,
-    ) -> None:
-        self._loop = asyncio.new_event_loop()
-        self._pending: set[Future[Any]] = set()
-        self._thread = threading.Thread(
-            target=self._loop.run_forever, name="rl-conformance-client", daemon=True
-        )
-        self._thread.start()
-        self._core: AsyncClient = self._run(
-            self._make_core(
-                deadline_s,
-                max_body_bytes,
-                max_stream_events,
-                transport,
-                breaker,
-                max_stream_bytes,
-                keep_events,
-            )
-        )
-        self.deadline_s = deadline_s
-
-    @staticmethod
-    async def _make_core(
-        deadline_s: float,
-        max_body_bytes: int,
-        max_stream_events: int,
-        transport: httpx.AsyncBaseTransport | None,
-        breaker: CircuitBreaker | None,
-        max_stream_bytes: int,
-        keep_events: int,
-    ) -> AsyncClient:
-        return AsyncClient(
-            deadline_s=deadline_s,
-            max_body_bytes=max_body_bytes,
-            max_stream_events=max_stream_events,
-            transport=transport,
-            breaker=breaker,
-            max_stream_bytes=max_stream_bytes,
-            keep_events=keep_events,
-        )
-
-    @property
-    def breaker(self) -> CircuitBreaker:
-        return self._core.breaker
-
-    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
-        future: Future[T] = asyncio.run_coroutine_threadsafe(coro, self._loop)
-        self._pending.add(future)
-        try:
-            return future.result()
-        finally:
-            self._pending.discard(future)
-
-    @property
-    def log(self) -> deque[Exchange]:
-        return self._core.log
-
-    def new_tape(self) -> deque[Exchange]:
-        """`AsyncClient.new_tape`: the exchanges sent from now on, on a tape of their own."""
-        return self._core.new_tape()
-
-    @property
-    def identity(self) -> AttemptIdentity:
-        return self._core.identity
-
-    @identity.setter
-    def identity(self, value: AttemptIdentity) -> None:
-        self._core.identity = value
-
-    def request(self, method: str, url: str, **kwargs: Any) -> Exchange:
-        return self._run(self._core.request(method, url, **kwargs))
-
-    def get(self, url: str, **kwargs: Any) -> Exchange:
-        return self.request("GET", url, **kwargs)
-
-    def post(self, url: str, json_body: Any = None, **kwargs: Any) -> Exchange:
-        return self.request("POST", url, json_body=json_body, **kwargs)
-
-    def stream(self, method: str, url: str, **kwargs: Any) -> Exchange:
-        return self._run(self._core.stream(method, url, **kwargs))
-
-    def close(self) -> None:
-        """Cancel what is still in flight (a caller on another thread then gets
-        `CancelledError` instead of waiting forever on a stopped loop), then close."""
-        if self._loop.is_closed():
-            return
-        for future in list(self._pending):
-            future.cancel()
-        self._run(self._core.aclose())
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=5)
-        self._loop.close()
-
-    def __enter__(self) -> Client:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-
 def _transport_message(exc: httpx.HTTPError) -> str:
     name = type(exc).__name__
     detail = str(exc) or "no detail"
@@ -549,7 +447,6 @@ def _not_a_stream(exchange: Exchange) -> str:
 
 
 __all__ = [
-    "AsyncClient",
     "Client",
     "Exchange",
     "StreamProgress",

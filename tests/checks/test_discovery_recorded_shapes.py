@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -111,10 +111,10 @@ def test_admin_base_url_without_world_size_fails_the_schema() -> None:
 def listed(body: dict[str, Any]) -> list[tuple[Any, str | None, tuple[str, ...] | None]]:
     """The workers the suite administers, read from a listener answering `body`."""
 
-    async def content() -> AsyncIterator[bytes]:
+    def content() -> Iterator[bytes]:
         yield json.dumps(body).encode()
 
-    async def answer(request: httpx.Request) -> httpx.Response:
+    def answer(request: httpx.Request) -> httpx.Response:
         return httpx.Response(200, content=content())
 
     target = Target("recorded", "vllm", "external", "http://frontend.test", "http://rl.test")

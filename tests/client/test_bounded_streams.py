@@ -5,7 +5,7 @@ into the verdicts' inputs, and the caps still count every event and byte."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
@@ -39,12 +39,12 @@ def chunk(position: int, finish: str | None = None) -> bytes:
 
 
 def transport(tokens: int) -> httpx.MockTransport:
-    async def body() -> AsyncIterator[bytes]:
+    def body() -> Iterator[bytes]:
         for position in range(tokens):
             yield chunk(position)
         yield chunk(tokens, finish="length") + b"data: [DONE]\n\n"
 
-    async def handle(request: httpx.Request) -> httpx.Response:
+    def handle(request: httpx.Request) -> httpx.Response:
         return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body())
 
     return httpx.MockTransport(handle)

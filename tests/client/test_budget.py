@@ -39,7 +39,7 @@ def test_generation_requests_are_the_posts_that_generate() -> None:
 def test_the_client_sends_no_generation_beyond_the_budget() -> None:
     sent: list[str] = []
 
-    async def answer(request: httpx.Request) -> httpx.Response:
+    def answer(request: httpx.Request) -> httpx.Response:
         sent.append(f"{request.method} {request.url.path}")
         return httpx.Response(200, stream=httpx.ByteStream(b"{}"))
 
@@ -63,7 +63,7 @@ def test_the_client_sends_no_generation_beyond_the_budget() -> None:
 def test_a_mutating_test_of_a_read_only_run_sends_no_generation() -> None:
     sent: list[str] = []
 
-    async def answer(request: httpx.Request) -> httpx.Response:
+    def answer(request: httpx.Request) -> httpx.Response:
         sent.append(f"{request.method} {request.url.path}")
         return httpx.Response(200, stream=httpx.ByteStream(b"{}"))
 

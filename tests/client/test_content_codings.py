@@ -7,7 +7,7 @@ from __future__ import annotations
 import gzip
 import json
 import zlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
@@ -44,7 +44,7 @@ def raw_deflated(data: bytes) -> bytes:
     return packer.compress(data) + packer.flush()
 
 
-Handler = Callable[[httpx.Request], Awaitable[httpx.Response]]
+Handler = Callable[[httpx.Request], httpx.Response]
 PIECE = 4096
 
 
@@ -66,11 +66,11 @@ def client_for() -> Iterator[Callable[..., Client]]:
 def coded(body: bytes, coding: str, kind: str = "application/json") -> Handler:
     """Answers `body` as sent on the wire in `coding`, in pieces, as a network delivers it."""
 
-    async def pieces() -> AsyncIterator[bytes]:
+    def pieces() -> Iterator[bytes]:
         for start in range(0, len(body), PIECE):
             yield body[start : start + PIECE]
 
-    async def handler(request: httpx.Request) -> httpx.Response:
+    def handler(request: httpx.Request) -> httpx.Response:
         headers = {"content-type": kind, "content-encoding": coding}
         return httpx.Response(200, headers=headers, content=pieces())
 
@@ -102,9 +102,9 @@ def test_every_request_asks_for_the_codings_the_client_reads(
     seen: list[str] = []
     answer = coded(json.dumps(BODY).encode(), "identity")
 
-    async def handler(request: httpx.Request) -> httpx.Response:
+    def handler(request: httpx.Request) -> httpx.Response:
         seen.append(request.headers.get("accept-encoding", ""))
-        return await answer(request)
+        return answer(request)
 
     client = client_for(handler)
     client.post(URL, {})

@@ -3,11 +3,9 @@ answers its probe is then listed with its `error` before the client gives up on 
 
 from __future__ import annotations
 
-import asyncio
-
 import httpx
 
-from rl_conformance.client.http import DEFAULT_DEADLINE_S, AsyncClient, discovery_deadline_s
+from rl_conformance.client.http import DEFAULT_DEADLINE_S, Client, discovery_deadline_s
 
 LISTENER_DEFAULT_PROBE_DEADLINE_S = 30
 """`DYN_RL_REQUEST_TIMEOUT_SECS`'s default (ai-dynamo/dynamo lib/rl/src/lib.rs)."""
@@ -25,13 +23,7 @@ def test_a_longer_deadline_reaches_the_transport_too() -> None:
         seen.append(request.extensions["timeout"])
         return httpx.Response(200, stream=httpx.ByteStream(b"{}"))
 
-    async def read() -> None:
-        client = AsyncClient(deadline_s=2.0, transport=httpx.MockTransport(handler))
-        try:
-            await client.request("GET", "http://listener/v1/rl/workers", deadline_s=3.0)
-            await client.request("GET", "http://listener/v1/rl/workers")
-        finally:
-            await client.aclose()
-
-    asyncio.run(read())
+    with Client(deadline_s=2.0, transport=httpx.MockTransport(handler)) as client:
+        client.request("GET", "http://listener/v1/rl/workers", deadline_s=3.0)
+        client.request("GET", "http://listener/v1/rl/workers")
     assert seen[0]["read"] == 3.0 and seen[1]["read"] == 2.0

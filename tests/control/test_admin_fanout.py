@@ -4,7 +4,8 @@ mutated or does not advertise the route."""
 
 from __future__ import annotations
 
-import asyncio
+import threading
+import time
 
 import httpx
 import pytest
@@ -22,13 +23,16 @@ def fleet(size: int) -> list[AdminWorker]:
 
 def recording_client(sent: list[str], in_flight: list[int]) -> Client:
     current = [0]
+    counting = threading.Lock()
 
-    async def answer(request: httpx.Request) -> httpx.Response:
-        current[0] += 1
-        in_flight.append(current[0])
-        await asyncio.sleep(0.01)
-        current[0] -= 1
-        sent.append(request.url.host)
+    def answer(request: httpx.Request) -> httpx.Response:
+        with counting:
+            current[0] += 1
+            in_flight.append(current[0])
+        time.sleep(0.01)
+        with counting:
+            current[0] -= 1
+            sent.append(request.url.host)
         return httpx.Response(200, stream=httpx.ByteStream(b'{"status":"ok"}'))
 
     return Client(transport=httpx.MockTransport(answer))
