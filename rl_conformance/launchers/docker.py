@@ -13,6 +13,7 @@ here: published ports bind 127.0.0.1 by default, which suits a runner on the GPU
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -145,7 +146,7 @@ class DockerLauncher:
         target.notes.append(f"launch to ready: {time.monotonic() - began:.1f} s")
         return target
 
-    def prepare(self) -> None:
+    def prepare(self, stack: contextlib.ExitStack) -> None:
         return None
 
     def stop(self) -> None:

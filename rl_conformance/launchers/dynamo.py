@@ -25,6 +25,7 @@ binds the workers' ZMQ publishers on all interfaces.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -544,7 +545,7 @@ class DynamoLauncher:
                     f"log tail:\n{process.log_tail()}"
                 )
 
-    def prepare(self) -> None:
+    def prepare(self, stack: contextlib.ExitStack) -> None:
         return None
 
     def stop(self) -> None:

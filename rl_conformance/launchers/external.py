@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -54,7 +55,7 @@ class ExternalLauncher:
             eos_token_ids=tuple(self.eos_token_ids),
         )
 
-    def prepare(self) -> None:
+    def prepare(self, stack: contextlib.ExitStack) -> None:
         return None
 
     def stop(self) -> None:

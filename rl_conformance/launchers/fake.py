@@ -31,8 +31,12 @@ from ..model.target import (
     Target,
     check_backend,
 )
+from . import fake_zygote
+from .fake_zygote import ForkedFake
 from .model_dir import eos_token_ids
 from .tracing import REQUEST_TRACE_FILE, request_trace_environment
+
+Process = subprocess.Popen[bytes] | ForkedFake
 
 DEFAULT_MIGRATION_LIMIT = 3
 """Upstream's suggested starting value ("Start with 3", Dynamo's request migration guide)."""
@@ -204,7 +208,7 @@ class FakeLauncher:
     log_dir: Path | None = None
     """Where the fake's log goes (`<target id>.log`, appended to on each start): a run's report
     directory. None: a temporary file, removed when the fake stops."""
-    _process: subprocess.Popen[bytes] | None = None
+    _process: Process | None = None
     log_path: str | None = None
     trace_path: Path | None = None
 
@@ -236,21 +240,16 @@ class FakeLauncher:
         command += ["--migration-limit", str(self.migration_limit)]
         return command + list(self.extra_args)
 
-    def prepare(self) -> None:
+    def prepare(self, stack: contextlib.ExitStack) -> None:
         fake_model_eos_ids()
+        fake_zygote.started(stack)
 
     def start(self) -> Target:
         self.trace_path = self._trace_path()
         env = dict(os.environ, PYTHONUNBUFFERED="1", **request_trace_environment(self.trace_path))
         with self._open_log() as log:
             self.log_path = log.name
-            self._process = subprocess.Popen(
-                self.command(),
-                stdout=subprocess.PIPE,
-                stderr=log,
-                stdin=subprocess.DEVNULL,
-                env=env,
-            )
+            self._process = self._spawn(env, log)
         eos_ids = fake_model_eos_ids()  # while the deployment starts
         line = _read_ready_line(self._process, READY_TIMEOUT_S, self.log_path)
         try:
@@ -281,6 +280,17 @@ class FakeLauncher:
                 f"fake_backends printed an unusable ready line {line!r}: {exc}"
             ) from exc
         return target
+
+    def _spawn(self, env: dict[str, str], log: IO[bytes]) -> Process:
+        """Forked from the run's zygote where there is one (`fake_zygote`), else started."""
+        command = self.command()
+        zygote = fake_zygote.current()
+        if zygote is not None:
+            with contextlib.suppress(LaunchError):
+                return zygote.spawn(command[3:], env, log)
+        return subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL, env=env
+        )
 
     def _notes(self) -> list[str]:
         notes = (
@@ -354,7 +364,7 @@ def _served_model(target: Target) -> str:
         raise LaunchError(f"the cold-started fake names no model on /v1/models: {exc}") from exc
 
 
-def _read_ready_line(process: subprocess.Popen[bytes], timeout_s: float, log_path: str) -> str:
+def _read_ready_line(process: Process, timeout_s: float, log_path: str) -> str:
     """The first stdout line, within the deadline; the process is killed on failure."""
     assert process.stdout is not None
     deadline = time.monotonic() + timeout_s

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -57,10 +58,11 @@ class TargetPool:
     def ids(self) -> list[str]:
         return list(self.launchers)
 
-    def prepare(self) -> None:
-        """Each launcher's work shared by its deployments, once (`Launcher.prepare`)."""
+    def prepare(self, stack: contextlib.ExitStack) -> None:
+        """Each launcher's work shared by its deployments, once (`Launcher.prepare`); what it
+        leaves running stops when `stack` closes."""
         for launcher in self.launchers.values():
-            launcher.prepare()
+            launcher.prepare(stack)
 
     def get(self, target_id: str, client: Client) -> Target:
         with self._lock:

@@ -9,6 +9,7 @@ probe through the `needs` marker, never by URL, so a verdict cannot silently dep
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
@@ -237,9 +238,10 @@ class Launcher(Protocol):
     starts_cheaply: ClassVar[bool]
     """Whether a second deployment of its kind costs about a second and nothing of the user's."""
 
-    def prepare(self) -> None:
+    def prepare(self, stack: contextlib.ExitStack) -> None:
         """Work every deployment of its kind repeats, done once; a parallel run calls it before
-        it forks its children, which inherit the result."""
+        it forks its children, which inherit the result. What it leaves running is stopped when
+        `stack` closes, after the children have ended."""
 
     def start(self) -> Target: ...
 

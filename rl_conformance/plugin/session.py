@@ -240,15 +240,16 @@ class ConformanceRun:
             return None
         config.stash[forked.FORK_PARENT] = True
         preload()
-        self.plan.pool.prepare()
         self._session = session
         self._total = len(session.items)
-        forked.run_children(
-            groups,
-            self.jobs,
-            lambda items, send: self._run_child(session, items, send),
-            self._receive,
-        )
+        with contextlib.ExitStack() as stack:
+            self.plan.pool.prepare(stack)
+            forked.run_children(
+                groups,
+                self.jobs,
+                lambda items, send: self._run_child(session, items, send),
+                self._receive,
+            )
         return True
 
     def _run_child(self, session: pytest.Session, items: list[pytest.Item], send: Any) -> None:

@@ -24,6 +24,7 @@ ALLOWED: dict[str, set[str]] = {
     "dynamo": BASE | {"runtime", "admin"},
     "__init__": {"deployment", "faults", "runtime"},
     "__main__": {"deployment", "faults", "runtime"},
+    "zygote": {"__main__"},
 }
 # What runs inside the Dynamo environment must import without starlette, uvicorn or httpx.
 PURE = ("model", "faults", "runtime", "dynamo")
