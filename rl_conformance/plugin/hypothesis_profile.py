@@ -51,3 +51,29 @@ def restore_hypothesis_home(saved: tuple[bool, Any]) -> None:
         from hypothesis import configuration
 
         configuration.set_hypothesis_home_dir(before)
+
+
+def without_local_constants() -> Any:
+    """Hypothesis mixes into what it generates the literals of every module it deems local:
+    ours, when the suite is an editable install (never from a wheel). The examples a seed
+    gives would then depend on how the suite was installed and on its own source, and the
+    scan costs about half a second before the first test. A run turns it off; hypothesis
+    offers no setting for it, so its (private) provider function is replaced where it exists,
+    else the scan stays. Returns what `restore_local_constants` puts back."""
+    try:
+        from hypothesis.internal.conjecture import providers
+    except ImportError:
+        return None
+    original = getattr(providers, "_get_local_constants", None)
+    empty = getattr(providers, "_local_constants", None)
+    if original is None or empty is None or len(empty) != 0:
+        return None
+    providers._get_local_constants = lambda: empty
+    return original
+
+
+def restore_local_constants(original: Any) -> None:
+    if original is not None:
+        from hypothesis.internal.conjecture import providers
+
+        providers._get_local_constants = original

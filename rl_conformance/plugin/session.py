@@ -31,7 +31,13 @@ from ..reports import console, evidence, write_reports
 from ..wire.exchange import Exchange
 from . import balance, budgeting, deaths, distribution, fixtures, forked, reruns
 from .collection import capabilities_of, parametrize_targets, select_and_order, target_of
-from .hypothesis_profile import hypothesis_home_in, load_hypothesis_profile, restore_hypothesis_home
+from .hypothesis_profile import (
+    hypothesis_home_in,
+    load_hypothesis_profile,
+    restore_hypothesis_home,
+    restore_local_constants,
+    without_local_constants,
+)
 from .recording import record_of, show_as_skipped, status_of_call, verify_reproducers
 from .restore import restore_held
 from .run_stops import install_stop_signals, start_run_timer, timeout_reason
@@ -82,6 +88,7 @@ class ConformanceRun:
         """`records.jsonl` in the report directory: each record as its test finishes, kept by
         the process that folds the records (never a parallel run's worker)."""
         self._hypothesis_home: tuple[bool, Any] = (False, None)
+        self._local_constants: Any = None
         self._signals: dict[int, Any] = {}
         self.restore_lines: list[str] = []
         """A stopped run's held workers and how they were restored (`restore.restore_held`)."""
@@ -97,6 +104,7 @@ class ConformanceRun:
         config.stash[STATE] = RunState(run=self.plan)
         load_hypothesis_profile(run)
         self._hypothesis_home = hypothesis_home_in(run.report_path)
+        self._local_constants = without_local_constants()
         if run.run_timeout is not None:
             self._deadline = time.time() + run.run_timeout
         if getattr(config.option, "hypothesis_seed", None) is None:
@@ -509,6 +517,7 @@ class ConformanceRun:
                 signal.signal(signum, handler)
         self._close_journal()
         restore_hypothesis_home(self._hypothesis_home)
+        restore_local_constants(self._local_constants)
         if STATE in config.stash:
             _shutdown(state_of(config))
 
