@@ -5,8 +5,12 @@ tiny random-weight Qwen2-style model and the two further checkpoints the launche
 `fail` is one of SGLang's or Dynamo's deviations, recorded in fixtures/KNOWN_DIFFERENCES.md with
 its evidence; a worker that dies is named in the cell whose call killed it.
 
-The whole mutating run takes about 6.5 minutes here (95 s to ready, two restarts of the worker
-after the crashes below), so CI runs all of it."""
+The whole mutating run takes about 2 minutes here once the launcher's checkpoints exist (17 s to
+ready, two restarts of the worker after the crashes below; this module 130-134 s in four runs), so
+CI runs all of it. Refreshes pause SGLang workers with `retract`, the mode SGLang documents as
+leaving the cache flushable: after an `in_place` pause even an update right after the last answer
+could meet the flush assertion below, in whichever refresh cell the engine's pace put it
+(fixtures/KNOWN_DIFFERENCES.md)."""
 
 from __future__ import annotations
 
