@@ -170,6 +170,8 @@ def main(argv: list[str] | None = None) -> int:
 
     zygote = Zygote(socket.socket(fileno=LISTENER_FD), args.lifeline_fd)
     signal.signal(signal.SIGTERM, zygote.stop)
+    # the run stops its deployments itself, and the zygote goes when the run has gone
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     zygote.serve()
     return 0
 

@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -87,6 +88,8 @@ class FakeZygote:
 
     @classmethod
     def start(cls) -> FakeZygote:
+        """Raises OSError where it cannot start (a socket path longer than the platform allows,
+        no Unix sockets): the caller goes on without it."""
         directory = Path(tempfile.mkdtemp(prefix="rl-fake-zygote-"))
         path = directory / "socket"
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -99,9 +102,13 @@ class FakeZygote:
                 stdin=listener.fileno(),
                 stdout=subprocess.DEVNULL,
                 pass_fds=(read_end,),
+                # a terminal's interrupt reaches the run's process group, not the zygote and its
+                # fakes: the run stops its deployments itself, as it does every other
+                process_group=0,
             )
         except OSError:
             os.close(write_end)
+            shutil.rmtree(directory, ignore_errors=True)
             raise
         finally:
             listener.close()
@@ -173,11 +180,15 @@ def current() -> FakeZygote | None:
     return _current if _current is not None and _current.alive() else None
 
 
-def started(stack: contextlib.ExitStack) -> FakeZygote:
-    """The run's zygote, started on first call and stopped when `stack` closes."""
+def started(stack: contextlib.ExitStack) -> FakeZygote | None:
+    """The run's zygote, started on first call and stopped when `stack` closes; None where it
+    cannot start (each fake then starts as `python -m fake_backends`)."""
     global _current
     if _current is None or not _current.alive():
-        _current = FakeZygote.start()
+        try:
+            _current = FakeZygote.start()
+        except OSError:
+            return None
         stack.callback(_stop_current)
     return _current
 

@@ -134,3 +134,34 @@ def test_the_launcher_forks_from_the_runs_zygote_and_falls_back_without_one() ->
         assert isinstance(launcher._process, subprocess.Popen)
     finally:
         launcher.stop()
+
+
+def test_a_zygote_that_cannot_start_leaves_the_fakes_to_start_as_before(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    too_long = tmp_path / ("d" * 120)  # beyond a Unix socket path's 108 bytes
+    too_long.mkdir()
+    monkeypatch.setattr(fake_zygote.tempfile, "mkdtemp", lambda prefix: str(too_long))
+    with contextlib.ExitStack() as stack:
+        assert fake_zygote.started(stack) is None
+        launcher = FakeLauncher("vllm", workers=1)
+        launcher.prepare(stack)
+        launcher.start()
+        try:
+            assert isinstance(launcher._process, subprocess.Popen)
+        finally:
+            launcher.stop()
+    assert not too_long.exists()
+
+
+def test_an_interrupt_of_the_run_leaves_the_zygote_to_end_with_it(zygote: FakeZygote) -> None:
+    """A terminal's Ctrl-C goes to the run's process group, which the zygote is not in; an
+    interrupt sent to it anyway is ignored once it serves."""
+    assert os.getpgid(zygote.process.pid) != os.getpgid(0)
+    process, log = spawn(zygote, "vllm", "--workers", "-1")
+    assert process.wait(timeout=10) == 2
+    zygote.process.send_signal(signal.SIGINT)
+    process, _ = spawn(zygote, "vllm", "--workers", "-1")
+    assert process.wait(timeout=10) == 2
+    assert zygote.alive()
+    log.unlink()
