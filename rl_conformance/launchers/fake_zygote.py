@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import select
 import shutil
@@ -32,8 +33,8 @@ STOP_TIMEOUT_S = 5.0
 
 class ForkedFake:
     """A deployment the zygote forked, with the part of `subprocess.Popen` the fake launcher
-    uses: `args`, `stdout`, `returncode`, `poll`, `wait`, `send_signal`, `kill`. Its exit comes
-    as the zygote's last message; the pidfd tells when it is due."""
+    uses: `args`, `stdout`, `returncode`, `poll`, `wait`, `send_signal`, `kill`. Its exit status
+    is the zygote's last message on the deployment's connection."""
 
     def __init__(self, args: list[str], conn: socket.socket, pid: int, stdout: IO[bytes]) -> None:
         self.args = args
@@ -43,13 +44,13 @@ class ForkedFake:
         self._conn = conn
 
     def poll(self) -> int | None:
-        if self.returncode is None and select.select([self._conn], [], [], 0)[0]:
+        if self.returncode is None and _readable(self._conn, 0.0):
             self._read_exit()
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
         if self.returncode is None:
-            if not select.select([self._conn], [], [], timeout)[0]:
+            if not _readable(self._conn, timeout):
                 raise subprocess.TimeoutExpired(self.args, timeout or 0.0)
             self._read_exit()
         assert self.returncode is not None
@@ -75,6 +76,12 @@ class ForkedFake:
         # no exit message: the zygote itself is gone, and took its children with it
         self.returncode = code if isinstance(code, int) else -signal.SIGTERM
         self._conn.close()
+
+
+def _readable(conn: socket.socket, timeout_s: float | None) -> bool:
+    poller = select.poll()
+    poller.register(conn, select.POLLIN)
+    return bool(poller.poll(None if timeout_s is None else math.ceil(timeout_s * 1000)))
 
 
 class FakeZygote:
