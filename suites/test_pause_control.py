@@ -19,6 +19,7 @@ from rl_conformance.control.admin_steps import (
     await_rejoin,
     instance_of,
     require_update_routes,
+    resume_until_served,
     routed_now,
     select,
 )
@@ -260,8 +261,11 @@ def cycle(
                 answers.append(pause.Answer(what, 200, None, None, True, False))
         answers += call_each(family.resume, "the resume after them", must_succeed=True)
     finally:
-        with contextlib.suppress(Exception):
-            rl_admin.call_each(workers, family.resume, {}, deadline_s=ANSWER_S)
+        if any(answer.status is None for answer in answers):
+            resume_until_served(rl_admin, rl_target, family, workers)
+        else:
+            with contextlib.suppress(Exception):
+                rl_admin.call_each(workers, family.resume, {}, deadline_s=ANSWER_S)
         probe.wait()
     return answers, counted
 

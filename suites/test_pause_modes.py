@@ -16,7 +16,7 @@ from rl_conformance import Unobservable
 from rl_conformance.checks import control, pause_modes
 from rl_conformance.client.http import Client
 from rl_conformance.control.admin import AdminClient, AdminWorker
-from rl_conformance.control.admin_steps import Selection, select
+from rl_conformance.control.admin_steps import Selection, resume_until_served, select
 from rl_conformance.control.each_worker import label, on_worker, pins, require_observed
 from rl_conformance.control.families import AdminFamily
 from rl_conformance.control.pause_probes import (
@@ -169,11 +169,17 @@ def test_a_generation_right_after_a_resume_is_served_promptly(
             rl_admin.call_each(chosen.workers, family.pause, body, deadline_s=ANSWER_S)
             resume_once(rl_admin, chosen)
             probe_each("the resume")
+            abandoned = False
             for _ in range(2):  # a second pause of a paused worker may be refused: not judged
-                rl_admin.call_each(chosen.workers, family.pause, body, deadline_s=ANSWER_S)
+                exchanges = rl_admin.call_each(
+                    chosen.workers, family.pause, body, deadline_s=ANSWER_S
+                )
+                abandoned |= any(exchange.status is None for exchange in exchanges)
             resume_once(rl_admin, chosen)
             if not probe_each("the first resume after two pauses"):
                 resume_once(rl_admin, chosen)  # release what the one resume left held
+            if abandoned:
+                resume_until_served(rl_admin, rl_target, family, chosen.workers)
         except BaseException:
             with contextlib.suppress(Exception):
                 resume_once(rl_admin, chosen)

@@ -245,6 +245,39 @@ def await_rejoin(
         time.sleep(0.2)
 
 
+LATE_PAUSE_RESUMES = 3
+LATE_PAUSE_PROBE_S = 2.0
+
+
+def resume_until_served(
+    admin: AdminClient, target: Target, family: AdminFamily, workers: Sequence[AdminWorker]
+) -> None:
+    """Resume `workers` and make sure each serves again: a pause given up on at its deadline
+    may still be applied after the resume that released it (its handler waited for one), and a
+    worker left paused would fail every test after this one. Each is resumed again while a
+    one-token generation pinned to it is not served within `LATE_PAUSE_PROBE_S` (at most
+    `LATE_PAUSE_RESUMES` resumes). Cleanup only: nothing here is judged."""
+    pending = list(workers)
+    for _ in range(LATE_PAUSE_RESUMES):
+        with contextlib.suppress(Exception):
+            admin.call_each(pending, family.resume, {}, deadline_s=LATE_PAUSE_PROBE_S * 5)
+        pending = [
+            worker
+            for worker in pending
+            if pinned_generation(
+                admin.client,
+                target,
+                worker,
+                READY_PROBE,
+                max_tokens=1,
+                deadline_s=LATE_PAUSE_PROBE_S,
+            ).status
+            != 200
+        ]
+        if not pending:
+            return
+
+
 def require_update_routes(selection: Selection) -> None:
     """Not advertised, before anything is paused, when a worker cannot take an update."""
     for worker in selection.workers:
