@@ -164,16 +164,21 @@ class FakeZygote:
         return ForkedFake(args, conn, answer["pid"], os.fdopen(read_end, "rb"))
 
     def stop(self) -> None:
-        """Only the process that started it stops it; its test processes leave it running."""
+        """Only the process that started it stops it; its test processes leave it running.
+        Closing the lifeline ends it once no test process holds the pipe any more; past
+        `STOP_TIMEOUT_S` it is terminated (it terminates its fakes first), then killed."""
         if os.getpid() != self._owner:
             return
         with contextlib.suppress(OSError):
             os.close(self._lifeline)
-        try:
-            self.process.wait(timeout=STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=STOP_TIMEOUT_S)
+        for end in (None, self.process.terminate, self.process.kill):
+            if end is not None:
+                end()
+            try:
+                self.process.wait(timeout=STOP_TIMEOUT_S)
+                break
+            except subprocess.TimeoutExpired:
+                continue
         with contextlib.suppress(OSError):
             self.path.unlink()
             self.path.parent.rmdir()

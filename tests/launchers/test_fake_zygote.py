@@ -165,3 +165,22 @@ def test_an_interrupt_of_the_run_leaves_the_zygote_to_end_with_it(zygote: FakeZy
     assert process.wait(timeout=10) == 2
     assert zygote.alive()
     log.unlink()
+
+
+def test_a_zygote_whose_lifeline_another_process_holds_is_terminated_with_its_fakes(
+    zygote: FakeZygote,
+) -> None:
+    process, log = spawn(zygote, "vllm", "--host", "127.0.0.1", "--workers", "1")
+    _read_ready_line(process, 30.0, str(log))  # type: ignore[arg-type]
+    holder = os.fork()  # a test process still alive holds a copy of the lifeline
+    if holder == 0:
+        time.sleep(30)
+        os._exit(0)
+    try:
+        zygote.stop()
+        assert zygote.process.returncode == 0  # terminated: its handler ends its fakes first
+        assert wait_gone(process.pid)
+    finally:
+        os.kill(holder, signal.SIGKILL)
+        os.waitpid(holder, 0)
+        log.unlink()
