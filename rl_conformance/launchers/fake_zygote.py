@@ -61,9 +61,6 @@ class ForkedFake:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.pid, sig)
 
-    def terminate(self) -> None:
-        self.send_signal(signal.SIGTERM)
-
     def kill(self) -> None:
         self.send_signal(signal.SIGKILL)
 
