@@ -1,8 +1,11 @@
 """The run's journal: no result is lost. Every test's record is appended, as the test finishes,
-to `records.jsonl` in the report directory (one JSON line, flushed and fsync'd), after a first
+to `records.jsonl` in the report directory (one JSON line, flushed at once and fsync'd at most a
+second later), after a first
 line that says what the run set out to test; the targets as they were reached, and a last line
 once the reports were written. A run killed outright (SIGKILL, the OOM killer, an evicted pod),
-which writes no report, leaves what it observed there, and `rebuild` (`rl-conformance report
+which writes no report, leaves what it observed there (a flushed line survives its process; the
+fsync is for a machine that goes down, and costs the parallel run's parent too much to pay for
+every line), and `rebuild` (`rl-conformance report
 DIR`) makes the matrix from it, marked incomplete with the reason.
 
 Lines, each a JSON object with a `kind`:
@@ -23,6 +26,7 @@ import contextlib
 import json
 import os
 import sys
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -37,6 +41,9 @@ from .target import Target
 JOURNAL = "records.jsonl"
 FORMAT = 1
 _TIME = "%Y-%m-%dT%H:%M:%S.%fZ"
+SYNC_INTERVAL_S = 1.0
+"""A line is fsync'd as it is written when the last fsync is at least this old; otherwise with a
+later line or when the journal closes."""
 
 
 def _at(moment: datetime) -> str:
@@ -53,7 +60,8 @@ def _moment(text: str) -> datetime:
 
 
 class Journal:
-    """Appends to `records.jsonl`; a line is on disk (flushed, fsync'd) when a call returns. A
+    """Appends to `records.jsonl`; a line is with the operating system (flushed) when a call
+    returns, and fsync'd within `SYNC_INTERVAL_S` of the next line or at `close`. A
     journal that cannot be written (a full disk) says so once on stderr and stops writing: the
     run goes on, its reports are still written at the end."""
 
@@ -64,6 +72,8 @@ class Journal:
         self.records = 0
         self._line_open = False
         """A write was interrupted (Ctrl-C, --run-timeout) before its line ended."""
+        self._synced_at = -SYNC_INTERVAL_S
+        self._unsynced = False
 
     @classmethod
     def begin(
@@ -121,6 +131,10 @@ class Journal:
     def close(self) -> None:
         stream, self._stream = self._stream, None
         if stream is not None:
+            with contextlib.suppress(OSError, ValueError):
+                if self._unsynced:
+                    stream.flush()
+                    os.fsync(stream.fileno())
             with contextlib.suppress(OSError):
                 stream.close()
 
@@ -140,7 +154,11 @@ class Journal:
             stream.write(line)
             stream.flush()
             self._line_open = False
-            os.fsync(stream.fileno())
+            self._unsynced = True
+            if time.monotonic() - self._synced_at >= SYNC_INTERVAL_S:
+                os.fsync(stream.fileno())
+                self._synced_at = time.monotonic()
+                self._unsynced = False
         except (OSError, ValueError) as exc:
             self._stream = None
             print(

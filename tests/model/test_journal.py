@@ -5,6 +5,7 @@ failed (`ExitRule`); a failure several requests show keeps the wire log of all o
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +16,9 @@ from rl_conformance.certify.twins import self_check_problems
 from rl_conformance.checks import schema_check
 from rl_conformance.client.reproducers import replayable
 from rl_conformance.errors import ConfigurationError
+from rl_conformance.model import journal as journal_module
 from rl_conformance.model.capabilities import BY_ID, CAPABILITIES
-from rl_conformance.model.journal import JOURNAL, Journal, read, rebuild
+from rl_conformance.model.journal import JOURNAL, SYNC_INTERVAL_S, Journal, read, rebuild
 from rl_conformance.model.matrix import (
     Evidence,
     ExitRule,
@@ -54,6 +56,29 @@ def test_each_record_is_on_disk_when_the_call_returns(tmp_path: Path) -> None:
     journal.record(record(SELECTED[1], Outcome.FAIL))
     assert len((tmp_path / JOURNAL).read_text().splitlines()) == 3
     journal.close()
+
+
+def test_lines_are_fsyncd_at_most_once_an_interval_and_at_close(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A flushed line survives a killed process; the fsync, for a machine that goes down, is paid
+    for once an interval (the run's first line at once) and for what is left at close."""
+    synced: list[int] = []
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd))
+    clock = [100.0]
+    monkeypatch.setattr(journal_module.time, "monotonic", lambda: clock[0])
+    journal = begun(tmp_path)
+    assert len(synced) == 1  # the first line
+    for capability in SELECTED:
+        journal.record(record(capability))
+    assert len(synced) == 1
+    clock[0] += SYNC_INTERVAL_S
+    journal.record(record(SELECTED[0], Outcome.FAIL))
+    assert len(synced) == 2  # an interval later: this line and the ones before it
+    journal.record(record(SELECTED[1]))
+    journal.close()
+    assert len(synced) == 3  # what was left unsynced
+    assert len((tmp_path / JOURNAL).read_text().splitlines()) == 1 + len(SELECTED) + 2
 
 
 def test_a_journal_the_run_never_ended_rebuilds_an_incomplete_matrix(tmp_path: Path) -> None:
