@@ -15,8 +15,8 @@ a deadline.
 
 Requests are sent and read on the calling thread, so several threads may share one client
 (a control step taken while a stream runs); every socket operation waits at most what is left of
-its request's deadline (`deadline_transport`), which makes the deadline hold without an event loop
-(an asynchronous core on a thread of its own cost about twice the CPU per request).
+its request's deadline (`http11`, the HTTP/1.1 connections), which makes the deadline hold without
+an event loop.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import json
 import ssl
 import time
 from collections import deque
+from collections.abc import Sequence
 from typing import Any
 
 import httpx
@@ -42,7 +43,8 @@ from ..wire.stream_state import (
 )
 from .breaker import CircuitBreaker
 from .codings import ACCEPT_ENCODING, CodingError, Decoder, decoder_for
-from .deadline_transport import DeadlineTransport, deadline
+from .http11 import ConnectionPool, DeadlineExceeded, TransportError, Wire, WireResponse
+from .httpx_wire import HttpxWire
 from .identity import AttemptIdentity
 from .progress import StreamProgress
 
@@ -68,19 +70,9 @@ LOG_LENGTH = 64
 
 @functools.cache
 def default_tls() -> ssl.SSLContext:
-    """httpx's default verifying TLS context, built once per process and shared by every client:
-    building one reads the whole CA bundle (tens of milliseconds), once per client otherwise."""
+    """httpx's default verifying TLS context, built once per process, at the first https URL:
+    building one reads the whole CA bundle (tens of milliseconds)."""
     return httpx.create_ssl_context(trust_env=False)  # as the clients: no SSL_CERT_* variables
-
-
-def preload() -> None:
-    """Do once what the first request of each process does otherwise: import httpx's transport
-    (httpcore, h11) and build the TLS context. A parallel run calls it before it forks, so its
-    children inherit both instead of each paying for them."""
-    import h11  # noqa: F401
-    import httpcore  # noqa: F401
-
-    default_tls()
 
 
 KEEPALIVE_EXPIRY_S = 2.0
@@ -90,7 +82,9 @@ reset before any answer and would read as the deployment's transport failure."""
 
 
 class Client:
-    """HTTP client producing `Exchange` records; safe to share between threads."""
+    """HTTP client producing `Exchange` records; safe to share between threads. It speaks
+    through its own HTTP/1.1 connections (`http11.ConnectionPool`), or through `transport`, an
+    httpx transport (tests answer from a function with `httpx.MockTransport`)."""
 
     def __init__(
         self,
@@ -109,13 +103,10 @@ class Client:
         self.max_stream_bytes = max_stream_bytes
         self.keep_events = max(keep_events, 2)
         self.breaker = breaker if breaker is not None else CircuitBreaker()
-        self._http = httpx.Client(
-            transport=transport
-            or DeadlineTransport(ssl_context=default_tls(), keepalive_expiry=KEEPALIVE_EXPIRY_S),
-            follow_redirects=False,
-            timeout=httpx.Timeout(deadline_s),
-            trust_env=False,
-            headers={"Accept-Encoding": ACCEPT_ENCODING},
+        self._wire: Wire = (
+            HttpxWire(transport)
+            if transport is not None
+            else ConnectionPool(tls=default_tls, keepalive_expiry=KEEPALIVE_EXPIRY_S)
         )
         self.log: deque[Exchange] = deque(maxlen=LOG_LENGTH)
         """The tape now recording: every exchange sent since the last `new_tape` (or since the
@@ -132,7 +123,7 @@ class Client:
     def close(self) -> None:
         """Close every connection; a request still running on another thread ends with a
         transport error at once (or at its deadline), never waits past it."""
-        self._http.close()
+        self._wire.close()
 
     def __enter__(self) -> Client:
         return self
@@ -157,23 +148,20 @@ class Client:
         deadline_s: float | None = None,
     ) -> Exchange:
         self.breaker.check(url)
-        exchange, request = self._prepare(method, url, json_body, content, headers)
+        exchange, sent = self._prepare(method, url, json_body, content, headers)
         limit = deadline_s or self.deadline_s
-        if deadline_s:
-            request.extensions["timeout"] = httpx.Timeout(deadline_s).as_dict()
         started = time.monotonic()
         try:
-            with deadline(started + limit):
-                response = self._http.send(request, stream=True)
-                try:
-                    exchange.first_byte_s = time.monotonic() - started
-                    self._record_head(exchange, response)
-                    self._read_body(exchange, response)
-                finally:
-                    response.close()
-        except httpx.TimeoutException:
+            response = self._wire.send(method, url, sent, exchange.request.body, started + limit)
+            try:
+                exchange.first_byte_s = time.monotonic() - started
+                self._record_head(exchange, response)
+                self._read_body(exchange, response)
+            finally:
+                response.close()
+        except DeadlineExceeded:
             exchange.error = f"no complete response within the {limit:g} s deadline"
-        except httpx.HTTPError as exc:
+        except TransportError as exc:
             exchange.error = _transport_message(exc)
         exchange.elapsed_s = time.monotonic() - started
         self._account(exchange, deadline_s)
@@ -198,35 +186,27 @@ class Client:
         each event as it arrives (another thread may read it while the stream runs).
         """
         self.breaker.check(url)
-        exchange, request = self._prepare(method, url, json_body, None, headers)
+        exchange, sent = self._prepare(method, url, json_body, None, headers)
         machine = StreamMachine(detector=detector)
         parser = SSEParser()
         limit = deadline_s or self.deadline_s
-        if deadline_s:
-            request.extensions["timeout"] = httpx.Timeout(deadline_s).as_dict()
         started = time.monotonic()
         try:
-            with deadline(started + limit):
-                response = self._http.send(request, stream=True)
-                try:
-                    exchange.first_byte_s = time.monotonic() - started
-                    self._record_head(exchange, response)
-                    if (
-                        response.status_code != 200
-                        or "text/event-stream" not in exchange.content_type
-                    ):
-                        self._read_body(exchange, response)
-                        machine.on_transport_error(_not_a_stream(exchange))
-                    else:
-                        self._pump(
-                            exchange, response, parser, machine, cancel_after_events, progress
-                        )
-                finally:
-                    response.close()
-        except httpx.TimeoutException:
+            response = self._wire.send(method, url, sent, exchange.request.body, started + limit)
+            try:
+                exchange.first_byte_s = time.monotonic() - started
+                self._record_head(exchange, response)
+                if response.status_code != 200 or "text/event-stream" not in exchange.content_type:
+                    self._read_body(exchange, response)
+                    machine.on_transport_error(_not_a_stream(exchange))
+                else:
+                    self._pump(exchange, response, parser, machine, cancel_after_events, progress)
+            finally:
+                response.close()
+        except DeadlineExceeded:
             exchange.error = f"stream not finished within the {limit:g} s deadline"
             machine.on_transport_error(exchange.error)
-        except httpx.HTTPError as exc:
+        except TransportError as exc:
             exchange.error = _transport_message(exc)
             machine.on_transport_error(exchange.error)
         exchange.elapsed_s = time.monotonic() - started
@@ -244,7 +224,7 @@ class Client:
     def _pump(
         self,
         exchange: Exchange,
-        response: httpx.Response,
+        response: WireResponse,
         parser: SSEParser,
         machine: StreamMachine,
         cancel_after_events: int | None,
@@ -340,29 +320,38 @@ class Client:
         json_body: Any,
         content: bytes | None,
         headers: dict[str, str] | None,
-    ) -> tuple[Exchange, httpx.Request]:
+    ) -> tuple[Exchange, Sequence[tuple[str, str]]]:
+        """The exchange recording the request, and the headers to send (the request's, and the
+        `Accept-Encoding` the client decodes unless the request names its own)."""
         all_headers = dict(headers or {})
         self.identity.stamp(method, url, all_headers)
         body = content
         if json_body is not None:
             body = json.dumps(json_body, separators=(",", ":")).encode()
             all_headers.setdefault("Content-Type", "application/json")
-        request = self._http.build_request(method, url, content=body, headers=all_headers)
-        wire = WireRequest(method=method, url=str(request.url), headers=all_headers, body=body)
+        sent = list(all_headers.items())
+        if not any(name.lower() == "accept-encoding" for name in all_headers):
+            sent.insert(0, ("Accept-Encoding", ACCEPT_ENCODING))
+        wire = WireRequest(method=method, url=url, headers=all_headers, body=body)
         exchange = Exchange(request=wire)
         self.log.append(exchange)
-        return exchange, request
+        return exchange, sent
 
     @staticmethod
-    def _record_head(exchange: Exchange, response: httpx.Response) -> None:
+    def _record_head(exchange: Exchange, response: WireResponse) -> None:
+        """Headers by lower-cased name, repeated ones joined by commas."""
         exchange.status = response.status_code
-        exchange.headers = {name.lower(): value for name, value in response.headers.items()}
+        headers: dict[str, str] = {}
+        for name, value in response.headers:
+            key = name.lower()
+            headers[key] = f"{headers[key]}, {value}" if key in headers else value
+        exchange.headers = headers
 
-    def _read_body(self, exchange: Exchange, response: httpx.Response) -> None:
+    def _read_body(self, exchange: Exchange, response: WireResponse) -> None:
         decoder = _decoder(exchange)
         if decoder is None:
             return
-        declared = response.headers.get("content-length", "")
+        declared = exchange.headers.get("content-length", "")
         if decoder.identity and declared.isdigit() and int(declared) > self.max_body_bytes:
             exchange.body_truncated = True
             exchange.error = (
@@ -419,10 +408,8 @@ class _KeptEvents:
             self.tail = None
 
 
-def _transport_message(exc: httpx.HTTPError) -> str:
-    name = type(exc).__name__
-    detail = str(exc) or "no detail"
-    return f"transport error ({name}): {detail}"
+def _transport_message(exc: TransportError) -> str:
+    return f"transport error ({exc.kind}): {exc or 'no detail'}"
 
 
 def _decoder(exchange: Exchange) -> Decoder | None:
@@ -452,5 +439,4 @@ __all__ = [
     "StreamProgress",
     "StreamState",
     "discovery_deadline_s",
-    "preload",
 ]

@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 
 from ..checks.base import rule_ids
-from ..client.http import preload
 from ..launchers.run_plan import RunPlan
 from ..model import capabilities as capability_registry
 from ..model import exits
@@ -247,7 +246,6 @@ class ConformanceRun:
         ):
             return None
         config.stash[forked.FORK_PARENT] = True
-        preload()
         self._session = session
         self._total = len(session.items)
         with contextlib.ExitStack() as stack:

@@ -16,14 +16,14 @@ def test_the_default_discovery_deadline_is_longer_than_the_listeners() -> None:
 
 
 def test_a_longer_deadline_reaches_the_transport_too() -> None:
-    """httpx's own timeouts follow a deadline longer than the client's default."""
-    seen: list[dict[str, float]] = []
+    """The wire is given the request's own deadline, longer than the client's default."""
+    given: list[float] = []
 
     def handler(request: httpx.Request) -> httpx.Response:
-        seen.append(request.extensions["timeout"])
+        given.append(request.extensions["timeout"]["read"])
         return httpx.Response(200, stream=httpx.ByteStream(b"{}"))
 
     with Client(deadline_s=2.0, transport=httpx.MockTransport(handler)) as client:
         client.request("GET", "http://listener/v1/rl/workers", deadline_s=3.0)
         client.request("GET", "http://listener/v1/rl/workers")
-    assert seen[0]["read"] == 3.0 and seen[1]["read"] == 2.0
+    assert 2.5 < given[0] <= 3.0 and 1.5 < given[1] <= 2.0
