@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import re
 import select
 import socket
@@ -26,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 from urllib.parse import quote, urlsplit
 
 MAX_HEAD_BYTES = 64 * 1024
@@ -528,3 +529,40 @@ class ConnectionPool:
             sock.close()
             raise
         return Connection(sock, address.origin)
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    status: int
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+    @property
+    def text(self) -> str:
+        return self.body.decode("utf-8", errors="replace")
+
+
+def fetch(
+    method: str,
+    url: str,
+    *,
+    json_body: Any = None,
+    deadline_s: float,
+    tls: Callable[[], ssl.SSLContext] = ssl.create_default_context,
+) -> Answer:
+    """One request on a connection of its own, its answer read whole and uncapped: for the
+    harness's calls to what it started itself (a fake deployment's control port), never for a
+    deployment under test (`http.Client` is). `TransportError` when no complete answer came."""
+    body = None if json_body is None else json.dumps(json_body).encode()
+    headers = [] if body is None else [("Content-Type", "application/json")]
+    pool = ConnectionPool(tls=tls, keepalive_expiry=0)
+    try:
+        response = pool.send(method, url, headers, body, time.monotonic() + deadline_s)
+        try:
+            return Answer(response.status_code, b"".join(response.iter_raw()))
+        finally:
+            response.close()
+    finally:
+        pool.close()

@@ -8,7 +8,6 @@ import json
 import os
 import selectors
 import signal
-import ssl
 import subprocess
 import sys
 import tempfile
@@ -18,8 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, ClassVar
 
-import httpx
-
+from ..client.http11 import Answer, TransportError, fetch
 from ..errors import LaunchError
 from ..model.target import (
     COLD_START,
@@ -44,8 +42,6 @@ DEFAULT_MIGRATION_LIMIT = 3
 READY_TIMEOUT_S = 30.0
 CONTROL_TIMEOUT_S = 10.0
 COLD_START_REQUEST_TIMEOUT_S = 30.0
-# The control port is plain HTTP on loopback: no certificate store to load for every call.
-_PLAIN_HTTP_ONLY = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 # Backends whose workers discovery does not list: their users give each worker's system URL
 # with --worker-url, so the launcher hands the suite exactly that, and nothing more.
 UNREGISTERED = ("sglang", "trtllm")
@@ -92,10 +88,10 @@ class ControlPortProbe:
             fresh = launcher.start()
             request = {**body, "model": fresh.model or _served_model(fresh)}
             reply = _post(fresh.url("/v1/completions"), request)
-            if reply.status_code != 200:
+            if reply.status != 200:
                 raise LaunchError(
                     f"the cold start on {model_path} answered the probe with HTTP "
-                    f"{reply.status_code}: {reply.text[:300]}"
+                    f"{reply.status}: {reply.text[:300]}"
                 )
             try:
                 answer = reply.json()
@@ -151,17 +147,16 @@ class ControlPortProbe:
         """POST to the fake's control port and return its JSON answer; a LaunchError naming
         `refused` unless it says 200."""
         try:
-            reply = httpx.post(
+            reply = fetch(
+                "POST",
                 f"{self.control_url}{path}",
-                json=dict(body),
-                timeout=CONTROL_TIMEOUT_S,
-                trust_env=False,
-                verify=_PLAIN_HTTP_ONLY,
+                json_body=dict(body),
+                deadline_s=CONTROL_TIMEOUT_S,
             )
-        except httpx.HTTPError as exc:
+        except TransportError as exc:
             raise LaunchError(f"the fake's control port did not answer: {exc}") from exc
-        if reply.status_code != 200:
-            raise LaunchError(f"{refused}: HTTP {reply.status_code} {reply.text[:200]}")
+        if reply.status != 200:
+            raise LaunchError(f"{refused}: HTTP {reply.status} {reply.text[:200]}")
         return reply.json()
 
     def rescope_listener(self, env: Mapping[str, str]) -> None:
@@ -337,30 +332,19 @@ class FakeLauncher:
                             os.unlink(path)
 
 
-def _post(url: str, body: Mapping[str, Any]) -> httpx.Response:
+def _post(url: str, body: Mapping[str, Any]) -> Answer:
     try:
-        return httpx.post(
-            url,
-            json=dict(body),
-            timeout=COLD_START_REQUEST_TIMEOUT_S,
-            trust_env=False,
-            verify=_PLAIN_HTTP_ONLY,
-        )
-    except httpx.HTTPError as exc:
+        return fetch("POST", url, json_body=dict(body), deadline_s=COLD_START_REQUEST_TIMEOUT_S)
+    except TransportError as exc:
         raise LaunchError(f"the cold-started fake did not answer {url}: {exc}") from exc
 
 
 def _served_model(target: Target) -> str:
     """The model a fake serves, from its /v1/models (when the ready line names none)."""
     try:
-        reply = httpx.get(
-            target.url("/v1/models"),
-            timeout=CONTROL_TIMEOUT_S,
-            trust_env=False,
-            verify=_PLAIN_HTTP_ONLY,
-        )
+        reply = fetch("GET", target.url("/v1/models"), deadline_s=CONTROL_TIMEOUT_S)
         return str(reply.json()["data"][0]["id"])
-    except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as exc:
+    except (TransportError, ValueError, KeyError, IndexError, TypeError) as exc:
         raise LaunchError(f"the cold-started fake names no model on /v1/models: {exc}") from exc
 
 
