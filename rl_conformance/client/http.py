@@ -43,7 +43,7 @@ from ..wire.stream_state import (
 )
 from .breaker import CircuitBreaker
 from .codings import ACCEPT_ENCODING, CodingError, Decoder, decoder_for
-from .http11 import ConnectionPool, DeadlineExceeded, TransportError, Wire, WireResponse
+from .http11 import ConnectionPool, Wire, WireError, WireResponse, WireTimeout
 from .httpx_wire import HttpxWire
 from .identity import AttemptIdentity
 from .progress import StreamProgress
@@ -159,9 +159,9 @@ class Client:
                 self._read_body(exchange, response)
             finally:
                 response.close()
-        except DeadlineExceeded:
+        except WireTimeout:
             exchange.error = f"no complete response within the {limit:g} s deadline"
-        except TransportError as exc:
+        except WireError as exc:
             exchange.error = _transport_message(exc)
         exchange.elapsed_s = time.monotonic() - started
         self._account(exchange, deadline_s)
@@ -203,10 +203,10 @@ class Client:
                     self._pump(exchange, response, parser, machine, cancel_after_events, progress)
             finally:
                 response.close()
-        except DeadlineExceeded:
+        except WireTimeout:
             exchange.error = f"stream not finished within the {limit:g} s deadline"
             machine.on_transport_error(exchange.error)
-        except TransportError as exc:
+        except WireError as exc:
             exchange.error = _transport_message(exc)
             machine.on_transport_error(exchange.error)
         exchange.elapsed_s = time.monotonic() - started
@@ -408,7 +408,7 @@ class _KeptEvents:
             self.tail = None
 
 
-def _transport_message(exc: TransportError) -> str:
+def _transport_message(exc: WireError) -> str:
     return f"transport error ({exc.kind}): {exc or 'no detail'}"
 
 

@@ -9,7 +9,7 @@ close; interim 1xx answers skipped; no redirects, proxies, cookies or HTTP/2. A 
 stack (httpx over httpcore and h11) spent about 0.4 ms of CPU on each request, more than a fake
 deployment spends answering it; the suite sends thousands.
 
-A peer that breaks HTTP/1.1 gets a `TransportError` naming what it broke. Failures are named
+A peer that breaks HTTP/1.1 gets a `WireError` naming what it broke. Failures are named
 as httpx names them (`ConnectError`, `ReadTimeout`, `RemoteProtocolError`...): the reports
 carry those names and `plugin.deaths` reads them.
 """
@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import quote, urlsplit
 
+from .. import errors
+
 MAX_HEAD_BYTES = 64 * 1024
 """A response head (status line and headers) longer than this is refused."""
 MAX_LINE_BYTES = 4096
@@ -45,7 +47,7 @@ _NO_BODY_STATUSES = frozenset({204, 304})
 DEFAULT_HEADERS = (("Accept", "*/*"), ("Connection", "keep-alive"))
 
 
-class TransportError(Exception):
+class WireError(errors.TransportError):
     """The request got no complete answer; `kind` names how, `str()` says what was seen."""
 
     def __init__(self, kind: str, detail: str) -> None:
@@ -53,7 +55,7 @@ class TransportError(Exception):
         self.kind = kind
 
 
-class DeadlineExceeded(TransportError):
+class WireTimeout(WireError, errors.DeadlineExceeded):
     """What was left of the request's deadline ran out during a socket operation."""
 
 
@@ -102,21 +104,21 @@ class Address:
 
 @functools.lru_cache(maxsize=1024)
 def address_of(url: str) -> Address:
-    """The address of an absolute http(s) URL; `TransportError` (UnsupportedProtocol) names
+    """The address of an absolute http(s) URL; `WireError` (UnsupportedProtocol) names
     what is wrong with any other."""
     try:
         parts = urlsplit(url)
         port = parts.port
     except ValueError as exc:
-        raise TransportError("UnsupportedProtocol", f"not a usable URL {url!r}: {exc}") from exc
+        raise WireError("UnsupportedProtocol", f"not a usable URL {url!r}: {exc}") from exc
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https"):
-        raise TransportError(
+        raise WireError(
             "UnsupportedProtocol",
             f"expected an http:// or https:// URL, observed {url!r}",
         )
     if not parts.hostname:
-        raise TransportError("UnsupportedProtocol", f"the URL {url!r} names no host")
+        raise WireError("UnsupportedProtocol", f"the URL {url!r} names no host")
     target = quote(parts.path or "/", safe=_KEPT_IN_TARGET)
     if parts.query:
         target += "?" + quote(parts.query, safe=_KEPT_IN_TARGET)
@@ -132,16 +134,14 @@ def address_of(url: str) -> Address:
 def request_head(
     method: str, address: Address, headers: Sequence[tuple[str, str]], body: bytes | None
 ) -> bytes:
-    """The request line and headers; `TransportError` (LocalProtocolError) for a header that
+    """The request line and headers; `WireError` (LocalProtocolError) for a header that
     cannot be sent as it is."""
     lines = [f"{method} {address.target} HTTP/1.1", f"Host: {address.authority}"]
     given = {name.lower() for name, _ in headers}
     lines += [f"{name}: {value}" for name, value in DEFAULT_HEADERS if name.lower() not in given]
     for name, value in headers:
         if not _TOKEN.fullmatch(name) or _UNSAFE_VALUE.search(value):
-            raise TransportError(
-                "LocalProtocolError", f"the header {name!r}: {value!r} cannot be sent"
-            )
+            raise WireError("LocalProtocolError", f"the header {name!r}: {value!r} cannot be sent")
         lines.append(f"{name}: {value}")
     if "content-length" not in given:
         if body is not None:
@@ -151,7 +151,7 @@ def request_head(
     try:
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
     except UnicodeEncodeError as exc:
-        raise TransportError(
+        raise WireError(
             "LocalProtocolError",
             f"a header is not Latin-1 text: {exc.object[exc.start : exc.end]!r}",
         ) from exc
@@ -160,7 +160,7 @@ def request_head(
 def _left(at: float, kind: str) -> float:
     left = at - time.monotonic()
     if left <= 0:
-        raise DeadlineExceeded(kind, "the request's deadline has passed")
+        raise WireTimeout(kind, "the request's deadline has passed")
     return left
 
 
@@ -180,9 +180,9 @@ class Connection:
         try:
             self.sock.sendall(data)
         except TimeoutError as exc:
-            raise DeadlineExceeded("WriteTimeout", "sending the request timed out") from exc
+            raise WireTimeout("WriteTimeout", "sending the request timed out") from exc
         except OSError as exc:
-            raise TransportError("WriteError", self._why(exc)) from exc
+            raise WireError("WriteError", self._why(exc)) from exc
 
     def fill(self, at: float) -> bool:
         """Read what arrives into `buffer`; False at the peer's end of stream."""
@@ -190,12 +190,12 @@ class Connection:
         try:
             data = self.sock.recv(RECV_BYTES)
         except TimeoutError as exc:
-            raise DeadlineExceeded("ReadTimeout", "the answer stopped arriving") from exc
+            raise WireTimeout("ReadTimeout", "the answer stopped arriving") from exc
         except OSError as exc:
-            raise TransportError("ReadError", self._why(exc)) from exc
+            raise WireError("ReadError", self._why(exc)) from exc
         if not data:
             if self.aborted:
-                raise TransportError("ReadError", "the client was closed")
+                raise WireError("ReadError", "the client was closed")
             return False
         self.buffer += data
         return True
@@ -208,11 +208,9 @@ class Connection:
                 del self.buffer[: end + 1]
                 return line
             if len(self.buffer) > MAX_LINE_BYTES:
-                raise TransportError(
-                    "RemoteProtocolError", f"{what} longer than {MAX_LINE_BYTES} bytes"
-                )
+                raise WireError("RemoteProtocolError", f"{what} longer than {MAX_LINE_BYTES} bytes")
             if not self.fill(at):
-                raise TransportError(
+                raise WireError(
                     "RemoteProtocolError",
                     f"peer closed connection without sending complete message body: {what} cut",
                 )
@@ -246,7 +244,7 @@ def parse_head(raw: bytes) -> Head:
     status_line = lines[0].rstrip(b"\r")
     matched = _STATUS_LINE.fullmatch(status_line)
     if matched is None:
-        raise TransportError(
+        raise WireError(
             "RemoteProtocolError",
             f"expected an HTTP/1.x status line, observed {status_line[:80]!r}",
         )
@@ -256,7 +254,7 @@ def parse_head(raw: bytes) -> Head:
         name, colon, value = line.partition(b":")
         text = name.decode("latin-1")
         if not colon or not _TOKEN.fullmatch(text):
-            raise TransportError(
+            raise WireError(
                 "RemoteProtocolError",
                 f"expected a header line 'name: value', observed {line[:80]!r}",
             )
@@ -277,12 +275,12 @@ def read_head(connection: Connection, at: float) -> Head:
         searched = 0
         while (found := _HEAD_END.search(connection.buffer, searched)) is None:
             if len(connection.buffer) > MAX_HEAD_BYTES:
-                raise TransportError(
+                raise WireError(
                     "RemoteProtocolError", f"response head longer than {MAX_HEAD_BYTES} bytes"
                 )
             searched = max(0, len(connection.buffer) - 3)
             if not connection.fill(at):
-                raise TransportError(
+                raise WireError(
                     "RemoteProtocolError",
                     "Server disconnected without sending a response."
                     if not connection.buffer
@@ -326,7 +324,7 @@ class Response:
         elif "content-length" in values:
             declared = {v.strip() for v in values["content-length"].split(",")}
             if len(declared) != 1 or not (length := declared.pop()).isdigit():
-                raise TransportError(
+                raise WireError(
                     "RemoteProtocolError",
                     f"expected one decimal Content-Length, observed {values['content-length']!r}",
                 )
@@ -350,7 +348,7 @@ class Response:
         received = 0
         while received < length:
             if not connection.buffer and not connection.fill(self._at):
-                raise TransportError(
+                raise WireError(
                     "RemoteProtocolError",
                     "peer closed connection without sending complete message body: "
                     f"received {received} bytes, expected {length}",
@@ -369,7 +367,7 @@ class Response:
             except ValueError:
                 size = -1
             if size < 0 or not size_text:
-                raise TransportError(
+                raise WireError(
                     "RemoteProtocolError", f"expected a hex chunk size, observed {line[:80]!r}"
                 )
             if size == 0:
@@ -378,7 +376,7 @@ class Response:
                 return
             while size:
                 if not connection.buffer and not connection.fill(self._at):
-                    raise TransportError(
+                    raise WireError(
                         "RemoteProtocolError",
                         "peer closed connection without sending complete message body: "
                         "incomplete chunked read",
@@ -388,7 +386,7 @@ class Response:
                 size -= len(piece)
                 yield piece
             if connection.read_line(self._at, "the end of a chunk"):
-                raise TransportError("RemoteProtocolError", "a chunk longer than its size")
+                raise WireError("RemoteProtocolError", "a chunk longer than its size")
 
     def _until_close(self, connection: Connection) -> Iterator[bytes]:
         while True:
@@ -464,7 +462,7 @@ class ConnectionPool:
 
     def close(self) -> None:
         """Close every connection: a request on another thread ends at once with a
-        `TransportError`, and later requests fail likewise."""
+        `WireError`, and later requests fail likewise."""
         with self._lock:
             self._closed = True
             idle = [c for connections in self._idle.values() for c in connections]
@@ -483,7 +481,7 @@ class ConnectionPool:
         found: Connection | None = None
         with self._lock:
             if self._closed:
-                raise TransportError("ConnectError", "the client was closed")
+                raise WireError("ConnectError", "the client was closed")
             idle = self._idle.get(address.origin)
             while idle:
                 connection = idle.pop()
@@ -501,7 +499,7 @@ class ConnectionPool:
         with self._lock:
             if self._closed:
                 found.close()
-                raise TransportError("ConnectError", "the client was closed")
+                raise WireError("ConnectError", "the client was closed")
             self._busy.add(found)
         return found
 
@@ -511,9 +509,9 @@ class ConnectionPool:
                 (address.host, address.port), timeout=_left(at, "ConnectTimeout")
             )
         except TimeoutError as exc:
-            raise DeadlineExceeded("ConnectTimeout", "connecting timed out") from exc
+            raise WireTimeout("ConnectTimeout", "connecting timed out") from exc
         except OSError as exc:
-            raise TransportError("ConnectError", str(exc) or type(exc).__name__) from exc
+            raise WireError("ConnectError", str(exc) or type(exc).__name__) from exc
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if address.scheme == "https":
@@ -521,10 +519,10 @@ class ConnectionPool:
                 sock = self._tls().wrap_socket(sock, server_hostname=address.host)
         except TimeoutError as exc:
             sock.close()
-            raise DeadlineExceeded("ConnectTimeout", "the TLS handshake timed out") from exc
+            raise WireTimeout("ConnectTimeout", "the TLS handshake timed out") from exc
         except OSError as exc:
             sock.close()
-            raise TransportError("ConnectError", str(exc) or type(exc).__name__) from exc
+            raise WireError("ConnectError", str(exc) or type(exc).__name__) from exc
         except BaseException:
             sock.close()
             raise
@@ -554,7 +552,7 @@ def fetch(
 ) -> Answer:
     """One request on a connection of its own, its answer read whole and uncapped: for the
     harness's calls to what it started itself (a fake deployment's control port), never for a
-    deployment under test (`http.Client` is). `TransportError` when no complete answer came."""
+    deployment under test (`http.Client` is). `WireError` when no complete answer came."""
     body = None if json_body is None else json.dumps(json_body).encode()
     headers = [] if body is None else [("Content-Type", "application/json")]
     pool = ConnectionPool(tls=tls, keepalive_expiry=0)

@@ -9,14 +9,14 @@ from collections.abc import Iterator, Sequence
 
 import httpx
 
-from .http11 import DeadlineExceeded, TransportError
+from .http11 import WireError, WireTimeout
 
 
-def _translated(exc: httpx.HTTPError) -> TransportError:
+def _translated(exc: httpx.HTTPError) -> WireError:
     kind = type(exc).__name__
     if isinstance(exc, httpx.TimeoutException):
-        return DeadlineExceeded(kind, str(exc))
-    return TransportError(kind, str(exc))
+        return WireTimeout(kind, str(exc))
+    return WireError(kind, str(exc))
 
 
 class HttpxResponse:
@@ -54,7 +54,7 @@ class HttpxWire:
     ) -> HttpxResponse:
         left = at - time.monotonic()
         if left <= 0:
-            raise DeadlineExceeded("ReadTimeout", "the request's deadline has passed")
+            raise WireTimeout("ReadTimeout", "the request's deadline has passed")
         try:
             request = self._client.build_request(
                 method, url, content=body, headers=list(headers), timeout=left

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, ClassVar
 
-from ..client.http11 import Answer, TransportError, fetch
+from ..client.http11 import Answer, WireError, fetch
 from ..errors import LaunchError
 from ..model.target import (
     COLD_START,
@@ -153,7 +153,7 @@ class ControlPortProbe:
                 json_body=dict(body),
                 deadline_s=CONTROL_TIMEOUT_S,
             )
-        except TransportError as exc:
+        except WireError as exc:
             raise LaunchError(f"the fake's control port did not answer: {exc}") from exc
         if reply.status != 200:
             raise LaunchError(f"{refused}: HTTP {reply.status} {reply.text[:200]}")
@@ -335,7 +335,7 @@ class FakeLauncher:
 def _post(url: str, body: Mapping[str, Any]) -> Answer:
     try:
         return fetch("POST", url, json_body=dict(body), deadline_s=COLD_START_REQUEST_TIMEOUT_S)
-    except TransportError as exc:
+    except WireError as exc:
         raise LaunchError(f"the cold-started fake did not answer {url}: {exc}") from exc
 
 
@@ -344,7 +344,7 @@ def _served_model(target: Target) -> str:
     try:
         reply = fetch("GET", target.url("/v1/models"), deadline_s=CONTROL_TIMEOUT_S)
         return str(reply.json()["data"][0]["id"])
-    except (TransportError, ValueError, KeyError, IndexError, TypeError) as exc:
+    except (WireError, ValueError, KeyError, IndexError, TypeError) as exc:
         raise LaunchError(f"the cold-started fake names no model on /v1/models: {exc}") from exc
 
 

@@ -19,7 +19,7 @@ import pytest
 
 from rl_conformance.client.breaker import CircuitBreaker
 from rl_conformance.client.http import Client
-from rl_conformance.client.http11 import ConnectionPool, TransportError, address_of, fetch
+from rl_conformance.client.http11 import ConnectionPool, WireError, address_of, fetch
 
 Script = Callable[[socket.socket, "Peer"], None]
 
@@ -348,6 +348,6 @@ def test_fetch_reads_a_whole_answer_on_a_connection_of_its_own() -> None:
         answer = fetch("POST", server.url + "/control", json_body={"a": 1}, deadline_s=5)
     assert (answer.status, answer.json(), answer.text) == (200, {}, "{}")
     assert server.requests[0].endswith(b'\r\n\r\n{"a": 1}')
-    with pytest.raises(TransportError, match=r"Connection refused") as refused:
+    with pytest.raises(WireError, match=r"Connection refused") as refused:
         fetch("GET", server.url + "/control", deadline_s=5)  # the peer is gone
     assert refused.value.kind == "ConnectError"
