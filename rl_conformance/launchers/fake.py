@@ -236,8 +236,8 @@ class FakeLauncher:
         return command + list(self.extra_args)
 
     def prepare(self, stack: contextlib.ExitStack) -> None:
+        fake_zygote.started(stack)  # first: it imports the fakes while the EOS ids are read
         fake_model_eos_ids()
-        fake_zygote.started(stack)
 
     def start(self) -> Target:
         self.trace_path = self._trace_path()

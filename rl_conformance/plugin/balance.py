@@ -1,7 +1,9 @@
 """How a parallel run divides a target's tests between deployments: a target cheap to start
 again (our fakes) is tested as several deployments of its kind at once, each running whole suite
-modules, balanced by the seconds each module took on that target when last measured
-(`suite_seconds.json`, written by `rl-conformance generation-costs`). A user's deployment is one
+modules, balanced by the seconds each test took on that target when last measured
+(`suite_seconds.json`, written by `rl-conformance generation-costs`); a module longer than a
+deployment's share is divided by its tests (its module fixtures then run on each deployment
+that has some of them), else it alone would set the run's length. A user's deployment is one
 group: it is started once.
 
 The suites' time is mostly waiting out verdict windows (a hold watched, a stream run to its
@@ -63,17 +65,33 @@ def module_of(item: Item) -> str:
     return str(getattr(item.path, "name", item.path))
 
 
+def test_seconds(
+    target_id: str, items: Sequence[Item], table: Mapping[str, Mapping[str, float]]
+) -> list[float]:
+    """Each of `items`' (all of one target) measured seconds, else `UNKNOWN_TEST_S`."""
+    known = table.get(target_id, {})
+    return [float(known.get(cost_key(item.nodeid, target_id), UNKNOWN_TEST_S)) for item in items]
+
+
 def estimate(
     target_id: str, items: Sequence[Item], table: Mapping[str, Mapping[str, float]]
 ) -> dict[str, float]:
-    """Seconds per module of `items` (all of one target, as selected): each test's measured
-    figure, else `UNKNOWN_TEST_S`."""
-    known = table.get(target_id, {})
+    """Seconds per module of `items` (all of one target, as selected)."""
     seconds: dict[str, float] = {}
-    for item in items:
-        took = float(known.get(cost_key(item.nodeid, target_id), UNKNOWN_TEST_S))
+    for item, took in zip(items, test_seconds(target_id, items, table), strict=True):
         seconds[module_of(item)] = seconds.get(module_of(item), 0.0) + took
     return seconds
+
+
+def units_of(items: Sequence[Item], seconds: Sequence[float], share: float) -> list[str]:
+    """What a group takes whole, for each of `items`: its module, or the test itself where its
+    module is longer than `share`."""
+    per_module: dict[str, float] = {}
+    for item, took in zip(items, seconds, strict=True):
+        per_module[module_of(item)] = per_module.get(module_of(item), 0.0) + took
+    return [
+        item.nodeid if per_module[module_of(item)] > share else module_of(item) for item in items
+    ]
 
 
 def parts_for(seconds: float) -> int:
@@ -81,8 +99,9 @@ def parts_for(seconds: float) -> int:
 
 
 def split_modules(seconds: Mapping[str, float], parts: int) -> list[set[str]]:
-    """The modules in `parts` sets of about equal seconds: the longest first, each to the set
-    with the fewest seconds so far (ties to the earlier set); empty sets are dropped."""
+    """The units (modules, or tests) in `parts` sets of about equal seconds: the longest first,
+    each to the set with the fewest seconds so far (ties to the earlier set); empty sets are
+    dropped."""
     loads = [0.0] * parts
     sets: list[set[str]] = [set() for _ in range(parts)]
     for module in sorted(seconds, key=lambda name: (-seconds[name], name)):
@@ -99,18 +118,23 @@ def balanced_groups(
 ) -> list[list[ItemT]]:
     """The groups of a parallel run, each in collection order, the longest (by estimate) first,
     so that with fewer processes than groups the short ones wait: one per target, and for a
-    target in `splittable`, `parts_for` its estimated seconds, by whole modules."""
+    target in `splittable`, `parts_for` its estimated seconds, by whole modules where a module
+    fits a part's share (`units_of`)."""
     table = measured_seconds() if table is None else table
     by_target: dict[str, list[ItemT]] = {}
     for item in items:
         by_target.setdefault(target_of(item), []).append(item)  # type: ignore[arg-type]
     weighed: list[tuple[float, list[ItemT]]] = []
     for target_id, its in by_target.items():
-        seconds = estimate(target_id, its, table)
-        parts = parts_for(sum(seconds.values())) if target_id in splittable else 1
-        for modules in split_modules(seconds, parts):
-            group = [item for item in its if module_of(item) in modules]
-            weighed.append((sum(seconds[module] for module in modules), group))
+        took = test_seconds(target_id, its, table)
+        parts = parts_for(sum(took)) if target_id in splittable else 1
+        units = units_of(its, took, sum(took) / parts) if parts > 1 else [module_of(i) for i in its]
+        seconds: dict[str, float] = {}
+        for unit, each in zip(units, took, strict=True):
+            seconds[unit] = seconds.get(unit, 0.0) + each
+        for chosen in split_modules(seconds, parts):
+            group = [item for item, unit in zip(its, units, strict=True) if unit in chosen]
+            weighed.append((sum(seconds[unit] for unit in chosen), group))
     weighed.sort(key=lambda pair: -pair[0])
     return [group for _, group in weighed]
 

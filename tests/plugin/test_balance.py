@@ -1,6 +1,7 @@
 """How a parallel run divides tests between deployments (`plugin.balance`): a target cheap to
-start again is split by whole modules into groups of about equal measured seconds, each group in
-collection order and the longest first; a user's deployment stays one group."""
+start again is split by whole modules (a module longer than a group's share by its tests) into
+groups of about equal measured seconds, each group in collection order and the longest first; a
+user's deployment stays one group."""
 
 from __future__ import annotations
 
@@ -63,7 +64,25 @@ def test_an_unmeasured_test_is_estimated_and_never_lost() -> None:
     table = {"fake-vllm": {"test_pause_modes.py::test_b": 8.0}}
     groups = balance.balanced_groups(ITEMS, {"fake-vllm"}, table)
     assert sorted(found.name for group in groups for found in group) == list("abcdefg")
-    assert ["b", "g"] in names(groups)
+    # fake-vllm: b's 8 s and 0.05 s for each of a, d, e and g: two parts of 4.1 s each. The
+    # pause-modes module (8.05 s) is longer than that: its tests go apart, b alone.
+    assert names(groups) == [["b"], ["a", "d", "e", "g"], ["c", "f"]]
+
+
+def test_a_module_longer_than_a_parts_share_is_divided_by_its_tests() -> None:
+    table = {
+        "fake-vllm": {
+            "test_pause_modes.py::test_b": 3.0,
+            "test_pause_modes.py::test_g": 2.5,
+            "test_discovery.py::test_a": 1.5,
+            "test_streaming.py::test_d": 0.5,
+            "test_refresh_streams_in_flight.py::test_e": 0.5,
+        }
+    }
+    groups = balance.balanced_groups(ITEMS, {"fake-vllm"}, table)
+    # 8 s in two parts of 4 s: whole, pause modes (5.5 s) would make one part 5.5 s long;
+    # divided, b (3 s) and g (2.5 s) each lead a part and the whole modules fill them.
+    assert names(groups) == [["b", "d", "e"], ["a", "g"], ["c", "f"]]
 
 
 def test_only_the_selected_tests_of_a_module_count() -> None:
