@@ -31,6 +31,7 @@ from typing import Any, Protocol
 from urllib.parse import quote, urlsplit
 
 from .. import errors
+from ..version import __version__
 
 MAX_HEAD_BYTES = 64 * 1024
 """A response head (status line and headers) longer than this is refused."""
@@ -44,7 +45,12 @@ _UNSAFE_VALUE = re.compile(r"[\r\n\x00]")
 _KEPT_IN_TARGET = "/?:@!$&'()*+,;=%-._~"
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 _NO_BODY_STATUSES = frozenset({204, 304})
-DEFAULT_HEADERS = (("Accept", "*/*"), ("Connection", "keep-alive"))
+DEFAULT_HEADERS = (
+    ("Accept", "*/*"),
+    ("Connection", "keep-alive"),
+    ("User-Agent", f"dynamo-rl-conformance/{__version__}"),
+)
+"""Sent unless the request names its own (the `Host` header is always the URL's)."""
 
 
 class WireError(errors.TransportError):
@@ -140,6 +146,8 @@ def request_head(
     given = {name.lower() for name, _ in headers}
     lines += [f"{name}: {value}" for name, value in DEFAULT_HEADERS if name.lower() not in given]
     for name, value in headers:
+        if name.lower() == "host":
+            continue
         if not _TOKEN.fullmatch(name) or _UNSAFE_VALUE.search(value):
             raise WireError("LocalProtocolError", f"the header {name!r}: {value!r} cannot be sent")
         lines.append(f"{name}: {value}")

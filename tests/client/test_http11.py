@@ -133,6 +133,7 @@ def test_the_request_line_host_and_body_headers_are_what_http_1_1_asks(client: C
     assert get.startswith("GET /v1/models?x=a%20b HTTP/1.1\r\n")
     assert f"\r\nHost: 127.0.0.1:{port}\r\n" in get
     assert "\r\nAccept-Encoding: " in get and "content-length" not in get.lower()
+    assert "\r\nUser-Agent: dynamo-rl-conformance/" in get
     assert post.startswith("POST /engine/pause HTTP/1.1\r\n")
     assert "\r\nContent-Type: application/json\r\n" in post
     assert post.endswith('\r\nContent-Length: 15\r\n\r\n{"mode":"keep"}')
