@@ -227,6 +227,10 @@ class Connection:
         """An idle connection with something to read was closed by its peer (or is out of
         step with it): not to be reused."""
         try:
+            if hasattr(select, "poll"):  # no limit on descriptor numbers, unlike select()
+                poller = select.poll()
+                poller.register(self.sock, select.POLLIN)
+                return bool(poller.poll(0))
             readable, _, _ = select.select([self.sock], [], [], 0)
         except (OSError, ValueError):
             return True
