@@ -332,7 +332,14 @@ class Response:
             self._keep = self._keep and head.status != 101
         elif "transfer-encoding" in values:
             codings = [c.strip().lower() for c in values["transfer-encoding"].split(",")]
-            self._chunked = codings[-1] == "chunked"
+            if [c for c in codings if c != "identity"] != ["chunked"]:
+                raise WireError(
+                    "RemoteProtocolError",
+                    f"expected Transfer-Encoding: chunked (the one transfer coding this client "
+                    f"reads; content codings go in Content-Encoding), observed "
+                    f"{values['transfer-encoding']!r}",
+                )
+            self._chunked = True
         elif "content-length" in values:
             declared = {v.strip() for v in values["content-length"].split(",")}
             if len(declared) != 1 or not (length := declared.pop()).isdigit():

@@ -234,6 +234,10 @@ BROKEN = {
         b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\ncontent-length: 3\r\n\r\n{}",
         "expected one decimal Content-Length, observed '2, 3'",
     ),
+    "gzip transfer coding": (
+        b"HTTP/1.1 200 OK\r\ntransfer-encoding: gzip, chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+        "expected Transfer-Encoding: chunked",
+    ),
     "not http": (b"SSH-2.0-OpenSSH_9.2\r\n\r\n", "expected an HTTP/1.x status line"),
     "bad header": (b"HTTP/1.1 200 OK\r\nno colon here\r\n\r\n", "expected a header line"),
     "nothing": (b"", "Server disconnected without sending a response."),
