@@ -40,6 +40,11 @@ DECODE_WAIT_S = 1.0
 """The longest a control step waits for a stream to show its decoding pace (`show_pace`)."""
 
 
+class EndedBeforeStep(Unobservable):
+    """The stream had run to its end, faithfully, by the time its first token was read: the
+    control step it was started for could not find it in flight."""
+
+
 @dataclass(frozen=True)
 class Mark:
     """What the stream had delivered at one moment: tokens received (events, for a native stream,
@@ -183,7 +188,7 @@ class InFlightStream:
                 "no request was in flight to observe"
             )
         if mark.ended:
-            raise Unobservable(
+            raise EndedBeforeStep(
                 f"a {self.max_tokens}-token stream ended ({mark.describe()}) before the control "
                 "step could be sent: no request was in flight to observe"
             )

@@ -24,7 +24,7 @@ from ..wire.exchange import Exchange
 from .admin import AdminClient, AdminWorker
 from .admin_steps import Selection, paused
 from .each_worker import pins
-from .inflight import InFlightStream, Mark, first_token_s, in_flight_budget
+from .inflight import EndedBeforeStep, InFlightStream, Mark, first_token_s, in_flight_budget
 from .refresh import pinned_generation
 
 HELD_S = 0.6
@@ -34,6 +34,11 @@ WATCH_FACTOR = 5
 PROBE_TOKENS = 8
 RETRY_S = 0.2
 """Between a refused generation after a resume and the next one."""
+IN_FLIGHT_ATTEMPTS = 3
+"""Sets of streams started for one crossing at most. On a loaded machine a real engine can run a
+stream to its end before the harness is scheduled to send the pause (its first token read late,
+the rest in the same burst): that set says nothing and is replaced by a new one; the pause is
+sent only with streams still open, and the verdict read from that one crossing."""
 
 
 def watch_s(unpaused_s: float) -> float:
@@ -76,19 +81,27 @@ def crossings(
     sent once its first token arrived and it showed its pace, `InFlightStream.show_pace`),
     watch them while paused for `watched_s` in two halves (less when they end), resume, and read
     what each delivered at each step, its answer read when its own worker's pause answered. A
-    stream that ended, or delivered nothing, before the pause is `Unobservable`
-    (`start_and_wait_first_token`)."""
+    stream that delivered nothing before the pause is `Unobservable`
+    (`start_and_wait_first_token`); streams that ended before it are replaced, up to
+    `IN_FLIGHT_ATTEMPTS` sets, and the last set is paused whatever it holds (its crossing then
+    says it ran to its end, and is not judged)."""
     workers = pins(chosen)
-    streams = streams_to(
-        client, target, workers, prompt, in_flight_budget(client, target, len(prompt))
-    )
+    budget = in_flight_budget(client, target, len(prompt))
+    for attempt in range(1, IN_FLIGHT_ATTEMPTS + 1):
+        streams = streams_to(client, target, workers, prompt, budget)
+        try:
+            sent = started_in_flight(verdict, streams, replaceable=attempt < IN_FLIGHT_ATTEMPTS)
+        except BaseException:
+            for stream in streams:
+                stream.wait()
+            raise
+        if sent is not None:
+            break
+        for stream in streams:  # ended or ending: none overlaps the next set
+            stream.wait()
+    assert sent is not None  # the last set is never replaced
     own = AnswerMarks(workers, streams)
     try:
-        for stream in streams:
-            stream.start_and_wait_first_token(verdict)
-        for stream in streams:
-            stream.show_pace()
-        sent = [stream.mark() for stream in streams]
         with paused(verdict, admin, chosen, mode, on_answer=own.on_answer):
             answered = own.marks()
             wait_all(streams, watched_s / 2)
@@ -104,6 +117,28 @@ def crossings(
             workers, streams, sent, answered, settled, at_resume, strict=True
         )
     ]
+
+
+def started_in_flight(
+    verdict: Verdict, streams: list[InFlightStream], *, replaceable: bool
+) -> list[Mark] | None:
+    """Start `streams`, each once the one before delivered its first token, let each show its
+    pace, and return what each had delivered then: the marks a control step is sent on. None,
+    with `replaceable`, when one had already ended (`EndedBeforeStep`, or ended while showing
+    its pace): that set cannot be in flight at the step."""
+    try:
+        for stream in streams:
+            stream.start_and_wait_first_token(verdict)
+    except EndedBeforeStep:
+        if replaceable:
+            return None
+        raise
+    for stream in streams:
+        stream.show_pace()
+    sent = [stream.mark() for stream in streams]
+    if replaceable and any(mark.ended for mark in sent):
+        return None
+    return sent
 
 
 class AnswerMarks:
