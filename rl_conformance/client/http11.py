@@ -69,8 +69,11 @@ class WireResponse(Protocol):
     """An answer whose head has arrived; its body is read with `iter_raw` (transfer coding
     removed, content coding kept) and `close` always follows."""
 
-    status_code: int
-    headers: Sequence[tuple[str, str]]
+    @property
+    def status_code(self) -> int: ...
+
+    @property
+    def headers(self) -> Sequence[tuple[str, str]]: ...
 
     def iter_raw(self) -> Iterator[bytes]: ...
 
