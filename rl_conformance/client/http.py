@@ -43,7 +43,14 @@ from ..wire.stream_state import (
 )
 from .breaker import CircuitBreaker
 from .codings import ACCEPT_ENCODING, CodingError, Decoder, decoder_for
-from .http11 import ConnectionPool, Wire, WireError, WireResponse, WireTimeout
+from .http11 import (
+    ConnectionPool,
+    Wire,
+    WireError,
+    WireResponse,
+    WireTimeout,
+    joined_headers,
+)
 from .httpx_wire import HttpxWire
 from .identity import AttemptIdentity
 from .progress import StreamProgress
@@ -339,13 +346,8 @@ class Client:
 
     @staticmethod
     def _record_head(exchange: Exchange, response: WireResponse) -> None:
-        """Headers by lower-cased name, repeated ones joined by commas."""
         exchange.status = response.status_code
-        headers: dict[str, str] = {}
-        for name, value in response.headers:
-            key = name.lower()
-            headers[key] = f"{headers[key]}, {value}" if key in headers else value
-        exchange.headers = headers
+        exchange.headers = joined_headers(response.headers)
 
     def _read_body(self, exchange: Exchange, response: WireResponse) -> None:
         decoder = _decoder(exchange)

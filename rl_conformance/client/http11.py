@@ -321,7 +321,7 @@ class Response:
         self._connection: Connection | None = connection
         self._at = at
         self._complete = False
-        values = _values(head.headers)
+        values = joined_headers(head.headers)
         connection_tokens = {
             token.strip().lower() for token in values.get("connection", "").split(",")
         }
@@ -429,11 +429,12 @@ class Response:
             self._pool.discard(connection)
 
 
-def _values(headers: Sequence[tuple[str, str]]) -> dict[str, str]:
-    """Headers by name, repeated ones joined by commas."""
+def joined_headers(headers: Sequence[tuple[str, str]]) -> dict[str, str]:
+    """Headers by lower-cased name, repeated ones joined by commas."""
     values: dict[str, str] = {}
     for name, value in headers:
-        values[name] = f"{values[name]}, {value}" if name in values else value
+        key = name.lower()
+        values[key] = f"{values[key]}, {value}" if key in values else value
     return values
 
 
