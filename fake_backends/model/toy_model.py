@@ -185,6 +185,11 @@ class ToyModel:
             f"fake-backends-weights:{weights_tag}".encode(), digest_size=32
         ).digest()
 
+    @property
+    def weights_key(self) -> bytes:
+        """What sets these weights apart from any other tag's."""
+        return self._key
+
     def context(self, ids: Iterable[int] = ()) -> Context:
         return Context(self._key, ids)
 

@@ -4,6 +4,7 @@ study all run through here."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from collections.abc import Sequence
@@ -124,7 +125,12 @@ def run(
             *config.pytest_arguments(),
         ]
     plugin = ConformanceRun(plan, progress=verbosity == "normal", jobs=jobs)
-    with tempfile.TemporaryDirectory(prefix="rl-conformance-") as scratch:
+    with (
+        contextlib.ExitStack() as prepared,
+        tempfile.TemporaryDirectory(prefix="rl-conformance-") as scratch,
+    ):
+        # before pytest starts: the fakes' zygote imports them while pytest imports the suites
+        plan.pool.prepare(prepared)
         ini = Path(scratch) / "pytest.ini"
         ini.write_text(INI)
         args = [

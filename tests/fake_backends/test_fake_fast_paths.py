@@ -66,6 +66,25 @@ def test_greedy_fast_path_matches_the_distribution(ignore_eos: bool, weights: st
         assert all(s.top == () and math.isfinite(s.logprob) for s in fast.steps)
 
 
+def test_a_remembered_greedy_choice_is_the_one_computed_for_its_weights_and_prompt() -> None:
+    """Asked again, a greedy choice is the one computed the first time; other weights, another
+    prompt or other parameters are computed afresh (never another key's choice)."""
+    prompt = encode("a prompt sent again and again")
+    params = SamplingParams(max_tokens=24, ignore_eos=True)
+    first = generate_choice(ToyModel("initial"), prompt, params, 0)
+    assert generate_choice(ToyModel("initial"), list(prompt), params, 0) is first
+    assert first == _greedy_choice(ToyModel("initial"), prompt, params, 0)
+    for model, other_prompt, other_params in (
+        (ToyModel("step-1"), prompt, params),
+        (ToyModel("initial"), [*prompt, 7], params),
+        (ToyModel("initial"), prompt, SamplingParams(max_tokens=25, ignore_eos=True)),
+        (ToyModel("initial"), prompt, SamplingParams(max_tokens=24)),
+    ):
+        again = generate_choice(model, other_prompt, other_params, 0)
+        assert again == _greedy_choice(model, other_prompt, other_params, 0)
+        assert again is not first
+
+
 @pytest.mark.parametrize("ignore_eos", [True, False])
 @pytest.mark.parametrize("max_tokens", [0, 1, 5, 40])
 def test_greedy_choice_is_the_general_loops_choice(ignore_eos: bool, max_tokens: int) -> None:
