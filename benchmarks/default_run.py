@@ -28,13 +28,48 @@ from typing import Any
 GOAL_S = 5.0
 
 
+SUBPACKAGES = {"rl_conformance.suites": "suites", "rl_conformance.schemas": "schemas"}
+"""Packages an editable install maps to this checkout's directories by name, whatever comes first
+on sys.path: another checkout's run must be given its own."""
+
+CHECKOUT_FINDER = """
+import importlib.util
+import sys
+
+
+class CheckoutPackages:
+    def find_spec(self, name, path=None, target=None):
+        place = {places!r}.get(name)
+        if place is None:
+            return None
+        return importlib.util.spec_from_file_location(
+            name, place + "/__init__.py", submodule_search_locations=[place]
+        )
+
+
+sys.meta_path.insert(0, CheckoutPackages())
+"""
+
+
+def checkout_environment(checkout: str, scratch: str) -> dict[str, str]:
+    """The environment that runs `checkout`'s code: its packages first on the path, and a
+    `sitecustomize` (in `scratch`) that finds its suites and schemas, which an editable install of
+    this checkout would otherwise supply."""
+    places = {name: str(Path(checkout) / folder) for name, folder in SUBPACKAGES.items()}
+    Path(scratch, "sitecustomize.py").write_text(CHECKOUT_FINDER.format(places=places))
+    return dict(os.environ, PYTHONPATH=os.pathsep.join([scratch, checkout]))
+
+
 def one_run(seed: int, jobs: str, checkout: str = "") -> tuple[float, float, dict[str, Any]]:
     """Wall seconds, CPU seconds (the run and everything it started) and the matrix; `checkout`:
-    another checkout's code instead of this one's."""
-    env = dict(os.environ, PYTHONPATH=checkout) if checkout else None
+    another checkout's code (harness, fakes, suites and schemas) instead of this one's."""
     # `python -m` puts the working directory first on sys.path: the checkout's, to import its code
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    with tempfile.TemporaryDirectory(prefix="rl-bench-") as scratch:
+    with (
+        tempfile.TemporaryDirectory(prefix="rl-bench-") as scratch,
+        tempfile.TemporaryDirectory(prefix="rl-bench-site-") as site,
+    ):
+        env = checkout_environment(checkout, site) if checkout else None
         started = time.perf_counter()
         command = [sys.executable, "-m", "rl_conformance", "run", "-q", "--jobs", jobs]
         subprocess.run(

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from rl_conformance import FeatureAbsent, Unobservable
-from rl_conformance.checks import aggregate_stream, control, pause_modes, straddle, streaming
+from rl_conformance.checks import control, pause_modes, straddle, streaming
 from rl_conformance.checks.base import MISSING
+from rl_conformance.checks.stream_fold import StreamFold
 from rl_conformance.client.http import Client
 from rl_conformance.control.admin import AdminClient, AdminWorker
 from rl_conformance.control.admin_steps import (
@@ -48,16 +49,16 @@ def ended_successfully(rl_verdict: Verdict, exchange: Exchange, worker: AdminWor
 
 def ended_once(
     rl_verdict: Verdict, stream: InFlightStream, worker: AdminWorker | None = None
-) -> list[Any]:
-    """The stream's events, after requiring one terminal per choice, terminal success, and a
+) -> StreamFold:
+    """The stream as folded, after requiring one terminal per choice, terminal success, and a
     terminal true of what the stream returned (`InFlightStream.judge_terminal`); a violation
     names `worker`, the one the stream was pinned to."""
     exchange = stream.exchange
-    payloads = rl_verdict.events(exchange)
-    rl_verdict.check(on_worker(streaming.single_terminal(payloads), worker), exchange)
+    fold = rl_verdict.folded(exchange)
+    rl_verdict.check(on_worker(streaming.single_terminal(fold), worker), exchange)
     ended_successfully(rl_verdict, exchange, worker)
     stream.judge_terminal(rl_verdict)
-    return payloads
+    return fold
 
 
 @capability("refresh.inflight_terminal")
@@ -276,8 +277,8 @@ def test_streams_in_flight_across_a_refresh_end_in_one_terminal_state(
         exchange = stream.exchange
         # Cut short by an abort, it says so: a trainer must tell a truncated sample from a
         # finished one.
-        merged = aggregate_stream(ended_once(rl_verdict, stream, worker))
-        reported = (merged.get("nvext") or {}).get("engine_data", {}).get("weight_version")
+        nvext = ended_once(rl_verdict, stream, worker).nvext  # each key's last value
+        reported = nvext.get("engine_data", {}).get("weight_version")
         rl_verdict.check(
             on_worker(control.version_is_one_of(reported, [old_version, version]), worker),
             exchange,

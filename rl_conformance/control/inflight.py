@@ -178,7 +178,7 @@ class InFlightStream:
             # simply over already leaves the test inconclusive.
             self.wait()
             exchange = self.exchange
-            verdict.events(exchange)
+            verdict.folded(exchange)
             state = exchange.state.value if exchange.state else "none"
             verdict.check(streaming.terminal_success(state, exchange.state_reason), exchange)
         if mark.tokens == 0:
@@ -307,7 +307,7 @@ def first_token_s(
     elapsed = time.monotonic() - started
     stream.wait()
     if stream.progress.events == 0:
-        verdict.events(stream.exchange)
+        verdict.folded(stream.exchange)
         raise Unobservable(
             f"the unpaused probe delivered nothing within {FIRST_TOKEN_S:g} s "
             f"({stream.exchange.state_reason or stream.exchange.error or 'no reason given'})"

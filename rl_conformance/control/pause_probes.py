@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from ..checks import aggregate_stream, straddle, terminal
+from ..checks import straddle, terminal
 from ..checks.pause_modes import AfterResume, Crossing
 from ..client.http import Client
 from ..model.target import Target
@@ -195,7 +195,7 @@ def wait_all(streams: list[InFlightStream], seconds: float) -> None:
 def _crossing(verdict: Verdict, mode: str, stream: InFlightStream, marks: list[Mark]) -> Crossing:
     sent, answered, settled, at_resume = marks
     held = 0 if settled.ended else at_resume.tokens - settled.tokens
-    ending = terminal.ending_from_body(aggregate_stream(verdict.events(stream.exchange)))
+    ending = terminal.ending_from_fold(verdict.folded(stream.exchange))
     return Crossing(
         mode=mode,
         max_tokens=stream.max_tokens,

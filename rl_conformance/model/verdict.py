@@ -16,6 +16,7 @@ from typing import Any
 
 from ..checks import http, schema_check
 from ..checks.base import MISSING, CheckResult
+from ..checks.stream_fold import StreamFold
 from ..wire.exchange import BodyNotJSON, Exchange
 
 
@@ -115,6 +116,27 @@ class Verdict:
                 if isinstance(payload, dict) and "error" not in payload:
                     self.check(schema_check(schema, payload, where=f"events[{position}]"), exchange)
         return payloads
+
+    def folded(self, exchange: Exchange) -> StreamFold:
+        """`events` without a schema, for a stream judged as a whole: the same checks (a 200
+        event stream whose every data event is JSON), read from the fold the client made as the
+        stream arrived (`exchange.fold`) instead of parsing every event again."""
+        fold = exchange.fold
+        if not isinstance(fold, StreamFold) or fold.payloads != exchange.event_count:
+            # not streamed by the client, or events it kept but never folded (the part of an
+            # event a cut stream left): judged from the events themselves
+            fold = StreamFold()
+            for position, payload in enumerate(self.events(exchange)):
+                fold.add(position, payload)
+            return fold
+        self.status(exchange, 200)
+        self.check(
+            http.event_stream(exchange.content_type, exchange.event_count, exchange.body_preview()),
+            exchange,
+        )
+        error = None if fold.unparseable is None else fold.unparseable[1]
+        self.check(http.json_body(error, exchange.body_preview(), what="stream event"), exchange)
+        return fold
 
 
 def _json_fact(value: Any) -> Any:
