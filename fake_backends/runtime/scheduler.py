@@ -170,12 +170,16 @@ class WorkerRuntime:
         gen.tokens += 1
         return True
 
-    def release_now(self, gen: Generation, delay_s: float = 0.0) -> bool:
+    def release_now(
+        self, gen: Generation, delay_s: float = 0.0, yield_every: int = UNDELAYED_TOKENS_PER_YIELD
+    ) -> bool:
         """``next_token(gen, delay_s)`` when it would not give the event loop a turn: the token
-        is released and True returned; False (nothing done) when it would, or might, wait."""
+        is released and True returned; False (nothing done) when it would, or might, wait.
+        ``yield_every``: tokens that may leave between two turns of the loop (a paced stream's
+        burst, whose delay is its turn)."""
         if (
             delay_s > 0
-            or gen.tokens % UNDELAYED_TOKENS_PER_YIELD == 0
+            or gen.tokens % yield_every == 0
             or self.paused
             or gen.abort_requested
             or self.closing

@@ -21,7 +21,7 @@ from fake_backends.deployment.serving import CoalescingTransport
 from fake_backends.encoding.json_text import dumps
 from fake_backends.encoding.sse_frames import frame
 from fake_backends.frontend.app import GenerationFirst
-from fake_backends.frontend.flow import unless_disconnected
+from fake_backends.frontend.flow import STREAM_TOKEN_BURST, unless_disconnected
 from fake_backends.frontend.render.chat import _ChatChunks, chat_views
 from fake_backends.frontend.render.completions import _CompletionChunks, completion_views
 from fake_backends.frontend.requests import parse_chat_request, parse_completion_request
@@ -35,7 +35,7 @@ from fake_backends.model.decoding import (
 )
 from fake_backends.model.tokenizer import EOS_ID, FIRST_BYTE_ID, FIRST_PIECE_ID, encode, pieces
 from fake_backends.model.toy_model import ToyModel
-from fake_backends.runtime.scheduler import Generation, WorkerRuntime
+from fake_backends.runtime.scheduler import UNDELAYED_TOKENS_PER_YIELD, Generation, WorkerRuntime
 
 
 def _plain_greedy(model: ToyModel, prompt: list[int], params: SamplingParams) -> list[Any]:
@@ -359,6 +359,22 @@ def test_release_now_is_next_token_when_that_would_not_wait(
             assert released
 
     asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("burst", [UNDELAYED_TOKENS_PER_YIELD, STREAM_TOKEN_BURST])
+def test_a_paced_streams_burst_leaves_between_two_turns_of_the_loop(burst: int) -> None:
+    """A paced stream's delay before each burst is its turn of the event loop: every other token
+    of the burst is released at once (`yield_every`); a pause stops the burst at the next token."""
+    runtime = WorkerRuntime()
+    gen = Generation("attempt", "cmpl-1", admitted=True, tokens=1)
+    released = 0
+    while runtime.release_now(gen, 0.0, burst):
+        released += 1
+    assert released == burst - 1 and gen.tokens == burst
+    gen = Generation("attempt", "cmpl-2", admitted=True, tokens=1)
+    assert runtime.release_now(gen, 0.0, burst)
+    runtime.paused, runtime.pause_mode = True, "keep"
+    assert not runtime.release_now(gen, 0.0, burst) and gen.tokens == 2
 
 
 _TOKEN_FRAME_BODIES: dict[str, list[dict[str, Any]]] = {
