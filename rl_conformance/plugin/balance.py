@@ -23,12 +23,13 @@ from ..client.budget import cost_key
 from .collection import target_of
 
 SECONDS_RESOURCE = "suite_seconds.json"
-GROUP_S = 4.0
-"""Measured test seconds per deployment: on a 2-core machine the default run was fastest with
-groups of about 4 s (median 8.1 s against 8.6-9.0 s with 3 s, 2.5 s or three groups per fake,
-and 10.3 s with two groups per fake; `benchmarks/default_run.py`). A deployment costs its start
-(about half a CPU second) and a child's preflight; below this size that outweighs the wait it
-takes off the longest group."""
+GROUP_S = 3.0
+"""Measured test seconds per deployment: on a 2-core machine the default run is fastest with
+groups of about 3 s (11 groups: median 5.88 s against 6.38 s with 4 s, n=9 in one run of
+`benchmarks/default_run.py --compare`; 2.5 s took as long with more CPU, 2 s 10-14% longer).
+A deployment costs its start (a fork of the fakes' zygote) and a child's preflight; below this
+size that outweighs the wait it takes off the longest group. Groups were 4 s while a stream
+cost twice the CPU it costs now: the run was then bound by CPU alone."""
 MOST_PARTS = 4
 UNKNOWN_TEST_S = 0.05
 """A test the table does not hold (a new test, an unmeasured target)."""

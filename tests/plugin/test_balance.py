@@ -30,16 +30,27 @@ ITEMS = [
     item("external-vllm", "test_discovery.py", "f"),
     item("fake-vllm", "test_pause_modes.py", "g"),
 ]
-TABLE = {
-    "fake-vllm": {
-        "test_discovery.py::test_a": 1.0,
-        "test_pause_modes.py::test_b": 2.5,
-        "test_pause_modes.py::test_g": 2.0,
-        "test_streaming.py::test_d": 1.5,
-        "test_refresh_streams_in_flight.py::test_e": 2.0,
-    },
-    "external-vllm": {"test_pause_modes.py::test_c": 30.0, "test_discovery.py::test_f": 1.0},
-}
+UNIT = balance.GROUP_S / 4
+"""The tables' seconds are in quarters of a group, so that the splits below hold whatever
+`GROUP_S` is (4 units: one group)."""
+
+
+def scaled(table: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+    return {target: {k: v * UNIT for k, v in tests.items()} for target, tests in table.items()}
+
+
+TABLE = scaled(
+    {
+        "fake-vllm": {
+            "test_discovery.py::test_a": 1.0,
+            "test_pause_modes.py::test_b": 2.5,
+            "test_pause_modes.py::test_g": 2.0,
+            "test_streaming.py::test_d": 1.5,
+            "test_refresh_streams_in_flight.py::test_e": 2.0,
+        },
+        "external-vllm": {"test_pause_modes.py::test_c": 30.0, "test_discovery.py::test_f": 1.0},
+    }
+)
 
 
 def names(groups: list[list[Any]]) -> list[list[str]]:
@@ -48,8 +59,8 @@ def names(groups: list[list[Any]]) -> list[list[str]]:
 
 def test_a_cheap_target_is_split_by_measured_seconds_and_a_users_deployment_is_not() -> None:
     groups = balance.balanced_groups(ITEMS, {"fake-vllm"}, TABLE)
-    # fake-vllm: 9 s measured -> two groups: pause modes (4.5 s) against the rest (4.5 s);
-    # the external target (31 s) is one group, the longest, so it starts first.
+    # fake-vllm: 9 units measured -> two groups: pause modes (4.5) against the rest (4.5);
+    # the external target (31) is one group, the longest, so it starts first.
     assert names(groups) == [["c", "f"], ["b", "g"], ["a", "d", "e"]]
 
 
@@ -61,27 +72,29 @@ def test_without_a_split_every_target_is_one_group_in_collection_order() -> None
 
 
 def test_an_unmeasured_test_is_estimated_and_never_lost() -> None:
-    table = {"fake-vllm": {"test_pause_modes.py::test_b": 8.0}}
+    table = scaled({"fake-vllm": {"test_pause_modes.py::test_b": 8.0}})
     groups = balance.balanced_groups(ITEMS, {"fake-vllm"}, table)
     assert sorted(found.name for group in groups for found in group) == list("abcdefg")
-    # fake-vllm: b's 8 s and 0.05 s for each of a, d, e and g: two parts of 4.1 s each. The
-    # pause-modes module (8.05 s) is longer than that: its tests go apart, b alone.
+    # fake-vllm: b's 8 units and `UNKNOWN_TEST_S` for each of a, d, e and g: two parts. The
+    # pause-modes module (b and g) is longer than a part: its tests go apart, b alone.
     assert names(groups) == [["b"], ["a", "d", "e", "g"], ["c", "f"]]
 
 
 def test_a_module_longer_than_a_parts_share_is_divided_by_its_tests() -> None:
-    table = {
-        "fake-vllm": {
-            "test_pause_modes.py::test_b": 3.0,
-            "test_pause_modes.py::test_g": 2.5,
-            "test_discovery.py::test_a": 1.5,
-            "test_streaming.py::test_d": 0.5,
-            "test_refresh_streams_in_flight.py::test_e": 0.5,
+    table = scaled(
+        {
+            "fake-vllm": {
+                "test_pause_modes.py::test_b": 3.0,
+                "test_pause_modes.py::test_g": 2.5,
+                "test_discovery.py::test_a": 1.5,
+                "test_streaming.py::test_d": 0.5,
+                "test_refresh_streams_in_flight.py::test_e": 0.5,
+            }
         }
-    }
+    )
     groups = balance.balanced_groups(ITEMS, {"fake-vllm"}, table)
-    # 8 s in two parts of 4 s: whole, pause modes (5.5 s) would make one part 5.5 s long;
-    # divided, b (3 s) and g (2.5 s) each lead a part and the whole modules fill them.
+    # 8 units in two parts of 4: whole, pause modes (5.5) would make one part 5.5 long;
+    # divided, b (3) and g (2.5) each lead a part and the whole modules fill them.
     assert names(groups) == [["b", "d", "e"], ["a", "g"], ["c", "f"]]
 
 
