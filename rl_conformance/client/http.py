@@ -27,9 +27,7 @@ import ssl
 import time
 from collections import deque
 from collections.abc import Sequence
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from ..checks.stream_fold import StreamFold
 from ..wire.exchange import KEPT_EVENTS, STREAM_BODY_HEAD, Exchange, WireRequest, parse_json
@@ -51,9 +49,11 @@ from .http11 import (
     WireTimeout,
     joined_headers,
 )
-from .httpx_wire import HttpxWire
 from .identity import AttemptIdentity
 from .progress import StreamProgress
+
+if TYPE_CHECKING:
+    import httpx
 
 DEFAULT_DEADLINE_S = 30.0
 DISCOVERY_DEADLINE_FACTOR = 1.5
@@ -79,6 +79,8 @@ LOG_LENGTH = 64
 def default_tls() -> ssl.SSLContext:
     """httpx's default verifying TLS context, built once per process, at the first https URL:
     building one reads the whole CA bundle (tens of milliseconds)."""
+    import httpx
+
     return httpx.create_ssl_context(trust_env=False)  # as the clients: no SSL_CERT_* variables
 
 
@@ -110,11 +112,13 @@ class Client:
         self.max_stream_bytes = max_stream_bytes
         self.keep_events = max(keep_events, 2)
         self.breaker = breaker if breaker is not None else CircuitBreaker()
-        self._wire: Wire = (
-            HttpxWire(transport)
-            if transport is not None
-            else ConnectionPool(tls=default_tls, keepalive_expiry=KEEPALIVE_EXPIRY_S)
-        )
+        self._wire: Wire
+        if transport is not None:
+            from .httpx_wire import HttpxWire  # httpx only where a transport is given
+
+            self._wire = HttpxWire(transport)
+        else:
+            self._wire = ConnectionPool(tls=default_tls, keepalive_expiry=KEEPALIVE_EXPIRY_S)
         self.log: deque[Exchange] = deque(maxlen=LOG_LENGTH)
         """The tape now recording: every exchange sent since the last `new_tape` (or since the
         client was made), the last `LOG_LENGTH` of them."""
