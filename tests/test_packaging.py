@@ -38,7 +38,7 @@ def test_wheel_carries_schemas_suites_and_fakes(wheel: Path) -> None:
     assert {name for name in harness if "__pycache__" not in name} <= names
     entry_points = next(name for name in names if name.endswith("entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
-    assert "rl-conformance = rl_conformance.cli:main" in text
+    assert "rl-conformance = rl_conformance.cli:command" in text
     assert "pytest11" not in text  # the plugin is loaded by a run, never into other sessions
 
 

@@ -24,7 +24,12 @@ rl-conformance generation-costs                     measure each test's generati
 from __future__ import annotations
 
 import argparse
+import atexit
+import contextlib
+import os
 import sys
+import threading
+from typing import NoReturn
 
 from ..errors import ConfigurationError
 from ..version import __version__
@@ -112,4 +117,21 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-__all__ = ["COMMANDS", "EXIT_USAGE", "build_parser", "main"]
+def command() -> NoReturn:
+    """`rl-conformance` and `python -m rl_conformance`: `main`, then the process's exit. Once the
+    exit handlers have run (temporary directories, logging), the standard streams are flushed
+    and no other thread is left, the process ends at once: the interpreter's teardown would
+    only free every object the run made (about 90 ms of a default run of 5 s). With a thread
+    still running, the exit is the usual one, which waits for it."""
+    code = main()
+    if threading.active_count() == 1:
+        atexit._run_exitfuncs()
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.flush()
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
+__all__ = ["COMMANDS", "EXIT_USAGE", "build_parser", "command", "main"]

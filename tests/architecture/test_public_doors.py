@@ -82,13 +82,14 @@ def test_the_doors_are_where_users_have_them() -> None:
     from rl_conformance.admission import admit_sample
     from rl_conformance.certify.testing import certify_scenario
     from rl_conformance.checks import REGISTRY
-    from rl_conformance.cli import main
+    from rl_conformance.cli import command, main
     from rl_conformance.plugin import pytest_addoption, pytest_configure
 
     assert callable(admit_sample) and callable(certify_scenario) and callable(main)
+    assert callable(command)
     assert callable(pytest_addoption) and callable(pytest_configure) and len(REGISTRY) > 40
     scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
-    assert scripts["rl-conformance"] == "rl_conformance.cli:main"
+    assert scripts["rl-conformance"] == "rl_conformance.cli:command"  # main, then the exit
 
 
 def test_python_dash_m_runs_the_command_line() -> None:
