@@ -239,9 +239,9 @@ class Launcher(Protocol):
     """Whether a second deployment of its kind costs about a second and nothing of the user's."""
 
     def prepare(self, stack: contextlib.ExitStack) -> None:
-        """Work every deployment of its kind repeats, done once; a parallel run calls it before
-        it forks its children, which inherit the result. What it leaves running is stopped when
-        `stack` closes, after the children have ended."""
+        """Work every deployment of its kind repeats, done once: a run calls it before pytest
+        starts (a parallel run's children inherit the result). What it leaves running is
+        stopped when `stack` closes, after the tests have ended."""
 
     def start(self) -> Target: ...
 

@@ -129,8 +129,9 @@ def run(
         contextlib.ExitStack() as prepared,
         tempfile.TemporaryDirectory(prefix="rl-conformance-") as scratch,
     ):
-        # before pytest starts: the fakes' zygote imports them while pytest imports the suites
-        plan.pool.prepare(prepared)
+        if not config.dry_run:  # a dry run starts nothing
+            # before pytest starts: the fakes' zygote imports them while pytest imports the suites
+            plan.pool.prepare(prepared)
         ini = Path(scratch) / "pytest.ini"
         ini.write_text(INI)
         args = [

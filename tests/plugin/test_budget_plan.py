@@ -221,3 +221,20 @@ def test_a_property_test_runs_with_the_examples_its_plan_gives(run_profile: None
     calls.clear()
     property_test()
     assert len(calls) == 50  # outside a run's call, the test's own settings are untouched
+
+
+def test_a_dry_run_starts_no_zygote_for_the_fakes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dry run plans and starts nothing: not even the process the fakes would be forked from."""
+    from rl_conformance.launchers import fake_zygote
+
+    started: list[str] = []
+
+    def refuse() -> Any:
+        started.append("zygote")
+        raise OSError("a dry run must not start the zygote")
+
+    monkeypatch.setattr(fake_zygote.FakeZygote, "start", staticmethod(refuse))
+    plan = dry_plan(tmp_path)
+    assert plan["tests"] and started == []
