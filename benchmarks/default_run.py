@@ -2,8 +2,8 @@
 at once), with a breakdown per suite and per target, and the same run in one process
 (`--jobs 1`) for comparison, alternating so load from elsewhere hits both alike.
 
-With `--compare CHECKOUT` the default run of another checkout of this project (its
-`rl_conformance` and `fake_backends` first on PYTHONPATH) alternates with this one's instead, for a
+With `--compare CHECKOUT` the default run of another checkout of this project (its harness,
+fakes, suites and schemas: `checkout_environment`) alternates with this one's instead, for a
 before/after measured in one run.
 
 Prints figures; asserts nothing. Usage: python benchmarks/default_run.py [--repeat N]
