@@ -48,9 +48,10 @@ DELAY_HEADER = "x-fake-delay-ms"
 TOKEN_DELAY_HEADER = "x-fake-token-delay-ms"
 REQUEST_ID_HEADER = "x-request-id"
 MAX_DELAY_MS = 600_000
-# Streamed tokens leave at most one per millisecond, like a (fast) real engine: a client
-# that reads one event and closes must be noticed while the stream still has tokens to
-# go, not after a toy model that never yields has finished them all.
+# Streamed tokens leave at one a millisecond on average (in bursts, `STREAM_TOKEN_BURST`),
+# like a (fast) real engine: a client that reads one event and closes must be noticed while
+# a long stream still has tokens to go, not after a toy model that never yields has finished
+# them all.
 STREAM_TOKEN_INTERVAL_S = 0.001
 STREAM_TOKEN_BURST = 32
 """Unless a token delay is asked for, a stream's tokens leave in bursts at that rate (32 every
