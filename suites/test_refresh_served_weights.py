@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from rl_conformance import FeatureAbsent, MissingInput, Unobservable
-from rl_conformance.checks import control
+from rl_conformance.checks import control, served_policy
+from rl_conformance.checks.served_policy import PolicyReference
 from rl_conformance.client.http import Client
 from rl_conformance.control.admin import AdminClient, AdminWorker
 from rl_conformance.control.admin_steps import apply_update, require_update_routes, select
@@ -95,9 +96,10 @@ def test_the_served_policy_is_the_checkpoint_sent(
 ) -> None:
     """After each of `REFITS` consecutive updates from checkpoints on disk (alternating between
     the given ones), the worker serves the checkpoint just sent: the greedy ids and the log
-    probabilities of a fixed probe match what the checkpoint itself gives (computed from it
-    with transformers), within `control.SERVED_POLICY_TOLERANCE`. An update that answers
-    success and keeps part of the old weights changes the output, so
+    probabilities of a fixed probe agree with what the checkpoint itself gives (computed from
+    it with transformers) at the serving precision, and the checkpoints the run knows are told
+    apart at that precision, so the served policy is nearer the one sent than any other. An
+    update that answers success and keeps part of the old weights changes the output, so
     `refresh.post_update_generation` passes; this does not."""
     chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
     require_update_routes(chosen)
@@ -107,6 +109,8 @@ def test_the_served_policy_is_the_checkpoint_sent(
             f"the served policy of a {chosen.family.name} worker: its updates are transfers, "
             "which name no checkpoint directory to compute a reference from"
         )
+    known = {path: reference_of(rl_references, path) for path in rl_weights.model_paths}
+    require_distinguishable(list(known.values()))
     for _ in range(REFITS):
         policy = rl_weights.new(chosen.family, chosen.workers)
         if policy.model_path is None:
@@ -114,11 +118,36 @@ def test_the_served_policy_is_the_checkpoint_sent(
                 "the served policy needs a real checkpoint to compare with: give "
                 "--update-model-path PATH twice"
             )
-        reference = rl_references.reference(policy.model_path, PROMPT, PROBE_TOKENS)
+        reference = known.get(policy.model_path) or reference_of(rl_references, policy.model_path)
+        others = [other for path, other in known.items() if path != policy.model_path]
+        require_distinguishable([reference, *others])
         apply_update(rl_verdict, rl_admin, chosen, rl_weights, policy)
         for worker in pins(chosen):
             ids, selected, prompt = served_probe(rl_verdict, rl_client, rl_target, worker)
             rl_verdict.check(
-                on_worker(control.served_policy(ids, selected, prompt, reference), worker)
+                on_worker(
+                    served_policy.served_policy(ids, selected, prompt, reference, others), worker
+                )
             )
+        known[policy.model_path] = reference
     require_observed(chosen, "the policy a worker serves")
+
+
+def reference_of(references: ReferenceSource, path: str) -> PolicyReference:
+    return references.reference(path, PROMPT, PROBE_TOKENS)
+
+
+def require_distinguishable(references: list[PolicyReference]) -> None:
+    """The served policy can name the checkpoint a worker serves only among checkpoints whose
+    answers to the probe differ at the serving precision: two that do not are a user's input
+    the test cannot use, never a failure of the deployment."""
+    for index, first in enumerate(references):
+        for second in references[index + 1 :]:
+            if not served_policy.distinguishable(first, second):
+                raise MissingInput(
+                    f"the checkpoints {first.checkpoint} and {second.checkpoint} give the "
+                    "served-policy probe the same answers within the tolerance of "
+                    f"{served_policy.tolerance_for(first).stated}, so no "
+                    "served answer can tell them apart: give --update-model-path checkpoints "
+                    "that differ"
+                )

@@ -25,29 +25,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+from ..checks.served_policy import PolicyReference
 from ..engine_side import REFERENCE_POLICY
 from ..errors import LaunchError
 from ..model.target import CHANNELS, COLD_START, ColdStartProbe, Probe
 from ..model.verdict import MissingInput
 
+__all__ = ["PolicyReference", "ReferenceSource", "compute", "from_cold_start"]
+
 REFERENCE_TIMEOUT_S = 300.0
 PYTHON_ENV = "RL_CONFORMANCE_REFERENCE_PYTHON"
-
-
-@dataclass(frozen=True)
-class PolicyReference:
-    """What the checkpoint says a greedy probe gives (see `engine_side/reference_policy.py`)."""
-
-    checkpoint: str
-    prompt: tuple[int, ...]
-    completion_ids: tuple[int, ...]
-    completion_logprobs: tuple[float, ...]
-    margins: tuple[float, ...]
-    """Each greedy choice's log-probability lead over the runner-up."""
-    prompt_logprobs: tuple[float | None, ...]
-    dtype: str = "float32"
-    """The dtype the checkpoint is stored in (its config's `torch_dtype`), which a deployment
-    serves unless told otherwise: it sets the check's tolerance."""
 
 
 @dataclass
@@ -185,6 +172,7 @@ def from_cold_start(
         completion_logprobs=selected,
         margins=margins,
         prompt_logprobs=prompt_logprobs,
+        same_engine=True,
     )
 
 
@@ -246,6 +234,8 @@ def compute(python: Path, checkpoint: Path, prompt: Sequence[int], tokens: int) 
             completion_logprobs=tuple(found["completion_logprobs"]),
             margins=tuple(found["margins"]),
             prompt_logprobs=tuple(found["prompt_logprobs"]),
+            completion_scales=tuple(found["completion_scales"]),
+            prompt_scales=tuple(found["prompt_scales"]),
             dtype=str(found.get("dtype") or "float32"),
         )
     except (ValueError, KeyError, IndexError, TypeError) as exc:

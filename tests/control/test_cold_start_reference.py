@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from rl_conformance.checks import control
+from rl_conformance.checks.served_policy import served_policy
 from rl_conformance.control.families import SGLANG, VLLM, NewWeights
 from rl_conformance.control.policy_reference import (
     ReferenceSource,
@@ -103,9 +103,9 @@ def test_a_faithful_update_serves_the_cold_start_reference(
         assert len(reference.completion_ids) == TOKENS and reference.prompt_logprobs[0] is None
         assert all(margin >= 0 for margin in reference.margins)
         before = served(http, target)
-        assert not control.served_policy(*before, reference).passed  # not yet that checkpoint
+        assert not served_policy(*before, reference).passed  # not yet that checkpoint
         update(http, target, path)
-        assert control.served_policy(*served(http, target), reference).passed
+        assert served_policy(*served(http, target), reference).passed
         assert source.reference(path, PROMPT, TOKENS) is reference  # computed once
     finally:
         launcher.stop()
@@ -121,7 +121,7 @@ def test_an_update_serving_a_mix_is_not_the_checkpoint(http: httpx.Client, flavo
         update(http, target, path)
         after = served(http, target)
         assert after[0] != before[0]  # the output changed: post_update_generation passes
-        result = control.served_policy(*after, reference)
+        result = served_policy(*after, reference)
         assert not result.passed
         assert "cold start" in result.violations[0].message
     finally:
