@@ -14,7 +14,12 @@ from rl_conformance.control.admin_steps import apply_update, require_update_rout
 from rl_conformance.control.each_worker import on_worker, pins, require_observed
 from rl_conformance.control.policy_reference import ReferenceSource
 from rl_conformance.control.refresh import completion_ids, pinned_generation
-from rl_conformance.control.refresh_probes import PROMPT, REFITS, generate_ids
+from rl_conformance.control.refresh_probes import (
+    PROMPT,
+    REFITS,
+    generate_ids,
+    judge_post_update_generations,
+)
 from rl_conformance.control.weights import WeightSource
 from rl_conformance.model.target import Target
 from rl_conformance.model.verdict import Verdict
@@ -35,17 +40,23 @@ def test_post_update_generation_uses_the_new_weights(
     """Where the run does not know which checkpoint the worker held (a deployment reached by
     URL, left as an earlier run left it), an unchanged output may mean it already held the one
     sent: a second update, to a checkpoint it now surely does not hold, decides. Judged on every
-    selected worker, each by generations pinned to it."""
+    selected worker, each by generations pinned to it; after each update the worker's
+    generations on every OpenAI-compatible route, unary and streamed, are judged as any other
+    (engine ids, finite log probabilities aligned with them)."""
     chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
     workers = pins(chosen)
     unknown = None in rl_weights.holding(chosen.workers)
     before = [generate_ids(rl_verdict, rl_client, rl_target, w)[0] for w in workers]
     version = apply_update(rl_verdict, rl_admin, chosen, rl_weights)
     after = [generate_ids(rl_verdict, rl_client, rl_target, w) for w in workers]
+    for worker in workers:
+        judge_post_update_generations(rl_verdict, rl_client, rl_target, worker)
     if unknown and any(ids == old for (ids, _), old in zip(after, before, strict=True)):
         before = [ids for ids, _ in after]
         version = apply_update(rl_verdict, rl_admin, chosen, rl_weights)
         after = [generate_ids(rl_verdict, rl_client, rl_target, w) for w in workers]
+        for worker in workers:
+            judge_post_update_generations(rl_verdict, rl_client, rl_target, worker)
     for worker, old, (ids, seen) in zip(workers, before, after, strict=True):
         rl_verdict.check(on_worker(control.post_update_generation(old, ids, seen, version), worker))
     require_observed(chosen, "what a worker generates after an update")
@@ -124,6 +135,7 @@ def test_the_served_policy_is_the_checkpoint_sent(
         apply_update(rl_verdict, rl_admin, chosen, rl_weights, policy)
         for worker in pins(chosen):
             ids, selected, prompt = served_probe(rl_verdict, rl_client, rl_target, worker)
+            require_decisive(reference, others, prompt_logprobs=prompt is not None)
             rl_verdict.check(
                 on_worker(
                     served_policy.served_policy(ids, selected, prompt, reference, others), worker
@@ -135,6 +147,28 @@ def test_the_served_policy_is_the_checkpoint_sent(
 
 def reference_of(references: ReferenceSource, path: str) -> PolicyReference:
     return references.reference(path, PROMPT, PROBE_TOKENS)
+
+
+def require_decisive(
+    reference: PolicyReference, others: list[PolicyReference], *, prompt_logprobs: bool
+) -> None:
+    """What the served probe carries must be able to tell the checkpoint sent from the others:
+    without prompt log probabilities only the greedy continuation can, and at the serving
+    precision its first steps may all be near-ties. Otherwise nothing was judged: never a
+    pass."""
+    if prompt_logprobs:
+        return
+    seen = served_policy.as_seen(reference, prompt_logprobs=False)
+    if not served_policy.decisive(seen) or any(
+        not served_policy.distinguishable(seen, served_policy.as_seen(other, False))
+        for other in others
+    ):
+        raise Unobservable(
+            "the served policy from the greedy continuation alone: the response carries no "
+            "nvext.prompt_logprobs (asked with prompt_logprobs and nvext.extra_fields), and "
+            "the continuation cannot tell the checkpoint sent from the others within the "
+            f"{served_policy.tolerance_for(reference).stated}"
+        )
 
 
 def require_distinguishable(references: list[PolicyReference]) -> None:

@@ -241,6 +241,12 @@ CONTROL_PLANE_FAULTS: tuple[Fault, ...] = (
         ADMIN_BACKENDS,
     ),
     fault(
+        "logprobs_nan_after_update",
+        "once a worker has loaded new weights, every log probability it reports is NaN while "
+        "its token ids stay right (an update that overlaps generation: NVIDIA-NeMo/RL #2180)",
+        ADMIN_BACKENDS,
+    ),
+    fault(
         "update_applied_once",
         "a worker's first weight update swaps its weights; every later one answers ok and "
         "declares its version but keeps the weights of the first (a refit path that works "

@@ -19,6 +19,7 @@ from typing import Any
 from fake_backends.frontend.requests import GenerationRequest
 from fake_backends.model.decoding import ChoiceResult, PromptPosition, generate_choice, score_prompt
 from fake_backends.runtime.state import DeploymentState
+from fake_backends.runtime.weights import as_generated
 from fake_backends.runtime.workers import EngineWorker
 
 
@@ -66,7 +67,10 @@ def run_request(
     model = worker.model()
     count = request.n + (1 if state.fault("wrong_choice_count") else 0)
     choices = tuple(
-        _misreported(state, generate_choice(model, request.prompt_ids, request.params, i))
+        _misreported(
+            state,
+            as_generated(worker, generate_choice(model, request.prompt_ids, request.params, i)),
+        )
         for i in range(count)
     )
     scores: tuple[PromptPosition | None, ...] | None = None

@@ -41,6 +41,7 @@ from fake_backends.model.decoding import (
 from fake_backends.model.tokenizer import VOCAB_SIZE
 from fake_backends.model.toy_model import Alternative
 from fake_backends.runtime.state import DeploymentState
+from fake_backends.runtime.weights import as_generated
 from fake_backends.runtime.workers import EngineWorker
 
 Triple = list[Any]
@@ -176,7 +177,9 @@ class SglangEvents:
             if state.fault("native_route_sequence_differs") and request.prompt
             else request.prompt
         )
-        self._result = generate_choice(worker.model(), context, request.params, 0)
+        self._result = as_generated(
+            worker, generate_choice(worker.model(), context, request.params, 0)
+        )
         self._rid = request.rid or str(uuid.uuid4())
         self._return_logprob = request.return_logprob
         self._top_n = request.top_n

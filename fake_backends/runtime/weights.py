@@ -17,12 +17,15 @@ The control-plane faults that lie about updates are applied here and nowhere els
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
+from fake_backends.model.decoding import ChoiceResult
 from fake_backends.runtime.workers import EngineWorker
 
 SERVES_A_MIX = "update_serves_a_mix"
+NAN_AFTER_UPDATE = "logprobs_nan_after_update"
 
 
 def path_weights(model_path: str) -> str:
@@ -75,6 +78,18 @@ def load_weights(
         declare_version(worker, version)
     if reset_cache:
         worker.runtime.flush()
+
+
+def as_generated(worker: EngineWorker, result: ChoiceResult) -> ChoiceResult:
+    """A choice as `worker` reports it (``logprobs_nan_after_update``: once it has loaded new
+    weights, every log probability it reports is NaN while its ids stay right, as NeMo RL
+    #2180 reports of an update that overlaps generation)."""
+    if worker.runtime.updates and deployment_fault(worker, NAN_AFTER_UPDATE):
+        nan = float("nan")
+        return dataclasses.replace(
+            result, steps=tuple(step._replace(logprob=nan) for step in result.steps)
+        )
+    return result
 
 
 def _serves_a_mix(worker: EngineWorker) -> bool:

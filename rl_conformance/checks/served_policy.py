@@ -25,6 +25,7 @@ fails, naming which.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -190,6 +191,27 @@ def disagreement(
                 got,
             )
     return None
+
+
+def as_seen(reference: PolicyReference, prompt_logprobs: bool) -> PolicyReference:
+    """`reference` as far as a served probe can be compared with it: without its prompt log
+    probabilities when the deployment returns none."""
+    if prompt_logprobs:
+        return reference
+    return dataclasses.replace(reference, prompt_logprobs=(), prompt_scales=())
+
+
+def decisive(reference: PolicyReference) -> bool:
+    """Whether a served probe is judged at any position at all: a prompt log probability, or
+    a first greedy step that is not a near-tie at the serving precision."""
+    if any(value is not None for value in reference.prompt_logprobs):
+        return True
+    if not reference.completion_ids:
+        return False
+    allowed = tolerance_for(reference).at(
+        reference.completion_logprobs[0], _scale(reference.completion_scales, 0)
+    )
+    return reference.margins[0] >= 2 * allowed
 
 
 def distinguishable(first: PolicyReference, second: PolicyReference) -> bool:

@@ -18,6 +18,7 @@ def completion(
     *,
     stream: bool = False,
     extra_fields: tuple[str, ...] = (),
+    headers: dict[str, str] | None = None,
     **fields: Any,
 ) -> Exchange:
     body: dict[str, Any] = {"model": target.model, "prompt": prompt, **fields}
@@ -25,8 +26,8 @@ def completion(
         body["nvext"] = {**body.get("nvext", {}), "extra_fields": list(extra_fields)}
     if stream:
         body["stream"] = True
-        return client.stream("POST", target.url("/v1/completions"), json_body=body)
-    return client.post(target.url("/v1/completions"), body)
+        return client.stream("POST", target.url("/v1/completions"), json_body=body, headers=headers)
+    return client.post(target.url("/v1/completions"), body, headers=headers)
 
 
 def chat(
@@ -40,12 +41,12 @@ def chat(
     headers: dict[str, str] | None = None,
     **fields: Any,
 ) -> Exchange:
+    nvext: dict[str, Any] = dict(fields.pop("nvext", None) or {})
     body: dict[str, Any] = {
         "model": target.model,
         "messages": [{"role": "user", "content": content}],
         **fields,
     }
-    nvext: dict[str, Any] = {}
     if token_data is not None:
         nvext["token_data"] = token_data
     if extra_fields:

@@ -10,6 +10,8 @@ from dataclasses import replace
 from rl_conformance.checks.served_policy import (
     PolicyReference,
     Tolerance,
+    as_seen,
+    decisive,
     distinguishable,
     served_policy,
     serving_tolerance,
@@ -174,3 +176,18 @@ def test_a_cold_start_reference_is_held_to_float32_rounding() -> None:
     failed = served_policy(IDS, [-1.05, -0.5, -2.0, -0.1], PROMPT, cold)
     assert not failed.passed
     assert "the deployment's own answer on a cold start" in failed.violations[0].message
+
+
+def test_without_prompt_logprobs_only_a_decisive_continuation_judges() -> None:
+    """A deployment that returns no prompt log probabilities is judged on the greedy
+    continuation alone: where its first step is a near-tie at the serving precision, nothing
+    is judged, which the suite reports as unobservable rather than a pass."""
+    scaled = replace(
+        REFERENCE, completion_scales=(14.0,) * 4, prompt_scales=(None, 14.0, 14.0, 14.0)
+    )
+    assert decisive(scaled) and decisive(as_seen(scaled, True))
+    seen = as_seen(scaled, False)
+    assert seen.prompt_logprobs == () and not decisive(seen)
+    assert decisive(replace(seen, margins=(4.0, 0.005, 0.7, 0.7)))
+    assert decisive(as_seen(REFERENCE, False))  # logits of magnitude 1: a 0.9-nat lead decides
+    assert distinguishable(as_seen(PREVIOUS, False), as_seen(REFERENCE, False))

@@ -178,6 +178,24 @@ def test_update_serves_a_mix(client: httpx.Client, dep: FakeDeployment) -> None:
         assert ids(greedy(client, clean)) == checkpoint
 
 
+@shows("logprobs_nan_after_update")
+def test_logprobs_nan_after_update(client: httpx.Client, dep: FakeDeployment) -> None:
+    """Log probabilities are finite until the worker loads new weights, NaN after; the ids stay
+    the checkpoint's."""
+    base = dep.workers[0]["system_url"]
+    with faulted(dep, "logprobs_nan_after_update"):
+        before = greedy(client, dep, logprobs=0)
+        assert all(value == value for value in before["choices"][0]["logprobs"]["token_logprobs"])
+        admin(client, base, "pause_generation")
+        admin(client, base, "update_weights_from_disk", {"model_path": "/c"})
+        admin(client, base, "resume_generation")
+        after = greedy(client, dep, logprobs=0)
+    selected = after["choices"][0]["logprobs"]["token_logprobs"]
+    assert selected and all(value != value for value in selected)
+    with FakeDeployment("vllm", workers=1, initial_model_path="/c") as cold:
+        assert ids(after) == ids(greedy(client, cold))
+
+
 @shows("kv_not_flushed")
 def test_kv_not_flushed(client: httpx.Client, dep: FakeDeployment) -> None:
     base = dep.workers[0]["system_url"]
