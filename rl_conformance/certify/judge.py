@@ -243,7 +243,9 @@ def verified_terminal_only(evidence: Evidence) -> Finding:
             "request (several replies, or none, carry its identity or its ids), and no rollout "
             "was cancelled",
         )
-    judged = [f"{traced} admitted sample(s), each from a verified terminal response"]
+    judged = (
+        [f"{traced} admitted sample(s), each from a verified terminal response"] if traced else []
+    )
     if cancelled:
         judged.append(f"nothing admitted for the {len(cancelled)} cancelled rollout(s)")
     return passing(check, "; ".join(judged))
