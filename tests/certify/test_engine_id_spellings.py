@@ -29,46 +29,23 @@ from rl_conformance.certify.testing import assert_passed
 
 ROOT = Path(__file__).resolve().parents[2]
 REAL = ROOT / "fixtures" / "dynamo-1.6.1" / "vllm-cpu"
+SPELLED = ROOT / "fixtures" / "framework_clients" / "token-ids-as-text"
 PROMPT = [1, 450, 3000, 1271, 9999, 17, 2048, 777]
 
 
-def _real(name: str) -> dict[str, Any]:
-    return json.loads((REAL / f"{name}.json").read_text())
-
-
-def _spelled(payload: dict[str, Any], ids: list[int]) -> dict[str, Any]:
-    """A real completions payload as vLLM answers it under `return_tokens_as_token_ids`: each
-    selected token (and each top-logprob key) spelled `token_id:<id>`, no nvext asked for."""
-    payload = copy.deepcopy(payload)
-    payload.pop("nvext", None)
-    for choice in payload.get("choices") or []:
-        logprobs = choice.get("logprobs") or {}
-        if logprobs.get("tokens"):
-            count = len(logprobs["tokens"])
-            spelled, ids[:] = [f"token_id:{i}" for i in ids[:count]], ids[count:]
-            logprobs["tokens"] = spelled
-            logprobs["top_logprobs"] = [
-                {token: next(iter(top.values()))}
-                for token, top in zip(spelled, logprobs["top_logprobs"], strict=True)
-            ]
-    return payload
+def _real(name: str, directory: Path = SPELLED) -> dict[str, Any]:
+    return json.loads((directory / f"{name}.json").read_text())
 
 
 def _vllm_way(stream: bool = False) -> tuple[dict[str, Any], Any, list[int]]:
-    """(request body, reply, the engine's ids) of a completion asked for vLLM's way."""
-    name = "completions_stream_extra_fields_all" if stream else "completions_extra_fields_all"
+    """(request body, reply, the engine's ids) of a completion asked for vLLM's way, as real
+    Dynamo 1.6.1 + vLLM 0.31 answered it; the ids are those it named when asked by name too."""
+    name = "completions_stream_token_ids_as_text" if stream else "completions_token_ids_as_text"
     document = _real(name)
-    unary = _real("completions_extra_fields_all")["response"]["body"]
-    ids = list(unary["nvext"]["completion_token_ids"])
-    body = {"model": "tiny", "prompt": PROMPT, "max_tokens": 6, "temperature": 0.0}
-    body |= {"return_tokens_as_token_ids": True, "logprobs": 0, "stream": stream}
-    remaining = list(ids)
-    if stream:
-        events = document["response"]["sse_events"]
-        reply: Any = [_spelled(e, remaining) if isinstance(e, dict) else e for e in events]
-    else:
-        reply = _spelled(document["response"]["body"], remaining)
-    return body, reply, ids
+    named = _real("completions_token_ids_as_text_with_named")["response"]["body"]
+    response = document["response"]
+    reply = response["sse_events"] if stream else response["body"]
+    return document["request"]["body"], reply, list(named["nvext"]["completion_token_ids"])
 
 
 def _record(seq: int, body: dict[str, Any], reply: Any, at: float, **headers: str) -> AuditRecord:
@@ -115,15 +92,24 @@ def test_ids_spelled_token_id_are_the_engines(stream: bool) -> None:
 
 
 def test_chat_entries_spelled_token_id_are_the_engines() -> None:
-    entries = [{"token": f"token_id:{i}", "logprob": -1.0} for i in (7, 9)]
-    reply = {"choices": [{"logprobs": {"content": entries}, "finish_reason": "length"}]}
-    record = AuditRecord(0, "frontend", "POST", "/v1/chat/completions", {}, {}, 0.0, status=200)
-    record.response = reply
-    assert engine_ids(record) == [7, 9]
+    document = _real("chat_token_ids_as_text")
+    body, reply = document["request"]["body"], document["response"]["body"]
+    record = AuditRecord(0, "frontend", "POST", "/v1/chat/completions", {}, body, 0.0, status=200)
+    record.response = copy.deepcopy(reply)
+    record.response.pop("nvext")  # the spelled ids alone
+    assert asks_engine_ids(body)
+    assert engine_ids(record) == reply["nvext"]["completion_token_ids"]
+
+
+def test_without_logprobs_no_token_spells_an_id() -> None:
+    document = _real("completions_token_ids_as_text_no_logprobs")
+    body, reply = document["request"]["body"], document["response"]["body"]
+    assert not asks_engine_ids(body)
+    assert engine_ids(_record(0, body, reply, 0.0)) is None
 
 
 def test_text_tokens_are_no_ids() -> None:
-    document = _real("completions_logprobs_0")
+    document = _real("completions_logprobs_0", REAL)
     record = _record(0, document["request"]["body"], document["response"]["body"], 0.0)
     assert engine_ids(record) is None  # " kozit" is text, not an id
     _, reply, _ = _vllm_way()
