@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .deployment_routes import not_judged
+from .generation_routes import not_staged_route
 from .judge import (
     FAIL,
     NOT_APPLICABLE,
@@ -68,9 +69,11 @@ def judge(evidence: Evidence) -> list[Finding]:
     scenario's event exists to test `skipped` where they passed without the event having
     happened; and a refresh item the client failed only on a deployment other than its own
     (an engine route the staged deployment does not serve) `skipped`, naming the route and the
-    option that describes the client's deployment."""
+    option that describes the client's deployment; likewise a generation item where the client
+    generates through a route the fleet does not serve and a deployment serves when told to."""
     gap = not_staged(evidence)
     mismatch = not_judged(evidence)
+    unserved_route = not_staged_route(evidence)
     findings = []
     for check_id, check in CHECKS.items():
         if half_of(check_id) not in evidence.implements:
@@ -88,5 +91,11 @@ def judge(evidence: Evidence) -> list[Finding]:
             finding = Finding(check_id, SKIPPED, f"not staged: {gap}")
         if mismatch is not None and finding.outcome == FAIL and half_of(check_id) == REFRESH:
             finding = Finding(check_id, SKIPPED, f"not judged: {mismatch}")
+        if (
+            unserved_route is not None
+            and finding.outcome == FAIL
+            and half_of(check_id) == GENERATION
+        ):
+            finding = Finding(check_id, SKIPPED, f"not judged: {unserved_route}")
         findings.append(finding)
     return findings

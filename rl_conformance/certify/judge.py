@@ -2,7 +2,9 @@
 the samples the adapter admitted and the steps it was driven through.
 
 A check returns `pass` with what it verified, `fail` with the exchange that shows the violation,
-or `skipped` when the scenario gave it nothing to judge.
+or `skipped` as never exercised when the scenario gave it nothing to judge: no item passes on
+zero observations (a client that sends nothing, admits nothing or refreshes nothing passes
+nothing), and the skip names what would have exercised it.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from .audit import FRONTEND, NOT_CLAIMED, AuditLog, AuditRecord, Delivery, Step
 from .fleets import VLLM_FLEET, CertificationFleet
 from .protocol import GENERATION, REFRESH, Sample
 from .replies import (
+    asks_engine_ids,
     engine_ids,
     engine_logprobs,
     is_native,
@@ -133,26 +136,59 @@ def failing(check: str, message: str, expected: Any, observed: Any) -> Finding:
     return Finding(check, FAIL, message, expected, observed)
 
 
-def skipping(check: str, message: str) -> Finding:
-    return Finding(check, SKIPPED, message)
+NEVER_EXERCISED = "never exercised"
+EXERCISED_BY: dict[str, str] = {
+    "adapter.generation_reaches_backend": "a rollout the trainer drives on a healthy fleet",
+    "adapter.verified_terminal_only": "a sample admitted from a reply the kit can trace to the "
+    "request it came from (its attempt_id the x-request-id sent, or one reply of its rollout "
+    "carrying its ids), or a rollout the trainer cancels",
+    "adapter.single_admission": "a sample admitted to training",
+    "adapter.attempt_identity": "a generation request sent to the frontend",
+    "adapter.engine_token_ids": "a sample admitted from a verified reply the kit can trace to the "
+    "request it came from (its attempt_id the x-request-id sent, or one reply of its rollout "
+    "carrying its ids)",
+    "adapter.logprob_alignment": "a sample admitted from a verified reply the kit can trace to "
+    "the request it came from",
+    "adapter.discovery_before_control": "a refresh that enters a control phase",
+    "adapter.mutations_to_advertised": "a refresh that sends a mutating call to a worker",
+    "adapter.gated_after_failure": "a refresh that cannot succeed, met by a client that calls the "
+    "fleet and generates while it is open",
+    "adapter.complete_iteration": "a refresh that can complete",
+    "adapter.one_policy_samples": "a sample whose tokens straddle a refresh",
+}
+"""What would exercise each checklist item: named wherever it is skipped as never exercised."""
+
+
+def skipping(check: str, why: str) -> Finding:
+    """The item was never exercised in this scenario: `why`, and what would exercise it."""
+    return Finding(check, SKIPPED, f"{NEVER_EXERCISED}: {why} (exercised by {EXERCISED_BY[check]})")
 
 
 def _sources(evidence: Evidence, admission: Admission) -> list[AuditRecord]:
-    """The requests an admitted sample may have come from: those carrying its attempt identity;
-    for a sample that names none (a client that sends no identity, which `attempt_identity`
-    judges), those whose engine-returned ids are the sample's, else the requests without an
-    identity its rollout sent (a sample whose ids are not the engine's is still traced to the
-    reply it was made from, and judged on it)."""
+    """The requests an admitted sample may have come from: those carrying its attempt identity.
+    For a sample that names none (a client that sends no identity, which `attempt_identity`
+    judges; also one whose shim names an identity of its own that never went on the wire, where
+    no generation carried any), those of its rollout whose engine-returned ids are the
+    sample's, else those anywhere in the scenario with its ids, else every request its rollout
+    sent (a sample whose ids are not the engine's is still traced to the reply it was made from,
+    and judged on it)."""
     sample = admission.sample
     generations = [record for record in evidence.records if record.is_generation]
     if sample.attempt_id:
-        return [r for r in generations if r.headers.get("x-request-id") == sample.attempt_id]
+        named = [r for r in generations if r.headers.get("x-request-id") == sample.attempt_id]
+        if named or any(r.headers.get("x-request-id") for r in generations):
+            return named
     anonymous = [r for r in generations if not r.headers.get("x-request-id")]
-    same_ids = [r for r in anonymous if engine_ids(r) == list(sample.token_ids)]
-    if same_ids or not 0 <= admission.step < len(evidence.steps):
+    rollout: list[AuditRecord] = []
+    if 0 <= admission.step < len(evidence.steps):
+        step = evidence.steps[admission.step]
+        rollout = [r for r in anonymous if step.started <= r.started <= step.finished]
+    ids = list(sample.token_ids)
+    same_ids = [r for r in rollout if engine_ids(r) == ids]
+    if same_ids:
         return same_ids
-    step = evidence.steps[admission.step]
-    return [r for r in anonymous if step.started <= r.started <= step.finished]
+    same_ids = [r for r in anonymous if engine_ids(r) == ids]
+    return same_ids or rollout
 
 
 def source_of(evidence: Evidence, admission: Admission) -> AuditRecord | None:
@@ -166,6 +202,7 @@ def verified_terminal_only(evidence: Evidence) -> Finding:
     check = "adapter.verified_terminal_only"
     if not evidence.admissions:
         return skipping(check, "no sample was admitted in this scenario")
+    traced = 0
     for admission in evidence.admissions:
         if not _sources(evidence, admission):
             return failing(
@@ -177,6 +214,7 @@ def verified_terminal_only(evidence: Evidence) -> Finding:
         record = source_of(evidence, admission)
         if record is None:
             continue
+        traced += 1
         if not verified_terminal(record):
             return failing(
                 check,
@@ -189,7 +227,8 @@ def verified_terminal_only(evidence: Evidence) -> Finding:
                     "events": len(record.events),
                 },
             )
-    for step in (s for s in evidence.generate_steps() if s.cancelled):
+    cancelled = [s for s in evidence.generate_steps() if s.cancelled]
+    for step in cancelled:
         if any(a.step == step.index for a in evidence.admissions):
             return failing(
                 check,
@@ -197,10 +236,19 @@ def verified_terminal_only(evidence: Evidence) -> Finding:
                 "nothing admitted for a cancelled rollout",
                 "a sample",
             )
-    return passing(
-        check,
-        f"{len(evidence.admissions)} admitted sample(s), each from a verified terminal response",
+    if not traced and not cancelled:
+        return skipping(
+            check,
+            f"none of the {len(evidence.admissions)} admitted sample(s) could be traced to one "
+            "request (several replies, or none, carry its identity or its ids), and no rollout "
+            "was cancelled",
+        )
+    judged = (
+        [f"{traced} admitted sample(s), each from a verified terminal response"] if traced else []
     )
+    if cancelled:
+        judged.append(f"nothing admitted for the {len(cancelled)} cancelled rollout(s)")
+    return passing(check, "; ".join(judged))
 
 
 def not_staged(evidence: Evidence) -> str | None:
@@ -322,13 +370,17 @@ def engine_token_ids(evidence: Evidence) -> Finding:
                 "token ids",
                 type(prompt).__name__,
             )
-        fields = ((body.get("nvext") or {}).get("extra_fields")) or []
-        if not is_native(record) and not {"completion_token_ids", "engine_data"} & set(fields):
+        if not is_native(record) and not asks_engine_ids(body):
             return failing(
                 check,
                 "generated token ids were not requested from the engine: " + record.summary(),
-                'nvext.extra_fields containing "completion_token_ids" (or "engine_data")',
-                fields,
+                'nvext.extra_fields containing "completion_token_ids" (or "engine_data"), or '
+                "return_tokens_as_token_ids true with logprobs (each token spelled token_id:N)",
+                {
+                    key: body[key]
+                    for key in ("nvext", "return_tokens_as_token_ids", "logprobs")
+                    if key in body
+                },
             )
     traced = 0
     for admission in evidence.admissions:
@@ -360,6 +412,13 @@ def engine_token_ids(evidence: Evidence) -> Finding:
                 prompt_ids(record),
                 list(admission.sample.prompt_ids),
             )
+    if not traced:
+        return skipping(
+            check,
+            f"{len(generations)} prompt(s) sent as ids and the engine's ids requested, but no "
+            "admitted sample could be traced to a verified reply to compare its ids with"
+            + ("" if evidence.admissions else " (none was admitted)"),
+        )
     return passing(
         check,
         f"{len(generations)} prompt(s) sent as ids, the engine's ids requested; {traced} admitted "
@@ -409,7 +468,8 @@ def logprob_alignment(evidence: Evidence) -> Finding:
     if not traced:
         return skipping(
             check,
-            "no admitted sample could be traced to a verified reply to compare its logprobs with",
+            f"none of the {len(evidence.admissions)} admitted sample(s) could be traced to a "
+            "verified reply to compare its logprobs with",
         )
     return passing(
         check,

@@ -4,7 +4,7 @@ a policy refresh has tokens of two policies, and must not be named one policy's.
 from __future__ import annotations
 
 from .audit import AuditRecord, Step
-from .judge import FAIL, NOT_APPLICABLE, PASS, SKIPPED, Evidence, Finding, source_of
+from .judge import FAIL, NOT_APPLICABLE, PASS, Evidence, Finding, skipping, source_of
 from .protocol import REFRESH
 from .replies import carries_tokens
 from .scenarios import SLOW_TOKEN_MS, UNARY_LEAD_TOKENS
@@ -115,7 +115,7 @@ def one_policy_samples(evidence: Evidence) -> Finding:
                 "finished before any worker applied the new policy (the pause drained it): no "
                 "admitted sample straddles a refresh",
             )
-        return Finding(check, SKIPPED, "no admitted sample was generated across a refresh")
+        return skipping(check, "no admitted sample was generated across a refresh")
     return Finding(
         check, PASS, f"{judged} sample(s) generated across a refresh, none named one policy's"
     )

@@ -115,6 +115,9 @@ class Injection:
     cuts = False
     """The events cut a generation reply short: a run in which no reply was cut staged
     nothing for the items the scenario exists to test."""
+    control_only = False
+    """The events reach only the control plane (a worker's control call); an injection that
+    changes nothing but discovery is so too (`reaches_control_only`)."""
 
     def __init__(self, fleet: CertificationFleet = VLLM_FLEET) -> None:
         self.fleet = fleet
@@ -152,6 +155,12 @@ class Injection:
         if cls.discovery is not Injection.discovery and not fleet.discovered:
             return f"it changes discovery, which {fleet.name} workers are not registered with"
         return None
+
+    @classmethod
+    def reaches_control_only(cls) -> bool:
+        """Only a client that refreshes the policy meets these events: a fleet that cannot
+        stage them still serves the scenario's rollouts to a client that only generates."""
+        return cls.control_only or cls.intercept is Injection.intercept
 
     def intercept(self, record: AuditRecord, log: AuditLog) -> Action | None:
         return None

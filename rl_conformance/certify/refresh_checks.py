@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .audit import AuditRecord, Step
+from .audit import FRONTEND, AuditRecord, Step
 from .deployment_routes import body_method, negotiation_failure
 from .fleets import CertificationFleet
 from .judge import (
@@ -207,6 +207,18 @@ def gated_after_failure(evidence: Evidence) -> Finding:
             "RefreshFailed",
             refresh.outcome,
         )
+    if not any(record.plane != FRONTEND for record in records):
+        return skipping(
+            check,
+            f"refresh {refresh.label} failed before it made any call to the listener or a worker "
+            f"({refresh.detail}): nothing shows how the client handles a failure it meets",
+        )
+    if GENERATION not in evidence.implements:
+        return passing(
+            check,
+            f"refresh failed ({refresh.detail}) and resumed no worker after the failure "
+            "(generation not driven: the adapter declares refresh only)",
+        )
     retried = next((s.index for s in refreshes[1:]), None)
     after = [
         s
@@ -222,6 +234,12 @@ def gated_after_failure(evidence: Evidence) -> Finding:
                 "generation gated (GenerationGated, no request)",
                 [r.summary() for r in sent],
             )
+    if after and not any(r.is_generation and r.started < refresh.started for r in evidence.records):
+        return skipping(
+            check,
+            f"the client sent no generation request before refresh {refresh.label} failed, so "
+            "its sending none after it cannot be told from never generating",
+        )
     return passing(check, f"refresh failed ({refresh.detail}); generation stayed gated")
 
 

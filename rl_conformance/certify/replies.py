@@ -1,6 +1,7 @@
 """What one generation reply told the client, read the same way on every surface the contract
 names: the OpenAI completions and chat routes (ids in `nvext.completion_token_ids` or the raw
-`nvext.engine_data`, logprobs in the choices) and SGLang's native `POST /generate` stream
+`nvext.engine_data`, or spelled `token_id:N` in the logprobs where the request set vLLM's
+`return_tokens_as_token_ids`; logprobs in the choices) and SGLang's native `POST /generate` stream
 ("Generated token IDs: named `nvext.completion_token_ids`, or the native SGLang stream"), whose
 events carry `output_ids`, `meta_info.output_token_logprobs` (`[logprob, token_id, text]`
 triples) and `meta_info.finish_reason` (`{"type": ...}`), cumulatively by default."""
@@ -15,6 +16,9 @@ from .audit import AuditRecord, Delivery
 
 NATIVE_GENERATE = "/generate"
 TERMINAL = ("stop", "length")
+TOKEN_ID_PREFIX = "token_id:"
+"""vLLM's `return_tokens_as_token_ids` spelling of a generated token: `token_id:<id>`, the
+engine's id as text (completions: `logprobs.tokens`; chat: `logprobs.content[].token`)."""
 
 
 def is_native(record: AuditRecord) -> bool:
@@ -74,17 +78,68 @@ def _engine_data(record: AuditRecord) -> dict[str, Any] | None:
     return found
 
 
+def _spelled_id(token: Any) -> int | None:
+    """The id a `token_id:<id>` token names, or None for any other token."""
+    if not isinstance(token, str) or not token.startswith(TOKEN_ID_PREFIX):
+        return None
+    digits = token.removeprefix(TOKEN_ID_PREFIX)
+    return int(digits) if digits.isascii() and digits.isdigit() else None
+
+
+def spelled_ids(record: AuditRecord) -> list[int] | None:
+    """The generated ids as the selected tokens spell them under vLLM's
+    `return_tokens_as_token_ids` (`token_id:<id>`), concatenated over a stream's events; None
+    when the reply spells none, or any token otherwise (its text is then not an id)."""
+    return _spelled(payloads(record))
+
+
+def _spelled(found: list[dict[str, Any]]) -> list[int] | None:
+    tokens: list[Any] = []
+    for payload in found:
+        for choice in payload.get("choices") or []:
+            logprobs = choice.get("logprobs") if isinstance(choice, dict) else None
+            if not isinstance(logprobs, dict):
+                continue
+            entries = logprobs.get("content")
+            if isinstance(entries, list):  # chat: one entry per token
+                tokens += [e.get("token") if isinstance(e, dict) else e for e in entries]
+            elif isinstance(logprobs.get("tokens"), list):
+                tokens += logprobs["tokens"]
+    ids = [_spelled_id(token) for token in tokens]
+    if not ids or any(found is None for found in ids):
+        return None
+    return [found for found in ids if found is not None]
+
+
 def engine_ids(record: AuditRecord) -> list[int] | None:
     """The engine-returned ids: the native stream's `output_ids`; else the named field, else
     the raw engine payload's `completion_token_ids` (the engine's own values, forwarded
-    verbatim)."""
+    verbatim), else the selected tokens spelled `token_id:<id>` (vLLM's
+    `return_tokens_as_token_ids`: ids as text, nothing re-encoded)."""
     if is_native(record):
         return _native_sequence(record, lambda payload: payload.get("output_ids"))
     named = named_ids(record)
     if named is not None:
         return named
     got = (_engine_data(record) or {}).get("completion_token_ids")
-    return list(got) if isinstance(got, list) else None
+    if isinstance(got, list):
+        return list(got)
+    return spelled_ids(record)
+
+
+def asks_engine_ids(body: Any) -> bool:
+    """The request asks the deployment for the generated ids: by name
+    (`nvext.extra_fields` with `completion_token_ids`), inside the raw engine payload
+    (`engine_data`), or vLLM's way (`return_tokens_as_token_ids` with logprobs, which then
+    spell each selected token `token_id:<id>`)."""
+    body = body if isinstance(body, dict) else {}
+    nvext = body.get("nvext") if isinstance(body.get("nvext"), dict) else {}
+    fields = nvext.get("extra_fields") if isinstance(nvext.get("extra_fields"), list) else []
+    if {"completion_token_ids", "engine_data"} & {f for f in fields if isinstance(f, str)}:
+        return True
+    logprobs = body.get("logprobs")
+    asked = logprobs is True or (isinstance(logprobs, int) and not isinstance(logprobs, bool))
+    return body.get("return_tokens_as_token_ids") is True and asked
 
 
 def selected_logprobs(record: AuditRecord) -> list[float | None]:
@@ -185,7 +240,9 @@ def carries_tokens(record: AuditRecord, event: Any) -> bool:
         return False
     if is_native(record):
         return bool(event.get("output_ids"))
-    return any(nvext.get("completion_token_ids") for nvext in _nvexts(event))
+    if any(nvext.get("completion_token_ids") for nvext in _nvexts(event)):
+        return True
+    return bool(_spelled([event]))
 
 
 def raw_payload_hazard(record: AuditRecord) -> str:

@@ -23,9 +23,19 @@ from ..model.target import Target
 from ..wire.exchange import to_jsonable
 from .audit import WORKER_PREFIX, AuditLog, Step
 from .checklist import CHECKS, half_of, judge
-from .driving import AdapterHandle, Driver, awaited, bounded
+from .driving import AdapterHandle, Driver, awaited, bounded, claims
 from .fleets import VLLM_FLEET, CertificationFleet
-from .judge import FAIL, NOT_APPLICABLE, PASS, SKIPPED, Admission, Evidence, Finding
+from .judge import (
+    EXERCISED_BY,
+    FAIL,
+    NEVER_EXERCISED,
+    NOT_APPLICABLE,
+    PASS,
+    SKIPPED,
+    Admission,
+    Evidence,
+    Finding,
+)
 from .protocol import GENERATION, REFRESH, AdapterContext, AdapterFactory, Sample
 from .proxy import RecordingProxy
 from .replay import evidence_to_json
@@ -129,6 +139,9 @@ class ScenarioResult:
     error: str | None = None
     evidence: dict[str, Any] | None = None
     """The scenario's whole evidence (`replay`), from which its findings can be judged again."""
+    not_run: str | None = None
+    """Why the scenario was not run for this adapter (its fleet cannot stage it for what the
+    adapter implements, or it cannot judge the adapter), or None."""
 
     @property
     def failed(self) -> list[Finding]:
@@ -142,6 +155,7 @@ class ScenarioResult:
             "title": self.scenario.title,
             "duration_s": round(self.duration_s, 3),
             "error": self.error,
+            "not_run": self.not_run,
             "steps": [
                 {
                     "kind": step.kind,
@@ -175,9 +189,10 @@ def run_scenario(
     fleet: CertificationFleet = VLLM_FLEET,
 ) -> ScenarioResult:
     started = time.monotonic()
-    unsupported = scenario.unsupported(fleet)
-    if unsupported is not None:
-        return _not_run(name, scenario, f"not run on the {fleet.name} fleet: {unsupported}")
+    declared = _declared(factory)
+    if declared is not None and scenario.unsupported(fleet, declared) is not None:
+        reason = scenario.unsupported(fleet, declared)
+        return _not_run(name, scenario, f"not run on the {fleet.name} fleet: {reason}", declared)
     log = AuditLog()
     sink = _Sink()
     supplied: dict[str, str] = {}
@@ -217,6 +232,11 @@ def run_scenario(
                 bounded(lambda: _close_undriven(built))
                 return _could_not_run(name, scenario, f"the adapter's {exc}", started)
             implements = handle.implements
+            unstaged = scenario.unsupported(fleet, implements)
+            if unstaged is not None:
+                handle.close()
+                reason = f"not run on the {fleet.name} fleet: {unstaged}"
+                return _not_run(name, scenario, reason, implements)
             inapplicable = scenario.applies_to(implements)
             if inapplicable is not None:
                 handle.close()
@@ -248,6 +268,18 @@ def run_scenario(
         time.monotonic() - started,
         evidence=evidence_to_json(evidence, name),
     )
+
+
+def _declared(factory: AdapterFactory) -> frozenset[str] | None:
+    """What a factory that is a class declares it implements (`implements` on the class), or
+    None where only the adapter it builds can say (a function, or a class that declares
+    nothing: its instances may)."""
+    if not inspect.isclass(factory) or getattr(factory, "implements", None) is None:
+        return None
+    try:
+        return claims(factory)
+    except ValueError:
+        return None  # reported once the adapter is built
 
 
 def _close_undriven(adapter: Any) -> None:
@@ -286,7 +318,7 @@ def _not_run(
         else Finding(check, NOT_APPLICABLE, f"the adapter does not implement {half_of(check)}")
         for check in CHECKS
     ]
-    return ScenarioResult(adapter, scenario, findings, [], [], 0.0)
+    return ScenarioResult(adapter, scenario, findings, [], [], 0.0, not_run=reason)
 
 
 def _held(scenario: Scenario) -> bool:
@@ -314,7 +346,7 @@ def certify(
             failed = [f.check_id for f in result.failed]
             progress(
                 f"{name} {scenario.name}: "
-                + (", ".join(failed) if failed else result.error or "ok")
+                + (", ".join(failed) if failed else result.error or result.not_run or "ok")
             )
         return result
 
@@ -348,16 +380,23 @@ cell `skipped`) fails the run as a `fail` does; an item it does not claim is `un
 PARTIAL_FAILING = (Outcome.FAIL, Outcome.ERROR)
 """A run of chosen scenarios is no certificate: what they did not exercise is reported, and
 only a `fail` or `error` decides."""
-NEVER_EXERCISED = "never exercised"
 
 
 def mark_never_exercised(matrix: Matrix) -> None:
-    """Say of every `skipped` cell that nothing exercised the item, and why the first scenario
-    did not."""
+    """Say of every `skipped` cell that no scenario exercised the item, what would have, and why
+    the first scenario did not."""
     for row in matrix.rows:
+        what = EXERCISED_BY.get(row.capability.id, "")
         for cell in row.cells.values():
-            if cell.outcome is Outcome.SKIPPED and not cell.reason.startswith(NEVER_EXERCISED):
-                cell.reason = f"{NEVER_EXERCISED} (no scenario gave evidence): {cell.reason}"
+            if cell.outcome is not Outcome.SKIPPED or cell.reason.startswith(NEVER_EXERCISED):
+                continue
+            named = "exercised by" in cell.reason or not what
+            first = cell.reason.replace(f": {NEVER_EXERCISED}: ", ": ", 1)
+            cell.reason = (
+                f"{NEVER_EXERCISED} (no scenario gave evidence"
+                + ("" if named else f"; exercised by {what}")
+                + f"): {first}"
+            )
 
 
 def _records(result: ScenarioResult) -> list[TestRecord]:

@@ -117,9 +117,23 @@ class Scenario:
             return None if position > 0 else False
         return self.refresh_succeeds
 
-    def unsupported(self, fleet: CertificationFleet) -> str | None:
-        """Why this scenario cannot run on `fleet`, or None when it can."""
-        return self.injection.unsupported(fleet)
+    def unsupported(
+        self,
+        fleet: CertificationFleet,
+        implements: frozenset[str] = frozenset({GENERATION, REFRESH}),
+    ) -> str | None:
+        """Why this scenario cannot run on `fleet` for an adapter that implements `implements`,
+        or None when it can. Events only a refresh meets (discovery changed, a flush failed)
+        that the fleet cannot stage keep the scenario from an adapter that refreshes; one that
+        only generates still runs its rollouts, which need no control."""
+        reason = self.injection.unsupported(fleet)
+        if (
+            reason is not None
+            and REFRESH not in implements
+            and self.injection.reaches_control_only()
+        ):
+            return None
+        return reason
 
     def refreshes(self) -> list[Refresh]:
         """Every refresh the trainer takes, overlapped with a rollout or not, in order."""
@@ -235,6 +249,7 @@ class FlushFails(Injection):
     """The first flush fails (an adapter that does not flush never meets it)."""
 
     replies_instead = True
+    control_only = True
 
     @classmethod
     def unsupported(cls, fleet: CertificationFleet) -> str | None:

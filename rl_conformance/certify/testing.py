@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 import pytest
 
+from .judge import PASS, SKIPPED
 from .protocol import AdapterFactory
 from .runner import ScenarioResult, run_scenario
 from .scenarios import SCENARIOS, scenario
@@ -34,8 +35,20 @@ class CertificationFailed(AssertionError):
 
 def assert_passed(result: ScenarioResult) -> None:
     """Raise `CertificationFailed` naming each failed checklist item with its evidence and the
-    scenario's audit log."""
+    scenario's audit log; skip the test (never exercised, naming why) where no item passed:
+    a scenario that gave nothing to judge certifies nothing."""
     if result.error is None and not result.failed:
+        if not any(finding.outcome == PASS for finding in result.findings):
+            reasons = dict.fromkeys(
+                f"{finding.check_id}: {finding.message}"
+                for finding in result.findings
+                if finding.outcome == SKIPPED
+            )
+            pytest.skip(
+                f"scenario {result.scenario.name}: no checklist item was exercised"
+                + (f" ({result.not_run})" if result.not_run else "")
+                + "".join(f"\n  {reason}" for reason in reasons)
+            )
         return
     lines = [f"scenario {result.scenario.name} ({result.scenario.title}):"]
     if result.error is not None:

@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from rl_conformance.certify import AdapterContext, RolloutRequest, Sample
+from rl_conformance.certify.fleets import SGLANG_FLEET
 from rl_conformance.certify.runner import run_scenario
 from rl_conformance.certify.scenarios import scenario
 
@@ -60,6 +61,29 @@ class PostsToAMistypedPath(RaisesOnEveryRollout):
             headers={"x-request-id": f"{request.slot}-{id(request)}"},
         )
         return None
+
+
+class GeneratesThroughVllmsNativeRoute(RaisesOnEveryRollout):
+    """Rollouts through `/inference/v1/generate`, as SkyRL's remote inference client sends them:
+    right on a Dynamo vLLM deployment whose workers turn the route on."""
+
+    def generate(self, request: RolloutRequest) -> Sample | None:
+        body = {"model": self.context.model, "token_ids": list(request.prompt_ids)}
+        reply = self.http.post(self.context.frontend_url + "/inference/v1/generate", json=body)
+        reply.raise_for_status()
+        return None
+
+
+def test_a_route_a_deployment_serves_when_told_to_is_not_judged_on_the_fleet() -> None:
+    result = run_scenario("native", GeneratesThroughVllmsNativeRoute, scenario("iteration"))
+    (finding,) = [f for f in result.findings if f.check_id == CHECK]
+    assert finding.outcome == "skipped", finding
+    assert "DYN_VLLM_ENABLE_INFERENCE_V1_GENERATE=1" in finding.message
+    assert "POST frontend/inference/v1/generate -> 404" in finding.message
+    sglang = run_scenario(
+        "native", GeneratesThroughVllmsNativeRoute, scenario("iteration"), SGLANG_FLEET
+    )  # no SGLang worker serves vLLM's route: the client's own defect there
+    assert next(f for f in sglang.findings if f.check_id == CHECK).outcome == "fail"
 
 
 def test_a_rollout_that_raises_fails_naming_the_exception_and_its_frame() -> None:
