@@ -28,7 +28,7 @@ from ..model.matrix import Matrix, RunInfo, TestRecord, build_matrix, now
 from ..model.target import Target
 from ..reports import console, evidence, write_reports
 from ..wire.exchange import Exchange
-from . import balance, budgeting, deaths, distribution, fixtures, forked, reruns
+from . import balance, budgeting, crash_probes, deaths, distribution, fixtures, forked, reruns
 from .collection import capabilities_of, parametrize_targets, select_and_order, target_of
 from .hypothesis_profile import (
     hypothesis_home_in,
@@ -48,6 +48,8 @@ MARKERS = (
     "needs(*channels): fake-only channels the test reaches through rl_probe",
     "mutating: changes deployment state; runs after every read-only test of its target so "
     "that no state leaks into unrelated capabilities",
+    "may_end_worker(reason): may end the worker it is sent to; runs after every other test of "
+    "its target, is named before the first test, and --skip-crash-probes leaves it out",
 )
 
 
@@ -110,6 +112,7 @@ class ConformanceRun:
             config.option.hypothesis_seed = str(run.seed)
         config.pluginmanager.register(fixtures, f"{self.NAME}-fixtures")
         config.pluginmanager.register(budgeting, f"{self.NAME}-budget")
+        config.pluginmanager.register(crash_probes, f"{self.NAME}-crash-probes")
 
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         parametrize_targets(metafunc, state_of(metafunc.config).pool.ids)
@@ -125,6 +128,8 @@ class ConformanceRun:
             config.hook.pytest_deselected(items=list(items))
             items[:] = []
             return
+        if self.config.skip_crash_probes:
+            crash_probes.leave_out(items)
         budgeting.prepare(items, state.plan, self.config.budget_generations)
         self._order = {
             item.nodeid: (position, target_of(item) or "?", _area(item))
