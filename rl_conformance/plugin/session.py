@@ -29,7 +29,13 @@ from ..model.target import Target
 from ..reports import console, evidence, write_reports
 from ..wire.exchange import Exchange
 from . import balance, budgeting, crash_probes, deaths, distribution, fixtures, forked, reruns
-from .collection import capabilities_of, parametrize_targets, select_and_order, target_of
+from .collection import (
+    capabilities_of,
+    ends_worker_reason,
+    parametrize_targets,
+    select_and_order,
+    target_of,
+)
 from .hypothesis_profile import (
     hypothesis_home_in,
     load_hypothesis_profile,
@@ -430,7 +436,9 @@ class ConformanceRun:
                 )
             target = getattr(item, "funcargs", {}).get("rl_target")
             mark = self._ledger_marks.get(item.nodeid, len(state.ledger.history))
-            amended = deaths.after_test(state, target, record, mark, exchanges)
+            may_end = ends_worker_reason(item) is not None
+            watch_s = deaths.watch_for(target, record, may_end)
+            amended = deaths.after_test(state, target, record, mark, exchanges, watch_s)
             if self.config.verify_reproducers and record.evidence:
                 verify_reproducers([record])  # at once: later tests change the deployment
             self._add_record(state, record)

@@ -181,7 +181,7 @@ def crash_probe_lines(
             f"{count} may end the worker {'they are' if len(probes) > 1 else 'it is'} sent to: "
             f"run after every other test of {', '.join(targets)} ({flag} leaves them out)"
         )
-    lines = _wrapped(head, width, indent="")
+    lines = textwrap.wrap(head, width=width, subsequent_indent="  ", break_on_hyphens=False)
     for capability, reason in probes:
         lines += textwrap.wrap(
             f"- {capability}: {reason}",
@@ -189,6 +189,7 @@ def crash_probe_lines(
             initial_indent="  ",
             subsequent_indent="    ",
             break_long_words=False,
+            break_on_hyphens=False,
         )
     return lines
 
