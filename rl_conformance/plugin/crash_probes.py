@@ -10,7 +10,7 @@ own; the run's state is on `config.stash` (`state.py`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from ..reports import console
-from .collection import capabilities_of, ends_worker_reason, target_of
+from .collection import ENDS_WORKER, capabilities_of, ends_worker_reason, target_of
+from .distribution import target_in_nodeid
 from .state import state_of
 
 FLAG = "--skip-crash-probes"
@@ -47,42 +48,81 @@ def leave_out(items: Sequence[pytest.Item]) -> None:
             item.add_marker(pytest.mark.skip(reason=left_out_reason(reason)))
 
 
-def probes_in(items: Sequence[pytest.Item], targets: set[str] | None = None) -> list[CrashProbe]:
-    """The distinct probes among `items` (of `targets`, when given) that may end a worker, in
-    the order they run."""
-    found: dict[tuple[str, str], CrashProbe] = {}
-    for item in items:
-        reason = ends_worker_reason(item)
-        if reason is None or (targets is not None and target_of(item) not in targets):
-            continue
-        test = getattr(item, "originalname", item.name)
-        capability = next(iter(capabilities_of(item)), "")
-        found.setdefault((capability, test), CrashProbe(capability, test, reason))
-    return list(found.values())
+def probe_of(item: pytest.Item) -> CrashProbe | None:
+    reason = ends_worker_reason(item)
+    if reason is None:
+        return None
+    test = getattr(item, "originalname", item.name)
+    return CrashProbe(next(iter(capabilities_of(item)), ""), test, reason)
 
 
-def announcement(config: pytest.Config, items: Sequence[pytest.Item], width: int) -> list[str]:
-    """What the console says before the first test: the probes that may end a worker on the
-    targets the run may change (on a read-only target they send no mutating call), and that
-    they run last there; or, with the flag, that they are left out."""
+def declared_probe(root: Path, nodeid: str) -> CrashProbe | None:
+    """The probe a test id names, read from its function's marks: a parallel run's controller
+    under pytest-xdist collects nothing itself and learns only the ids its workers collected."""
+    from _pytest.mark.structures import get_unpacked_marks
+    from _pytest.pathlib import ImportMode, import_path
+
+    path, _, rest = nodeid.partition("::")
+    name = rest.split("[", 1)[0]
+    try:
+        module = import_path(
+            root / path, mode=ImportMode.importlib, root=root, consider_namespace_packages=False
+        )
+        test = getattr(module, name, None)
+        marks = [*(get_unpacked_marks(test) if test else []), *get_unpacked_marks(module)]
+    except Exception:  # the workers run and report what the controller cannot read
+        return None
+    found = {mark.name: mark for mark in reversed(marks)}  # the closest mark of each name
+    ending = found.get(ENDS_WORKER)
+    capability = found.get("capability")
+    if ending is None or not ending.args:
+        return None
+    return CrashProbe(capability.args[0] if capability else "", name, str(ending.args[0]))
+
+
+def announcement(
+    config: pytest.Config, found: Iterable[tuple[str, CrashProbe | None]], width: int
+) -> list[str]:
+    """What the console says before the first test, from each test's target and probe (None:
+    not one): the probes that may end a worker on the targets the run may change (on a read-only
+    target they send no mutating call), and that they run last there; or, with the flag, that
+    they are left out."""
     state = state_of(config)
     left_out = state.config.skip_crash_probes
     read_only = state.run.read_only_targets()
-    mutable = {target_of(item) for item in items} - read_only
-    probes = probes_in(items, None if left_out else mutable)
-    targets = sorted({target_of(item) for item in items if ends_worker_reason(item)} & mutable)
+    chosen = [
+        (target, probe)
+        for target, probe in found
+        if probe is not None and (left_out or target not in read_only)
+    ]
     return console.crash_probe_lines(
-        [(probe.capability, probe.reason) for probe in probes],
-        targets,
+        [(probe.capability, probe.reason) for probe in dict.fromkeys(p for _, p in chosen)],
+        sorted({target for target, _ in chosen}),
         flag=FLAG,
         left_out=left_out,
         width=width,
     )
 
 
+def announcement_of_ids(config: pytest.Config, ids: Sequence[str], width: int) -> list[str]:
+    """The announcement of a controller that holds test ids only (pytest-xdist)."""
+    targets = state_of(config).pool.ids
+    probes: dict[str, CrashProbe | None] = {}
+    for nodeid in ids:
+        key = nodeid.split("[", 1)[0]
+        if key not in probes:
+            probes[key] = declared_probe(config.rootpath, nodeid)
+    found = [(target_in_nodeid(n, targets), probes[n.split("[", 1)[0]]) for n in ids]
+    return announcement(config, found, width)
+
+
+def console_width(config: pytest.Config) -> int:
+    reporter: Any = config.pluginmanager.get_plugin("terminalreporter")
+    return reporter._tw.fullwidth if reporter is not None else 100
+
+
 def pytest_report_collectionfinish(
     config: pytest.Config, start_path: Path, items: Sequence[pytest.Item]
 ) -> list[str]:
-    reporter: Any = config.pluginmanager.get_plugin("terminalreporter")
-    width = reporter._tw.fullwidth if reporter is not None else 100
-    return announcement(config, items, width)
+    width = console_width(config)
+    return announcement(config, [(target_of(item), probe_of(item)) for item in items], width)

@@ -237,6 +237,11 @@ class ConformanceRun:
         # The workers stop themselves at the deadline; this is the net if one cannot.
         grace = None if self._deadline is None else self._deadline - time.time() + GRACE_S
         self._activate(state, grace)
+        config = self._config
+        width = crash_probes.console_width(config)
+        reporter = self._reporter
+        for line in crash_probes.announcement_of_ids(config, ids, width) if reporter else []:
+            reporter.write_line(line)
 
     # -- a forked parallel run ------------------------------------------------------------
 

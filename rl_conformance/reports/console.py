@@ -177,9 +177,11 @@ def crash_probe_lines(
     if left_out:
         head = f"left out by {flag}: {count} that may end a worker, each skipped naming the flag"
     else:
+        many = len(probes) > 1
         head = (
-            f"{count} may end the worker {'they are' if len(probes) > 1 else 'it is'} sent to: "
-            f"run after every other test of {', '.join(targets)} ({flag} leaves them out)"
+            f"{count} may end the worker {'they are' if many else 'it is'} sent to: run after "
+            f"every other test of {', '.join(targets)} ({flag} leaves {'them' if many else 'it'} "
+            "out)"
         )
     lines = textwrap.wrap(head, width=width, subsequent_indent="  ", break_on_hyphens=False)
     for capability, reason in probes:

@@ -19,7 +19,7 @@ from rl_conformance.launchers.run_plan import plan_run
 from rl_conformance.model.config import RunConfig
 from rl_conformance.plugin import balance, collection, crash_probes
 from rl_conformance.plugin.distribution import target_in_nodeid
-from rl_conformance.plugin.runner import run
+from rl_conformance.plugin.runner import run, suites_dir
 from rl_conformance.reports import console
 
 CRASH_PROBES = {
@@ -144,6 +144,23 @@ def test_in_the_default_parallel_run_each_group_runs_its_probes_last(
     assert with_probes
     for group in groups:
         assert_probes_last([item.nodeid for item in group])
+
+
+def test_a_controller_holding_test_ids_only_reads_each_probe_from_its_marks(
+    planned: list[dict[str, Any]],
+) -> None:
+    """Under pytest-xdist the controller announces from the ids its workers collected."""
+    root = suites_dir()
+    found = {
+        test["nodeid"].split("::")[1].split("[")[0]: crash_probes.declared_probe(
+            root, test["nodeid"]
+        )
+        for test in planned
+    }
+    probes = {name: probe for name, probe in found.items() if probe is not None}
+    assert {name: probe.capability for name, probe in probes.items()} == CRASH_PROBES
+    assert all("SGLang 0.5.21" in p.reason or "FastDeploy" in p.reason for p in probes.values())
+    assert crash_probes.declared_probe(root, "test_gone.py::test_x[fake-vllm]") is None
 
 
 def test_the_announcement_names_each_probe_and_the_flag() -> None:
