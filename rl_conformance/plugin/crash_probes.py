@@ -121,8 +121,17 @@ def console_width(config: pytest.Config) -> int:
     return reporter._tw.fullwidth if reporter is not None else 100
 
 
+ANNOUNCED: pytest.StashKey[list[str]] = pytest.StashKey()
+
+
+def announce(config: pytest.Config, items: Sequence[pytest.Item]) -> None:
+    """Build the announcement of the collected tests (a dry run then deselects them all, and
+    still says which would end a worker); it is printed once collection finishes."""
+    found = [(target_of(item), probe_of(item)) for item in items]
+    config.stash[ANNOUNCED] = announcement(config, found, console_width(config))
+
+
 def pytest_report_collectionfinish(
     config: pytest.Config, start_path: Path, items: Sequence[pytest.Item]
 ) -> list[str]:
-    width = console_width(config)
-    return announcement(config, [(target_of(item), probe_of(item)) for item in items], width)
+    return config.stash.get(ANNOUNCED, [])

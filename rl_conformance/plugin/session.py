@@ -129,6 +129,7 @@ class ConformanceRun:
         state = state_of(config)
         wanted = set(self.config.capability or capability_registry.BY_ID)
         select_and_order(config, items, wanted, state.pool.ids)
+        crash_probes.announce(config, items)
         state.plan = budgeting.plan(items, self.plan)
         if self.config.dry_run:
             config.hook.pytest_deselected(items=list(items))
