@@ -14,8 +14,8 @@ refresh rows are judged all the same, and the probes after the first crash are "
 (`by_url_matrix`).
 
 The launched run takes about 2 minutes here once the launcher's checkpoints exist (17 s to
-ready; this module 130-134 s in four runs); the run by URL, of the refresh rows and two of the
-probes, about 2 minutes more (SGLang's start most of it). Refreshes pause SGLang workers with
+ready; this module 130-134 s in four runs); the run by URL, of the refresh rows and four of the
+probes, about 2 minutes more (124 s here, SGLang's start most of it). Refreshes pause SGLang workers with
 `retract`, the mode SGLang documents as leaving the cache flushable: after an `in_place` pause
 even an update right after the last answer could meet the flush assertion below, in whichever
 refresh cell the engine's pace put it (fixtures/KNOWN_DIFFERENCES.md)."""
@@ -137,8 +137,9 @@ BY_URL = {
     "admin.pause_cycles": S,
     "refresh.straddle_reported": S,
 }
-"""The rows the run by URL selects and their reviewed cells: the refresh rows, and two probes
-that may end a worker. `refresh.inflight_terminal` passes on its stream across a version rename
+"""The rows the run by URL selects and their reviewed cells: the refresh rows, and the rows of
+four probes that may end a worker (the invalid pause mode ends it; the probes after it are not
+run). `refresh.inflight_terminal` passes on its stream across a version rename
 (its refresh in each pause mode is such a probe, not run after the crash);
 `refresh.served_policy_verified` and `refresh.pause_mode_effect` are judged by URL alike (about a
 minute more each: the reference computed on CPU, the pause modes' watches) and are left to the
