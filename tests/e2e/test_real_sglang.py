@@ -15,10 +15,10 @@ refresh rows are judged all the same, and the probes after the first crash are "
 
 The launched run takes about 2 minutes here once the launcher's checkpoints exist (17 s to
 ready; this module 130-134 s in four runs); the run by URL, of the refresh rows and four of the
-probes, about 2 minutes more (124 s here, SGLang's start most of it). Refreshes pause SGLang workers with
-`retract`, the mode SGLang documents as leaving the cache flushable: after an `in_place` pause
-even an update right after the last answer could meet the flush assertion below, in whichever
-refresh cell the engine's pace put it (fixtures/KNOWN_DIFFERENCES.md)."""
+probes, about 2 minutes more (124 s here, SGLang's start most of it). Refreshes pause SGLang
+workers with `retract`, the mode SGLang documents as leaving the cache flushable: after an
+`in_place` pause even an update right after the last answer could meet the flush assertion
+below, in whichever refresh cell the engine's pace put it (fixtures/KNOWN_DIFFERENCES.md)."""
 
 from __future__ import annotations
 
