@@ -46,8 +46,8 @@ RESTARTS = 2
 """Restarts of a dead worker in one run; after them the target's later tests are not run."""
 WATCH_S = 15.0
 WATCH_POLL_S = 0.5
-"""After a probe that may end a worker fails, on a deployment whose workers are seen only through
-their system servers (reached by URL), the worker is watched this long: one that broke the rule
+"""After a probe that may end a worker fails, on a deployment reached by URL (its workers seen
+only through their system servers), the worker is watched this long: one that broke the rule
 may be dying (SGLang 0.5.21 answers an invalid pause mode 200 ok, its scheduler asserts, and the
 process is killed 5 s later), and its death is that probe's, not the next test's."""
 
@@ -85,14 +85,13 @@ def not_run(state: RunState, target_id: str) -> str | None:
 
 def watch_for(target: Target | None, record: TestRecord, may_end_worker: bool) -> float:
     """How long to watch the workers a test called after it (`WATCH_S` or 0): only after a
-    probe that may end a worker and failed, and only where nothing but the worker's system
-    server shows its death. A launcher's process table and log place a later death on the call
-    that caused it; our fakes' workers go as they answer."""
+    probe that may end a worker and failed, and only on a deployment reached by URL (no
+    launcher's probe), where nothing but the worker's system server shows its death. A Dynamo
+    launch's process table and log place a later death on the call that caused it; our launched
+    fakes' workers go as they answer."""
     if not may_end_worker or record.outcome is not Outcome.FAIL or target is None:
         return 0.0
-    if isinstance(target.probe, WorkerWatch) or target.kind == "fake":
-        return 0.0
-    return WATCH_S
+    return WATCH_S if target.probe is None else 0.0
 
 
 def after_test(

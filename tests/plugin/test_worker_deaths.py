@@ -333,5 +333,5 @@ def test_only_a_failed_probe_on_a_worker_seen_by_its_system_server_is_watched() 
     assert watch_for(by_url, passed, True) == 0  # type: ignore[arg-type]
     launched = SimpleNamespace(probe=_Launched(""), kind="dynamo")  # its log places a death
     assert watch_for(launched, failed, True) == 0  # type: ignore[arg-type]
-    ours = SimpleNamespace(probe=None, kind="fake")  # our fakes' workers go as they answer
+    ours = SimpleNamespace(probe=object(), kind="fake")  # our fakes' workers go as they answer
     assert watch_for(ours, failed, True) == 0  # type: ignore[arg-type]
