@@ -150,6 +150,7 @@ def stop_round(
 
 
 @capability("admin.stopped_worker_unrouted")
+@pytest.mark.may_end_worker("a memory release: SGLang 0.5.21 exits if a request is running")
 def test_a_stopped_worker_leaves_routing_until_restored(
     rl_client: Client,
     rl_target: Target,

@@ -56,6 +56,7 @@ class RunConfig:
     worker: tuple[int, ...] = ()
     all_workers: bool = False
     read_only: bool = False
+    skip_crash_probes: bool = False
     update_model_path: tuple[str, ...] = ()
     reference_checkpoint: tuple[str, ...] = ()
     reference_python: str | None = None

@@ -216,6 +216,15 @@ OPTIONS: tuple[Option, ...] = (
         kind="flag",
     ),
     Option(
+        "skip_crash_probes",
+        "--skip-crash-probes",
+        "leave out the probes that may end the worker they are sent to (an invalid pause mode, "
+        "a second pause, a memory release, an update during an in-place pause: each named, "
+        "with the reason, before the first test); each is then skipped naming this flag. "
+        "Without it they run after every other test of their target",
+        kind="flag",
+    ),
+    Option(
         "update_model_path",
         "--update-model-path",
         "checkpoint for weight-update tests on a real engine (give two; they alternate; a "

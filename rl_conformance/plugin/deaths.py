@@ -44,6 +44,12 @@ exited yet, is given this long to exit (SGLang waits 5 s for crash diagnostics, 
 process tree)."""
 RESTARTS = 2
 """Restarts of a dead worker in one run; after them the target's later tests are not run."""
+WATCH_S = 15.0
+WATCH_POLL_S = 0.5
+"""After a probe that may end a worker fails, on a deployment reached by URL (its workers seen
+only through their system servers), the worker is watched this long: one that broke the rule
+may be dying (SGLang 0.5.21 answers an invalid pause mode 200 ok, its scheduler asserts, and the
+process is killed 5 s later), and its death is that probe's, not the next test's."""
 
 
 LOST = "transport error"
@@ -77,12 +83,24 @@ def not_run(state: RunState, target_id: str) -> str | None:
     return None if death is None else f"not run: the worker died at {death.describe()}"
 
 
+def watch_for(target: Target | None, record: TestRecord, may_end_worker: bool) -> float:
+    """How long to watch the workers a test called after it (`WATCH_S` or 0): only after a
+    probe that may end a worker and failed, and only on a deployment reached by URL (no
+    launcher's probe), where nothing but the worker's system server shows its death. A Dynamo
+    launch's process table and log place a later death on the call that caused it; our launched
+    fakes' workers go as they answer."""
+    if not may_end_worker or record.outcome is not Outcome.FAIL or target is None:
+        return 0.0
+    return WATCH_S if target.probe is None else 0.0
+
+
 def after_test(
     state: RunState,
     target: Target | None,
     record: TestRecord,
     mark: int,
     exchanges: list[Exchange] | None = None,
+    watch_s: float = 0.0,
 ) -> TestRecord | None:
     """Charge a worker that died during the test to the call that killed it; the test's
     `exchanges` (its requests, the fatal call among them) are the death's reproducer.
@@ -91,37 +109,58 @@ def after_test(
     200 ok, its scheduler asserts, the process goes seconds later): when its log names or dates
     the fatal call, that call is looked for among every call sent to the worker since it last
     started, and when an earlier test sent it, that test's record is failed instead and returned
-    (to be reported again). Without such a log the test that found the death is charged."""
+    (to be reported again). Without such a log the test that found the death is charged: a
+    worker still serving is looked at again for `watch_s` (`watch_for`)."""
     state.call_owners.append((mark, record.nodeid))
     calls = state.ledger.history[mark:]
     if target is None or not calls or state.client is None:
         return None
-    for url in dict.fromkeys(call.system_url for call in calls if call.system_url):
-        own = [(mark + i, call) for i, call in enumerate(calls) if call.system_url == url]
-        how, log = _gone(state, target, url, own[0][1].sent_at)
-        if how is None:
-            continue
-        suspects = _calls_since_start(state, url)
-        placed = _placed_by_log([call for _, call in suspects], log)
-        if placed is None:  # nothing in the log places the death: charged where it was found
-            index, when = _unplaced_cause([call for _, call in own])
-            position, call = own[index]
-        else:
-            index, when = placed
-            position, call = suspects[index]
-        death = Death(call.label, f"{when} {call.route}", record.nodeid, how, _tail(log))
-        earlier = _owner(state, record, position) if position < mark else None
-        if earlier is None:
-            _charge(record, death, exchanges or [])
-        else:
-            death = Death(death.worker, death.cause, earlier.nodeid, death.how, death.log)
-            _charge(earlier, death, [])
-            _note_earlier_death(record, death)
-        if not _restarted(state, target, url, record):
-            state.deaths[target.id] = death
-        state.worker_started[url] = len(state.ledger.history)
-        return earlier
-    return None
+    urls = list(dict.fromkeys(call.system_url for call in calls if call.system_url))
+    ends = time.monotonic() + watch_s
+    while True:
+        for url in urls:
+            own = [(mark + i, call) for i, call in enumerate(calls) if call.system_url == url]
+            how, log = _gone(state, target, url, own[0][1].sent_at)
+            if how is not None:
+                return _died(state, target, record, mark, exchanges, url, own, how, log)
+        if time.monotonic() >= ends:
+            return None
+        time.sleep(WATCH_POLL_S)
+
+
+def _died(
+    state: RunState,
+    target: Target,
+    record: TestRecord,
+    mark: int,
+    exchanges: list[Exchange] | None,
+    url: str,
+    own: list[tuple[int, SentCall]],
+    how: str,
+    log: str,
+) -> TestRecord | None:
+    """Charge the death of the worker at `url` (`after_test`); the earlier record amended, if
+    the death was an earlier test's."""
+    suspects = _calls_since_start(state, url)
+    placed = _placed_by_log([call for _, call in suspects], log)
+    if placed is None:  # nothing in the log places the death: charged where it was found
+        index, when = _unplaced_cause([call for _, call in own])
+        position, call = own[index]
+    else:
+        index, when = placed
+        position, call = suspects[index]
+    death = Death(call.label, f"{when} {call.route}", record.nodeid, how, _tail(log))
+    earlier = _owner(state, record, position) if position < mark else None
+    if earlier is None:
+        _charge(record, death, exchanges or [])
+    else:
+        death = Death(death.worker, death.cause, earlier.nodeid, death.how, death.log)
+        _charge(earlier, death, [])
+        _note_earlier_death(record, death)
+    if not _restarted(state, target, url, record):
+        state.deaths[target.id] = death
+    state.worker_started[url] = len(state.ledger.history)
+    return earlier
 
 
 def _calls_since_start(state: RunState, url: str) -> list[tuple[int, SentCall]]:

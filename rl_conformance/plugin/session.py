@@ -28,8 +28,14 @@ from ..model.matrix import Matrix, RunInfo, TestRecord, build_matrix, now
 from ..model.target import Target
 from ..reports import console, evidence, write_reports
 from ..wire.exchange import Exchange
-from . import balance, budgeting, deaths, distribution, fixtures, forked, reruns
-from .collection import capabilities_of, parametrize_targets, select_and_order, target_of
+from . import balance, budgeting, crash_probes, deaths, distribution, fixtures, forked, reruns
+from .collection import (
+    capabilities_of,
+    ends_worker_reason,
+    parametrize_targets,
+    select_and_order,
+    target_of,
+)
 from .hypothesis_profile import (
     hypothesis_home_in,
     load_hypothesis_profile,
@@ -48,6 +54,8 @@ MARKERS = (
     "needs(*channels): fake-only channels the test reaches through rl_probe",
     "mutating: changes deployment state; runs after every read-only test of its target so "
     "that no state leaks into unrelated capabilities",
+    "may_end_worker(reason): may end the worker it is sent to; runs after every other test of "
+    "its target, is named before the first test, and --skip-crash-probes leaves it out",
 )
 
 
@@ -110,6 +118,7 @@ class ConformanceRun:
             config.option.hypothesis_seed = str(run.seed)
         config.pluginmanager.register(fixtures, f"{self.NAME}-fixtures")
         config.pluginmanager.register(budgeting, f"{self.NAME}-budget")
+        config.pluginmanager.register(crash_probes, f"{self.NAME}-crash-probes")
 
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         parametrize_targets(metafunc, state_of(metafunc.config).pool.ids)
@@ -120,11 +129,14 @@ class ConformanceRun:
         state = state_of(config)
         wanted = set(self.config.capability or capability_registry.BY_ID)
         select_and_order(config, items, wanted, state.pool.ids)
+        crash_probes.announce(config, items)
         state.plan = budgeting.plan(items, self.plan)
         if self.config.dry_run:
             config.hook.pytest_deselected(items=list(items))
             items[:] = []
             return
+        if self.config.skip_crash_probes:
+            crash_probes.leave_out(items)
         budgeting.prepare(items, state.plan, self.config.budget_generations)
         self._order = {
             item.nodeid: (position, target_of(item) or "?", _area(item))
@@ -226,6 +238,11 @@ class ConformanceRun:
         # The workers stop themselves at the deadline; this is the net if one cannot.
         grace = None if self._deadline is None else self._deadline - time.time() + GRACE_S
         self._activate(state, grace)
+        config = self._config
+        width = crash_probes.console_width(config)
+        reporter = self._reporter
+        for line in crash_probes.announcement_of_ids(config, ids, width) if reporter else []:
+            reporter.write_line(line)
 
     # -- a forked parallel run ------------------------------------------------------------
 
@@ -425,7 +442,9 @@ class ConformanceRun:
                 )
             target = getattr(item, "funcargs", {}).get("rl_target")
             mark = self._ledger_marks.get(item.nodeid, len(state.ledger.history))
-            amended = deaths.after_test(state, target, record, mark, exchanges)
+            may_end = ends_worker_reason(item) is not None
+            watch_s = deaths.watch_for(target, record, may_end)
+            amended = deaths.after_test(state, target, record, mark, exchanges, watch_s)
             if self.config.verify_reproducers and record.evidence:
                 verify_reproducers([record])  # at once: later tests change the deployment
             self._add_record(state, record)

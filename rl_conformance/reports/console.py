@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import textwrap
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -155,6 +156,43 @@ def skip_lines(matrix: dict[str, Any], width: int) -> list[str]:
     rest = sum(groups.values()) - sum(count for _, count in groups.most_common(SKIP_GROUPS_SHOWN))
     if rest:
         lines.append(f"  {rest:>3} more, for other reasons (matrix.md)")
+    return lines
+
+
+def crash_probe_lines(
+    probes: Sequence[tuple[str, str]],
+    targets: Sequence[str],
+    *,
+    flag: str,
+    left_out: bool,
+    width: int = 100,
+) -> list[str]:
+    """What a run says before its first test of the probes that may end the worker they are
+    sent to (`probes`: the capability each judges, and why), in the order they run: that they
+    run after every other test of `targets`, and which flag leaves them out; or that the flag
+    left them out. Nothing when there are none."""
+    if not probes:
+        return []
+    count = f"{len(probes)} probe{'s' if len(probes) > 1 else ''}"
+    if left_out:
+        head = f"left out by {flag}: {count} that may end a worker, each skipped naming the flag"
+    else:
+        many = len(probes) > 1
+        head = (
+            f"{count} may end the worker {'they are' if many else 'it is'} sent to: run after "
+            f"every other test of {', '.join(targets)} ({flag} leaves {'them' if many else 'it'} "
+            "out)"
+        )
+    lines = textwrap.wrap(head, width=width, subsequent_indent="  ", break_on_hyphens=False)
+    for capability, reason in probes:
+        lines += textwrap.wrap(
+            f"- {capability}: {reason}",
+            width=width,
+            initial_indent="  ",
+            subsequent_indent="    ",
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
     return lines
 
 

@@ -5,12 +5,20 @@ tiny random-weight Qwen2-style model and the two further checkpoints the launche
 `fail` is one of SGLang's or Dynamo's deviations, recorded in fixtures/KNOWN_DIFFERENCES.md with
 its evidence; a worker that dies is named in the cell whose call killed it.
 
-The whole mutating run takes about 2 minutes here once the launcher's checkpoints exist (17 s to
-ready, two restarts of the worker after the crashes below; this module 130-134 s in four runs), so
-CI runs all of it. Refreshes pause SGLang workers with `retract`, the mode SGLang documents as
-leaving the cache flushable: after an `in_place` pause even an update right after the last answer
-could meet the flush assertion below, in whichever refresh cell the engine's pace put it
-(fixtures/KNOWN_DIFFERENCES.md)."""
+The probes that may end a worker (`@pytest.mark.may_end_worker`: an invalid pause mode, a second
+pause, a memory release, an update during an in-place pause) run after every other test, so the
+rows before them are judged on a worker nothing has killed; the launcher restarts the worker
+twice at most after the crashes below, and the probes after the third crash are "not run". The
+same deployment as a user reaches theirs, by URL with the documented flags, has no restart: its
+refresh rows are judged all the same, and the probes after the first crash are "not run"
+(`by_url_matrix`).
+
+The launched run takes about 2 minutes here once the launcher's checkpoints exist (17 s to
+ready; this module 130-134 s in four runs); the run by URL, of the refresh rows and four of the
+probes, about 2 minutes more (124 s here, SGLang's start most of it). Refreshes pause SGLang
+workers with `retract`, the mode SGLang documents as leaving the cache flushable: after an
+`in_place` pause even an update right after the last answer could meet the flush assertion
+below, in whichever refresh cell the engine's pace put it (fixtures/KNOWN_DIFFERENCES.md)."""
 
 from __future__ import annotations
 
@@ -33,7 +41,9 @@ UNSUPPORTED = {
     "discovery.error_fails_closed": "the 1.6.1 RL listener lists no SGLang worker",
     "admin.route_negotiation": "SGLang workers advertise no routes",
     "admin.unpaused_update_refused": "SGLang takes updates without a pause",
+    "admin.version_declaration": "the SGLang family tracks no version declaration",
     "namespace.scope": "the 1.6.1 RL listener lists no SGLang worker",
+    "telemetry.weight_update_gauge": "vLLM's weight-transfer gauge is not SGLang's",
 }
 SKIPPED = {
     "discovery.departure_visible": "the launcher stops and restarts only our toy workers",
@@ -41,10 +51,6 @@ SKIPPED = {
     "discovery.probe_deadline": "a hung probe reply: a channel of our fakes",
     "refresh.recovered_worker": "not in Dynamo 1.6.1: its workers restart no dead engine",
     "migration.continuity": "the launcher kills only our toy workers",
-    "admin.version_declaration": "not run: the worker died (twice restarted) in the refresh "
-    "tests before it, at the update during an in_place pause",
-    "telemetry.weight_update_gauge": "not run, for the same reason (and vLLM's gauge is not "
-    "SGLang's: unsupported where the worker lives)",
 }
 FAILED = {
     "admin.invalid_pause_mode": "pause_generation of a mode SGLang does not have answers 200 "
@@ -117,3 +123,80 @@ def test_the_report_names_the_real_versions(sglang_matrix: dict[str, Any]) -> No
     assert versions["engine"] == "sglang" and versions["device"] == "cpu"
     assert versions["torch"].startswith("2.13.0")
     assert any(note.startswith("launch to ready") for note in target["notes"])
+
+
+BY_URL = {
+    "refresh.pause_gates": P,
+    "refresh.version_verified": P,
+    "refresh.post_update_generation": P,
+    "refresh.kv_invalidation": P,
+    "refresh.lifecycle": P,
+    "refresh.inflight_terminal": P,
+    "telemetry.weight_update_gauge": U,
+    "admin.invalid_pause_mode": F,
+    "admin.pause_cycles": S,
+    "refresh.straddle_reported": S,
+}
+"""The rows the run by URL selects and their reviewed cells: the refresh rows, and the rows of
+four probes that may end a worker (the invalid pause mode ends it; the probes after it are not
+run). `refresh.inflight_terminal` passes on its stream across a version rename
+(its refresh in each pause mode is such a probe, not run after the crash);
+`refresh.served_policy_verified` and `refresh.pause_mode_effect` are judged by URL alike (about a
+minute more each: the reference computed on CPU, the pause modes' watches) and are left to the
+launched run."""
+
+
+@pytest.fixture(scope="module")
+def by_url_matrix(sglang_python: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The same engine started here and reached as a user reaches a fleet: by URL, with the
+    documented flags (docs/DEPLOYMENTS.md), so no worker that dies is restarted."""
+    from rl_conformance.launchers.dynamo import DynamoLauncher
+
+    launcher = DynamoLauncher(engine="sglang", python=sglang_python)
+    try:
+        target = launcher.start()
+        launched = {"targets": [{"notes": [f"work directory: {launcher.workdir}"]}]}
+        flags = [
+            "--frontend",
+            target.frontend_url,
+            "--rl-url",
+            target.rl_url,
+            "--backend",
+            "sglang",
+            *(flag for url in target.worker_urls for flag in ("--worker-url", url)),
+            *(flag for path in target.update_model_paths for flag in ("--update-model-path", path)),
+            *(flag for capability in BY_URL for flag in ("--capability", capability)),
+        ]
+        matrix = run_launch(tmp_path_factory.mktemp("sglang-by-url"), *flags)
+    finally:
+        launcher.stop()
+    matrix["launched"] = launched
+    return matrix
+
+
+def test_by_url_the_refresh_rows_are_judged_and_a_death_blanks_only_the_probes_after_it(
+    by_url_matrix: dict[str, Any],
+) -> None:
+    """Real SGLang by URL: the probes that may end a worker are named before the first test and
+    run after every other one, so the refresh rows are judged on a live worker; the invalid
+    pause mode ends it (a true finding, charged to that probe: its failure is followed by a
+    watch of the worker), and only the probes run after it are "not run"."""
+    found = cells(by_url_matrix, "external-sglang")
+    wrong = {
+        capability_id: (cell["outcome"], cell["reason"][:300], cell["evidence"][:1])
+        for capability_id, cell in found.items()
+        if cell["outcome"] != BY_URL[capability_id]
+    }
+    assert not wrong, (wrong, by_url_matrix["stdout"][-2000:])
+    assert "4 probes may end the worker they are sent to" in by_url_matrix["stdout"]
+    invalid = found["admin.invalid_pause_mode"]["evidence"]
+    assert "accepted mode" in invalid[0]["message"], invalid
+    assert any(" died " in item["message"] for item in invalid), invalid
+    for capability_id in ("admin.pause_cycles", "refresh.straddle_reported"):
+        reason = found[capability_id]["reason"]
+        assert reason.startswith("not run: the worker died at test_pause_control.py::"), reason
+    tests = found["refresh.inflight_terminal"]["tests"]
+    assert {test["outcome"] for test in tests if "version_rename" in test["nodeid"]} == {P}
+    assert {test["outcome"] for test in tests if "version_rename" not in test["nodeid"]} == {S}
+    assert by_url_matrix["complete"]
+    assert leftover_processes(by_url_matrix["launched"]) == []

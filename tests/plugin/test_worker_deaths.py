@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from rl_conformance.control.ledger import SentCall
 from rl_conformance.plugin.deaths import _cause, _crashed_at, _tail
 
@@ -272,3 +274,64 @@ def test_a_death_no_log_places_is_charged_to_the_test_that_found_it() -> None:
     assert earlier.outcome is Outcome.PASS and earlier.evidence == []
     (death,) = later.evidence
     assert death.message.startswith("worker 7 died after pause_generation: its system server")
+
+
+def test_a_failed_probe_that_may_end_a_worker_watches_it_and_is_charged_its_death(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """SGLang answers an invalid pause mode 200 ok, and its process is killed 5 s later: by URL
+    its system server answers until then. The probe that failed watches it, so the death is the
+    probe's, not the next test's; a worker that keeps serving costs the watch and nothing else."""
+    from types import SimpleNamespace
+
+    from rl_conformance.control.ledger import AdminLedger
+    from rl_conformance.model.matrix import Outcome, TestRecord
+    from rl_conformance.plugin import deaths
+
+    monkeypatch.setattr(deaths, "WATCH_POLL_S", 0.01)
+    ledger = AdminLedger()
+    probe = TestRecord("s.py::invalid", ("admin.invalid_pause_mode",), "external", Outcome.FAIL)
+    dying = _Answers((200, None), (200, None), (200, None), (None, REFUSED))
+    state = SimpleNamespace(
+        ledger=ledger,
+        client=dying,
+        records=[],
+        call_owners=[],
+        worker_started={},
+        deaths={},
+        restarts={},
+    )
+    ledger.history += [call("pause_generation", 200), call("continue_generation", 200)]
+    target = SimpleNamespace(id="external", probe=None, kind="external")
+    watch_s = deaths.watch_for(target, probe, True)  # type: ignore[arg-type]
+    assert watch_s == deaths.WATCH_S
+    assert deaths.after_test(state, target, probe, 0, None, watch_s) is None  # type: ignore[arg-type]
+    assert dying.asked == 4
+    (death,) = probe.evidence
+    assert death.message.startswith("worker 7 died after continue_generation: its system server")
+    assert state.deaths["external"].nodeid == "s.py::invalid"
+
+    serving = _Answers((200, None))
+    state.client, state.deaths, state.call_owners = serving, {}, []
+    ledger.history = [call("pause_generation", 200)]
+    kept = TestRecord("s.py::cycles", ("admin.pause_cycles",), "external", Outcome.FAIL)
+    assert deaths.after_test(state, target, kept, 0, None, 0.05) is None  # type: ignore[arg-type]
+    assert serving.asked > 1 and kept.evidence == [] and state.deaths == {}
+
+
+def test_only_a_failed_probe_on_a_worker_seen_by_its_system_server_is_watched() -> None:
+    from types import SimpleNamespace
+
+    from rl_conformance.model.matrix import Outcome, TestRecord
+    from rl_conformance.plugin.deaths import WATCH_S, watch_for
+
+    failed = TestRecord("s.py::x", ("admin.invalid_pause_mode",), "t", Outcome.FAIL)
+    passed = TestRecord("s.py::x", ("admin.invalid_pause_mode",), "t", Outcome.PASS)
+    by_url = SimpleNamespace(probe=None, kind="external")
+    assert watch_for(by_url, failed, True) == WATCH_S  # type: ignore[arg-type]
+    assert watch_for(by_url, failed, False) == 0  # type: ignore[arg-type]
+    assert watch_for(by_url, passed, True) == 0  # type: ignore[arg-type]
+    launched = SimpleNamespace(probe=_Launched(""), kind="dynamo")  # its log places a death
+    assert watch_for(launched, failed, True) == 0  # type: ignore[arg-type]
+    ours = SimpleNamespace(probe=object(), kind="fake")  # our fakes' workers go as they answer
+    assert watch_for(ours, failed, True) == 0  # type: ignore[arg-type]
