@@ -48,6 +48,16 @@ class Outcome(StrEnum):
     """A test's only: the feature is absent; the cell decides from the documented support."""
 
 
+def _passed_reason(outcomes: list[tuple[Outcome, TestRecord]]) -> str:
+    """A passing cell's reason: how many of its tests passed, and how many did not run, with
+    the first one's reason (a pass never claims the tests it did not run)."""
+    passed = sum(1 for outcome, _ in outcomes if outcome is Outcome.PASS)
+    others = [record for outcome, record in outcomes if outcome is not Outcome.PASS]
+    if not others:
+        return f"{passed} test(s) passed"
+    return f"{passed} test(s) passed, {len(others)} did not run ({others[0].reason})"
+
+
 PRECEDENCE = (
     Outcome.ERROR,
     Outcome.FAIL,
@@ -241,8 +251,8 @@ def build_cell(
     outcomes = [(_cell_outcome(record, documented), record) for record in records]
     chosen = min(outcomes, key=lambda item: PRECEDENCE.index(item[0][0]))
     (outcome, reason, _), chosen_record = chosen
-    if outcome is Outcome.PASS:
-        reason = reason or f"{len(records)} test(s) passed"
+    if outcome is Outcome.PASS and not reason:
+        reason = _passed_reason([(found[0], record) for found, record in outcomes])
     contradicts = any(item[0][2] for item in outcomes if item[0][0] is outcome)
     counts: Counter[tuple[str, bool]] = Counter()
     for record in records:

@@ -62,6 +62,17 @@ def test_zero_selected_tests_is_an_error_never_a_pass() -> None:
     assert "no test selected" in cell.reason
 
 
+def test_a_pass_counts_only_the_tests_that_passed() -> None:
+    """A cell passed by one test while others did not run says so, with why they did not."""
+    capability = BY_ID["tokens.completion_ids"]
+    ran = record(Outcome.PASS, capability.id)
+    gone = record(Outcome.SKIPPED, capability.id, reason="not run: the worker died at pause")
+    assert build_cell(capability, VLLM, [ran, ran]).reason == "2 test(s) passed"
+    cell = build_cell(capability, VLLM, [ran, gone, gone])
+    assert cell.outcome is Outcome.PASS
+    assert cell.reason == "1 test(s) passed, 2 did not run (not run: the worker died at pause)"
+
+
 def test_absent_feature_fails_where_documented_supported() -> None:
     capability = BY_ID["discovery.worker_registration"]
     absent = record(Outcome.ABSENT, capability.id, reason="lists no RL workers")
