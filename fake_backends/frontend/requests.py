@@ -45,6 +45,8 @@ class GenerationRequest:
     stream: bool
     include_usage: bool
     nvext: NvextRequest
+    tokens_as_ids: bool = False
+    """``return_tokens_as_token_ids``: every logprob token is spelled ``token_id:<id>``."""
 
 
 def _is_int(value: Any) -> bool:
@@ -299,6 +301,7 @@ def parse_completion_request(
         stream=stream,
         include_usage=include_usage,
         nvext=nvext,
+        tokens_as_ids=bool(_opt_bool(body, "return_tokens_as_token_ids")),
     )
 
 
@@ -354,6 +357,7 @@ def parse_chat_request(
         stream=stream,
         include_usage=include_usage,
         nvext=nvext,
+        tokens_as_ids=bool(_opt_bool(body, "return_tokens_as_token_ids")),
     )
 
 

@@ -118,7 +118,10 @@ def _choice(view: ChoiceView) -> dict[str, Any]:
 
 
 def chat_views(state: DeploymentState, run: EngineRun) -> list[ChoiceView]:
-    views = [choice_view(state, c, run.request.logprobs) for c in run.choices]
+    views = [
+        choice_view(state, c, run.request.logprobs, tokens_as_ids=run.request.tokens_as_ids)
+        for c in run.choices
+    ]
     if state.fault("chat_top_logprobs_short"):
         return [dataclasses.replace(v, tops=tuple(top[:-1] for top in v.tops)) for v in views]
     return views
