@@ -239,7 +239,9 @@ def test_usage_details_match_mocker(case: str, client: httpx.Client, vllm: FakeD
 VLLM_CPU = RECORDINGS.parent / "vllm-cpu"
 # Like the recorded stack: one worker serving `tiny` (the fake's vocabulary has the real
 # model's 32768 ids). Its own deployment, because the admin replay pauses and updates it.
-tiny = make_fake_deployment_fixture("tiny", "vllm", scope="module", workers=1, model="tiny")
+tiny = make_fake_deployment_fixture(
+    "tiny", "vllm", scope="module", workers=1, model="tiny", dynamo_release="1.6.1"
+)
 # Not replayed one by one, with the reason (each is held by a test below or is deliberate).
 VLLM_CPU_ELSEWHERE = {
     "completions_stop_string": "tokens differ: test_vllm_stop_shapes",

@@ -26,7 +26,9 @@ from fake_backends.deployment.pytest_fixtures import make_fake_deployment_fixtur
 
 RECORDINGS = Path(__file__).resolve().parents[2] / "fixtures" / "dynamo-1.6.1"
 SPELLED_ID = re.compile(r"token_id:(\d+)")
-tiny = make_fake_deployment_fixture("tiny", "vllm", scope="module", workers=1, model="tiny")
+tiny = make_fake_deployment_fixture(
+    "tiny", "vllm", scope="module", workers=1, model="tiny", dynamo_release="1.6.1"
+)
 """Served as the real vLLM stack was recorded (the fake's vocabulary has its 32768 ids)."""
 CASES = sorted(
     f"{path.parent.name}/{path.stem}"
