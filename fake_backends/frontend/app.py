@@ -299,6 +299,7 @@ def build_frontend_app(state: DeploymentState, extra_routes: Sequence[Route] = (
                 plays_1_6=state.plays_1_6(),
                 faulted=state.fault,
                 served=state.model_name,
+                engine=state.personality.name,
             )
 
         return await openai_route(
@@ -318,6 +319,7 @@ def build_frontend_app(state: DeploymentState, extra_routes: Sequence[Route] = (
                 plays_1_6=state.plays_1_6(),
                 faulted=state.fault,
                 served=state.model_name,
+                engine=state.personality.name,
             ),
             "chatcmpl",
             "chat_completions",

@@ -260,6 +260,7 @@ def parse_completion_request(
     plays_1_6: bool = False,
     faulted: Faulted = unfaulted,
     served: str | None = None,
+    engine: str = "vllm",
 ) -> GenerationRequest:
     """``POST /v1/completions``.
 
@@ -269,7 +270,7 @@ def parse_completion_request(
     ``single_choice_ids=False`` skips the one-choice check on ``completion_token_ids``
     (the ``validation_accepted`` fault). ``served``: the model the deployment serves, looked up
     after the frontend's own validation (``validation``), before the engine's. ``plays_1_6``:
-    validate as Dynamo 1.6 does (else as 1.7).
+    validate as Dynamo 1.6 does (else as 1.7). ``engine``: the backend whose own refusals follow.
     """
     body = _require_object(raw)
     deserialize(body, "completions")
@@ -294,7 +295,7 @@ def parse_completion_request(
     if nvext.artifact:
         check_artifact_request(params.stop, max(n, _best_of(body)), faulted)
     _check_diverse(body, n)
-    _engine_checks(body, "completions", model, served)
+    _engine_checks(body, "completions", model, served, engine)
     _check_context(prompt, max_tokens, enforced=check_context)
     return GenerationRequest(
         endpoint="completions",
@@ -317,6 +318,7 @@ def parse_chat_request(
     plays_1_6: bool = False,
     faulted: Faulted = unfaulted,
     served: str | None = None,
+    engine: str = "vllm",
 ) -> GenerationRequest:
     """``POST /v1/chat/completions``; ``nvext.token_data`` bypasses the chat template."""
     body = _require_object(raw)
@@ -351,7 +353,7 @@ def parse_chat_request(
     if nvext.artifact:
         check_artifact_request(params.stop, n, faulted)
     _check_diverse(body, n)
-    _engine_checks(body, "chat", model, served)
+    _engine_checks(body, "chat", model, served, engine)
     _check_context(prompt, max_tokens)
     return GenerationRequest(
         endpoint="chat",
@@ -369,12 +371,16 @@ def parse_chat_request(
 
 
 def _engine_checks(
-    body: Mapping[str, Any], endpoint: Endpoint, model: str | None, served: str | None
+    body: Mapping[str, Any],
+    endpoint: Endpoint,
+    model: str | None,
+    served: str | None,
+    engine: str,
 ) -> None:
     """The model looked up (an unknown one is a 404), then what the engine refuses."""
     if served is not None:
         ensure_served_model(model, served)
-    refused = engine_refusal(body, endpoint)
+    refused = engine_refusal(body, endpoint, engine)
     if refused is not None:
         raise refused
 

@@ -11,7 +11,8 @@ Measured on Dynamo 1.6.1 and the 1.7 dev build (CONTRACT-NOTES §O6.20;
    engines' own fields too: vLLM's `use_beam_search`, `request_id`, ..., SGLang's `rid`, ...);
    then each value's range ("Validation: Top_p must be between 0 and 1, got 2", ...);
 3. only then the model: an unknown one is a 404 (`requests.ensure_served_model`);
-4. then what the engine refuses (`engine_refusal`, real vLLM 0.31.0: 400 "Bad Request").
+4. then what the engine refuses (`engine_refusal`, real vLLM 0.31.0 and SGLang 0.5.21: 400
+   "Bad Request").
 """
 
 from __future__ import annotations
@@ -367,14 +368,18 @@ def _chat_options(body: Mapping[str, Any], endpoint: str) -> None:
         raise validation_error("`chat_template` is not supported inside `chat_template_args`")
 
 
-def engine_refusal(body: Mapping[str, Any], endpoint: str) -> FrontendError | None:
-    """What real vLLM 0.31.0 refuses behind the frontend (answered 400 "Bad Request"): fewer
-    `max_tokens` than `min_tokens`, more prompt logprobs than it computes, and a thinking budget
-    on a model without a reasoning parser."""
+def engine_refusal(body: Mapping[str, Any], endpoint: str, engine: str) -> FrontendError | None:
+    """What the engine behind the frontend refuses (answered 400 "Bad Request"), measured:
+    real vLLM 0.31.0 and SGLang 0.5.21 refuse fewer `max_tokens` than `min_tokens` and a thinking
+    budget on a model without a reasoning parser; vLLM also more prompt logprobs than it computes
+    (SGLang answers them). Nothing for TensorRT-LLM, which was not measured."""
+    if engine not in ("vllm", "sglang"):
+        return None
     max_tokens = body.get("max_completion_tokens") or body.get("max_tokens")
     min_tokens = body.get("min_tokens")
     too_few = _is_int(min_tokens) and _is_int(max_tokens) and min_tokens > max_tokens
     prompt_logprobs = body.get("prompt_logprobs")
-    too_many = _is_int(prompt_logprobs) and prompt_logprobs > ENGINE_MAX_LOGPROBS
+    too_many = engine == "vllm" and _is_int(prompt_logprobs)
+    too_many = too_many and prompt_logprobs > ENGINE_MAX_LOGPROBS
     thinking = endpoint == "chat" and body.get("thinking_token_budget") is not None
     return FrontendError(400, "Bad Request") if too_few or too_many or thinking else None

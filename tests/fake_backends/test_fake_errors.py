@@ -90,11 +90,6 @@ def _assert_flat(response: httpx.Response, status: int, reason: str) -> str:
         ),
         ("/v1/completions", {"model": "toy", "prompt": PROMPT, "top_p": 0}, "Validation: Top_p"),
         (
-            "/v1/completions",
-            {"model": "toy", "prompt": PROMPT, "min_tokens": 4, "max_tokens": 2},
-            "Bad Request",  # refused by vLLM itself
-        ),
-        (
             "/v1/chat/completions",
             {"model": "toy", "messages": MESSAGES, "max_tokens": 0},
             "Validation: Max tokens",
@@ -117,6 +112,21 @@ def test_bad_requests(
         client.post(any_backend.frontend_url + path, json=body), 400, "Bad Request"
     )
     assert message.startswith(prefix), message
+
+
+@pytest.mark.parametrize("backend", ["vllm", "sglang"])
+def test_what_the_engine_refuses(
+    client: httpx.Client, request: pytest.FixtureRequest, backend: str
+) -> None:
+    """Real vLLM 0.31.0 and SGLang 0.5.21 refuse min_tokens above max_tokens behind 1.6.1 (400
+    "Bad Request"); vLLM alone refuses more than 20 prompt logprobs."""
+    dep: FakeDeployment = request.getfixturevalue(backend)
+    url = f"{dep.frontend_url}/v1/completions"
+    body = {"model": "toy", "prompt": PROMPT, "max_tokens": 2}
+    few = client.post(url, json={**body, "min_tokens": 4})
+    assert _assert_flat(few, 400, "Bad Request") == "Bad Request"
+    many = client.post(url, json={**body, "prompt_logprobs": 21})
+    assert many.status_code == (400 if backend == "vllm" else 200), many.text
 
 
 def test_bad_json_and_wrong_content_type(client: httpx.Client, vllm: FakeDeployment) -> None:
