@@ -105,7 +105,8 @@ async def read_json(request: Request) -> Any:
 
 
 def _check_model_first(state: DeploymentState, body: Any) -> None:
-    """An unknown model is a 404 before any other validation (model lookup comes first)."""
+    """An unknown model is a 404 before any other validation of SGLang's native route (the
+    OpenAI routes validate first: `frontend/validation.py`)."""
     if isinstance(body, Mapping) and isinstance(body.get("model"), str):
         ensure_served_model(body["model"], state.model_name)
 
@@ -262,9 +263,8 @@ def build_frontend_app(state: DeploymentState, extra_routes: Sequence[Route] = (
         received = Received.now()
         _require_model(state)
         body = await read_json(request)
-        _check_model_first(state, body)
+        parsed = parse(body)  # the frontend's validation, then the model, then the engine's
         refuse_beyond_vocabulary(body, state.vocabulary)
-        parsed = parse(body)
         response_id = f"{prefix}-{uuid.uuid4()}"
         pin = _pin_for(request, parsed.nvext)
         live = live_request(
@@ -296,8 +296,10 @@ def build_frontend_app(state: DeploymentState, extra_routes: Sequence[Route] = (
                 single_choice_ids=not state.fault("validation_accepted"),
                 wrap_ids=state.fault("token_ids_wrapped"),
                 check_context=not state.fault("context_window_unchecked"),
-                artifact_forms=not state.plays_1_6(),
+                plays_1_6=state.plays_1_6(),
                 faulted=state.fault,
+                served=state.model_name,
+                engine=state.personality.name,
             )
 
         return await openai_route(
@@ -313,7 +315,11 @@ def build_frontend_app(state: DeploymentState, extra_routes: Sequence[Route] = (
         return await openai_route(
             request,
             functools.partial(
-                parse_chat_request, artifact_forms=not state.plays_1_6(), faulted=state.fault
+                parse_chat_request,
+                plays_1_6=state.plays_1_6(),
+                faulted=state.fault,
+                served=state.model_name,
+                engine=state.personality.name,
             ),
             "chatcmpl",
             "chat_completions",

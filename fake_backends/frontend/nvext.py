@@ -107,7 +107,9 @@ def parse_nvext(
 ) -> NvextRequest:
     """Validate the request's ``nvext`` (absent or null means none); ``artifact_forms``: the
     ``metadata_upload`` forms of Dynamo 1.7, else 1.6.1's one."""
-    if raw is None:
+    if raw is None or raw == []:
+        # serde also reads a struct from a sequence of its fields in order: an empty one sets
+        # none (1.6.1 answers 200); `[1]` fails on `greed_sampling`'s type.
         return NvextRequest()
     if not isinstance(raw, Mapping):
         raise _invalid("expected an object")

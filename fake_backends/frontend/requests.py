@@ -23,6 +23,7 @@ from fake_backends.frontend.error_bodies import (
 )
 from fake_backends.frontend.metadata_upload import Faulted, check_artifact_request, unfaulted
 from fake_backends.frontend.nvext import SINGLE_CHOICE_MESSAGE, NvextRequest, parse_nvext
+from fake_backends.frontend.validation import deserialize, engine_refusal, validate
 from fake_backends.model.decoding import DEFAULT_MAX_TOKENS, SamplingParams
 from fake_backends.model.directory import CONTEXT_LENGTH
 from fake_backends.model.tokenizer import BOS_ID, VOCAB_SIZE, encode, render_chat
@@ -30,7 +31,6 @@ from fake_backends.model.tokenizer import BOS_ID, VOCAB_SIZE, encode, render_cha
 Endpoint = Literal["completions", "chat"]
 
 MAX_N = 128
-MAX_CHAT_TOP_LOGPROBS = 20
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,8 @@ class GenerationRequest:
     stream: bool
     include_usage: bool
     nvext: NvextRequest
+    tokens_as_ids: bool = False
+    """``return_tokens_as_token_ids``: every logprob token is spelled ``token_id:<id>``."""
 
 
 def _is_int(value: Any) -> bool:
@@ -89,7 +91,7 @@ def _opt_temperature(body: Mapping[str, Any]) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise shape_error("temperature: invalid type, expected f32")
     if not 0 <= value <= 2:
-        raise validation_error(f"temperature must be between 0 and 2, got {value}")
+        raise validation_error(f"Temperature must be between 0 and 2, got {value:g}")
     return float(value)
 
 
@@ -255,8 +257,10 @@ def parse_completion_request(
     single_choice_ids: bool = True,
     wrap_ids: bool = False,
     check_context: bool = True,
-    artifact_forms: bool = True,
+    plays_1_6: bool = False,
     faulted: Faulted = unfaulted,
+    served: str | None = None,
+    engine: str = "vllm",
 ) -> GenerationRequest:
     """``POST /v1/completions``.
 
@@ -264,11 +268,15 @@ def parse_completion_request(
     appears in the choices, but the engine is still asked for prompt logprobs (k=1),
     which surface only through ``nvext.extra_fields: ["prompt_logprobs"]``.
     ``single_choice_ids=False`` skips the one-choice check on ``completion_token_ids``
-    (the ``validation_accepted`` fault).
+    (the ``validation_accepted`` fault). ``served``: the model the deployment serves, looked up
+    after the frontend's own validation (``validation``), before the engine's. ``plays_1_6``:
+    validate as Dynamo 1.6 does (else as 1.7). ``engine``: the backend whose own refusals follow.
     """
     body = _require_object(raw)
+    deserialize(body, "completions")
+    validate(body, "completions", plays_1_6=plays_1_6)
     model = _model(body)
-    nvext = parse_nvext(body.get("nvext"), artifact_forms=artifact_forms, faulted=faulted)
+    nvext = parse_nvext(body.get("nvext"), artifact_forms=not plays_1_6, faulted=faulted)
     echo = bool(_opt_bool(body, "echo"))
     if nvext.token_data is not None:
         prompt = list(nvext.token_data)
@@ -287,6 +295,7 @@ def parse_completion_request(
     if nvext.artifact:
         check_artifact_request(params.stop, max(n, _best_of(body)), faulted)
     _check_diverse(body, n)
+    _engine_checks(body, "completions", model, served, engine)
     _check_context(prompt, max_tokens, enforced=check_context)
     return GenerationRequest(
         endpoint="completions",
@@ -299,23 +308,29 @@ def parse_completion_request(
         stream=stream,
         include_usage=include_usage,
         nvext=nvext,
+        tokens_as_ids=bool(_opt_bool(body, "return_tokens_as_token_ids")),
     )
 
 
 def parse_chat_request(
-    raw: Any, *, artifact_forms: bool = True, faulted: Faulted = unfaulted
+    raw: Any,
+    *,
+    plays_1_6: bool = False,
+    faulted: Faulted = unfaulted,
+    served: str | None = None,
+    engine: str = "vllm",
 ) -> GenerationRequest:
     """``POST /v1/chat/completions``; ``nvext.token_data`` bypasses the chat template."""
     body = _require_object(raw)
+    deserialize(body, "chat")
+    validate(body, "chat", plays_1_6=plays_1_6)
     model = _model(body)
-    nvext = parse_nvext(body.get("nvext"), artifact_forms=artifact_forms, faulted=faulted)
+    nvext = parse_nvext(body.get("nvext"), artifact_forms=not plays_1_6, faulted=faulted)
     messages = body.get("messages")
     if messages is None:
         raise shape_error("missing field `messages`")
     if not isinstance(messages, list) or not all(isinstance(m, Mapping) for m in messages):
         raise shape_error("messages: invalid type, expected a sequence of messages")
-    if not messages:
-        raise validation_error("messages must not be empty")
     try:
         rendered = render_chat(messages)
     except ValueError as exc:
@@ -324,16 +339,12 @@ def parse_chat_request(
     max_tokens = _max_tokens(body, "max_completion_tokens")
     if max_tokens is None:
         max_tokens = _max_tokens(body, "max_tokens")
-    wants_logprobs = _opt_bool(body, "logprobs")
     top_logprobs = _opt_int(body, "top_logprobs", "u8")
-    if top_logprobs is not None and top_logprobs > MAX_CHAT_TOP_LOGPROBS:
-        raise validation_error(f"top_logprobs must be between 0 and {MAX_CHAT_TOP_LOGPROBS}")
     logprobs: int | None = None
-    if wants_logprobs:
-        # CONTRACT-NOTES §O6.6: logprobs without top_logprobs asks the engine for 1.
+    if _opt_bool(body, "logprobs"):
+        # CONTRACT-NOTES §O6.6: logprobs without top_logprobs asks the engine for 1; top_logprobs
+        # without logprobs asks for none (real vLLM 0.31.0 behind 1.6.1: `logprobs: null`).
         logprobs = 1 if top_logprobs is None else top_logprobs
-    elif top_logprobs:
-        logprobs = top_logprobs
     prompt_logprobs = _opt_int(body, "prompt_logprobs", "u8")
     n = _choices(body)
     _check_single_choice(nvext, n)
@@ -342,6 +353,7 @@ def parse_chat_request(
     if nvext.artifact:
         check_artifact_request(params.stop, n, faulted)
     _check_diverse(body, n)
+    _engine_checks(body, "chat", model, served, engine)
     _check_context(prompt, max_tokens)
     return GenerationRequest(
         endpoint="chat",
@@ -354,7 +366,23 @@ def parse_chat_request(
         stream=stream,
         include_usage=include_usage,
         nvext=nvext,
+        tokens_as_ids=bool(_opt_bool(body, "return_tokens_as_token_ids")),
     )
+
+
+def _engine_checks(
+    body: Mapping[str, Any],
+    endpoint: Endpoint,
+    model: str | None,
+    served: str | None,
+    engine: str,
+) -> None:
+    """The model looked up (an unknown one is a 404), then what the engine refuses."""
+    if served is not None:
+        ensure_served_model(model, served)
+    refused = engine_refusal(body, endpoint, engine)
+    if refused is not None:
+        raise refused
 
 
 def _best_of(body: Mapping[str, Any]) -> int:
@@ -363,6 +391,7 @@ def _best_of(body: Mapping[str, Any]) -> int:
 
 
 def ensure_served_model(request_model: str | None, served: str) -> None:
-    """404 ``Model not found`` for any model but the served one (omitted = served)."""
+    """404 ``Model not found`` for any model but the served one (omitted: SGLang's native route,
+    which names none; the OpenAI routes refuse an omitted model before, as a deserialize 400)."""
     if request_model is not None and request_model != served:
         raise FrontendError(404, "Model not found")

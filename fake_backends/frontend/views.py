@@ -29,6 +29,7 @@ class ChoiceView:
     finish_reason: str | None  # OpenAI finish reason as reported
     detailed_finish_reason: str  # nvext.detailed_finish_reason
     requested_top: int | None = None  # alternatives asked for (completions logprobs, chat k)
+    tokens_as_ids: bool = False  # return_tokens_as_token_ids: tokens spelled `token_id:<id>`
 
     @property
     def index(self) -> int:
@@ -94,7 +95,13 @@ def detailed_finish_reason(state: DeploymentState, result: ChoiceResult) -> str:
     return "stop"
 
 
-def choice_view(state: DeploymentState, result: ChoiceResult, logprobs: int | None) -> ChoiceView:
+def choice_view(
+    state: DeploymentState,
+    result: ChoiceResult,
+    logprobs: int | None,
+    *,
+    tokens_as_ids: bool = False,
+) -> ChoiceView:
     if state.fault("logprobs_absent"):
         logprobs = None  # reported as if they had not been asked for
     missing = state.fault("topk_missing_selected")
@@ -112,6 +119,7 @@ def choice_view(state: DeploymentState, result: ChoiceResult, logprobs: int | No
         finish_reason=openai_finish_reason(state, result),
         detailed_finish_reason=detailed_finish_reason(state, result),
         requested_top=logprobs,
+        tokens_as_ids=tokens_as_ids,
     )
 
 

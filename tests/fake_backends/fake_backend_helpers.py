@@ -63,12 +63,19 @@ def parse_sse(text: str) -> list[Any]:
 
 
 def completions(client: httpx.Client, dep: FakeDeployment, **body: Any) -> httpx.Response:
-    return client.post(f"{dep.frontend_url}/v1/completions", json=body)
+    """POST /v1/completions, naming the served model unless `model` is given (None: omitted,
+    which the frontend refuses)."""
+    return client.post(f"{dep.frontend_url}/v1/completions", json=_with_model(dep, body))
 
 
 def chat(client: httpx.Client, dep: FakeDeployment, **body: Any) -> httpx.Response:
     body.setdefault("messages", [{"role": "user", "content": "hello there"}])
-    return client.post(f"{dep.frontend_url}/v1/chat/completions", json=body)
+    return client.post(f"{dep.frontend_url}/v1/chat/completions", json=_with_model(dep, body))
+
+
+def _with_model(dep: FakeDeployment, body: dict[str, Any]) -> dict[str, Any]:
+    body.setdefault("model", dep.model)
+    return {key: value for key, value in body.items() if key != "model" or value is not None}
 
 
 def generate(client: httpx.Client, dep: FakeDeployment, **body: Any) -> httpx.Response:

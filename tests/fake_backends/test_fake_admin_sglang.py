@@ -204,7 +204,7 @@ def test_release_and_resume_memory(client: httpx.Client) -> None:
         waiting = background(
             client,
             f"{dep.frontend_url}/v1/completions",
-            {"prompt": PROMPT, "max_tokens": 2},
+            {"model": "toy", "prompt": PROMPT, "max_tokens": 2},
             {"x-request-id": "waits"},
         )
         time.sleep(0.1)

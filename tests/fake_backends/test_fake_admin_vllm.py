@@ -35,6 +35,7 @@ def pinned(dep: FakeDeployment, index: int, **nvext: Any) -> dict[str, Any]:
 
 
 def greedy(client: httpx.Client, dep: FakeDeployment, index: int, **body: Any) -> dict[str, Any]:
+    body.setdefault("model", "toy")
     body.setdefault("prompt", PROMPT)
     body.setdefault("max_tokens", 4)
     reply = client.post(
@@ -105,7 +106,13 @@ def test_pause_keep_freezes_in_flight_and_holds_new(
     stream = Background(
         client,
         url,
-        {"prompt": PROMPT, "max_tokens": 8, "stream": True, "nvext": pinned(dep, 0)},
+        {
+            "model": "toy",
+            "prompt": PROMPT,
+            "max_tokens": 8,
+            "stream": True,
+            "nvext": pinned(dep, 0),
+        },
         **{"x-request-id": "frozen", "x-fake-token-delay-ms": "20"},
     )
     wait_for(lambda: len(stream.events) >= 2)
@@ -117,7 +124,7 @@ def test_pause_keep_freezes_in_flight_and_holds_new(
     held = Background(
         client,
         url,
-        {"prompt": PROMPT, "max_tokens": 2, "nvext": pinned(dep, 0)},
+        {"model": "toy", "prompt": PROMPT, "max_tokens": 2, "nvext": pinned(dep, 0)},
         **{"x-request-id": "held"},
     )
     other = greedy(client, dep, 1)  # the other worker is not paused
@@ -142,7 +149,13 @@ def test_pause_wait_lets_in_flight_finish(client: httpx.Client, dep: FakeDeploym
     stream = Background(
         client,
         url,
-        {"prompt": PROMPT, "max_tokens": 6, "stream": True, "nvext": pinned(dep, 0)},
+        {
+            "model": "toy",
+            "prompt": PROMPT,
+            "max_tokens": 6,
+            "stream": True,
+            "nvext": pinned(dep, 0),
+        },
         **{"x-request-id": "draining", "x-fake-token-delay-ms": "20"},
     )
     wait_for(lambda: len(stream.events) >= 1)
@@ -152,7 +165,7 @@ def test_pause_wait_lets_in_flight_finish(client: httpx.Client, dep: FakeDeploym
     held = Background(
         client,
         url,
-        {"prompt": PROMPT, "max_tokens": 1, "nvext": pinned(dep, 0)},
+        {"model": "toy", "prompt": PROMPT, "max_tokens": 1, "nvext": pinned(dep, 0)},
         **{"x-request-id": "late"},
     )
     time.sleep(0.1)
@@ -169,6 +182,7 @@ def test_pause_abort_ends_in_flight(client: httpx.Client, dep: FakeDeployment) -
         client,
         url,
         {
+            "model": "toy",
             "prompt": PROMPT,
             "max_tokens": 200,
             "ignore_eos": True,
@@ -181,7 +195,12 @@ def test_pause_abort_ends_in_flight(client: httpx.Client, dep: FakeDeployment) -
     unary = Background(
         client,
         url,
-        {"prompt": PROMPT, "max_tokens": 5, "nvext": pinned(dep, 0, extra_fields=IDS)},
+        {
+            "model": "toy",
+            "prompt": PROMPT,
+            "max_tokens": 5,
+            "nvext": pinned(dep, 0, extra_fields=IDS),
+        },
         **{"x-request-id": "cut-unary", "x-fake-delay-ms": "3000"},
     )
     wait_for(lambda: len(stream.events) >= 2 and bool(records(dep, "cut-unary")))
@@ -204,7 +223,9 @@ def test_pause_abort_ends_in_flight(client: httpx.Client, dep: FakeDeployment) -
     assert outcomes == [("aborted", len(tokens))]
     assert records(dep, "cut-unary")[0].outcome == "aborted"
     # New requests are held until resume, then run normally.
-    held = Background(client, url, {"prompt": PROMPT, "max_tokens": 1, "nvext": pinned(dep, 0)})
+    held = Background(
+        client, url, {"model": "toy", "prompt": PROMPT, "max_tokens": 1, "nvext": pinned(dep, 0)}
+    )
     time.sleep(0.05)
     assert not held.done.is_set()
     admin(client, base, "resume_generation")
@@ -255,7 +276,7 @@ def test_update_changes_tokens_version_and_cache(client: httpx.Client, dep: Fake
 def test_flush_cache_and_chat_cached_tokens(client: httpx.Client, dep: FakeDeployment) -> None:
     base = dep.workers[0]["system_url"]
     messages = [{"role": "user", "content": "a fairly long message to fill a block or two"}]
-    chat = {"messages": messages, "max_tokens": 2, "nvext": pinned(dep, 0)}
+    chat = {"model": "toy", "messages": messages, "max_tokens": 2, "nvext": pinned(dep, 0)}
     url = f"{dep.frontend_url}/v1/chat/completions"
     first = client.post(url, json=chat).json()["usage"]
     second = client.post(url, json=chat).json()["usage"]
@@ -282,6 +303,7 @@ def test_abort_request_by_id(client: httpx.Client, dep: FakeDeployment) -> None:
         client,
         f"{dep.frontend_url}/v1/chat/completions",
         {
+            "model": "toy",
             "messages": [{"role": "user", "content": "go on"}],
             "max_tokens": 300,
             "ignore_eos": True,
@@ -298,7 +320,7 @@ def test_abort_request_by_id(client: httpx.Client, dep: FakeDeployment) -> None:
     stream.join()
     last = stream_chunks(stream.events)[-1]
     assert last["choices"][0]["finish_reason"] == "stop"
-    assert last["choices"][0]["delta"] == {"content": ""}
+    assert last["choices"][0]["delta"] == {}  # no text, no content (a real 1.6.1 delta)
     assert last["nvext"]["detailed_finish_reason"] == "cancelled"
     assert records(dep, "abort-me")[0].outcome == "aborted"
     # An unknown id is not an error (vLLM aborts nothing); a missing one is.
@@ -387,6 +409,7 @@ def test_a_stream_an_abort_cut_misreports_its_finish(
 ) -> None:
     base = dep.workers[0]["system_url"]
     body = {
+        "model": "toy",
         "prompt": PROMPT,
         "max_tokens": 200,
         "ignore_eos": True,

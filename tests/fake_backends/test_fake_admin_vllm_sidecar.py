@@ -50,6 +50,7 @@ def greedy(
     client: httpx.Client, dep: FakeDeployment, index: int = 0, prompt: list[int] = PROMPT
 ) -> dict[str, Any]:
     body = {
+        "model": "toy",
         "prompt": prompt,
         "max_tokens": 4,
         "temperature": 0,
@@ -74,6 +75,7 @@ class SlowStream:
     def __init__(self, client: httpx.Client, dep: FakeDeployment) -> None:
         self.events: list[Any] = []
         body = {
+            "model": "toy",
             "prompt": PROMPT,
             "max_tokens": 20,
             "ignore_eos": True,
@@ -286,6 +288,7 @@ def test_pinned_to_a_paused_worker_while_another_serves(
     assert client.get(f"{dep.frontend_url}/v1/models").json()["data"], "worker 1 still serves"
     assert greedy(client, dep, 1)["choices"]
     pinned = {
+        "model": "toy",
         "prompt": PROMPT,
         "max_tokens": 2,
         "nvext": {"backend_instance_id": dep.workers[0]["instance_id"]},

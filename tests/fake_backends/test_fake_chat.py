@@ -113,7 +113,7 @@ def test_token_data_bypasses_the_template(client: httpx.Client, vllm: FakeDeploy
     assert body["nvext"]["prompt_token_ids"] == PROMPT
     completion = client.post(
         f"{vllm.frontend_url}/v1/completions",
-        json={"prompt": PROMPT, "max_tokens": 3, "nvext": fields},
+        json={"model": "toy", "prompt": PROMPT, "max_tokens": 3, "nvext": fields},
     ).json()
     assert completion["nvext"]["completion_token_ids"] == body["nvext"]["completion_token_ids"]
 

@@ -122,8 +122,9 @@ def test_token_data_replaces_the_prompt(client: httpx.Client, vllm: FakeDeployme
     direct = completions(
         client, vllm, prompt=PROMPT, max_tokens=4, nvext={"extra_fields": fields}
     ).json()
+    # A prompt is still required, and an empty one refused (real 1.6.1); token_data wins.
     via = completions(
-        client, vllm, prompt="", max_tokens=4, nvext={"token_data": PROMPT, "extra_fields": fields}
+        client, vllm, prompt="x", max_tokens=4, nvext={"token_data": PROMPT, "extra_fields": fields}
     ).json()
     assert via["nvext"] == direct["nvext"]
 
@@ -267,7 +268,13 @@ def test_ignore_eos_clears_every_stop_condition(client: httpx.Client, vllm: Fake
     """As the real 1.6.1 frontend does (StopConditions::apply_ignore_eos; measured with its own
     engine behind it: a stop string or stop id the greedy text reaches does not stop it)."""
     fields = {"extra_fields": ["completion_token_ids"]}
-    greedy = {"prompt": PROMPT, "max_tokens": 8, "temperature": 0, "ignore_eos": True}
+    greedy = {
+        "model": "toy",
+        "prompt": PROMPT,
+        "max_tokens": 8,
+        "temperature": 0,
+        "ignore_eos": True,
+    }
     full = completions(client, vllm, nvext=fields, **greedy).json()
     ids = full["nvext"]["completion_token_ids"]
     for stop in ({"stop": [full["choices"][0]["text"][4:7]]}, {"stop_token_ids": [ids[2]]}):

@@ -31,7 +31,14 @@ def greedy(client: httpx.Client, dep: FakeDeployment, index: int = 0, **body: An
         "backend_instance_id": dep.workers[index]["instance_id"],
         "extra_fields": ["completion_token_ids", "engine_data"],
     }
-    body = {"prompt": PROMPT, "max_tokens": 4, "temperature": 0, "nvext": nvext, **body}
+    body = {
+        "model": "toy",
+        "prompt": PROMPT,
+        "max_tokens": 4,
+        "temperature": 0,
+        "nvext": nvext,
+        **body,
+    }
     return client.post(f"{dep.frontend_url}/v1/completions", json=body).json()
 
 
@@ -112,7 +119,7 @@ def test_pause_reaches_first_worker_only(client: httpx.Client, dep: FakeDeployme
 
 def greedy_within(client: httpx.Client, dep: FakeDeployment, index: int, timeout: float) -> Any:
     nvext = {"backend_instance_id": dep.workers[index]["instance_id"]}
-    body = {"prompt": PROMPT, "max_tokens": 4, "temperature": 0, "nvext": nvext}
+    body = {"model": "toy", "prompt": PROMPT, "max_tokens": 4, "temperature": 0, "nvext": nvext}
     return client.post(f"{dep.frontend_url}/v1/completions", json=body, timeout=timeout)
 
 
@@ -304,7 +311,7 @@ def test_rl_listener_on_frontend(client: httpx.Client, vllm: FakeDeployment) -> 
 
 
 def _walk_away(client: httpx.Client, dep: FakeDeployment, attempt: str) -> None:
-    body = {"prompt": PROMPT, "max_tokens": 60, "ignore_eos": True, "stream": True}
+    body = {"model": "toy", "prompt": PROMPT, "max_tokens": 60, "ignore_eos": True, "stream": True}
     headers = {"x-request-id": attempt, "x-fake-token-delay-ms": "2"}
     url = f"{dep.frontend_url}/v1/completions"
     with client.stream("POST", url, json=body, headers=headers) as reply:
@@ -326,7 +333,13 @@ def test_cancellation_not_propagated(client: httpx.Client, dep: FakeDeployment) 
 
 
 def _timed_out_then_retried(client: httpx.Client, dep: FakeDeployment, attempt: str) -> Any:
-    body = {"prompt": PROMPT, "max_tokens": 6, "temperature": 1.0, "ignore_eos": True}
+    body = {
+        "model": "toy",
+        "prompt": PROMPT,
+        "max_tokens": 6,
+        "temperature": 1.0,
+        "ignore_eos": True,
+    }
     url = f"{dep.frontend_url}/v1/completions"
     slow = {"x-request-id": attempt, "x-fake-delay-ms": "300"}
     with pytest.raises(httpx.ReadTimeout):
@@ -353,12 +366,18 @@ def test_late_response_delivered_twice(client: httpx.Client, dep: FakeDeployment
 @shows("metrics_high_cardinality")
 def test_metrics_high_cardinality(client: httpx.Client, dep: FakeDeployment) -> None:
     url = f"{dep.frontend_url}/v1/completions"
-    client.post(url, json={"prompt": PROMPT, "max_tokens": 1}, headers={"x-request-id": "plain"})
+    client.post(
+        url,
+        json={"model": "toy", "prompt": PROMPT, "max_tokens": 1},
+        headers={"x-request-id": "plain"},
+    )
     assert "request_id=" not in client.get(f"{dep.frontend_url}/metrics").text
     with faulted(dep, "metrics_high_cardinality"):
         for i in range(3):
             client.post(
-                url, json={"prompt": PROMPT, "max_tokens": 1}, headers={"x-request-id": f"r{i}"}
+                url,
+                json={"model": "toy", "prompt": PROMPT, "max_tokens": 1},
+                headers={"x-request-id": f"r{i}"},
             )
     text = client.get(f"{dep.frontend_url}/metrics").text
     for i in range(3):

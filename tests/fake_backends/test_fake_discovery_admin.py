@@ -184,6 +184,7 @@ def test_weight_version_and_ledger(client: httpx.Client, vllm: FakeDeployment) -
         engine = client.post(
             f"{vllm.frontend_url}/v1/completions",
             json={
+                "model": "toy",
                 "prompt": [300, 301],
                 "max_tokens": 1,
                 "nvext": {"backend_instance_id": instance, "extra_fields": ["engine_data"]},

@@ -72,7 +72,7 @@ def test_distributed_version_not_declared(
 
 def served_version(client: httpx.Client, dep: FakeDeployment) -> object:
     nvext = {"backend_instance_id": dep.workers[0]["instance_id"], "extra_fields": ["engine_data"]}
-    body = {"prompt": [5, 6, 7], "max_tokens": 2, "nvext": nvext}
+    body = {"model": "toy", "prompt": [5, 6, 7], "max_tokens": 2, "nvext": nvext}
     reply = client.post(f"{dep.frontend_url}/v1/completions", json=body).json()
     return reply["nvext"]["engine_data"].get("weight_version")
 

@@ -64,6 +64,10 @@ TOY_ENGINE_EXTRAS = {"decoded_token"}
 # not (fixtures/KNOWN_DIFFERENCES.md).
 FAKE_ENGINE_DATA_EXTRAS = {"weight_version"}
 
+# The name `--launch dynamo-vllm` serves the real model under: the recordings made with
+# fixtures/dynamo-1.6.1/record_frontend.py hold it; a replay asks for the fake's own model.
+LAUNCHED_MODEL = "tiny-qwen2"
+
 Sig = Callable[..., Any]
 
 
@@ -143,10 +147,13 @@ def _replay(client: httpx.Client, dep: FakeDeployment, request: dict[str, Any]) 
     if base is None:
         base = dep.workers[0]["system_url"]
     headers = dict(request.get("headers") or {})
+    body = request.get("body")
+    if isinstance(body, dict) and body.get("model") == LAUNCHED_MODEL:
+        body = {**body, "model": dep.model}
     if "raw_body" in request:
         content = request["raw_body"].encode()
-    elif request.get("body") is not None:
-        content = json.dumps(request["body"]).encode()
+    elif body is not None:
+        content = json.dumps(body).encode()
     else:
         content = None
     return client.request(
@@ -232,7 +239,9 @@ def test_usage_details_match_mocker(case: str, client: httpx.Client, vllm: FakeD
 VLLM_CPU = RECORDINGS.parent / "vllm-cpu"
 # Like the recorded stack: one worker serving `tiny` (the fake's vocabulary has the real
 # model's 32768 ids). Its own deployment, because the admin replay pauses and updates it.
-tiny = make_fake_deployment_fixture("tiny", "vllm", scope="module", workers=1, model="tiny")
+tiny = make_fake_deployment_fixture(
+    "tiny", "vllm", scope="module", workers=1, model="tiny", dynamo_release="1.6.1"
+)
 # Not replayed one by one, with the reason (each is held by a test below or is deliberate).
 VLLM_CPU_ELSEWHERE = {
     "completions_stop_string": "tokens differ: test_vllm_stop_shapes",

@@ -25,7 +25,7 @@ def dep() -> Iterator[FakeDeployment]:
 
 
 def greedy(client: httpx.Client, dep: FakeDeployment, prompt: list[int] = PROMPT) -> Any:
-    body = {"prompt": prompt, "max_tokens": 4, "temperature": 0}
+    body = {"model": "toy", "prompt": prompt, "max_tokens": 4, "temperature": 0}
     body["nvext"] = {"extra_fields": ["completion_token_ids"]}
     return client.post(f"{dep.frontend_url}/v1/completions", json=body).json()
 

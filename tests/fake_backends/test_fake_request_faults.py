@@ -58,7 +58,7 @@ def test_request_id_not_echoed(client: httpx.Client, any_backend: FakeDeployment
     def replies(request_id: str) -> list[httpx.Response]:
         headers = {"x-request-id": request_id}
         url = any_backend.frontend_url
-        body = {"prompt": PROMPT, "max_tokens": 2}
+        body = {"model": "toy", "prompt": PROMPT, "max_tokens": 2}
         return [
             client.post(f"{url}/v1/completions", json=body, headers=headers),
             client.post(f"{url}/v1/completions", json={**body, "stream": True}, headers=headers),
@@ -121,7 +121,7 @@ def test_token_ids_wrapped(
 
 @shows("context_window_unchecked")
 def test_context_window_unchecked(client: httpx.Client, vllm: FakeDeployment) -> None:
-    beyond = {"prompt": PROMPT, "max_tokens": 4096, "temperature": 0}
+    beyond = {"model": "toy", "prompt": PROMPT, "max_tokens": 4096, "temperature": 0}
     refused = completions(client, vllm, **beyond)
     assert refused.status_code == 400
     assert refused.json()["details"]["type"] == "context_length"

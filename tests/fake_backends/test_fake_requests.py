@@ -31,7 +31,12 @@ def test_ledger_records_attempts(client: httpx.Client, dep: FakeDeployment) -> N
     plain = completions(client, dep, prompt=PROMPT, max_tokens=3)
     named = client.post(
         f"{dep.frontend_url}/v1/chat/completions",
-        json={"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2, "stream": True},
+        json={
+            "model": "toy",
+            "messages": [{"role": "user", "content": "hi"}],
+            "max_tokens": 2,
+            "stream": True,
+        },
         headers={"x-request-id": "attempt-1"},
     )
     assert plain.status_code == named.status_code == 200
@@ -61,7 +66,7 @@ def test_ledger_records_attempts(client: httpx.Client, dep: FakeDeployment) -> N
 
 def test_stream_disconnect_cancels_generation(client: httpx.Client, dep: FakeDeployment) -> None:
     headers = {"x-request-id": "walk-away", "x-fake-token-delay-ms": "5"}
-    body = {"prompt": PROMPT, "stream": True, **LONG}
+    body = {"model": "toy", "prompt": PROMPT, "stream": True, **LONG}
     with client.stream(
         "POST", f"{dep.frontend_url}/v1/completions", json=body, headers=headers
     ) as reply:
@@ -80,7 +85,7 @@ def test_unary_disconnect_cancels_generation(client: httpx.Client, dep: FakeDepl
     with pytest.raises(httpx.ReadTimeout):
         client.post(
             f"{dep.frontend_url}/v1/completions",
-            json={"prompt": PROMPT, "max_tokens": 4},
+            json={"model": "toy", "prompt": PROMPT, "max_tokens": 4},
             headers={"x-request-id": "impatient", "x-fake-delay-ms": "3000"},
             timeout=0.2,
         )
@@ -90,7 +95,7 @@ def test_unary_disconnect_cancels_generation(client: httpx.Client, dep: FakeDepl
 
 
 def test_delay_header_and_retry(client: httpx.Client, dep: FakeDeployment) -> None:
-    body = {"prompt": PROMPT, "max_tokens": 2, "temperature": 1.0}
+    body = {"model": "toy", "prompt": PROMPT, "max_tokens": 2, "temperature": 1.0}
     headers = {"x-request-id": "retry-me", "x-fake-delay-ms": "1500"}
     with pytest.raises(httpx.ReadTimeout):
         client.post(f"{dep.frontend_url}/v1/completions", json=body, headers=headers, timeout=0.2)
@@ -115,7 +120,7 @@ def test_disconnect_while_held_is_cancelled(client: httpx.Client, dep: FakeDeplo
     with pytest.raises(httpx.ReadTimeout):
         client.post(
             f"{dep.frontend_url}/v1/completions",
-            json={"prompt": PROMPT, "max_tokens": 2, "nvext": pin},
+            json={"model": "toy", "prompt": PROMPT, "max_tokens": 2, "nvext": pin},
             headers={"x-request-id": "held"},
             timeout=0.2,
         )
@@ -145,7 +150,11 @@ def test_metrics_bounded_labels(client: httpx.Client, dep: FakeDeployment) -> No
         completions(client, dep, prompt=PROMPT, max_tokens=2)
         client.post(
             f"{dep.frontend_url}/v1/chat/completions",
-            json={"messages": [{"role": "user", "content": f"hi {i}"}], "max_tokens": 1},
+            json={
+                "model": "toy",
+                "messages": [{"role": "user", "content": f"hi {i}"}],
+                "max_tokens": 1,
+            },
             headers={"x-request-id": f"chat-{i}"},
         )
     completions(client, dep, prompt=PROMPT, max_tokens=0)  # a 400: counted as an error

@@ -47,7 +47,12 @@ def rows(path: Path) -> list[dict[str, Any]]:
 def send(client: httpx.Client, dep: FakeDeployment, attempt: str, *, stream: bool) -> None:
     response = client.post(
         f"{dep.frontend_url}/v1/chat/completions",
-        json={"messages": [{"role": "user", "content": "hi"}], "max_tokens": 3, "stream": stream},
+        json={
+            "model": "toy",
+            "messages": [{"role": "user", "content": "hi"}],
+            "max_tokens": 3,
+            "stream": stream,
+        },
         headers={**HEADERS, "x-rl-attempt-id": attempt},
     )
     assert response.status_code == 200
@@ -101,7 +106,7 @@ def test_trace_stream_end_missing(client: httpx.Client, vllm: FakeDeployment, tr
 @shows("metrics_rl_attempt_label")
 def test_metrics_rl_attempt_label(client: httpx.Client, vllm: FakeDeployment) -> None:
     url = f"{vllm.frontend_url}/v1/completions"
-    body = {"prompt": PROMPT, "max_tokens": 1}
+    body = {"model": "toy", "prompt": PROMPT, "max_tokens": 1}
     client.post(url, json=body, headers={"x-rl-attempt-id": "plain-attempt"})
     assert "plain-attempt" not in client.get(f"{vllm.frontend_url}/metrics").text
     with faulted(vllm, "metrics_rl_attempt_label"):

@@ -1,9 +1,11 @@
 """``/v1/chat/completions`` responses: the non-streaming body and the stream chunks.
 
 Shapes follow the recordings of the real 1.6.1 frontend: messages and logprobs carry
-``refusal: null``; chunks always carry ``finish_reason`` and ``logprobs`` (null when
-empty) and never ``usage`` except the usage chunk; a choice's first chunk carries the
-role together with its first content (there is no role-only chunk).
+``refusal: null``; a message without text has ``content: null`` and a delta without text no
+``content`` (CONTRACT-NOTES §O6.21); chunks always carry ``finish_reason`` and ``logprobs``
+(null when empty) and never ``usage`` except the usage chunk; a choice's first chunk carries
+the role together with its first content (there is no role-only chunk unless the first token
+shows no text).
 
 Prompt logprobs differ from completions (CONTRACT-NOTES §O6.5): a non-streaming response carries
 a top-level ``prompt_logprobs`` whenever they were requested, without any nvext opt-in; a
@@ -55,6 +57,15 @@ def _usage(state: DeploymentState, run: EngineRun, views: Sequence[ChoiceView]) 
     )
 
 
+def _delta(text: str, *, first: bool) -> dict[str, Any]:
+    """A chunk's delta: `content` only when there is text (a chunk whose token shows none, a
+    stop string cut at the first token, carries the role alone or nothing: real 1.6.1)."""
+    delta: dict[str, Any] = {"content": text} if text else {}
+    if first:
+        delta["role"] = "assistant"
+    return delta
+
+
 class _ChatChunks(TokenChunks):
     def _plain_key(self, view: ChoiceView, position: int) -> Hashable:
         return view.index, position == 0  # the first chunk also carries the role
@@ -62,9 +73,7 @@ class _ChatChunks(TokenChunks):
     def _token_chunk(
         self, view: ChoiceView, position: int, text: str, *, terminal: bool
     ) -> dict[str, Any]:
-        delta: dict[str, Any] = {"content": text}
-        if position == 0:
-            delta["role"] = "assistant"
+        delta = _delta(text, first=position == 0)
         choice = {
             "index": view.index,
             "delta": delta,
@@ -78,9 +87,7 @@ class _ChatChunks(TokenChunks):
         return chunk
 
     def cancel_chunk(self, view: ChoiceView) -> dict[str, Any]:
-        delta: dict[str, Any] = {"content": ""}
-        if not view.result.steps:
-            delta["role"] = "assistant"
+        delta = _delta("", first=not view.result.steps)
         choice = {
             "index": view.index,
             "delta": delta,
@@ -111,14 +118,17 @@ class _ChatChunks(TokenChunks):
 def _choice(view: ChoiceView) -> dict[str, Any]:
     return {
         "index": view.index,
-        "message": {"content": view.result.text, "refusal": None, "role": "assistant"},
+        "message": {"content": view.result.text or None, "refusal": None, "role": "assistant"},
         "finish_reason": view.finish_reason,
         "logprobs": _logprobs(view, range(len(view.result.steps))),
     }
 
 
 def chat_views(state: DeploymentState, run: EngineRun) -> list[ChoiceView]:
-    views = [choice_view(state, c, run.request.logprobs) for c in run.choices]
+    views = [
+        choice_view(state, c, run.request.logprobs, tokens_as_ids=run.request.tokens_as_ids)
+        for c in run.choices
+    ]
     if state.fault("chat_top_logprobs_short"):
         return [dataclasses.replace(v, tops=tuple(top[:-1] for top in v.tops)) for v in views]
     return views

@@ -100,7 +100,10 @@ def _choice(view: ChoiceView) -> dict[str, Any]:
 
 
 def completion_views(state: DeploymentState, run: EngineRun) -> list[ChoiceView]:
-    return [choice_view(state, c, run.request.logprobs) for c in run.choices]
+    return [
+        choice_view(state, c, run.request.logprobs, tokens_as_ids=run.request.tokens_as_ids)
+        for c in run.choices
+    ]
 
 
 def completion_stream(

@@ -5,6 +5,12 @@ Shapes and float renderings follow the real Dynamo 1.6.1 frontend (CONTRACT-NOTE
 adds the sampled token under its own decoding (so an EOS position shows both ``"</s>"``
 and ``""``); completions selected logprobs and every chat logprob are shortest-f32, completions
 alternatives are f32 widened to f64.
+
+With ``return_tokens_as_token_ids: true`` the frontend spells every logprob token as
+``token_id:<id>`` instead of its text: completions ``tokens`` and ``top_logprobs`` keys (the
+sampled token's own key then coincides with the worker's, so an EOS position has one key), chat
+``token`` and ``bytes`` (the spelling's bytes) and the alternatives'; generated text and prompt
+logprobs are unchanged (CONTRACT-NOTES §O6.19).
 """
 
 from __future__ import annotations
@@ -18,13 +24,28 @@ from fake_backends.model.decoding import PromptPosition
 from fake_backends.model.tokenizer import display_text, token_bytes, token_text
 
 
+def as_id(token_id: int) -> str:
+    """vLLM's spelling of a token under ``return_tokens_as_token_ids``."""
+    return f"token_id:{token_id}"
+
+
+def _worker_text(view: ChoiceView, token_id: int) -> str:
+    """An alternative's token as the worker names it, or its id spelling."""
+    return as_id(token_id) if view.tokens_as_ids else token_text(token_id)
+
+
+def _shown_text(view: ChoiceView, token_id: int) -> str:
+    """The sampled token as the frontend decodes it on its own, or its id spelling."""
+    return as_id(token_id) if view.tokens_as_ids else display_text(token_id)
+
+
 def _completion_top(view: ChoiceView, position: int) -> dict[str, float]:
     step = view.result.steps[position]
     entries: dict[str, float] = {}
     for alt in view.tops[position]:
-        entries.setdefault(token_text(alt.token_id), f32_widened(alt.logprob))
+        entries.setdefault(_worker_text(view, alt.token_id), f32_widened(alt.logprob))
     if view.sampled_always_listed:
-        entries.setdefault(display_text(step.token_id), f32_widened(step.logprob))
+        entries.setdefault(_shown_text(view, step.token_id), f32_widened(step.logprob))
     return entries
 
 
@@ -33,15 +54,15 @@ def completion_logprobs(view: ChoiceView, positions: Iterable[int]) -> dict[str,
     wanted = list(positions)
     steps = view.result.steps
     return {
-        "tokens": [display_text(steps[i].token_id) for i in wanted],
+        "tokens": [_shown_text(view, steps[i].token_id) for i in wanted],
         "token_logprobs": [f32_shortest(v) for i in wanted for v in view.selected_at(i)],
         "top_logprobs": [_completion_top(view, i) for i in wanted],
         "text_offset": [],
     }
 
 
-def _chat_alternative(token_id: int, logprob: float) -> dict[str, Any]:
-    text = token_text(token_id)
+def _chat_alternative(view: ChoiceView, token_id: int, logprob: float) -> dict[str, Any]:
+    text = _worker_text(view, token_id)
     return {"token": text, "logprob": f32_shortest(logprob), "bytes": list(text.encode("utf-8"))}
 
 
@@ -55,15 +76,19 @@ def chat_logprob_content(view: ChoiceView, positions: Iterable[int]) -> list[dic
     for i in positions:
         for value in view.selected_at(i):
             step = view.result.steps[i]
-            raw = token_bytes(step.token_id)
+            raw = (
+                as_id(step.token_id).encode() if view.tokens_as_ids else token_bytes(step.token_id)
+            )
             out.append(
                 {
-                    "token": display_text(step.token_id),
+                    "token": _shown_text(view, step.token_id),
                     "logprob": f32_shortest(value),
                     "token_id": step.token_id,
                     "bytes": list(raw) if raw else None,
                     "top_logprobs": [
-                        _chat_alternative(a.token_id, a.logprob) for a in view.tops[i] if shown
+                        _chat_alternative(view, a.token_id, a.logprob)
+                        for a in view.tops[i]
+                        if shown
                     ],
                 }
             )

@@ -28,10 +28,11 @@ class TokenChunks:
         return self._token_chunk(view, position, text, terminal=terminal)
 
     def token_frame(self, view: ChoiceView, position: int, *, terminal: bool) -> bytes:
-        """``frame(token_chunk(...))``: a plain chunk (not the choice's last, no logprobs,
-        nothing per chunk in nvext) from a template around its text, any other in full."""
+        """``frame(token_chunk(...))``: a plain chunk (not the choice's last, with text, no
+        logprobs, nothing per chunk in nvext) from a template around its text, any other in
+        full."""
         text = view.result.steps[position].text_delta
-        if terminal or view.selected is not None or self._nvext.on_every_chunk:
+        if terminal or not text or view.selected is not None or self._nvext.on_every_chunk:
             return frame(self._token_chunk(view, position, text, terminal=terminal))
         self._nvext.mark_first_token()
         return self._text_frames.frame(
