@@ -11,7 +11,8 @@ BESIDE_THE_PACKAGES = {
     "architecture": "the house's rules, over every package",
     "deploy": "the shipped deployment files and nightly recipes (deploy/)",
     "docs": "the front door and the guides",
-    "dynamo": "our toy engine behind the real Dynamo runtime (fake_backends/dynamo)",
+    "dynamo": "our toy engine behind the real Dynamo runtime (fake_backends/dynamo), and the "
+    "fakes held to the real frontend and listener (differentials)",
     "e2e": "whole runs against our fakes and the real Dynamo, vLLM and SGLang",
     "fake_backends": "the fake deployments (fake_backends/)",
     "schema_examples": "the JSON Schemas' example documents (schemas/)",
