@@ -15,6 +15,7 @@ from ..client.http import Client
 from ..errors import ConfigurationError, LaunchError, TransportError, WrongInput
 from ..model import provenance
 from ..model.config import RunConfig
+from ..model.credentials import strip_query
 from ..model.options import FAKES, TOY_LAUNCHES
 from ..model.prompts import (
     REFUSAL_STATUSES,
@@ -392,12 +393,12 @@ def plan_targets(config: RunConfig) -> TargetPool:
     launchers: dict[str, Launcher] = {}
     if config.frontend:
         assert config.backend is not None
-        launcher: Launcher = ExternalLauncher(
+        launcher: Launcher = ExternalLauncher(  # each URL's query goes with its credentials
             backend=config.backend,
-            frontend_url=config.frontend,
-            rl_url=config.rl_url,
+            frontend_url=strip_query(config.frontend),
+            rl_url=strip_query(config.rl_url) if config.rl_url else None,
             model=config.model,
-            worker_urls=config.worker_url,
+            worker_urls=tuple(map(strip_query, config.worker_url)),
             release=config.dynamo_release,
             request_trace=config.request_trace,
             eos_token_ids=config.eos_token_id,
