@@ -15,7 +15,7 @@ from ..client.http import Client
 from ..errors import ConfigurationError, LaunchError, TransportError, WrongInput
 from ..model import provenance
 from ..model.config import RunConfig
-from ..model.credentials import strip_query
+from ..model.credentials import FRONTEND, LISTENER, WORKERS, strip_query
 from ..model.options import FAKES, TOY_LAUNCHES
 from ..model.prompts import (
     REFUSAL_STATUSES,
@@ -31,6 +31,7 @@ from ..wire.exchange import Exchange
 from . import ExternalLauncher, FakeLauncher
 from .fake import DEFAULT_MIGRATION_LIMIT
 from .inputs import check_target
+from .refusals import AuthRefused, refuse
 
 DEFAULT_FAKES = FAKES
 LAUNCHER_SOURCE = "launcher (what it started, not read from the deployment)"
@@ -79,12 +80,14 @@ class TargetPool:
                     resolve_model(target, client)
                     took = preflight_generation(target, client)
                     workers = record_topology(target, client)
+                    preflight_workers(target, client, workers)
                     record_prompt_space(target, client, took)
                     record_versions(target, client, workers)
                 except (LaunchError, ConfigurationError) as exc:
                     self.failures[target_id] = f"{target_id}: {exc}"
-                    if isinstance(exc, WrongInput):  # the target is reported as given
-                        self.wrong_inputs[target_id] = exc.evidence
+                    if isinstance(exc, WrongInput | AuthRefused):  # reported as given
+                        if isinstance(exc, WrongInput):
+                            self.wrong_inputs[target_id] = exc.evidence
                         target.notes.append(self.failures[target_id])
                         target.unreached = self.failures[target_id]
                         self.retired[target_id] = target
@@ -153,13 +156,17 @@ class TargetPool:
 def preflight(target: Target, client: Client) -> None:
     """Ask each plane once, with a short deadline, before any test: a plane that does not answer
     (no complete response, a reset, an oversized body) is opened in the client's breaker, so its
-    tests report `error` at once while the other planes are tested. The planes are asked at
-    once: planes that do not answer cost one preflight deadline, not one each."""
+    tests report `error` at once while the other planes are tested; a plane that refuses the
+    suite's credentials (401, 403) leaves the target unreached (`refusals.AuthRefused`). The
+    planes are asked at once: planes that do not answer cost one preflight deadline, not one
+    each."""
     deadline = min(PREFLIGHT_DEADLINE_S, client.deadline_s)
-    probes = [("frontend", target.url("/v1/models"))]
+    probes = [("frontend", FRONTEND, target.url("/v1/models"))]
     if target.rl_url:
-        probes.append(("RL listener", target.rl("/v1/rl/workers")))
-    probes += [("worker system server", f"{url.rstrip('/')}/health") for url in target.worker_urls]
+        probes.append(("RL listener", LISTENER, target.rl("/v1/rl/workers")))
+    probes += [
+        ("worker system server", WORKERS, f"{url.rstrip('/')}/health") for url in target.worker_urls
+    ]
 
     def ask(url: str) -> Exchange | None:
         try:
@@ -168,14 +175,40 @@ def preflight(target: Target, client: Client) -> None:
             return None  # already known to be down
 
     with ThreadPoolExecutor(max_workers=min(PREFLIGHT_AT_ONCE, len(probes))) as pool:
-        answers = list(pool.map(ask, [url for _, url in probes]))
-    for (plane, url), exchange in zip(probes, answers, strict=True):
+        answers = list(pool.map(ask, [url for _, _, url in probes]))
+    refuse(
+        [(key, answer) for (_, key, _), answer in zip(probes, answers, strict=True)],
+        client.credentials,
+    )
+    for (plane, _, url), exchange in zip(probes, answers, strict=True):
         if exchange is not None and exchange.error is not None:
             reason = f"preflight GET {url} ({plane}): {exchange.error}"
             client.breaker.trip(url, reason)
             target.notes.append(f"plane down: {origin(url)} is unavailable: {reason}")
             if plane == "frontend":  # every test starts at the frontend
                 target.unreached = f"{target.id}: the frontend did not answer: {reason}"
+
+
+def preflight_workers(target: Target, client: Client, workers: list[dict[str, Any]]) -> None:
+    """The system server of the first worker discovery lists (one not given by URL, which the
+    preflight asked), asked once: a 401 or 403 leaves the target unreached, as on any plane.
+    Only for a deployment given by URL: one the suite launched asks for no credentials."""
+    given = {url.rstrip("/") for url in target.worker_urls}
+    listed = [
+        str(worker["system_url"]).rstrip("/")
+        for worker in workers
+        if isinstance(worker.get("system_url"), str)
+    ]
+    first = next((url for url in listed if url not in given), None)
+    if target.kind != "external" or first is None:
+        return
+    try:
+        answer = client.get(
+            f"{first}/health", deadline_s=min(PREFLIGHT_DEADLINE_S, client.deadline_s)
+        )
+    except TransportError:
+        return
+    refuse([(WORKERS, answer)], client.credentials)
 
 
 def preflight_generation(target: Target, client: Client) -> Exchange | None:
@@ -193,6 +226,7 @@ def preflight_generation(target: Target, client: Client) -> Exchange | None:
         exchange = client.post(url, body)
     except TransportError:
         return None
+    refuse([(FRONTEND, exchange)], client.credentials)
     if exchange.error is not None:
         reason = f"preflight POST {url} (one token): {exchange.error}"
         client.breaker.trip(url, reason)
