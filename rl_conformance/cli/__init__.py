@@ -32,6 +32,7 @@ import threading
 from typing import NoReturn
 
 from ..errors import ConfigurationError
+from ..redaction import console
 from ..version import __version__
 from . import (
     baseline,
@@ -100,6 +101,12 @@ def subcommand_parser(parser: argparse.ArgumentParser, name: str) -> argparse.Ar
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; everything it prints passes through the redactor (`redaction`)."""
+    with console():
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # reported with the subcommand's own usage, not the top-level one
