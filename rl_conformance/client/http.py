@@ -52,6 +52,7 @@ from .http11 import (
 )
 from .identity import AttemptIdentity
 from .progress import StreamProgress
+from .refusals import REFUSALS, refusal
 
 if TYPE_CHECKING:
     import httpx
@@ -109,9 +110,9 @@ class Client:
         credentials: Credentials | None = None,
     ) -> None:
         self.deadline_s = deadline_s
-        self.credentials = credentials if credentials is not None and credentials.given else None
+        self.credentials = credentials
         """Each request carries its plane's (`model.credentials`); what it records shows their
-        references, never their values."""
+        references, never their values. A 401 or 403 raises `refusals.CredentialsRefused`."""
         self.max_body_bytes = max_body_bytes
         self.max_stream_events = max_stream_events
         self.max_stream_bytes = max_stream_bytes
@@ -183,6 +184,15 @@ class Client:
         self._account(exchange, deadline_s)
         return exchange
 
+    def _refuse(self, exchange: Exchange) -> None:
+        """Raise `CredentialsRefused` for a 401 or 403, and refuse the plane from now on."""
+        if exchange.status not in REFUSALS:
+            return
+        refused = refusal(exchange, self.credentials or Credentials())
+        if refused is not None:
+            self.breaker.refuse(exchange.request.url, str(refused), error=refused)
+            raise refused
+
     def stream(
         self,
         method: str,
@@ -234,8 +244,10 @@ class Client:
         return exchange
 
     def _account(self, exchange: Exchange, deadline_s: float | None) -> None:
-        """Tell the breaker; a deadline the caller shortened on purpose is not the plane's."""
+        """Tell the breaker; a deadline the caller shortened on purpose is not the plane's. A
+        plane that refused the run's credentials is refused from now on (`_refuse`)."""
         self.breaker.record(exchange, counts=deadline_s is None or deadline_s >= self.deadline_s)
+        self._refuse(exchange)
 
     def _pump(
         self,

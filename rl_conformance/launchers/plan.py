@@ -12,10 +12,11 @@ from typing import Any
 
 from ..client.breaker import origin
 from ..client.http import Client
+from ..client.refusals import CredentialsRefused
 from ..errors import ConfigurationError, LaunchError, TransportError, WrongInput
 from ..model import provenance
 from ..model.config import RunConfig
-from ..model.credentials import FRONTEND, LISTENER, WORKERS, strip_query
+from ..model.credentials import strip_query
 from ..model.options import FAKES, TOY_LAUNCHES
 from ..model.prompts import (
     REFUSAL_STATUSES,
@@ -71,6 +72,7 @@ class TargetPool:
             if target_id in self.failures:
                 raise self._failure(target_id)
             if target_id not in self.started:
+                refused_before = set(client.breaker.refusals())
                 try:
                     target = self.launchers[target_id].start()
                     for key in target.versions:
@@ -83,6 +85,15 @@ class TargetPool:
                     preflight_workers(target, client, workers)
                     record_prompt_space(target, client, took)
                     record_versions(target, client, workers)
+                    refused = client.breaker.refusals()
+                    refuse(  # a plane that refused its credentials: none of it is judged
+                        [
+                            error
+                            for key, error in refused.items()
+                            if key not in refused_before and isinstance(error, CredentialsRefused)
+                        ],
+                        client.credentials,
+                    )
                 except (LaunchError, ConfigurationError) as exc:
                     self.failures[target_id] = f"{target_id}: {exc}"
                     if isinstance(exc, WrongInput | AuthRefused):  # reported as given
@@ -128,8 +139,9 @@ class TargetPool:
 
     def release(self, target_id: str, client: Client | None = None) -> None:
         """Stop one target once its last test ran; it is relaunched if a test needs it again.
-        The planes the breaker opened go into the target's notes, then the breaker forgets
-        them: the next target may reuse the ports."""
+        The planes the breaker opened go into the target's notes (a plane that refused the
+        run's credentials leaves the target not reached), then the breaker forgets them: the
+        next target may reuse the ports."""
         with self._lock:
             launcher = self.launchers.get(target_id)
             if launcher is None or target_id not in self.started:
@@ -139,6 +151,11 @@ class TargetPool:
                 for why in client.breaker.opened().values():
                     if f"plane down: {why}" not in target.notes:
                         target.notes.append(f"plane down: {why}")
+                for error in client.breaker.refusals().values():
+                    if isinstance(error, CredentialsRefused) and not target.unreached:
+                        # credentials refused mid-run (a token that expired): what the run
+                        # judged after says nothing of the deployment
+                        target.unreached = f"{target_id}: {error}"
                 client.breaker.clear()
             try:
                 launcher.stop()
@@ -156,17 +173,14 @@ class TargetPool:
 def preflight(target: Target, client: Client) -> None:
     """Ask each plane once, with a short deadline, before any test: a plane that does not answer
     (no complete response, a reset, an oversized body) is opened in the client's breaker, so its
-    tests report `error` at once while the other planes are tested; a plane that refuses the
-    suite's credentials (401, 403) leaves the target unreached (`refusals.AuthRefused`). The
-    planes are asked at once: planes that do not answer cost one preflight deadline, not one
-    each."""
+    tests report `error` at once while the other planes are tested (one that refuses the
+    suite's credentials, 401 or 403, is refused there: see `TargetPool.get`). The planes are
+    asked at once: planes that do not answer cost one preflight deadline, not one each."""
     deadline = min(PREFLIGHT_DEADLINE_S, client.deadline_s)
-    probes = [("frontend", FRONTEND, target.url("/v1/models"))]
+    probes = [("frontend", target.url("/v1/models"))]
     if target.rl_url:
-        probes.append(("RL listener", LISTENER, target.rl("/v1/rl/workers")))
-    probes += [
-        ("worker system server", WORKERS, f"{url.rstrip('/')}/health") for url in target.worker_urls
-    ]
+        probes.append(("RL listener", target.rl("/v1/rl/workers")))
+    probes += [("worker system server", f"{url.rstrip('/')}/health") for url in target.worker_urls]
 
     def ask(url: str) -> Exchange | None:
         try:
@@ -175,12 +189,8 @@ def preflight(target: Target, client: Client) -> None:
             return None  # already known to be down
 
     with ThreadPoolExecutor(max_workers=min(PREFLIGHT_AT_ONCE, len(probes))) as pool:
-        answers = list(pool.map(ask, [url for _, _, url in probes]))
-    refuse(
-        [(key, answer) for (_, key, _), answer in zip(probes, answers, strict=True)],
-        client.credentials,
-    )
-    for (plane, _, url), exchange in zip(probes, answers, strict=True):
+        answers = list(pool.map(ask, [url for _, url in probes]))
+    for (plane, url), exchange in zip(probes, answers, strict=True):
         if exchange is not None and exchange.error is not None:
             reason = f"preflight GET {url} ({plane}): {exchange.error}"
             client.breaker.trip(url, reason)
@@ -202,13 +212,8 @@ def preflight_workers(target: Target, client: Client, workers: list[dict[str, An
     first = next((url for url in listed if url not in given), None)
     if target.kind != "external" or first is None:
         return
-    try:
-        answer = client.get(
-            f"{first}/health", deadline_s=min(PREFLIGHT_DEADLINE_S, client.deadline_s)
-        )
-    except TransportError:
-        return
-    refuse([(WORKERS, answer)], client.credentials)
+    with contextlib.suppress(TransportError):  # a refusal stays in the breaker
+        client.get(f"{first}/health", deadline_s=min(PREFLIGHT_DEADLINE_S, client.deadline_s))
 
 
 def preflight_generation(target: Target, client: Client) -> Exchange | None:
@@ -226,7 +231,6 @@ def preflight_generation(target: Target, client: Client) -> Exchange | None:
         exchange = client.post(url, body)
     except TransportError:
         return None
-    refuse([(FRONTEND, exchange)], client.credentials)
     if exchange.error is not None:
         reason = f"preflight POST {url} (one token): {exchange.error}"
         client.breaker.trip(url, reason)
