@@ -48,6 +48,7 @@ def _forms(value: str) -> set[str]:
         json.dumps(value, ensure_ascii=False)[1:-1],
         html.escape(value),
         html.escape(value, quote=False),
+        html.escape(value, quote=False).replace('"', "&quot;"),
         quote(value, safe=""),
         quote_plus(value, safe=""),
         value.replace("'", "'\"'\"'"),
