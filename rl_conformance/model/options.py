@@ -88,8 +88,8 @@ def _credential_options(
         Option(
             f"{name_prefix}token_file",
             f"--{flag_prefix}token-file",
-            f"a file whose first line is the {plane}'s bearer token (sent as Authorization: "
-            "Bearer TOKEN)",
+            f"a file whose first line is the bearer token for the {plane} (sent as "
+            "Authorization: Bearer TOKEN)",
             metavar="FILE",
             path=True,
             pytest_flag=f"--rl-{pytest_prefix}token-file",
@@ -97,7 +97,7 @@ def _credential_options(
         Option(
             f"{name_prefix}token_env",
             f"--{flag_prefix}token-env",
-            f"an environment variable holding the {plane}'s bearer token",
+            f"an environment variable holding the bearer token for the {plane}",
             metavar="VAR",
             pytest_flag=f"--rl-{pytest_prefix}token-env",
         ),
@@ -124,7 +124,7 @@ CREDENTIAL_OPTIONS: tuple[Option, ...] = (
         "admin-",
         "admin_",
         "admin-",
-        " (they never receive the frontend's credentials)",
+        "; they never receive the frontend's credentials",
     ),
     Option(
         "secret_query_param",
