@@ -22,6 +22,7 @@ from fake_backends.deployment.assembly import (
     Assembly,
     DeploymentOptions,
 )
+from fake_backends.deployment.credentials import RequiredCredentials
 from fake_backends.deployment.ingress import INGRESS_CODINGS
 from fake_backends.deployment.ready_line import ready_line
 from fake_backends.deployment.serving import run_fast, settle_heap
@@ -152,6 +153,21 @@ def build_parser() -> argparse.ArgumentParser:
         "form; default: the newest the fakes know). Never published as Dynamo's version: a "
         "suite reaching this fake by URL is told with its own --dynamo-release",
     )
+    parser.add_argument(
+        "--require-header",
+        action="append",
+        default=[],
+        metavar="PLANE=NAME: VALUE",
+        help="every request to PLANE (frontend, rl, system) must carry this header, else it is "
+        "answered 401 as an authenticating ingress does (repeatable)",
+    )
+    parser.add_argument(
+        "--require-query",
+        action="append",
+        default=[],
+        metavar="PLANE=NAME=VALUE",
+        help="every request to PLANE must carry this query parameter, else 401 (repeatable)",
+    )
     return parser
 
 
@@ -206,6 +222,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             admin_base_urls=args.admin_base_url,
             migration_limit=args.migration_limit,
         )
+        credentials = RequiredCredentials.parse(args.require_header, args.require_query)
     except ValueError as exc:
         parser.error(str(exc))
     logging.basicConfig(
@@ -235,6 +252,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             admin_base_urls=args.admin_base_url,
             dynamo_release=args.dynamo_release,
             migration_limit=args.migration_limit,
+            credentials=credentials if credentials.planes else None,
         )
     except OSError as exc:
         log.error("cannot bind: %s", exc)

@@ -36,6 +36,7 @@ from fake_backends.admin.trtllm import trtllm_routes
 from fake_backends.admin.vllm import python_routes
 from fake_backends.admin.vllm_sidecar import sidecar_routes
 from fake_backends.deployment.control_port import build_control_app
+from fake_backends.deployment.credentials import RequiredCredentials
 from fake_backends.deployment.ingress import INGRESS_CODINGS, CompressingIngress
 from fake_backends.deployment.serving import (
     Listener,
@@ -219,6 +220,7 @@ class Assembly:
         admin_base_urls: bool = False,
         dynamo_release: str | None = None,
         migration_limit: int = 0,
+        credentials: RequiredCredentials | None = None,
     ) -> None:
         options = DeploymentOptions.build(
             backend,
@@ -304,6 +306,8 @@ class Assembly:
             listener.app = build_worker_admin_app(
                 worker, self.state.admin_ledger, routes, endpoints, engine_call_delay_s
             )
+        for listener in listeners if credentials is not None else ():
+            listener.app = credentials.guard(listener.name, listener.app)
         self.group = ServerGroup(listeners)
 
     def _admin_routes(self) -> AdminRoutes:
@@ -390,6 +394,7 @@ class FakeDeployment:
         admin_base_urls: bool = False,
         dynamo_release: str | None = None,
         migration_limit: int = 0,
+        credentials: RequiredCredentials | None = None,
     ) -> None:
         """See ``Assembly``.  ``listener_env`` None: the RL listener reads ``os.environ``.
         ``listing_order``: ``sorted`` (the real listener's), ``rotated`` or ``shuffled`` (the
@@ -404,7 +409,8 @@ class FakeDeployment:
         ``dynamo_release``: the Dynamo release whose frontend the deployment plays (None: the
         newest the fakes know); never published as Dynamo's version. ``migration_limit``: how
         many times a request whose worker's process died moves to another worker (Dynamo's
-        ``--migration-limit``; 0, its default: never).
+        ``--migration-limit``; 0, its default: never). ``credentials``: what each plane requires
+        of every request (``credentials.RequiredCredentials``; None: nothing).
 
         ``engine_routes`` (SGLang): descriptors, or None for ``DYN_SGLANG_ENGINE_ROUTES``.
         Configuration errors raise ValueError here, before any socket is bound.
@@ -445,6 +451,7 @@ class FakeDeployment:
             "admin_base_urls": admin_base_urls,
             "dynamo_release": dynamo_release,
             "migration_limit": migration_limit,
+            "credentials": credentials,
         }
         self.backend = backend
         self._assembly: Assembly | None = None

@@ -29,9 +29,11 @@ import contextlib
 import os
 import sys
 import threading
+import traceback
 from typing import NoReturn
 
 from ..errors import ConfigurationError
+from ..redaction import console, redact
 from ..version import __version__
 from . import (
     baseline,
@@ -100,6 +102,12 @@ def subcommand_parser(parser: argparse.ArgumentParser, name: str) -> argparse.Ar
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; everything it prints passes through the redactor (`redaction`)."""
+    with console():
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # reported with the subcommand's own usage, not the top-level one
@@ -122,8 +130,13 @@ def command() -> NoReturn:
     exit handlers have run (temporary directories, logging), the standard streams are flushed
     and no other thread is left, the process ends at once: the interpreter's teardown would
     only free every object the run made (about 90 ms of a default run of 5 s). With a thread
-    still running, the exit is the usual one, which waits for it."""
-    code = main()
+    still running, the exit is the usual one, which waits for it. A harness bug's traceback is
+    printed redacted, as everything else (the interpreter's own would not be)."""
+    try:
+        code = main()
+    except Exception:
+        sys.stderr.write(redact(traceback.format_exc()))
+        code = 1
     if threading.active_count() == 1:
         atexit._run_exitfuncs()
         with contextlib.suppress(OSError, ValueError):

@@ -4,8 +4,10 @@ GitHub workflow and the Kubernetes CronJob in deploy/ both call it).
 
 - No matrix in REPORT_DIR: exit 1, nothing kept.
 - No baseline yet (the first night): this matrix becomes the baseline whatever its outcomes
-  (its failures are the known ones from then on), if the run completed; exit with the run's own
-  status, so known failures are reported once.
+  (its failures are the known ones from then on), if the run completed and reached every target
+  (a target not reached, such as a deployment that refused the run's credentials, says nothing
+  to compare later nights with); exit with the run's own status, so known failures are reported
+  once.
 - Otherwise the two are compared as `diff` does; the new matrix replaces the baseline only when
   the run completed, every target was reached and nothing regressed (a regression keeps being
   reported every night until it is fixed). Exit as `diff` does."""
@@ -67,7 +69,14 @@ def _first_night(new: dict[str, Any], current: Path, kept: Path) -> int:
     status = int(new.get("exit_status", EXIT_FAILED))
     summary = new.get("summary") or {}
     failing = int(summary.get("fail", 0)) + int(summary.get("error", 0))
-    if new.get("complete", True):
+    unreached = {t["id"]: t["unreached"] for t in new.get("targets", []) if t.get("unreached")}
+    if unreached:
+        target, cause = next(iter(sorted(unreached.items())))
+        print(
+            f"No baseline yet, and this run did not reach {target} ({cause}): nothing kept, "
+            f"nothing comparable (exit {status})."
+        )
+    elif new.get("complete", True):
         _keep(current, kept)
         print(
             f"No baseline yet: this matrix is the baseline ({kept}); its {failing} fail or "

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..errors import ConfigurationError
 from ..model.options import OVERWRITE_HELP
+from ..redaction import write_text
 from ..reports.directory import claim
 
 EXIT_OK, EXIT_FAILED = 0, 1
@@ -154,11 +155,11 @@ def handle(args: argparse.Namespace) -> int:
     audit.mkdir(parents=True, exist_ok=True)
     for result in results:
         path = audit / f"{_safe(result.adapter)}--{result.scenario.name}.json"
-        path.write_text(json.dumps(result.to_json(), indent=2) + "\n", encoding="utf-8")
+        write_text(path, json.dumps(result.to_json(), indent=2) + "\n")
         if args.keep_evidence and result.evidence is not None:
             kept = directory / "evidence" / path.name
             kept.parent.mkdir(parents=True, exist_ok=True)
-            kept.write_text(json.dumps(result.evidence, indent=1) + "\n", encoding="utf-8")
+            write_text(kept, json.dumps(result.evidence, indent=1) + "\n")
     artifacts = {spec: spec for spec in args.adapters}
     for name, adapter in {**references, **twins}.items():
         artifacts[name] = f"{adapter.__module__}:{adapter.__qualname__}"

@@ -25,6 +25,7 @@ from ..model.capabilities import CAPABILITIES
 from ..model.config import RunConfig
 from ..model.target import Target
 from ..plugin.runner import run
+from ..redaction import write_text
 from ..wire.exchange import Exchange, without_keys
 from ..wire.stream_state import sglang_terminals
 
@@ -245,5 +246,5 @@ def render(report: dict[str, Any]) -> str:
 
 
 def write(report: dict[str, Any], report_dir: Path) -> None:
-    (report_dir / "passthrough.json").write_text(json.dumps(report, indent=2) + "\n")
-    (report_dir / "passthrough.md").write_text(render(report))
+    write_text(report_dir / "passthrough.json", json.dumps(report, indent=2) + "\n")
+    write_text(report_dir / "passthrough.md", render(report))

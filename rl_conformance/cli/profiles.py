@@ -45,7 +45,7 @@ def handle(args: argparse.Namespace) -> int:
     claim(config.report_path, overwrite=config.overwrite)
     started = now()
     pool = plan.pool
-    client = Client(deadline_s=config.deadline)
+    client = Client(deadline_s=config.deadline, credentials=plan.credentials)
     targets, records = [], []
     try:
         for target_id in pool.ids:

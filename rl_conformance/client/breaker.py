@@ -16,6 +16,7 @@ failure of the plane; only requests given the run's full deadline count.
 
 from __future__ import annotations
 
+import copy
 import threading
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
@@ -44,8 +45,9 @@ class _Plane:
     failures: dict[str, int] = field(default_factory=dict)  # consecutive, by route
     first: dict[str, str] = field(default_factory=dict)
     opened: str | None = None
-    refused: tuple[object, ...] | None = None
-    """Set when the plane was refused as a wrong input: the evidence that showed it."""
+    refused: PlaneRefused | None = None
+    """Set when the plane was refused (a wrong input, credentials refused): what each later
+    request raises, with the evidence that showed it."""
 
 
 def origin(url: str) -> str:
@@ -67,8 +69,8 @@ class CircuitBreaker:
             plane = self._planes.get(origin(url))
             reason = plane.opened if plane is not None else None
             refused = plane.refused if plane is not None else None
-        if reason is not None and refused is not None:
-            raise PlaneRefused(reason, refused)
+        if refused is not None:
+            raise copy.copy(refused)
         if reason is not None:
             raise PlaneUnavailable(reason)
 
@@ -101,17 +103,30 @@ class CircuitBreaker:
         with self._lock:
             self._planes.setdefault(key, _Plane()).opened = f"{key} is unavailable: {reason}"
 
-    def refuse(self, url: str, reason: str, evidence: tuple[object, ...] = ()) -> None:
-        """Open the plane of `url` now because it is not what the user said it is: every request
-        to it raises `PlaneRefused` with `reason` (naming the input and the fix) as it is."""
+    def refuse(
+        self,
+        url: str,
+        reason: str,
+        evidence: tuple[object, ...] = (),
+        error: PlaneRefused | None = None,
+    ) -> None:
+        """Open the plane of `url` now because it is not what the user said it is, or refuses
+        the run's credentials: every request to it raises `error` (by default `PlaneRefused`
+        with `reason`, naming the input and the fix) as it is."""
         key = origin(url)
         with self._lock:
             plane = self._planes.setdefault(key, _Plane())
-            plane.opened, plane.refused = reason, tuple(evidence)
+            plane.opened = reason
+            plane.refused = error if error is not None else PlaneRefused(reason, tuple(evidence))
 
     def clear(self) -> None:
         with self._lock:
             self._planes.clear()
+
+    def refusals(self) -> dict[str, PlaneRefused]:
+        """Refused planes and what their requests raise."""
+        with self._lock:
+            return {key: p.refused for key, p in self._planes.items() if p.refused is not None}
 
     def opened(self) -> dict[str, str]:
         """Open planes and why, for the report."""

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..checks.stream_fold import StreamFold
+from ..model.credentials import Credentials
 from ..wire.exchange import KEPT_EVENTS, STREAM_BODY_HEAD, Exchange, WireRequest, parse_json
 from ..wire.sse import SSEDecodeError, SSEEvent, SSEParser
 from ..wire.stream_state import (
@@ -51,6 +52,7 @@ from .http11 import (
 )
 from .identity import AttemptIdentity
 from .progress import StreamProgress
+from .refusals import REFUSALS, refusal
 
 if TYPE_CHECKING:
     import httpx
@@ -105,8 +107,12 @@ class Client:
         breaker: CircuitBreaker | None = None,
         max_stream_bytes: int = DEFAULT_MAX_STREAM_BYTES,
         keep_events: int = KEPT_EVENTS,
+        credentials: Credentials | None = None,
     ) -> None:
         self.deadline_s = deadline_s
+        self.credentials = credentials
+        """Each request carries its plane's (`model.credentials`); what it records shows their
+        references, never their values. A 401 or 403 raises `refusals.CredentialsRefused`."""
         self.max_body_bytes = max_body_bytes
         self.max_stream_events = max_stream_events
         self.max_stream_bytes = max_stream_bytes
@@ -159,11 +165,11 @@ class Client:
         deadline_s: float | None = None,
     ) -> Exchange:
         self.breaker.check(url)
-        exchange, sent = self._prepare(method, url, json_body, content, headers)
+        exchange, target, sent = self._prepare(method, url, json_body, content, headers)
         limit = deadline_s or self.deadline_s
         started = time.monotonic()
         try:
-            response = self._wire.send(method, url, sent, exchange.request.body, started + limit)
+            response = self._wire.send(method, target, sent, exchange.request.body, started + limit)
             try:
                 exchange.first_byte_s = time.monotonic() - started
                 self._record_head(exchange, response)
@@ -177,6 +183,15 @@ class Client:
         exchange.elapsed_s = time.monotonic() - started
         self._account(exchange, deadline_s)
         return exchange
+
+    def _refuse(self, exchange: Exchange) -> None:
+        """Raise `CredentialsRefused` for a 401 or 403, and refuse the plane from now on."""
+        if exchange.status not in REFUSALS:
+            return
+        refused = refusal(exchange, self.credentials or Credentials())
+        if refused is not None:
+            self.breaker.refuse(exchange.request.url, str(refused), error=refused)
+            raise refused
 
     def stream(
         self,
@@ -197,13 +212,13 @@ class Client:
         each event as it arrives (another thread may read it while the stream runs).
         """
         self.breaker.check(url)
-        exchange, sent = self._prepare(method, url, json_body, None, headers)
+        exchange, target, sent = self._prepare(method, url, json_body, None, headers)
         machine = StreamMachine(detector=detector)
         parser = SSEParser()
         limit = deadline_s or self.deadline_s
         started = time.monotonic()
         try:
-            response = self._wire.send(method, url, sent, exchange.request.body, started + limit)
+            response = self._wire.send(method, target, sent, exchange.request.body, started + limit)
             try:
                 exchange.first_byte_s = time.monotonic() - started
                 self._record_head(exchange, response)
@@ -229,8 +244,10 @@ class Client:
         return exchange
 
     def _account(self, exchange: Exchange, deadline_s: float | None) -> None:
-        """Tell the breaker; a deadline the caller shortened on purpose is not the plane's."""
+        """Tell the breaker; a deadline the caller shortened on purpose is not the plane's. A
+        plane that refused the run's credentials is refused from now on (`_refuse`)."""
         self.breaker.record(exchange, counts=deadline_s is None or deadline_s >= self.deadline_s)
+        self._refuse(exchange)
 
     def _pump(
         self,
@@ -331,22 +348,34 @@ class Client:
         json_body: Any,
         content: bytes | None,
         headers: dict[str, str] | None,
-    ) -> tuple[Exchange, Sequence[tuple[str, str]]]:
-        """The exchange recording the request, and the headers to send (the request's, and the
-        `Accept-Encoding` the client decodes unless the request names its own)."""
+    ) -> tuple[Exchange, str, Sequence[tuple[str, str]]]:
+        """The exchange recording the request, the URL to send it to and the headers to send
+        (the request's, its plane's credentials in place of any of the same name, and the
+        `Accept-Encoding` the client decodes unless the request names its own). The exchange
+        records the credentials by reference (`Sent.shown`)."""
         all_headers = dict(headers or {})
         self.identity.stamp(method, url, all_headers)
         body = content
         if json_body is not None:
             body = json.dumps(json_body, separators=(",", ":")).encode()
             all_headers.setdefault("Content-Type", "application/json")
+        target, recorded_url = url, url
+        recorded = all_headers
         sent = list(all_headers.items())
+        if self.credentials is not None:
+            applied = self.credentials.apply(url)
+            target, recorded_url = applied.url, applied.recorded_url
+            if applied.headers:
+                replaced = {credential.name.lower() for credential in applied.headers}
+                kept = {k: v for k, v in all_headers.items() if k.lower() not in replaced}
+                sent = [*kept.items(), *((c.name, c.value) for c in applied.headers)]
+                recorded = {**kept, **{c.name: c.shown for c in applied.headers}}
         if not any(name.lower() == "accept-encoding" for name in all_headers):
             sent.insert(0, ("Accept-Encoding", ACCEPT_ENCODING))
-        wire = WireRequest(method=method, url=url, headers=all_headers, body=body)
+        wire = WireRequest(method=method, url=recorded_url, headers=recorded, body=body)
         exchange = Exchange(request=wire)
         self.log.append(exchange)
-        return exchange, sent
+        return exchange, target, sent
 
     @staticmethod
     def _record_head(exchange: Exchange, response: WireResponse) -> None:

@@ -4,7 +4,9 @@ back with the wire log the check judged. Same status and the same body or events
 fields that differ on every request (ids, timestamps) are set aside, means the same violation.
 
 Only read-only requests are replayed: a reproducer aimed at a worker's `/engine/*` route is
-never re-sent by the harness (`not replayed`)."""
+never re-sent by the harness (`not replayed`). A reproducer names credentials by reference
+(`$DYNAMO_TOKEN`); replayed, each argument holding one goes to curl in a config read from its
+standard input (`-K -`), so no secret is ever on a command line."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..redaction import REDACTOR
 from ..wire.exchange import without_keys
 from ..wire.sse import SSEParser
 
@@ -51,6 +54,8 @@ _VOLATILE_TEXT = re.compile(
     r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|\"created\":\s*\d+"
 )
 STATUS_MARK = "\n__rl_conformance_status__:"
+CONFIG_NAMES = {"-H": "header", "--data-raw": "data-raw"}
+"""The curl options a reproducer gives, by their names in a curl config."""
 
 
 @dataclass(frozen=True)
@@ -110,10 +115,16 @@ def reproduce(
     command = shlex.split(reproducer)
     if not command or command[0] != "curl":
         return Reproduction(None, "not replayed: not a curl command")
+    command, secrets = secrets_off_the_command_line(command)
     command += ["--max-time", str(int(timeout_s)), "-w", STATUS_MARK + "%{http_code}"]
     try:
         done = subprocess.run(
-            command, capture_output=True, text=True, timeout=timeout_s + 5, check=False
+            command,
+            input=secrets,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s + 5,
+            check=False,
         )
     except FileNotFoundError:
         return Reproduction(None, "not replayed: curl is not installed")
@@ -133,3 +144,31 @@ def reproduce(
     elif _parse(body) != _parse(str(wire.get("body") or "")):
         return Reproduction(False, "the body differs from the recorded one")
     return Reproduction(True, f"same HTTP {status} and the same response")
+
+
+def secrets_off_the_command_line(command: list[str]) -> tuple[list[str], str]:
+    """curl's arguments without those that name a credential, and a curl config holding them
+    resolved (read with `-K -` from standard input; "" when there is none)."""
+    kept: list[str] = []
+    lines: list[str] = []
+    arguments = iter(command)
+    for argument in arguments:
+        name = CONFIG_NAMES.get(argument)
+        if name is not None:
+            value = next(arguments, "")
+            if REDACTOR.holds_reference(value):
+                lines.append(f"{name} = {_config_string(REDACTOR.resolve(value))}")
+            else:
+                kept += [argument, value]
+        elif not argument.startswith("-") and REDACTOR.holds_reference(argument):
+            lines.append(f"url = {_config_string(REDACTOR.resolve(argument))}")
+        else:
+            kept.append(argument)
+    if lines:
+        kept += ["-K", "-"]
+    return kept, "".join(line + "\n" for line in lines)
+
+
+def _config_string(value: str) -> str:
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + escaped.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t") + '"'

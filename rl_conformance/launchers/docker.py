@@ -35,6 +35,7 @@ from docker.types import DeviceRequest
 from ..errors import LaunchError
 from ..model.releases import DOCKER_CONFIG_SOURCE, MAIN, UNKNOWN_SOURCE
 from ..model.target import Target
+from ..redaction import write_bytes
 from .docker_config import (
     ContainerSpec,
     DockerDeployment,
@@ -458,7 +459,7 @@ class DockerLauncher:
             return
         path = self.log_dir / f"{name}.log"
         try:
-            path.write_bytes(bytes(container.logs(stdout=True, stderr=True)))
+            write_bytes(path, bytes(container.logs(stdout=True, stderr=True)))
         except NotFound:
             return
         except Exception as exc:

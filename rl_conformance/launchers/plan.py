@@ -12,9 +12,11 @@ from typing import Any
 
 from ..client.breaker import origin
 from ..client.http import Client
+from ..client.refusals import CredentialsRefused
 from ..errors import ConfigurationError, LaunchError, TransportError, WrongInput
 from ..model import provenance
 from ..model.config import RunConfig
+from ..model.credentials import strip_query
 from ..model.options import FAKES, TOY_LAUNCHES
 from ..model.prompts import (
     REFUSAL_STATUSES,
@@ -30,6 +32,7 @@ from ..wire.exchange import Exchange
 from . import ExternalLauncher, FakeLauncher
 from .fake import DEFAULT_MIGRATION_LIMIT
 from .inputs import check_target
+from .refusals import AuthRefused, refuse
 
 DEFAULT_FAKES = FAKES
 LAUNCHER_SOURCE = "launcher (what it started, not read from the deployment)"
@@ -69,6 +72,7 @@ class TargetPool:
             if target_id in self.failures:
                 raise self._failure(target_id)
             if target_id not in self.started:
+                refused_before = set(client.breaker.refusals())
                 try:
                     target = self.launchers[target_id].start()
                     for key in target.versions:
@@ -78,12 +82,23 @@ class TargetPool:
                     resolve_model(target, client)
                     took = preflight_generation(target, client)
                     workers = record_topology(target, client)
+                    preflight_workers(target, client, workers)
                     record_prompt_space(target, client, took)
                     record_versions(target, client, workers)
+                    refused = client.breaker.refusals()
+                    refuse(  # a plane that refused its credentials: none of it is judged
+                        [
+                            error
+                            for key, error in refused.items()
+                            if key not in refused_before and isinstance(error, CredentialsRefused)
+                        ],
+                        client.credentials,
+                    )
                 except (LaunchError, ConfigurationError) as exc:
                     self.failures[target_id] = f"{target_id}: {exc}"
-                    if isinstance(exc, WrongInput):  # the target is reported as given
-                        self.wrong_inputs[target_id] = exc.evidence
+                    if isinstance(exc, WrongInput | AuthRefused):  # reported as given
+                        if isinstance(exc, WrongInput):
+                            self.wrong_inputs[target_id] = exc.evidence
                         target.notes.append(self.failures[target_id])
                         target.unreached = self.failures[target_id]
                         self.retired[target_id] = target
@@ -124,8 +139,9 @@ class TargetPool:
 
     def release(self, target_id: str, client: Client | None = None) -> None:
         """Stop one target once its last test ran; it is relaunched if a test needs it again.
-        The planes the breaker opened go into the target's notes, then the breaker forgets
-        them: the next target may reuse the ports."""
+        The planes the breaker opened go into the target's notes (a plane that refused the
+        run's credentials leaves the target not reached), then the breaker forgets them: the
+        next target may reuse the ports."""
         with self._lock:
             launcher = self.launchers.get(target_id)
             if launcher is None or target_id not in self.started:
@@ -135,6 +151,11 @@ class TargetPool:
                 for why in client.breaker.opened().values():
                     if f"plane down: {why}" not in target.notes:
                         target.notes.append(f"plane down: {why}")
+                for error in client.breaker.refusals().values():
+                    if isinstance(error, CredentialsRefused) and not target.unreached:
+                        # credentials refused mid-run (a token that expired): what the run
+                        # judged after says nothing of the deployment
+                        target.unreached = f"{target_id}: {error}"
                 client.breaker.clear()
             try:
                 launcher.stop()
@@ -152,8 +173,9 @@ class TargetPool:
 def preflight(target: Target, client: Client) -> None:
     """Ask each plane once, with a short deadline, before any test: a plane that does not answer
     (no complete response, a reset, an oversized body) is opened in the client's breaker, so its
-    tests report `error` at once while the other planes are tested. The planes are asked at
-    once: planes that do not answer cost one preflight deadline, not one each."""
+    tests report `error` at once while the other planes are tested (one that refuses the
+    suite's credentials, 401 or 403, is refused there: see `TargetPool.get`). The planes are
+    asked at once: planes that do not answer cost one preflight deadline, not one each."""
     deadline = min(PREFLIGHT_DEADLINE_S, client.deadline_s)
     probes = [("frontend", target.url("/v1/models"))]
     if target.rl_url:
@@ -175,6 +197,23 @@ def preflight(target: Target, client: Client) -> None:
             target.notes.append(f"plane down: {origin(url)} is unavailable: {reason}")
             if plane == "frontend":  # every test starts at the frontend
                 target.unreached = f"{target.id}: the frontend did not answer: {reason}"
+
+
+def preflight_workers(target: Target, client: Client, workers: list[dict[str, Any]]) -> None:
+    """The system server of the first worker discovery lists (one not given by URL, which the
+    preflight asked), asked once: a 401 or 403 leaves the target unreached, as on any plane.
+    Only for a deployment given by URL: one the suite launched asks for no credentials."""
+    given = {url.rstrip("/") for url in target.worker_urls}
+    listed = [
+        str(worker["system_url"]).rstrip("/")
+        for worker in workers
+        if isinstance(worker.get("system_url"), str)
+    ]
+    first = next((url for url in listed if url not in given), None)
+    if target.kind != "external" or first is None:
+        return
+    with contextlib.suppress(TransportError):  # a refusal stays in the breaker
+        client.get(f"{first}/health", deadline_s=min(PREFLIGHT_DEADLINE_S, client.deadline_s))
 
 
 def preflight_generation(target: Target, client: Client) -> Exchange | None:
@@ -392,12 +431,12 @@ def plan_targets(config: RunConfig) -> TargetPool:
     launchers: dict[str, Launcher] = {}
     if config.frontend:
         assert config.backend is not None
-        launcher: Launcher = ExternalLauncher(
+        launcher: Launcher = ExternalLauncher(  # each URL's query goes with its credentials
             backend=config.backend,
-            frontend_url=config.frontend,
-            rl_url=config.rl_url,
+            frontend_url=strip_query(config.frontend),
+            rl_url=strip_query(config.rl_url) if config.rl_url else None,
             model=config.model,
-            worker_urls=config.worker_url,
+            worker_urls=tuple(map(strip_query, config.worker_url)),
             release=config.dynamo_release,
             request_trace=config.request_trace,
             eos_token_ids=config.eos_token_id,

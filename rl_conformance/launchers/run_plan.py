@@ -4,9 +4,10 @@ plugin, the budget and the admin fixtures read it and never check the flags agai
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..model.config import RunConfig
+from ..model.credentials import Credentials
 from ..model.mutations import MutationPolicy, MutationRule
 from .inputs import check_config
 from .plan import TargetPool, plan_targets
@@ -18,6 +19,9 @@ class RunPlan:
     pool: TargetPool
     """The run's launchers by target id; each target starts on first use."""
     mutations: MutationRule
+    credentials: Credentials = field(default_factory=Credentials)
+    """What each request to the deployment at --frontend carries, by plane (read once, when
+    the plan is made; every secret is registered with the redactor then)."""
 
     def policy_for(self, kind: str) -> MutationPolicy:
         """What the run may change on a target of `kind` (`Target.kind`)."""
@@ -49,4 +53,6 @@ def plan_run(config: RunConfig) -> RunPlan:
     before anything starts."""
     config.validate()
     check_config(config)
-    return RunPlan(config, plan_targets(config), MutationRule.from_config(config))
+    return RunPlan(
+        config, plan_targets(config), MutationRule.from_config(config), config.credentials()
+    )

@@ -17,8 +17,10 @@ from urllib.parse import urlsplit
 
 from ..errors import ConfigurationError
 from .capabilities import unknown_ids_message
+from .credentials import FRONTEND, LISTENER, WORKERS, Credentials, read_credentials
 from .options import (
     BACKENDS,
+    CREDENTIAL_FLAGS,
     FAKES,
     LAUNCH_KINDS,
     OPTIONS,
@@ -39,6 +41,16 @@ class RunConfig:
     model: str | None = None
     dynamo_release: str | None = None
     worker_url: tuple[str, ...] = ()
+    header: tuple[str, ...] = ()
+    token_file: str | None = None
+    token_env: str | None = None
+    rl_header: tuple[str, ...] = ()
+    rl_token_file: str | None = None
+    rl_token_env: str | None = None
+    admin_header: tuple[str, ...] = ()
+    admin_token_file: str | None = None
+    admin_token_env: str | None = None
+    secret_query_param: tuple[str, ...] = ()
     request_trace: str | None = None
     eos_token_id: tuple[int, ...] = ()
     record_meta: str | None = None
@@ -92,6 +104,8 @@ class RunConfig:
                     if isinstance(value, tuple)
                     else resolve_path(value)
                 )
+            if option.name.endswith("header"):  # `@FILE` reads the headers from a file
+                value = tuple(f"@{resolve_path(v[1:])}" if v.startswith("@") else v for v in value)
             values[option.name] = value
         return cls(**values)
 
@@ -107,7 +121,9 @@ class RunConfig:
         return replace(self, **changes)
 
     def validate(self) -> RunConfig:
-        """Raise `ConfigurationError` naming the flags; return self when consistent."""
+        """Raise `ConfigurationError` naming the flags; return self when consistent. The
+        credentials are read first, so that no message after can show one."""
+        self.check_credentials()
         unknown = unknown_ids_message(self.capability)
         if unknown:
             raise ConfigurationError(unknown)
@@ -273,6 +289,46 @@ class RunConfig:
                 )
         self.recorded()
         return self
+
+    def credentials(self) -> Credentials:
+        """The credentials of the deployment at --frontend, read (and registered with the
+        redactor) now; `ConfigurationError` naming the flag for one that cannot be read."""
+        return read_credentials(
+            frontend=self.frontend,
+            rl_url=self.rl_url,
+            worker_urls=self.worker_url,
+            headers={FRONTEND: self.header, LISTENER: self.rl_header, WORKERS: self.admin_header},
+            token_files={
+                FRONTEND: self.token_file,
+                LISTENER: self.rl_token_file,
+                WORKERS: self.admin_token_file,
+            },
+            token_envs={
+                FRONTEND: self.token_env,
+                LISTENER: self.rl_token_env,
+                WORKERS: self.admin_token_env,
+            },
+            secret_query_params=self.secret_query_param,
+        )
+
+    def check_credentials(self) -> None:
+        given = [
+            flag
+            for flag in CREDENTIAL_FLAGS
+            if getattr(self, flag.removeprefix("--").replace("-", "_"))
+        ]
+        self.credentials()  # registers every secret before any message could quote one
+        if given and not self.frontend:
+            raise ConfigurationError(
+                f"{given[0]} gives credentials of the deployment at --frontend: give --frontend "
+                "URL too (the deployments the run starts take none)"
+            )
+        admin = [flag for flag in given if flag.startswith("--admin-")]
+        if admin and (self.fake or self.launch):
+            raise ConfigurationError(
+                f"{admin[0]} goes to every worker system server the run reaches: test the "
+                "deployment at --frontend alone (without --fake or --launch)"
+            )
 
     def pytest_arguments(self) -> list[str]:
         """The `--rl-*` options that rebuild this configuration in another pytest process (a

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..errors import ConfigurationError
+from ..redaction import open_text
 from . import capabilities as capability_registry
 from .matrix import Matrix, RunInfo, TestRecord, build_matrix, environment, now
 from .target import Target
@@ -87,7 +88,7 @@ class Journal:
         written."""
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / JOURNAL
-        journal = cls(path, open(path, "w", encoding="utf-8"))  # noqa: SIM115
+        journal = cls(path, open_text(path))
         planned = {target.id: target.describe() for target in targets}
         journal._write(
             {

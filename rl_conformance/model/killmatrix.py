@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from ..redaction import write_text
+
 SEPARATOR = "~"
 
 
@@ -106,8 +108,8 @@ def render_kill_matrix(kill: dict[str, Any]) -> str:
 
 def write_kill_matrix(kill: dict[str, Any], directory: Path) -> None:
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / "kill-matrix.json").write_text(json.dumps(kill, indent=2) + "\n")
-    (directory / "kill-matrix.md").write_text(render_kill_matrix(kill))
+    write_text(directory / "kill-matrix.json", json.dumps(kill, indent=2) + "\n")
+    write_text(directory / "kill-matrix.md", render_kill_matrix(kill))
 
 
 def merge_matrix_documents(documents: list[dict[str, Any]]) -> dict[str, Any]:

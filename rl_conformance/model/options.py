@@ -71,6 +71,74 @@ class Option:
         add(flag, **kwargs)
 
 
+def _credential_options(
+    plane: str, flag_prefix: str, name_prefix: str, pytest_prefix: str, inherits: str
+) -> tuple[Option, ...]:
+    """A plane's three credential options (`model/credentials.py` has the rules)."""
+    return (
+        Option(
+            f"{name_prefix}header",
+            f"--{flag_prefix}header",
+            f"a header sent with every request to the {plane}, as curl's -H takes it "
+            f"(repeatable; @FILE reads one header per line){inherits}",
+            kind="list",
+            metavar="'NAME: VALUE'",
+            pytest_flag=f"--rl-{pytest_prefix}header",
+        ),
+        Option(
+            f"{name_prefix}token_file",
+            f"--{flag_prefix}token-file",
+            f"a file whose first line is the bearer token for the {plane} (sent as "
+            "Authorization: Bearer TOKEN)",
+            metavar="FILE",
+            path=True,
+            pytest_flag=f"--rl-{pytest_prefix}token-file",
+        ),
+        Option(
+            f"{name_prefix}token_env",
+            f"--{flag_prefix}token-env",
+            f"an environment variable holding the bearer token for the {plane}",
+            metavar="VAR",
+            pytest_flag=f"--rl-{pytest_prefix}token-env",
+        ),
+    )
+
+
+CREDENTIAL_OPTIONS: tuple[Option, ...] = (
+    *_credential_options(
+        "frontend",
+        "",
+        "",
+        "frontend-",
+        "; the RL listener receives the frontend's credentials too, unless given its own",
+    ),
+    *_credential_options(
+        "RL listener",
+        "rl-",
+        "rl_",
+        "",
+        "; replaces an inherited header of the same name, and 'NAME:' removes it",
+    ),
+    *_credential_options(
+        "workers' system servers",
+        "admin-",
+        "admin_",
+        "admin-",
+        "; they never receive the frontend's credentials",
+    ),
+    Option(
+        "secret_query_param",
+        "--secret-query-param",
+        "a query parameter of --frontend, --rl-url or --worker-url that is a secret (an API "
+        "key a gateway takes in the URL; repeatable): sent, and never written",
+        kind="list",
+        metavar="NAME",
+    ),
+)
+"""Credentials of the deployment at --frontend; every value is kept out of what a run writes."""
+CREDENTIAL_FLAGS = tuple(option.flag for option in CREDENTIAL_OPTIONS)
+
+
 OPTIONS: tuple[Option, ...] = (
     Option("frontend", "--frontend", "frontend URL of an external deployment", metavar="URL"),
     Option("rl_url", "--rl-url", "RL discovery listener URL", metavar="URL"),
@@ -92,6 +160,7 @@ OPTIONS: tuple[Option, ...] = (
         kind="list",
         metavar="URL",
     ),
+    *CREDENTIAL_OPTIONS,
     Option(
         "request_trace",
         "--request-trace",

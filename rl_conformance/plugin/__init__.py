@@ -15,12 +15,15 @@ fixtures the suites use, and adapters may), `recording` (a test's outcome as a r
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from ..errors import ConfigurationError
 from ..launchers.run_plan import plan_run
 from ..model.config import RunConfig
 from ..model.options import OPTIONS, add_pytest_options
+from ..redaction import console
 from .session import ConformanceRun
 
 __all__ = ["ConformanceRun", "pytest_addoption", "pytest_configure"]
@@ -47,3 +50,6 @@ def pytest_configure(config: pytest.Config) -> None:
     except ConfigurationError as exc:
         raise pytest.UsageError(str(exc)) from exc
     config.pluginmanager.register(run, ConformanceRun.NAME)
+    redacted = contextlib.ExitStack()  # pytest's console too, created after this hook
+    redacted.enter_context(console())
+    config.add_cleanup(redacted.close)

@@ -27,6 +27,7 @@ from ..launchers.run_plan import RunPlan
 from ..model import capabilities as capability_registry
 from ..model.config import RunConfig
 from ..model.mutations import MutationPolicy
+from ..redaction import write_text
 from .collection import capabilities_of, target_of
 from .state import RunState, state_of
 
@@ -138,7 +139,7 @@ def _examples(item: pytest.Item, planned: PlannedTest | None) -> Iterator[None]:
 def write_plan(state: RunState, run: RunConfig) -> None:
     document = plan_document(state.plan, run.budget_generations, run.examples)
     run.report_path.mkdir(parents=True, exist_ok=True)
-    (run.report_path / "plan.json").write_text(json.dumps(document, indent=2) + "\n")
+    write_text(run.report_path / "plan.json", json.dumps(document, indent=2) + "\n")
 
 
 def show_plan(reporter: Any, state: RunState, run: RunConfig) -> None:

@@ -112,7 +112,9 @@ class RunState:
     def http(self) -> CountingClient:
         if self.client is None:
             self.client = CountingClient(
-                deadline_s=self.config.deadline, budget=self.config.budget_generations
+                deadline_s=self.config.deadline,
+                budget=self.config.budget_generations,
+                credentials=self.run.credentials,
             )
         self.client.target_id = self.current_target
         return self.client

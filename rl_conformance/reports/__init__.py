@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..redaction import redact, write_text
 from .html import render_html
 from .junit import render_junit
 from .markdown import render_markdown
@@ -35,12 +36,12 @@ def externalise_wire_logs(matrix: dict[str, Any], directory: Path) -> dict[str, 
                 wire = item.pop("wire", None)
                 if wire is None:
                     continue
-                text = json.dumps(wire, indent=2, sort_keys=True, default=str) + "\n"
+                text = redact(json.dumps(wire, indent=2, sort_keys=True, default=str) + "\n")
                 name = f"{WIRE_DIR}/{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
                 path = directory / name
                 if not path.exists():
                     path.parent.mkdir(parents=True, exist_ok=True)
-                    path.write_text(text, encoding="utf-8")
+                    write_text(path, text)
                 item["wire_log"] = name
                 item["wire_excerpt"] = wire_excerpt(wire)
     return document
@@ -98,7 +99,7 @@ def write_reports(matrix: dict[str, Any], directory: Path) -> list[Path]:
     for name, render in FILES.items():
         path = directory / name
         temporary = path.with_suffix(path.suffix + ".tmp")
-        temporary.write_text(render(matrix), encoding="utf-8")
+        write_text(temporary, render(matrix))
         temporary.replace(path)
         written.append(path)
     return written

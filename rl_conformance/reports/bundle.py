@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from ..redaction import redact, write_text
 from .record_rules import structure_findings
 from .validation import VALIDATION_DIR, bundle_uri
 
@@ -115,10 +116,10 @@ def build_index(root: Path) -> dict[str, Any]:
 
 def write_index(root: Path) -> str:
     """Write `bundle.json`; returns its sha256 (the digest to keep elsewhere)."""
-    text = json.dumps(build_index(root), indent=2) + "\n"
+    text = redact(json.dumps(build_index(root), indent=2) + "\n")
     path = root / INDEX
     temporary = path.with_suffix(".json.tmp")
-    temporary.write_text(text, encoding="utf-8")
+    write_text(temporary, text)
     temporary.replace(path)
     return hashlib.sha256(text.encode()).hexdigest()
 

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..redaction import write_text
 from . import externalise_wire_logs
 from .bundle import write_index
 from .validation import VALIDATION_DIR, write_validation_records
@@ -37,7 +38,7 @@ def write_records(
     written = write_validation_records(document, directory, meta, integration_artifacts)
     if meta:
         path = directory / VALIDATION_DIR / META_FILE
-        path.write_text(json.dumps(dict(meta), indent=2) + "\n", encoding="utf-8")
+        write_text(path, json.dumps(dict(meta), indent=2) + "\n")
     return written
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ..model.record_meta import merged
+from ..redaction import write_text
 from .validation_gates import ADAPTER_GATES, DEPLOYMENT_GATES, Gate, Input
 
 SCHEMA = "dynamo.rl.validation.v1"
@@ -238,7 +239,7 @@ def write_cell_files(document: Mapping[str, Any], subject: str, directory: Path)
         path = directory / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         body = {"capability": capability, "subject": subject, **copy.deepcopy(cell)}
-        path.write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
+        write_text(path, json.dumps(body, indent=2) + "\n")
         written[capability] = relative
     return written
 
@@ -383,6 +384,6 @@ def write_validation_records(
         )
         path = directory / VALIDATION_DIR / f"{safe_name(subject)}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+        write_text(path, json.dumps(record, indent=2) + "\n")
         written.append(path)
     return written

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import math
-import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..redaction import REDACTOR
 from .sse import SSEEvent
 from .stream_state import DONE, StreamState
 
@@ -124,6 +124,8 @@ class Exchange:
             return self.body_preview()
 
     def curl(self) -> str:
+        """The request as a curl command; a credential stays a reference the shell expands
+        (`-H "Authorization: Bearer $DYNAMO_TOKEN"`), so it replays once the variable is set."""
         parts = ["curl", "-sS"]
         if self.streamed:
             parts.append("-N")
@@ -143,7 +145,7 @@ class Exchange:
             parts += ["-H", f"{name}: {value}"]
         if self.request.body is not None:
             parts += ["--data-raw", self.request.body.decode("utf-8", errors="replace")]
-        return " ".join(shlex.quote(part) for part in parts)
+        return " ".join(REDACTOR.shell_word(part) for part in parts)
 
     def wire_log(self, limit: int = WIRE_LOG_BYTES) -> dict[str, Any]:
         """The exchange as saved next to the matrix for a failure: request, status, headers, body

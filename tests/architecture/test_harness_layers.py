@@ -2,11 +2,11 @@
 
 Each subpackage of `rl_conformance` is one layer; `LAYERS` is their order, lowest first. A module
 may import its own layer and the layers below it, never above. The few modules at the root sit
-outside the order: `version`, `errors` and `admission` below every layer (they import nothing of
-the harness), `__init__` and `__main__` above them all (the doors). Only the layers that start or
-study deployments may import the fakes; the checks import without the heavy dependencies
-(docker, starlette, uvicorn), so an RL framework can use them as a runtime guard; and no module
-imports another that imports it back."""
+outside the order: `version`, `errors`, `admission` and `redaction` below every layer (they
+import nothing of the harness), `__init__` and `__main__` above them all (the doors). Only the
+layers that start or study deployments may import the fakes; the checks import without the heavy
+dependencies (docker, starlette, uvicorn), so an RL framework can use them as a runtime guard;
+and no module imports another that imports it back."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ LAYERS = (
     "plugin",
     "cli",
 )
-BELOW_ALL = ("version", "errors", "admission")
+BELOW_ALL = ("version", "errors", "admission", "redaction")
 ABOVE_ALL = ("__init__", "__main__")
 MAY_IMPORT_FAKES = {"launchers", "certify", "cli"}
 HEAVY = ("docker", "starlette", "uvicorn")

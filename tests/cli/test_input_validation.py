@@ -253,6 +253,9 @@ def test_path_flags_are_resolved_against_the_working_directory_when_parsed(
         "--report-dir",
         "--request-trace",
         "--record-meta",
+        "--token-file",
+        "--rl-token-file",
+        "--admin-token-file",
     }
     args = build_parser().parse_args(
         [

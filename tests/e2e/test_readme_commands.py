@@ -254,6 +254,17 @@ ALLOWLIST: dict[str, tuple[str, tuple[str, str]]] = {
         "base on the host network before any other",
         ("tests/launchers/real_docker.py", 'network_mode="host", remove=True'),
     ),
+    "export DYNAMO_TOKEN=...": (
+        "a token from the CI's secrets (no fake deployment here asks for one); the canary test "
+        "runs the same flags with a token variable against a fake that requires it",
+        ("tests/e2e/test_secrets_never_written.py", '"DYNAMO_TOKEN": CANARIES["token_env"]'),
+    ),
+    "rl-conformance run --frontend https://fleet.example --rl-url https://fleet.example:8001 "
+    "--backend vllm --token-env DYNAMO_TOKEN --admin-token-file /run/secrets/worker-token": (
+        "needs a fleet that asks for credentials; the canary test runs --token-env and "
+        "--admin-token-file against a fake whose every plane requires them",
+        ("tests/e2e/test_secrets_never_written.py", '"--admin-token-file",'),
+    ),
     "ruff check . && python -m pytest -q": (
         "the CI test command itself (this test is part of it: running it here would recurse); "
         ".ci/run ends with it",
