@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import socket
 import ssl
+import time
 
 from ..errors import ConfigurationError
 from ..version import __version__
@@ -34,6 +35,8 @@ CLIENT_CERTIFICATE_REFUSED = frozenset(
     }
 )
 """The alerts a server sends about the client's certificate (or its absence, before TLS 1.3)."""
+ALERT_WAIT_S = 1.0
+"""How long a failed write waits for the alert that explains it (within the deadline)."""
 CA_FIX = "give the CA that signed it with --ca-bundle FILE (or REQUESTS_CA_BUNDLE, SSL_CERT_FILE)"
 CERT_FIX = "give --client-cert FILE (and --client-key FILE when the key is apart)"
 
@@ -59,10 +62,25 @@ def dial(address: Address, at: float, network: Network, proxy: Proxy | None) -> 
         return Connection(sock, route)
     trust = network.trust
 
-    def explain(exc: OSError) -> str | None:
+    def explain(exc: OSError, at: float) -> str | None:
+        if isinstance(exc, ssl.SSLEOFError):
+            exc = _alert_behind(sock, at) or exc
         return tls_failure(exc, address, trust) if isinstance(exc, ssl.SSLError) else None
 
     return Connection(sock, route, explain=explain)
+
+
+def _alert_behind(sock: socket.socket, at: float) -> ssl.SSLError | None:
+    """The alert a server sent before closing, when a write found the connection closed: after
+    the handshake (TLS 1.3), a refused client certificate is told only so."""
+    try:
+        sock.settimeout(min(ALERT_WAIT_S, max(at - time.monotonic(), 0.001)))
+        sock.recv(1)
+    except ssl.SSLError as exc:
+        return exc if exc.reason else None
+    except OSError:
+        return None
+    return None
 
 
 def _tcp(host: str, port: int, at: float, proxy: Proxy | None) -> socket.socket:

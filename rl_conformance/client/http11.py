@@ -200,7 +200,7 @@ class Connection:
         sock: socket.socket,
         route: Hashable,
         *,
-        explain: Callable[[OSError], str | None] = lambda exc: None,
+        explain: Callable[[OSError, float], str | None] = lambda exc, at: None,
     ) -> None:
         self.sock = sock
         self.route = route
@@ -219,7 +219,7 @@ class Connection:
         except TimeoutError as exc:
             raise WireTimeout("WriteTimeout", "sending the request timed out") from exc
         except OSError as exc:
-            raise WireError("WriteError", self._why(exc)) from exc
+            raise WireError("WriteError", self._why(exc, at)) from exc
 
     def fill(self, at: float) -> bool:
         """Read what arrives into `buffer`; False at the peer's end of stream."""
@@ -229,7 +229,7 @@ class Connection:
         except TimeoutError as exc:
             raise WireTimeout("ReadTimeout", "the answer stopped arriving") from exc
         except OSError as exc:
-            raise WireError("ReadError", self._why(exc)) from exc
+            raise WireError("ReadError", self._why(exc, at)) from exc
         if not data:
             if self.aborted:
                 raise WireError("ReadError", "the client was closed")
@@ -269,10 +269,10 @@ class Connection:
         with contextlib.suppress(OSError):
             self.sock.close()
 
-    def _why(self, exc: OSError) -> str:
+    def _why(self, exc: OSError, at: float) -> str:
         if self.aborted:
             return "the client was closed"
-        return self.explain(exc) or str(exc) or type(exc).__name__
+        return self.explain(exc, at) or str(exc) or type(exc).__name__
 
 
 @dataclass(frozen=True, slots=True)

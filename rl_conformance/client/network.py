@@ -201,6 +201,7 @@ class Network:
 
     def __init__(
         self,
+        *,
         trust: Trust | None = None,
         proxies: Mapping[str, Proxy] | None = None,
         no_proxy: str = "",
@@ -248,7 +249,7 @@ class Network:
                 proxies[scheme] = parse_proxy(env[name], name)
         if no_proxy is None:
             no_proxy = next((env[name] for name in NO_PROXY_VARIABLES if name in env), "")
-        return cls(trust, proxies, no_proxy)
+        return cls(trust=trust, proxies=proxies, no_proxy=no_proxy)
 
     def check(self) -> None:
         """Build the TLS context now, so that a file that cannot be used is refused before the
