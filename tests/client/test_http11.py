@@ -330,7 +330,7 @@ def test_https_is_spoken_and_the_peer_certificate_verified(certificate: tuple[Pa
     key, cert = certificate
     serving = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     serving.load_cert_chain(cert, key)
-    trusting = Network(Trust(ca=str(cert), ca_source="--ca-bundle"))
+    trusting = Network(trust=Trust(ca=str(cert), ca_source="--ca-bundle"))
     with peer(answer_each(JSON_OK, JSON_OK), tls=serving) as server:
         pool = ConnectionPool(network=trusting, keepalive_expiry=5)
         for _ in range(2):

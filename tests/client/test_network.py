@@ -144,10 +144,10 @@ def test_a_file_that_holds_no_certificate_is_refused_before_the_run(tmp_path: Pa
     empty = tmp_path / "empty.pem"
     empty.write_text("not a certificate\n")
     network = Network.from_options(ca_bundle=str(empty), environ={})
-    with pytest.raises(ConfigurationError, match="^--ca-bundle .*empty.pem: no PEM CA certif"):
+    with pytest.raises(ConfigurationError, match=r"^--ca-bundle .*empty\.pem: no PEM CA certif"):
         network.check()
     client = Network.from_options(client_cert=str(empty), environ={})
-    with pytest.raises(ConfigurationError, match="^--client-cert .*: not a PEM certificate"):
+    with pytest.raises(ConfigurationError, match=r"^--client-cert .*: not a PEM certificate"):
         client.check()
 
 

@@ -37,9 +37,12 @@ def serving(server: Pair, client_ca: Pair | None = None) -> ssl.SSLContext:
 
 def get(network: Network, tls: ssl.SSLContext, path: str = "/v1/models") -> tuple[int | None, str]:
     """One GET through a client of `network` to a server of `tls`: the status and the error."""
-    with peer(answer_each(JSON_OK), tls=tls) as server:
-        with Client(deadline_s=5, breaker=CircuitBreaker(threshold=0), network=network) as client:
-            exchange = client.get(server.url + path)
+    breaker = CircuitBreaker(threshold=0)
+    with (
+        peer(answer_each(JSON_OK), tls=tls) as server,
+        Client(deadline_s=5, breaker=breaker, network=network) as client,
+    ):
+        exchange = client.get(server.url + path)
     return exchange.status, exchange.error or ""
 
 
