@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit
 
 from ..errors import ConfigurationError
+from ..model.config import RunConfig
 
 CA_VARIABLES = ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_FILE")
 CA_DIRECTORY_VARIABLE = "SSL_CERT_DIR"
@@ -282,11 +283,15 @@ class Network:
             with self._lock:
                 self._direct.add(host.lower())
 
+    def warnings(self) -> list[str]:
+        """What every report of the run must open with."""
+        return [INSECURE_LINE] if self.trust.insecure else []
+
     def notes(self) -> list[str]:
         """How the run reaches deployments, when it is not the default (no credentials)."""
         found = []
         if self.trust.insecure:
-            found.append(INSECURE_LINE)
+            found.append("https certificates NOT verified (--insecure)")
         elif self.trust.ca is not None:
             found.append(f"https certificates verified against {self.trust.shown}")
         if self.trust.client_cert is not None:
@@ -302,6 +307,24 @@ INSECURE_LINE = (
     "https deployments of this run"
 )
 """The line every report of a run with `--insecure` opens with."""
+
+
+def network_of(config: RunConfig, environ: Mapping[str, str] | None = None) -> Network:
+    """The network of a run of `config`; its TLS context is built at once when a URL the user
+    gave is https, so that an unusable certificate file is refused before anything starts."""
+    network = Network.from_options(
+        ca_bundle=config.ca_bundle,
+        client_cert=config.client_cert,
+        client_key=config.client_key,
+        insecure=config.insecure,
+        proxy=config.proxy,
+        no_proxy=config.no_proxy,
+        environ=environ,
+    )
+    given = (config.frontend, config.rl_url, *config.worker_url)
+    if config.client_cert or any((url or "").startswith("https://") for url in given):
+        network.check()
+    return network
 
 
 @functools.cache

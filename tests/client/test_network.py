@@ -154,4 +154,6 @@ def test_a_file_that_holds_no_certificate_is_refused_before_the_run(tmp_path: Pa
 def test_insecure_is_said_in_the_notes_and_reads_no_bundle() -> None:
     network = Network.from_options(insecure=True, environ={"SSL_CERT_FILE": "/nowhere.pem"})
     network.check()
-    assert network.notes()[0] == INSECURE_LINE
+    assert network.warnings() == [INSECURE_LINE]
+    assert network.notes()[0] == "https certificates NOT verified (--insecure)"
+    assert Network.from_options(environ={}).warnings() == []
