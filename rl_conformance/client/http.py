@@ -366,7 +366,13 @@ class Client:
                 recorded = {**kept, **{c.name: c.shown for c in applied.headers}}
         if not any(name.lower() == "accept-encoding" for name in all_headers):
             sent.insert(0, ("Accept-Encoding", ACCEPT_ENCODING))
-        wire = WireRequest(method=method, url=recorded_url, headers=recorded, body=body)
+        wire = WireRequest(
+            method=method,
+            url=recorded_url,
+            headers=recorded,
+            body=body,
+            curl_options=self.network.curl_options(url),
+        )
         exchange = Exchange(request=wire)
         self.log.append(exchange)
         return exchange, target, sent

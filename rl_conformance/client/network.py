@@ -275,6 +275,33 @@ class Network:
             return None
         return proxy
 
+    def curl_options(self, url: str) -> tuple[str, ...]:
+        """What a `curl` reproducer of a request to `url` needs to go the same way: the CA
+        bundle, the client certificate, `-k`, the proxy (without its credentials) or none."""
+        if not self.proxies and (
+            self.trust == DEFAULT_TRUST_SETTINGS or not url.startswith("https:")
+        ):
+            return ()
+        parts = urlsplit(url)
+        scheme, host = parts.scheme.lower(), parts.hostname or ""
+        options: list[str] = []
+        if scheme == "https":
+            trust = self.trust
+            if trust.insecure:
+                options.append("-k")
+            elif trust.ca is not None:
+                options += ["--capath" if os.path.isdir(trust.ca) else "--cacert", trust.ca]
+            if trust.client_cert is not None:
+                options += ["--cert", trust.client_cert]
+            if trust.client_key is not None:
+                options += ["--key", trust.client_key]
+        proxy = self.proxy_for(scheme, host)
+        if proxy is not None:
+            options += ["--proxy", proxy.url]
+        elif scheme in self.proxies:
+            options += ["--noproxy", "*"]
+        return tuple(options)
+
     def reach_directly(self, url: str) -> None:
         """Reach this URL's host without a proxy from now on: a deployment the run started on
         this machine."""
@@ -301,6 +328,8 @@ class Network:
             found.append(f"{scheme} URLs through {proxy.shown}{exempt}")
         return found
 
+
+DEFAULT_TRUST_SETTINGS = Trust()
 
 INSECURE_LINE = (
     "TLS CERTIFICATES WERE NOT VERIFIED (--insecure): any server could have answered for the "

@@ -157,3 +157,21 @@ def test_insecure_is_said_in_the_notes_and_reads_no_bundle() -> None:
     assert network.warnings() == [INSECURE_LINE]
     assert network.notes()[0] == "https certificates NOT verified (--insecure)"
     assert Network.from_options(environ={}).warnings() == []
+
+
+def test_a_reproducer_goes_the_way_the_request_went(tmp_path: Path) -> None:
+    ca, cert, key = (tmp_path / name for name in ("ca.pem", "c.pem", "k.pem"))
+    ca.touch()
+    environ = {"HTTPS_PROXY": "http://u:pw@p.test:3128", "NO_PROXY": "near.test"}
+    network = Network.from_options(
+        ca_bundle=str(ca), client_cert=str(cert), client_key=str(key), environ=environ
+    )
+    assert network.curl_options("https://far.test/v1") == (
+        "--cacert", str(ca), "--cert", str(cert), "--key", str(key),
+        "--proxy", "http://p.test:3128",
+    )  # fmt: skip
+    assert network.curl_options("https://near.test/v1")[-2:] == ("--noproxy", "*")
+    assert network.curl_options("http://far.test/v1") == ()  # no http proxy, no TLS
+    insecure = Network.from_options(insecure=True, environ={})
+    assert insecure.curl_options("https://a.test/") == ("-k",)
+    assert Network.from_options(environ={}).curl_options("https://a.test/") == ()
