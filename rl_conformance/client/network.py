@@ -26,6 +26,7 @@ import ipaddress
 import os
 import ssl
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit
@@ -174,6 +175,20 @@ class Trust:
             raise ConfigurationError(f"{self.ca_source} {self.ca}: no such file or directory")
         return {"capath" if os.path.isdir(self.ca) else "cafile": self.ca}
 
+    def _check_validity(self) -> None:
+        """An expired client certificate is refused here, by its date: a server refuses it
+        without saying why (nginx answers 400 "The SSL certificate error" to any bad one)."""
+        try:
+            decoded = ssl._ssl._test_decode_cert(self.client_cert)  # type: ignore[attr-defined]
+            ends = ssl.cert_time_to_seconds(decoded["notAfter"])
+        except (AttributeError, KeyError, OSError, ValueError, ssl.SSLError):
+            return  # not readable so: load_cert_chain says what is wrong with it
+        if ends < time.time():
+            raise ConfigurationError(
+                f"--client-cert {self.client_cert}: the certificate expired on "
+                f"{decoded['notAfter']}: renew it"
+            )
+
     def _load_client_certificate(self, context: ssl.SSLContext) -> None:
         def no_password() -> str:
             raise ConfigurationError(
@@ -181,6 +196,7 @@ class Trust:
                 "give it unencrypted (openssl pkey -in KEY -out KEY.plain), readable by you only"
             )
 
+        self._check_validity()
         try:
             context.load_cert_chain(self.client_cert or "", self.client_key, password=no_password)
         except FileNotFoundError as exc:
