@@ -127,7 +127,7 @@ def test_a_missing_or_refused_client_certificate_names_what_to_give(
     )
     _, refused = get(expired, tls)
     assert f"--client-cert {pki.expired_client.cert}: the certificate expired on " in refused
-    with pytest.raises(ConfigurationError, match="the certificate expired on .*: renew it"):
+    with pytest.raises(ConfigurationError, match=r"the certificate expired on .*: renew it"):
         expired.check()
 
 

@@ -8,7 +8,6 @@ test writes, in a directory of its own, and stopped by the test."""
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -19,22 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import pytest
 from tls_material import Pair
 
-NO_NGINX_ENV = "RL_CONFORMANCE_NO_NGINX"
 READY_S = 10.0
-
-
-def nginx_binary() -> str:
-    """The nginx command; the test skips loudly without it (`.ci/run` installs it)."""
-    found = shutil.which("nginx") or next(
-        (path for path in ("/usr/sbin/nginx",) if os.access(path, os.X_OK)), None
-    )
-    if found is None:
-        why = os.environ.get(NO_NGINX_ENV, "nginx is not installed (apt-get install nginx)")
-        pytest.skip(f"needs a real nginx: {why}")
-    return found
 
 
 @dataclass(frozen=True)
@@ -154,6 +140,7 @@ class Ingress:
 
 @contextmanager
 def ingress(
+    binary: str,
     directory: Path,
     upstreams: dict[str, str],
     server: Pair,
@@ -161,8 +148,8 @@ def ingress(
     client_ca: Path | None = None,
     token: str | None = None,
 ) -> Iterator[Ingress]:
-    """nginx in front of each upstream URL (by name), until the block ends."""
-    binary = nginx_binary()
+    """nginx (`binary`: the `nginx` fixture) in front of each upstream URL (by name), until the
+    block ends."""
     directory.mkdir(parents=True, exist_ok=True)
     routes = {name: Route(name, url, free_port()) for name, url in upstreams.items()}
     conf = directory / "nginx.conf"

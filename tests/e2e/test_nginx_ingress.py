@@ -24,7 +24,7 @@ from tls_material import Material
 
 from fake_backends import FakeDeployment
 
-from .nginx_ingress import Ingress, ingress, nginx_binary
+from .nginx_ingress import Ingress, ingress
 from .test_launch_mode_equivalence import CHECKPOINTS, cells, run
 
 pytestmark = pytest.mark.slow
@@ -34,7 +34,6 @@ MUTATING = ("--allow-mutations", "--all-workers", *CHECKPOINTS)
 
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> Material:
-    nginx_binary()
     return tls_material.make(tmp_path_factory.mktemp("pki"))
 
 
@@ -45,10 +44,11 @@ def fleet() -> Iterator[FakeDeployment]:
 
 
 @pytest.fixture
-def fronted(fleet: FakeDeployment, pki: Material, tmp_path: Path) -> Iterator[Ingress]:
+def fronted(nginx: str, fleet: FakeDeployment, pki: Material, tmp_path: Path) -> Iterator[Ingress]:
     """nginx in front of the fleet's frontend and RL listener, asking for client certificates."""
     upstreams = {"frontend": fleet.frontend_url, "rl": fleet.rl_url}
-    with ingress(tmp_path / "nginx", upstreams, pki.server, client_ca=pki.client_ca.cert) as made:
+    asking = pki.client_ca.cert
+    with ingress(nginx, tmp_path / "nginx", upstreams, pki.server, client_ca=asking) as made:
         yield made
 
 
@@ -195,10 +195,10 @@ def test_each_wrong_input_ends_in_its_one_message(
 
 
 def test_an_expired_certificate_is_named_on_either_side(
-    fleet: FakeDeployment, pki: Material, tmp_path: Path
+    nginx: str, fleet: FakeDeployment, pki: Material, tmp_path: Path
 ) -> None:
     upstreams = {"frontend": fleet.frontend_url, "rl": fleet.rl_url}
-    with ingress(tmp_path / "nginx", upstreams, pki.expired_server) as expired:
+    with ingress(nginx, tmp_path / "nginx", upstreams, pki.expired_server) as expired:
         matrix = run(
             tmp_path / "server",
             *by_url(expired.url("frontend"), expired.url("rl")),
