@@ -154,8 +154,9 @@ class Trust:
             context.check_hostname = False
             context.verify_mode = ssl.CERT_NONE
         else:  # only these CAs: the system's store is not read besides them
+            cafile, capath = self._locations()
             try:
-                context = ssl.create_default_context(**self._locations())
+                context = ssl.create_default_context(cafile=cafile, capath=capath)
             except (OSError, ssl.SSLError) as exc:
                 raise ConfigurationError(
                     f"{self.ca_source} {self.ca}: no PEM CA certificate could be read from it "
@@ -166,14 +167,15 @@ class Trust:
             self._load_client_certificate(context)
         return context
 
-    def _locations(self) -> dict[str, str]:
+    def _locations(self) -> tuple[str | None, str | None]:
+        """The CA file and directory to trust (one of them)."""
         if self.ca is None:
             import certifi
 
-            return {"cafile": certifi.where()}
+            return certifi.where(), None
         if not os.path.exists(self.ca):
             raise ConfigurationError(f"{self.ca_source} {self.ca}: no such file or directory")
-        return {"capath" if os.path.isdir(self.ca) else "cafile": self.ca}
+        return (None, self.ca) if os.path.isdir(self.ca) else (self.ca, None)
 
     def _check_validity(self) -> None:
         """An expired client certificate is refused here, by its date: a server refuses it
