@@ -400,10 +400,11 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "proxy",
         "--proxy",
-        "HTTP proxy for every request, http://[USER:PASSWORD@]HOST:PORT (https goes through "
-        "its CONNECT tunnel; default: $https_proxy or $HTTPS_PROXY for https URLs, $http_proxy "
-        "or $HTTP_PROXY for http ones, else $all_proxy or $ALL_PROXY; the deployments the run "
-        "starts itself are reached directly)",
+        "HTTP proxy for every request, http://HOST:PORT (https goes through its CONNECT "
+        "tunnel; default: $https_proxy or $HTTPS_PROXY for https URLs, $http_proxy or "
+        "$HTTP_PROXY for http ones, else $all_proxy or $ALL_PROXY, where credentials belong: "
+        "http://USER:PASSWORD@HOST:PORT; the deployments the run starts itself are reached "
+        "directly)",
         metavar="URL",
     ),
     Option(
