@@ -33,6 +33,7 @@ from urllib.parse import unquote, urlsplit
 
 from ..errors import ConfigurationError
 from ..model.config import RunConfig
+from ..redaction import REDACTOR
 
 CA_VARIABLES = ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_FILE")
 CA_DIRECTORY_VARIABLE = "SSL_CERT_DIR"
@@ -41,6 +42,8 @@ PROXY_VARIABLES: Mapping[str, tuple[str, ...]] = {
     "http": ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"),
 }
 NO_PROXY_VARIABLES = ("no_proxy", "NO_PROXY")
+PROXY_REFERENCE = "$RL_CONFORMANCE_PROXY"
+"""What a `--proxy` URL with credentials is written as (set it to replay a reproducer)."""
 DEFAULT_TRUST = "certifi's public CAs"
 
 
@@ -54,6 +57,10 @@ class Proxy:
     """Where it was given (`--proxy`, `HTTPS_PROXY`, ...): named in every message about it."""
     authorization: str | None = field(default=None, repr=False)
     """The `Proxy-Authorization` value its URL's credentials make; never shown."""
+    reference: str | None = None
+    """With credentials: the shell reference that stands for its whole URL wherever it would be
+    written (`$HTTPS_PROXY`; `$RL_CONFORMANCE_PROXY` for `--proxy`), and that a reproducer
+    gives curl."""
 
     @property
     def url(self) -> str:
@@ -89,11 +96,20 @@ def parse_proxy(value: str, source: str) -> Proxy:
             f"{source}: give the proxy's port (http://{parts.hostname}:PORT): clients disagree "
             "on the default (curl assumes 1080, Python's clients 80)"
         )
-    authorization = None
-    if parts.username is not None or parts.password is not None:
-        pair = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}"
-        authorization = "Basic " + base64.b64encode(pair.encode()).decode("ascii")
-    return Proxy(parts.hostname, port, source, authorization)
+    if parts.username is None and parts.password is None:
+        return Proxy(parts.hostname, port, source)
+    reference = f"${source}" if source.isidentifier() else PROXY_REFERENCE
+    pair = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}"
+    token = base64.b64encode(pair.encode()).decode("ascii")
+    for secret, stands_for in (
+        (value.strip(), reference),
+        (parts.netloc.rpartition("@")[0], f"{reference}_USERINFO"),
+        (unquote(parts.password or ""), f"{reference}_PASSWORD"),
+        (token, f"{reference}_BASIC"),
+    ):
+        if secret:
+            REDACTOR.add(secret, stands_for)
+    return Proxy(parts.hostname, port, source, f"Basic {token}", reference)
 
 
 def bypasses(host: str, no_proxy: str) -> bool:
@@ -295,7 +311,8 @@ class Network:
 
     def curl_options(self, url: str) -> tuple[str, ...]:
         """What a `curl` reproducer of a request to `url` needs to go the same way: the CA
-        bundle, the client certificate, `-k`, the proxy (without its credentials) or none."""
+        bundle, the client certificate, `-k`, the proxy (by its reference when it has
+        credentials: `"$HTTPS_PROXY"`) or none."""
         if not self.proxies and (
             self.trust == DEFAULT_TRUST_SETTINGS or not url.startswith("https:")
         ):
@@ -315,7 +332,7 @@ class Network:
                 options += ["--key", trust.client_key]
         proxy = self.proxy_for(scheme, host)
         if proxy is not None:
-            options += ["--proxy", proxy.url]
+            options += ["--proxy", proxy.reference or proxy.url]
         elif scheme in self.proxies:
             options += ["--noproxy", "*"]
         return tuple(options)

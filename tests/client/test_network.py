@@ -5,12 +5,21 @@ variable."""
 from __future__ import annotations
 
 import base64
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from rl_conformance.client.network import INSECURE_LINE, Network, bypasses, parse_proxy
 from rl_conformance.errors import ConfigurationError
+from rl_conformance.redaction import REDACTOR
+
+
+@pytest.fixture(autouse=True)
+def forget_secrets() -> Iterator[None]:
+    """Proxy credentials are registered with the process's redactor: each test its own."""
+    yield
+    REDACTOR.forget()
 
 
 @pytest.mark.parametrize(
@@ -168,8 +177,10 @@ def test_a_reproducer_goes_the_way_the_request_went(tmp_path: Path) -> None:
     )
     assert network.curl_options("https://far.test/v1") == (
         "--cacert", str(ca), "--cert", str(cert), "--key", str(key),
-        "--proxy", "http://p.test:3128",
+        "--proxy", "$HTTPS_PROXY",
     )  # fmt: skip
+    plain = Network.from_options(environ={"HTTPS_PROXY": "http://p.test:3128"})
+    assert plain.curl_options("https://far.test/") == ("--proxy", "http://p.test:3128")
     assert network.curl_options("https://near.test/v1")[-2:] == ("--noproxy", "*")
     assert network.curl_options("http://far.test/v1") == ()  # no http proxy, no TLS
     insecure = Network.from_options(insecure=True, environ={})

@@ -5,9 +5,11 @@ deadline, and the request is never sent without it."""
 
 from __future__ import annotations
 
+import shutil
 import socket
 import ssl
 import time
+from collections.abc import Iterator
 
 import pytest
 import tls_material
@@ -17,8 +19,17 @@ from tls_material import Material
 from rl_conformance.client.breaker import CircuitBreaker
 from rl_conformance.client.http import Client
 from rl_conformance.client.network import Network
+from rl_conformance.client.reproducers import reproduce
+from rl_conformance.redaction import REDACTOR
 
 from .test_http11 import JSON_OK, answer_each, peer
+
+
+@pytest.fixture(autouse=True)
+def forget_secrets() -> Iterator[None]:
+    """Proxy credentials are registered with the process's redactor: each test its own."""
+    yield
+    REDACTOR.forget()
 
 
 @pytest.fixture(scope="module")
@@ -75,6 +86,27 @@ def test_the_proxy_url_credentials_go_to_the_proxy_alone(pki: Material) -> None:
     for exchange in (secure, clear):
         shown = exchange.curl() + str(exchange.wire_log())
         assert "s3cr" not in shown and proxy.expected_authorization() not in shown
+        assert '--proxy "$RL_CONFORMANCE_PROXY"' in exchange.curl()
+    assert REDACTOR.redact(f"--proxy {url}") == "--proxy $RL_CONFORMANCE_PROXY"
+
+
+def test_a_reproducer_through_an_authenticating_proxy_replays(pki: Material) -> None:
+    """The reproducer names the proxy by its variable; replayed, the proxy URL goes to curl in
+    its standard input, and the answer is the same."""
+    if shutil.which("curl") is None:
+        pytest.skip("needs the curl command")
+    with ForwardProxy(credentials=("ci", "r3play-secret")).running() as proxy:
+        environ = {"HTTPS_PROXY": proxy.url.replace("http://", "http://ci:r3play-secret@")}
+        with peer(answer_each(JSON_OK, JSON_OK), https_server(pki)) as server:
+            network = Network.from_options(ca_bundle=str(pki.ca.cert), environ=environ)
+            with client_of(network) as client:
+                exchange = client.get(server.url + "/v1/models")
+            reproducer = exchange.curl()
+            replayed = reproduce(reproducer, exchange.wire_log())
+    assert '--proxy "$HTTPS_PROXY"' in reproducer and "r3play" not in reproducer
+    assert replayed.reproduced is True, replayed.detail
+    assert [a.method for a in proxy.asked] == ["CONNECT", "CONNECT"]
+    assert {a.authorization for a in proxy.asked} == {proxy.expected_authorization()}
 
 
 @pytest.mark.parametrize("given", [False, True], ids=["none", "wrong"])

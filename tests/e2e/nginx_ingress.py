@@ -49,9 +49,12 @@ def configuration(
     *,
     client_ca: Path | None = None,
     token: str | None = None,
+    expired_token: str | None = None,
 ) -> str:
     """nginx.conf: one TLS server per route, each proxying its upstream with nginx's defaults
-    (proxy buffering on) and keep-alive connections to it."""
+    (proxy buffering on) and keep-alive connections to it; with `token`, a request without
+    `Authorization: Bearer <token>` is answered 401, and `expired_token` is refused as an
+    expired one is (RFC 6750's `invalid_token` with its description)."""
     user = "user root;\n" if os.geteuid() == 0 else ""  # workers write the temporary files
     temporary = "\n".join(
         f"    {kind}_temp_path {directory / kind};"
@@ -62,15 +65,21 @@ def configuration(
         if client_ca
         else ""
     )
+    expired = f'        "Bearer {expired_token}" 2;\n' if expired_token else ""
     auth = (
         "    map $http_authorization $refused {\n        default 1;\n"
-        f'        "Bearer {token}" 0;\n    }}\n'
+        f'        "Bearer {token}" 0;\n{expired}    }}\n'
         if token
         else ""
     )
+    challenge = 'Bearer realm="ingress"'
+    expiry = f'{challenge}, error="invalid_token", error_description="The access token expired"'
     refuse = (
-        "            if ($refused) {\n"
-        "                add_header WWW-Authenticate 'Bearer realm=\"ingress\"' always;\n"
+        "            if ($refused = 1) {\n"
+        f"                add_header WWW-Authenticate '{challenge}' always;\n"
+        "                return 401;\n            }\n"
+        "            if ($refused = 2) {\n"
+        f"                add_header WWW-Authenticate '{expiry}' always;\n"
         "                return 401;\n            }\n"
         if token
         else ""
@@ -147,6 +156,7 @@ def ingress(
     *,
     client_ca: Path | None = None,
     token: str | None = None,
+    expired_token: str | None = None,
 ) -> Iterator[Ingress]:
     """nginx (`binary`: the `nginx` fixture) in front of each upstream URL (by name), until the
     block ends."""
@@ -154,7 +164,14 @@ def ingress(
     routes = {name: Route(name, url, free_port()) for name, url in upstreams.items()}
     conf = directory / "nginx.conf"
     conf.write_text(
-        configuration(directory, list(routes.values()), server, client_ca=client_ca, token=token)
+        configuration(
+            directory,
+            list(routes.values()),
+            server,
+            client_ca=client_ca,
+            token=token,
+            expired_token=expired_token,
+        )
     )
     command = [binary, "-p", str(directory), "-c", str(conf), "-e", str(directory / "error.log")]
     command += ["-g", "daemon off;"]

@@ -1,8 +1,8 @@
 """The real column behind a real ingress: vLLM 0.31.0 (CPU build) behind the real Dynamo 1.6.1
 frontend and RL listener, both behind Debian's nginx (TLS with a CA and client certificates made
-here, gzip on JSON, its default proxy buffering on event streams, keep-alive), reached by URL
-with `--ca-bundle` and `--client-cert` as a user behind an ingress reaches theirs, mutations
-allowed on every worker.
+here, bearer authentication, gzip on JSON, its default proxy buffering on event streams,
+keep-alive), reached by URL with `--ca-bundle`, `--client-cert` and `--token-env` as a user
+behind an ingress reaches theirs, mutations allowed on every worker.
 
 Its matrix is the direct one cell for cell: the launched column's reviewed cells
 (`test_real_vllm.py`) with the two a deployment reached by URL cannot offer (a listener restart,
@@ -26,6 +26,7 @@ from .test_real_dynamo import run_launch
 from .test_real_vllm import SKIPPED, UNSUPPORTED
 
 pytestmark = pytest.mark.slow
+TOKEN = "ingress-token-real-8d2e41"
 BY_URL_SKIPPED = {
     "namespace.scope": "restarting the RL listener under a chosen environment: a launcher's",
     "telemetry.trace_correlation": "the frontend's request trace is not given (--request-trace)",
@@ -42,8 +43,13 @@ def deployment(vllm_python: Path, nginx: str) -> Iterator[Target]:
 
 
 def test_the_real_vllm_column_through_nginx_is_the_direct_one(
-    deployment: Target, nginx: str, vllm_python: Path, tmp_path: Path
+    deployment: Target,
+    nginx: str,
+    vllm_python: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setenv("INGRESS_TOKEN", TOKEN)
     pki = tls_material.make(tmp_path / "pki")
     assert deployment.rl_url is not None
     upstreams = {"frontend": deployment.frontend_url, "rl": deployment.rl_url}
@@ -52,11 +58,14 @@ def test_the_real_vllm_column_through_nginx_is_the_direct_one(
         *("--reference-python", str(vllm_python)),
         *("--ca-bundle", str(pki.ca.cert)),
         *("--client-cert", str(pki.client.cert), "--client-key", str(pki.client.key)),
+        *("--token-env", "INGRESS_TOKEN"),
     ]
     for path in deployment.update_model_paths:
         arguments += ["--update-model-path", path]
     asking = pki.client_ca.cert
-    with ingress(nginx, tmp_path / "nginx", upstreams, pki.server, client_ca=asking) as fronted:
+    with ingress(
+        nginx, tmp_path / "nginx", upstreams, pki.server, client_ca=asking, token=TOKEN
+    ) as fronted:
         matrix = run_launch(
             tmp_path / "report",
             "--frontend",
@@ -81,3 +90,4 @@ def test_the_real_vllm_column_through_nginx_is_the_direct_one(
         line.requests_on_connection > 1 for line in served
     )
     assert not any(note.startswith("plane down") for note in target["notes"])
+    assert not [line for line in served if line.status == 401]
