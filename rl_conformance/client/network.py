@@ -261,7 +261,9 @@ class Network:
         environ: Mapping[str, str] | None = None,
     ) -> Network:
         """From the flags, and the environment (`os.environ` unless given) where a flag is
-        absent; `ConfigurationError` naming the flag or variable that cannot be used."""
+        absent; `ConfigurationError` naming the flag or variable that cannot be used. A CA file
+        is read when the first https URL needs it (`check` reads it at once): a variable naming
+        a missing file stops no run that reaches no https URL."""
         env = os.environ if environ is None else environ
         if client_key is not None and client_cert is None:
             raise ConfigurationError("--client-key needs --client-cert (the certificate it signs)")
@@ -271,8 +273,6 @@ class Network:
             ca = env.get(ca_source) if ca_source else None
         if ca is None and env.get(CA_DIRECTORY_VARIABLE):
             ca, ca_source = env[CA_DIRECTORY_VARIABLE], CA_DIRECTORY_VARIABLE
-        if ca is not None and not insecure and not os.path.exists(ca):
-            raise ConfigurationError(f"{ca_source} {ca}: no such file or directory")
         trust = Trust(ca, ca_source, client_cert, client_key, insecure)
         proxies: dict[str, Proxy] = {}
         for scheme, names in PROXY_VARIABLES.items():

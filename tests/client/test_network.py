@@ -138,15 +138,18 @@ def test_the_ca_bundle_comes_from_the_flag_then_the_variables(tmp_path: Path) ->
     [
         ({"ca_bundle": "/nowhere/ca.pem"}, r"^--ca-bundle /nowhere/ca.pem: no such file"),
         ({"environ": {"SSL_CERT_FILE": "/nowhere.pem"}}, r"^SSL_CERT_FILE /nowhere.pem: no such"),
-        ({"client_key": "/k.pem"}, r"^--client-key needs --client-cert"),
     ],
 )
 def test_a_missing_file_is_refused_naming_its_flag_or_variable(
     options: dict[str, object], expected: str
 ) -> None:
     options.setdefault("environ", {})
+    network = Network.from_options(**options)  # type: ignore[arg-type]
+    network.proxy_for("http", "a.test")  # an http run reads no CA file
     with pytest.raises(ConfigurationError, match=expected):
-        Network.from_options(**options)  # type: ignore[arg-type]
+        network.check()
+    with pytest.raises(ConfigurationError, match=r"^--client-key needs --client-cert"):
+        Network.from_options(client_key="/k.pem", environ={})
 
 
 def test_a_file_that_holds_no_certificate_is_refused_before_the_run(tmp_path: Path) -> None:
