@@ -337,6 +337,28 @@ class Network:
             options += ["--noproxy", "*"]
         return tuple(options)
 
+    def routes(self, urls: list[str]) -> list[str]:
+        """How each URL the user gave is reached, when a proxy is set at all: the line a run
+        prints first, so that a proxy set for the other scheme is not a surprise."""
+        if not self.proxies:
+            return []
+        found = []
+        for url in dict.fromkeys(urls):
+            parts = urlsplit(url)
+            scheme, host = parts.scheme.lower(), parts.hostname or ""
+            proxy = self.proxy_for(scheme, host)
+            if proxy is not None:
+                found.append(f"{url} through {proxy.shown}")
+            elif scheme in self.proxies:
+                found.append(f"{url} directly (the no-proxy list {self.no_proxy!r} names it)")
+            else:
+                others = ", ".join(sorted({p.source for p in self.proxies.values()}))
+                found.append(
+                    f"{url} directly: no {scheme} proxy is set ({others} is for "
+                    f"{' and '.join(sorted(self.proxies))} URLs)"
+                )
+        return found
+
     def reach_directly(self, url: str) -> None:
         """Reach this URL's host without a proxy from now on: a deployment the run started on
         this machine."""

@@ -189,3 +189,14 @@ def test_a_reproducer_goes_the_way_the_request_went(tmp_path: Path) -> None:
     insecure = Network.from_options(insecure=True, environ={})
     assert insecure.curl_options("https://a.test/") == ("-k",)
     assert Network.from_options(environ={}).curl_options("https://a.test/") == ()
+
+
+def test_a_run_says_how_each_url_given_is_reached_when_a_proxy_is_set() -> None:
+    environ = {"HTTPS_PROXY": "http://p.test:3128", "NO_PROXY": "near.test"}
+    network = Network.from_options(environ=environ)
+    assert network.routes(["https://far.test:8000", "https://near.test", "http://far.test"]) == [
+        "https://far.test:8000 through the proxy http://p.test:3128 (from HTTPS_PROXY)",
+        "https://near.test directly (the no-proxy list 'near.test' names it)",
+        "http://far.test directly: no http proxy is set (HTTPS_PROXY is for https URLs)",
+    ]
+    assert Network.from_options(environ={}).routes(["http://far.test"]) == []
