@@ -20,6 +20,7 @@ _SKIPPED: list[str] = []
 _NO_VLLM: list[str] = []
 _NO_SGLANG: list[str] = []
 _NO_BROWSER: list[str] = []
+_NO_NGINX: list[str] = []
 
 
 def installed_python(
@@ -81,7 +82,23 @@ def chromium() -> str:
     pytest.skip(f"CHROMIUM NOT AVAILABLE: {reason} (apt-get install chromium)")
 
 
+@pytest.fixture(scope="session")
+def nginx() -> str:
+    """Debian's nginx, the real ingress of the TLS and proxy tests; a loud skip without it."""
+    found = shutil.which("nginx") or next(
+        (path for path in ("/usr/sbin/nginx",) if os.access(path, os.X_OK)), None
+    )
+    if found:
+        return found
+    reason = os.environ.get("RL_CONFORMANCE_NO_NGINX") or "no nginx on PATH"
+    _NO_NGINX.append(reason)
+    pytest.skip(f"NGINX NOT AVAILABLE: {reason} (apt-get install nginx)")
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if _NO_NGINX:
+        terminalreporter.section("INGRESS (nginx) TESTS SKIPPED", sep="!", red=True, bold=True)
+        terminalreporter.write_line(f"reason: {_NO_NGINX[0]}", red=True)
     if _NO_BROWSER:
         terminalreporter.section("HTML BROWSER TEST SKIPPED", sep="!", red=True, bold=True)
         terminalreporter.write_line(f"reason: {_NO_BROWSER[0]}", red=True)

@@ -45,7 +45,7 @@ def handle(args: argparse.Namespace) -> int:
     claim(config.report_path, overwrite=config.overwrite)
     started = now()
     pool = plan.pool
-    client = Client(deadline_s=config.deadline, credentials=plan.credentials)
+    client = Client(deadline_s=config.deadline, credentials=plan.credentials, network=plan.network)
     targets, records = [], []
     try:
         for target_id in pool.ids:
@@ -72,9 +72,8 @@ def handle(args: argparse.Namespace) -> int:
     finally:
         pool.stop_all()
         client.close()
-    matrix = build_matrix(
-        PROFILE_CAPABILITIES, targets, records, RunInfo(started, now(), True, config.seed)
-    )
+    info = RunInfo(started, now(), True, config.seed, warnings=tuple(plan.network.warnings()))
+    matrix = build_matrix(PROFILE_CAPABILITIES, targets, records, info)
     matrix.exit_rule = ExitRule(failing=(Outcome.ERROR,))  # a fail is an answer
     write_reports(matrix.to_json(), config.report_path)
     for row in matrix.rows:

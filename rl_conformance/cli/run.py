@@ -45,6 +45,11 @@ def handle(args: argparse.Namespace) -> int:
     if config.dry_run:
         jobs = 1
     verbosity = "verbose" if args.verbose else "quiet" if args.quiet else "normal"
+    for warning in plan.network.warnings():
+        print(f"rl-conformance: !!! {warning}", file=sys.stderr)
+    given = [url for url in (config.frontend, config.rl_url, *config.worker_url) if url]
+    for route in plan.network.routes(given):
+        print(f"rl-conformance: {route}", file=sys.stderr)
     try:
         result = run(plan, verbosity=verbosity, pytest_args=args.pytest_args, jobs=jobs)
     except ConfigurationError:

@@ -8,10 +8,13 @@ __all__ = [
     "breaker",
     "budget",
     "codings",
+    "dial",
     "http",
     "http11",
     "httpx_wire",
     "identity",
+    "network",
+    "pool",
     "progress",
     "reproducers",
 ]

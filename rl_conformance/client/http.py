@@ -21,9 +21,7 @@ an event loop.
 
 from __future__ import annotations
 
-import functools
 import json
-import ssl
 import time
 from collections import deque
 from collections.abc import Sequence
@@ -43,7 +41,6 @@ from ..wire.stream_state import (
 from .breaker import CircuitBreaker
 from .codings import ACCEPT_ENCODING, CodingError, Decoder, decoder_for
 from .http11 import (
-    ConnectionPool,
     Wire,
     WireError,
     WireResponse,
@@ -51,6 +48,8 @@ from .http11 import (
     joined_headers,
 )
 from .identity import AttemptIdentity
+from .network import Network
+from .pool import ConnectionPool
 from .progress import StreamProgress
 from .refusals import REFUSALS, refusal
 
@@ -77,15 +76,6 @@ LOG_LENGTH = 64
 """Exchanges a tape keeps (the most recent): a test's reproducer; evidence keeps its own."""
 
 
-@functools.cache
-def default_tls() -> ssl.SSLContext:
-    """httpx's default verifying TLS context, built once per process, at the first https URL:
-    building one reads the whole CA bundle (tens of milliseconds)."""
-    import httpx
-
-    return httpx.create_ssl_context(trust_env=False)  # as the clients: no SSL_CERT_* variables
-
-
 KEEPALIVE_EXPIRY_S = 2.0
 """An idle connection is not reused after this long. Servers commonly close idle connections
 after 5 s (uvicorn's default, and httpx's own expiry): a request sent on one at that moment is
@@ -94,8 +84,9 @@ reset before any answer and would read as the deployment's transport failure."""
 
 class Client:
     """HTTP client producing `Exchange` records; safe to share between threads. It speaks
-    through its own HTTP/1.1 connections (`http11.ConnectionPool`), or through `transport`, an
-    httpx transport (tests answer from a function with `httpx.MockTransport`)."""
+    through its own HTTP/1.1 connections (`pool.ConnectionPool`), opened as `network` says
+    (certificates, proxies; default: directly, trusting certifi's CAs), or through `transport`,
+    an httpx transport (tests answer from a function with `httpx.MockTransport`)."""
 
     def __init__(
         self,
@@ -108,6 +99,7 @@ class Client:
         max_stream_bytes: int = DEFAULT_MAX_STREAM_BYTES,
         keep_events: int = KEPT_EVENTS,
         credentials: Credentials | None = None,
+        network: Network | None = None,
     ) -> None:
         self.deadline_s = deadline_s
         self.credentials = credentials
@@ -118,13 +110,15 @@ class Client:
         self.max_stream_bytes = max_stream_bytes
         self.keep_events = max(keep_events, 2)
         self.breaker = breaker if breaker is not None else CircuitBreaker()
+        self.network = network or Network()
+        """How this client reaches deployments (certificates, proxies)."""
         self._wire: Wire
         if transport is not None:
             from .httpx_wire import HttpxWire  # httpx only where a transport is given
 
             self._wire = HttpxWire(transport)
         else:
-            self._wire = ConnectionPool(tls=default_tls, keepalive_expiry=KEEPALIVE_EXPIRY_S)
+            self._wire = ConnectionPool(network=self.network, keepalive_expiry=KEEPALIVE_EXPIRY_S)
         self.log: deque[Exchange] = deque(maxlen=LOG_LENGTH)
         """The tape now recording: every exchange sent since the last `new_tape` (or since the
         client was made), the last `LOG_LENGTH` of them."""
@@ -372,7 +366,13 @@ class Client:
                 recorded = {**kept, **{c.name: c.shown for c in applied.headers}}
         if not any(name.lower() == "accept-encoding" for name in all_headers):
             sent.insert(0, ("Accept-Encoding", ACCEPT_ENCODING))
-        wire = WireRequest(method=method, url=recorded_url, headers=recorded, body=body)
+        wire = WireRequest(
+            method=method,
+            url=recorded_url,
+            headers=recorded,
+            body=body,
+            curl_options=self.network.curl_options(url),
+        )
         exchange = Exchange(request=wire)
         self.log.append(exchange)
         return exchange, target, sent

@@ -1,13 +1,14 @@
-"""HTTP/1.1 over sockets (TLS where the URL says https) for `http.Client`: one request at a time
-per connection, idle connections kept per origin for `keepalive_expiry`, and every socket
-operation bounded by what is left of the request's deadline, so a peer that stalls, drips or
-streams forever is cut off at the deadline with no event loop and no watchdog thread (name
-resolution is the exception: the system resolver answers by its own timeouts).
+"""HTTP/1.1 on a socket for `http.Client`: the request's head, a connection's reads and writes,
+the answer's head; every socket operation bounded by what is left of the request's deadline, so
+a peer that stalls, drips or streams forever is cut off at the deadline with no event loop and
+no watchdog thread (name resolution is the exception: the system resolver answers by its own
+timeouts). Connections are opened by `dial` (directly or through a proxy, TLS where the URL
+says https) and kept per origin by `pool.ConnectionPool`, which reads the bodies.
 
 It does only what the suite needs: bodies framed by Content-Length, chunked or the connection's
-close; interim 1xx answers skipped; no redirects, proxies, cookies or HTTP/2. A general-purpose
-stack (httpx over httpcore and h11) spent about 0.4 ms of CPU on each request, more than a fake
-deployment spends answering it; the suite sends thousands.
+close; interim 1xx answers skipped; an HTTP proxy; no redirects, cookies or HTTP/2. A
+general-purpose stack (httpx over httpcore and h11) spent about 0.4 ms of CPU on each request,
+more than a fake deployment spends answering it; the suite sends thousands.
 
 A peer that breaks HTTP/1.1 gets a `WireError` naming what it broke. Failures are named
 as httpx names them (`ConnectError`, `ReadTimeout`, `RemoteProtocolError`...): the reports
@@ -18,16 +19,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import re
 import select
 import socket
-import ssl
-import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 from urllib.parse import quote, urlsplit
 
 from .. import errors
@@ -44,7 +42,7 @@ _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _UNSAFE_VALUE = re.compile(r"[\r\n\x00]")
 _KEPT_IN_TARGET = "/?:@!$&'()*+,;=%-._~"
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
-_NO_BODY_STATUSES = frozenset({204, 304})
+NO_BODY_STATUSES = frozenset({204, 304})
 DEFAULT_HEADERS = (
     ("Accept", "*/*"),
     ("Connection", "keep-alive"),
@@ -141,11 +139,22 @@ def address_of(url: str) -> Address:
 
 
 def request_head(
-    method: str, address: Address, headers: Sequence[tuple[str, str]], body: bytes | None
+    method: str,
+    address: Address,
+    headers: Sequence[tuple[str, str]],
+    body: bytes | None,
+    *,
+    forwarded: Forwarding | None = None,
 ) -> bytes:
     """The request line and headers; `WireError` (LocalProtocolError) for a header that
-    cannot be sent as it is."""
-    lines = [f"{method} {address.target} HTTP/1.1", f"Host: {address.authority}"]
+    cannot be sent as it is. `forwarded`: an http URL sent to a proxy, in absolute form, with
+    the proxy's credentials."""
+    target = address.target
+    if forwarded is not None:
+        target = f"{address.scheme}://{address.authority}{target}"
+    lines = [f"{method} {target} HTTP/1.1", f"Host: {address.authority}"]
+    if forwarded is not None and forwarded.authorization is not None:
+        lines.append(f"Proxy-Authorization: {forwarded.authorization}")
     given = {name.lower() for name, _ in headers}
     lines += [f"{name}: {value}" for name, value in DEFAULT_HEADERS if name.lower() not in given]
     for name, value in headers:
@@ -168,7 +177,15 @@ def request_head(
         ) from exc
 
 
-def _left(at: float, kind: str) -> float:
+class Forwarding(Protocol):
+    """A proxy an http request is sent to in absolute form (`network.Proxy`)."""
+
+    @property
+    def authorization(self) -> str | None: ...
+
+
+def time_left(at: float, kind: str) -> float:
+    """What is left until `at`; `WireTimeout` of `kind` once nothing is."""
     left = at - time.monotonic()
     if left <= 0:
         raise WireTimeout(kind, "the request's deadline has passed")
@@ -178,32 +195,41 @@ def _left(at: float, kind: str) -> float:
 class Connection:
     """One socket and what was read from it beyond the last answer's end."""
 
-    def __init__(self, sock: socket.socket, origin: tuple[str, str, int]) -> None:
+    def __init__(
+        self,
+        sock: socket.socket,
+        route: Hashable,
+        *,
+        explain: Callable[[OSError, float], str | None] = lambda exc, at: None,
+    ) -> None:
         self.sock = sock
-        self.origin = origin
+        self.route = route
+        """Where it leads (the origin, and the proxy it goes through): what it may be reused for."""
+        self.explain = explain
+        """What a failed read or write means, where more can be said (a TLS alert's cause)."""
         self.buffer = bytearray()
         self.idle_since = 0.0
         self.aborted = False
         """The pool closed it under a request (`ConnectionPool.close`)."""
 
     def write(self, data: bytes, at: float) -> None:
-        self.sock.settimeout(_left(at, "WriteTimeout"))
+        self.sock.settimeout(time_left(at, "WriteTimeout"))
         try:
             self.sock.sendall(data)
         except TimeoutError as exc:
             raise WireTimeout("WriteTimeout", "sending the request timed out") from exc
         except OSError as exc:
-            raise WireError("WriteError", self._why(exc)) from exc
+            raise WireError("WriteError", self._why(exc, at)) from exc
 
     def fill(self, at: float) -> bool:
         """Read what arrives into `buffer`; False at the peer's end of stream."""
-        self.sock.settimeout(_left(at, "ReadTimeout"))
+        self.sock.settimeout(time_left(at, "ReadTimeout"))
         try:
             data = self.sock.recv(RECV_BYTES)
         except TimeoutError as exc:
             raise WireTimeout("ReadTimeout", "the answer stopped arriving") from exc
         except OSError as exc:
-            raise WireError("ReadError", self._why(exc)) from exc
+            raise WireError("ReadError", self._why(exc, at)) from exc
         if not data:
             if self.aborted:
                 raise WireError("ReadError", "the client was closed")
@@ -243,8 +269,10 @@ class Connection:
         with contextlib.suppress(OSError):
             self.sock.close()
 
-    def _why(self, exc: OSError) -> str:
-        return "the client was closed" if self.aborted else str(exc) or type(exc).__name__
+    def _why(self, exc: OSError, at: float) -> str:
+        if self.aborted:
+            return "the client was closed"
+        return self.explain(exc, at) or str(exc) or type(exc).__name__
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,127 +336,6 @@ def read_head(connection: Connection, at: float) -> Head:
             return head
 
 
-class Response:
-    """An answer from a `ConnectionPool`; its body is read from the connection as it is
-    iterated, and `close` gives the connection back for reuse when the body was read whole."""
-
-    def __init__(
-        self, pool: ConnectionPool, connection: Connection, method: str, head: Head, at: float
-    ) -> None:
-        self.status_code = head.status
-        self.headers = head.headers
-        self._pool = pool
-        self._connection: Connection | None = connection
-        self._at = at
-        self._complete = False
-        values = joined_headers(head.headers)
-        connection_tokens = {
-            token.strip().lower() for token in values.get("connection", "").split(",")
-        }
-        self._keep = "close" not in connection_tokens and (
-            head.version == "1.1" or "keep-alive" in connection_tokens
-        )
-        self._length: int | None = None
-        self._chunked = False
-        if method == "HEAD" or head.status in _NO_BODY_STATUSES or head.status < 200:
-            self._length = 0
-            self._keep = self._keep and head.status != 101
-        elif "transfer-encoding" in values:
-            codings = [c.strip().lower() for c in values["transfer-encoding"].split(",")]
-            if [c for c in codings if c != "identity"] != ["chunked"]:
-                raise WireError(
-                    "RemoteProtocolError",
-                    f"expected Transfer-Encoding: chunked (the one transfer coding this client "
-                    f"reads; content codings go in Content-Encoding), observed "
-                    f"{values['transfer-encoding']!r}",
-                )
-            self._chunked = True
-        elif "content-length" in values:
-            declared = {v.strip() for v in values["content-length"].split(",")}
-            if len(declared) != 1 or not (length := declared.pop()).isdigit():
-                raise WireError(
-                    "RemoteProtocolError",
-                    f"expected one decimal Content-Length, observed {values['content-length']!r}",
-                )
-            self._length = int(length)
-        if self._length is None and not self._chunked:
-            self._keep = False  # the body ends when the connection does
-
-    def iter_raw(self) -> Iterator[bytes]:
-        connection = self._connection
-        if connection is None:
-            return
-        if self._chunked:
-            yield from self._chunks(connection)
-        elif self._length is not None:
-            yield from self._counted(connection, self._length)
-        else:
-            yield from self._until_close(connection)
-        self._complete = True
-
-    def _counted(self, connection: Connection, length: int) -> Iterator[bytes]:
-        received = 0
-        while received < length:
-            if not connection.buffer and not connection.fill(self._at):
-                raise WireError(
-                    "RemoteProtocolError",
-                    "peer closed connection without sending complete message body: "
-                    f"received {received} bytes, expected {length}",
-                )
-            piece = bytes(connection.buffer[: length - received])
-            del connection.buffer[: len(piece)]
-            received += len(piece)
-            yield piece
-
-    def _chunks(self, connection: Connection) -> Iterator[bytes]:
-        while True:
-            line = connection.read_line(self._at, "a chunk-size line")
-            size_text = line.split(b";", 1)[0].strip()
-            try:
-                size = int(size_text, 16)
-            except ValueError:
-                size = -1
-            if size < 0 or not size_text:
-                raise WireError(
-                    "RemoteProtocolError", f"expected a hex chunk size, observed {line[:80]!r}"
-                )
-            if size == 0:
-                while connection.read_line(self._at, "a trailer line"):
-                    pass
-                return
-            while size:
-                if not connection.buffer and not connection.fill(self._at):
-                    raise WireError(
-                        "RemoteProtocolError",
-                        "peer closed connection without sending complete message body: "
-                        "incomplete chunked read",
-                    )
-                piece = bytes(connection.buffer[:size])
-                del connection.buffer[: len(piece)]
-                size -= len(piece)
-                yield piece
-            if connection.read_line(self._at, "the end of a chunk"):
-                raise WireError("RemoteProtocolError", "a chunk longer than its size")
-
-    def _until_close(self, connection: Connection) -> Iterator[bytes]:
-        while True:
-            if connection.buffer:
-                piece = bytes(connection.buffer)
-                connection.buffer.clear()
-                yield piece
-            if not connection.fill(self._at):
-                return
-
-    def close(self) -> None:
-        connection, self._connection = self._connection, None
-        if connection is None:
-            return
-        if self._complete and self._keep and not connection.buffer:
-            self._pool.release(connection)
-        else:
-            self._pool.discard(connection)
-
-
 def joined_headers(headers: Sequence[tuple[str, str]]) -> dict[str, str]:
     """Headers by lower-cased name, repeated ones joined by commas."""
     values: dict[str, str] = {}
@@ -436,154 +343,3 @@ def joined_headers(headers: Sequence[tuple[str, str]]) -> dict[str, str]:
         key = name.lower()
         values[key] = f"{values[key]}, {value}" if key in values else value
     return values
-
-
-class ConnectionPool:
-    """Keeps idle connections per origin; safe to share between threads (each request holds
-    its connection alone until its response is closed)."""
-
-    def __init__(self, *, tls: Callable[[], ssl.SSLContext], keepalive_expiry: float) -> None:
-        self._tls = tls
-        self._expiry = keepalive_expiry
-        self._lock = threading.Lock()
-        self._idle: dict[tuple[str, str, int], list[Connection]] = {}
-        self._busy: set[Connection] = set()
-        self._closed = False
-
-    def send(
-        self,
-        method: str,
-        url: str,
-        headers: Sequence[tuple[str, str]],
-        body: bytes | None,
-        at: float,
-    ) -> Response:
-        address = address_of(url)
-        head = request_head(method, address, headers, body)
-        connection = self._checkout(address, at)
-        try:
-            connection.write(head + body if body else head, at)
-            answer = read_head(connection, at)
-            return Response(self, connection, method, answer, at)
-        except BaseException:
-            self.discard(connection)
-            raise
-
-    def release(self, connection: Connection) -> None:
-        with self._lock:
-            self._busy.discard(connection)
-            if self._closed or connection.aborted:
-                connection.close()
-                return
-            connection.idle_since = time.monotonic()
-            self._idle.setdefault(connection.origin, []).append(connection)
-
-    def discard(self, connection: Connection) -> None:
-        with self._lock:
-            self._busy.discard(connection)
-        connection.close()
-
-    def close(self) -> None:
-        """Close every connection: a request on another thread ends at once with a
-        `WireError`, and later requests fail likewise."""
-        with self._lock:
-            self._closed = True
-            idle = [c for connections in self._idle.values() for c in connections]
-            self._idle.clear()
-            busy = list(self._busy)
-        for connection in idle:
-            connection.close()
-        for connection in busy:
-            connection.aborted = True
-            with contextlib.suppress(OSError):
-                connection.sock.shutdown(socket.SHUT_RDWR)
-
-    def _checkout(self, address: Address, at: float) -> Connection:
-        now = time.monotonic()
-        stale: list[Connection] = []
-        found: Connection | None = None
-        with self._lock:
-            if self._closed:
-                raise WireError("ConnectError", "the client was closed")
-            idle = self._idle.get(address.origin)
-            while idle:
-                connection = idle.pop()
-                if now - connection.idle_since < self._expiry:
-                    found = connection
-                    break
-                stale.append(connection)
-        for connection in stale:
-            connection.close()
-        if found is not None and found.idle_but_readable():
-            found.close()
-            found = None
-        if found is None:
-            found = self._connect(address, at)
-        with self._lock:
-            if self._closed:
-                found.close()
-                raise WireError("ConnectError", "the client was closed")
-            self._busy.add(found)
-        return found
-
-    def _connect(self, address: Address, at: float) -> Connection:
-        try:
-            sock = socket.create_connection(
-                (address.host, address.port), timeout=_left(at, "ConnectTimeout")
-            )
-        except TimeoutError as exc:
-            raise WireTimeout("ConnectTimeout", "connecting timed out") from exc
-        except OSError as exc:
-            raise WireError("ConnectError", str(exc) or type(exc).__name__) from exc
-        try:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            if address.scheme == "https":
-                sock.settimeout(_left(at, "ConnectTimeout"))
-                sock = self._tls().wrap_socket(sock, server_hostname=address.host)
-        except TimeoutError as exc:
-            sock.close()
-            raise WireTimeout("ConnectTimeout", "the TLS handshake timed out") from exc
-        except OSError as exc:
-            sock.close()
-            raise WireError("ConnectError", str(exc) or type(exc).__name__) from exc
-        except BaseException:
-            sock.close()
-            raise
-        return Connection(sock, address.origin)
-
-
-@dataclass(frozen=True, slots=True)
-class Answer:
-    status: int
-    body: bytes
-
-    def json(self) -> Any:
-        return json.loads(self.body)
-
-    @property
-    def text(self) -> str:
-        return self.body.decode("utf-8", errors="replace")
-
-
-def fetch(
-    method: str,
-    url: str,
-    *,
-    json_body: Any = None,
-    deadline_s: float,
-    tls: Callable[[], ssl.SSLContext] = ssl.create_default_context,
-) -> Answer:
-    """One request on a connection of its own, its answer read whole and uncapped: for the
-    harness's calls to what it started itself (a fake deployment's control port), never for a
-    deployment under test (`http.Client` is). `WireError` when no complete answer came."""
-    body = None if json_body is None else json.dumps(json_body).encode()
-    headers = [] if body is None else [("Content-Type", "application/json")]
-    pool = ConnectionPool(tls=tls, keepalive_expiry=0)
-    try:
-        response = pool.send(method, url, headers, body, time.monotonic() + deadline_s)
-        try:
-            return Answer(response.status_code, b"".join(response.iter_raw()))
-        finally:
-            response.close()
-    finally:
-        pool.close()

@@ -13,6 +13,7 @@ then on (`TargetPool.release`). Either way no cell is `fail`, the run exits 3, a
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlsplit
 
 from ..model.credentials import FRONTEND, Credentials
@@ -36,6 +37,17 @@ class CredentialsRefused(PlaneRefused):
         self.origin = origin
 
 
+CHALLENGE_PARAMETER = re.compile(r'\b(error|error_description)\s*=\s*"([^"\r\n]{1,200})"')
+
+
+def challenge(exchange: Exchange) -> str:
+    """What the server's `WWW-Authenticate` says of the refusal (RFC 6750's `error` and
+    `error_description`: an expired token is told so), as `, saying invalid_token: ...`."""
+    found = dict(CHALLENGE_PARAMETER.findall(exchange.headers.get("www-authenticate", "")))
+    said = ": ".join(found[key] for key in ("error", "error_description") if key in found)
+    return f", saying {said}" if said else ""
+
+
 def refusal(exchange: Exchange, credentials: Credentials) -> CredentialsRefused | None:
     """The refusal `exchange` is (see the module); None for any other answer."""
     if exchange.status not in REFUSALS:
@@ -47,6 +59,7 @@ def refusal(exchange: Exchange, credentials: Credentials) -> CredentialsRefused 
     origin = f"{parts.scheme}://{parts.netloc}"
     where = f"the {flags.title} at {origin}"
     answered = f"{exchange.request.method} {parts.path} answered HTTP {REFUSALS[exchange.status]}"
+    answered += challenge(exchange)
     given = plane.given()
     if not given:
         why = (

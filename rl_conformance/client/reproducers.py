@@ -54,7 +54,7 @@ _VOLATILE_TEXT = re.compile(
     r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|\"created\":\s*\d+"
 )
 STATUS_MARK = "\n__rl_conformance_status__:"
-CONFIG_NAMES = {"-H": "header", "--data-raw": "data-raw"}
+CONFIG_NAMES = {"-H": "header", "--data-raw": "data-raw", "--proxy": "proxy"}
 """The curl options a reproducer gives, by their names in a curl config."""
 
 

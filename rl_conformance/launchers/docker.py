@@ -32,6 +32,7 @@ from docker.errors import DockerException, ImageNotFound, NotFound
 from docker.models.containers import Container
 from docker.types import DeviceRequest
 
+from ..client.network import Network
 from ..errors import LaunchError
 from ..model.releases import DOCKER_CONFIG_SOURCE, MAIN, UNKNOWN_SOURCE
 from ..model.target import Target
@@ -113,8 +114,12 @@ class DockerLauncher:
         run_id: str | None = None,
         target_id: str | None = None,
         job: str | None = None,
+        network: Network | None = None,
     ) -> None:
         self.deployment = deployment
+        self.network = network
+        """How its readiness probes reach the deployment (the run's certificates and proxies:
+        a Docker host may be another machine)."""
         self.job = job if job is not None else os.environ.get(JOB_ENV) or None
         self.backend = deployment.backend
         self.target_id = target_id or deployment.name
@@ -319,6 +324,7 @@ class DockerLauncher:
             interval_s=readiness.interval_s,
             alive=self._check_running,
             details=tails,
+            network=self.network,
         )
 
     def _probe(self, http: httpx.Client, frontend_url: str, rl_url: str | None) -> tuple[bool, str]:
@@ -516,9 +522,14 @@ def launcher_from_config(
     log_dir: str | Path | None = None,
     base_url: str | None = None,
     run_id: str | None = None,
+    network: Network | None = None,
 ) -> DockerLauncher:
     """For the CLI (`--launch docker --docker-config PATH`): the config is read and validated
     now, so a bad file fails before anything starts; the engine is contacted only by `start()`."""
     return DockerLauncher(
-        DockerDeployment.from_file(path), base_url=base_url, log_dir=log_dir, run_id=run_id
+        DockerDeployment.from_file(path),
+        base_url=base_url,
+        log_dir=log_dir,
+        run_id=run_id,
+        network=network,
     )

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, ClassVar
 
-from ..client.http11 import Answer, WireError, fetch
+from ..client.http11 import WireError
+from ..client.pool import Answer, fetch
 from ..errors import LaunchError
 from ..model.target import (
     COLD_START,

@@ -127,6 +127,10 @@ def check_target(target: Target, client: Client, deadline_s: float) -> None:
         return
     whole: list[tuple[str, Evidence]] = []
     models = _get(client, target.url("/v1/models"), deadline_s)
+    refused = certificate_refusal(models, client.network.trust.client_cert)
+    if models is not None and refused is not None:
+        message = f"--frontend {target.frontend_url}: {refused}"
+        raise WrongInput(message, (evidence("input.client_cert", message, models),))
     if models is not None:
         why = frontend_problem(models)
         if why is not None:
@@ -143,7 +147,11 @@ def check_target(target: Target, client: Client, deadline_s: float) -> None:
     if target.rl_url:
         listing = _get(client, target.rl("/v1/rl/workers"), deadline_s)
         why = listener_problem(listing) if listing is not None else None
-        if listing is not None and why is not None:
+        refused = certificate_refusal(listing, client.network.trust.client_cert)
+        if listing is not None and refused is not None:
+            message = f"--rl-url {target.rl_url}: {refused}"
+            listener = (message, evidence("input.client_cert", message, listing))
+        elif listing is not None and why is not None:
             if _answers_like_a_frontend(client, target.rl_url, deadline_s):
                 why += " (it lists models at /v1/models, as a frontend does: is it the frontend?)"
             message = (
@@ -164,6 +172,33 @@ def check_target(target: Target, client: Client, deadline_s: float) -> None:
 
 
 NOT_JSON = object()
+CERTIFICATE_PAGES = {
+    "No required SSL certificate was sent": False,
+    "The SSL certificate error": True,
+}
+"""nginx's answers (HTTP 400) to a request without the client certificate it asks for (False)
+and with one it refused (True): a certificate its CA did not sign, or revoked."""
+
+
+def certificate_refusal(exchange: Exchange | None, client_cert: str | None) -> str | None:
+    """What an ingress's refusal of the client certificate says for the user, or None. (A
+    server that refuses one during the handshake is told by the client itself: `client.dial`.)"""
+    if exchange is None or exchange.status not in (400, 495, 496):
+        return None
+    text = exchange.body[:4096].decode("utf-8", errors="replace")
+    page, shown = next(((p, s) for p, s in CERTIFICATE_PAGES.items() if p in text), (None, None))
+    if page is None:
+        return None
+    said = f"HTTP {exchange.status} {page!r}"
+    if not shown or client_cert is None:
+        return (
+            f"the server asks for a client certificate and this run showed none ({said}): give "
+            "--client-cert FILE (and --client-key FILE when the key is apart)"
+        )
+    return (
+        f"the server refused the client certificate {client_cert} ({said}): it is not signed "
+        "by a CA the server trusts for clients (its date is valid): give one that is"
+    )
 
 
 def answer_problem(exchange: Exchange, serves: str) -> tuple[str | None, Any]:

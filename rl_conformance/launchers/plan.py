@@ -12,6 +12,7 @@ from typing import Any
 
 from ..client.breaker import origin
 from ..client.http import Client
+from ..client.network import Network
 from ..client.refusals import CredentialsRefused
 from ..errors import ConfigurationError, LaunchError, TransportError, WrongInput
 from ..model import provenance
@@ -36,6 +37,8 @@ from .refusals import AuthRefused, refuse
 
 DEFAULT_FAKES = FAKES
 LAUNCHER_SOURCE = "launcher (what it started, not read from the deployment)"
+STARTED_HERE = frozenset({"fake", "dynamo"})
+"""The kinds of target the run starts on this machine's loopback."""
 PREFLIGHT_DEADLINE_S = 5.0
 PREFLIGHT_AT_ONCE = 8
 """Planes the preflight asks at once."""
@@ -77,6 +80,7 @@ class TargetPool:
                     target = self.launchers[target_id].start()
                     for key in target.versions:
                         target.version_sources.setdefault(key, LAUNCHER_SOURCE)
+                    reach(target, client)
                     preflight(target, client)
                     check_target(target, client, min(PREFLIGHT_DEADLINE_S, client.deadline_s))
                     resolve_model(target, client)
@@ -168,6 +172,16 @@ class TargetPool:
                 launcher.stop()
             except Exception:
                 continue
+
+
+def reach(target: Target, client: Client) -> None:
+    """A deployment started on this machine (our fakes, a launched Dynamo) is reached directly,
+    whatever proxy the environment names; any other target's notes say how it is reached."""
+    if target.kind in STARTED_HERE:
+        for url in (target.frontend_url, target.rl_url or "", *target.worker_urls):
+            client.network.reach_directly(url)
+        return
+    target.notes.extend(note for note in client.network.notes() if note not in target.notes)
 
 
 def preflight(target: Target, client: Client) -> None:
@@ -421,9 +435,10 @@ def resolve_model(target: Target, client: Client) -> None:
     target.model = names[0]
 
 
-def plan_targets(config: RunConfig) -> TargetPool:
+def plan_targets(config: RunConfig, network: Network | None = None) -> TargetPool:
     """The launchers of a run: an external deployment, a launched one, and/or our fakes (the
-    default when nothing else is named), from a configuration `run_plan.plan_run` checked."""
+    default when nothing else is named), from a configuration `run_plan.plan_run` checked;
+    `network`: how a launcher's probes reach a deployment on another machine."""
     if config.fault_matrix:
         return fault_matrix_pool(
             config.fake_workers, config.fault_shard, config.report_path / "logs"
@@ -443,7 +458,7 @@ def plan_targets(config: RunConfig) -> TargetPool:
         )
         launchers[launcher.target_id] = launcher
     if config.launch:
-        for launcher in launched(config, config.report_path / "logs"):
+        for launcher in launched(config, config.report_path / "logs", network):
             launchers[launcher.target_id] = launcher
     default = () if (config.frontend or config.launch) else DEFAULT_FAKES
     limit = config.migration_limit
@@ -459,14 +474,16 @@ def plan_targets(config: RunConfig) -> TargetPool:
     return TargetPool(launchers)
 
 
-def launched(config: RunConfig, logs_dir: Path) -> list[Launcher]:
+def launched(config: RunConfig, logs_dir: Path, network: Network | None = None) -> list[Launcher]:
     """The launched deployment; with several `--dynamo-python`, one per environment (a release
     matrix), each named by the versions it has."""
     if config.launch == "docker":
         assert config.docker_config is not None
         from .docker import launcher_from_config
 
-        return [launcher_from_config(config.docker_config, log_dir=logs_dir / "docker")]
+        return [
+            launcher_from_config(config.docker_config, log_dir=logs_dir / "docker", network=network)
+        ]
     from .dynamo import DynamoLauncher
 
     assert config.launch is not None

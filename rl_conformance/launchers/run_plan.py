@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..client.network import Network, network_of
 from ..model.config import RunConfig
 from ..model.credentials import Credentials
 from ..model.mutations import MutationPolicy, MutationRule
@@ -22,6 +23,8 @@ class RunPlan:
     credentials: Credentials = field(default_factory=Credentials)
     """What each request to the deployment at --frontend carries, by plane (read once, when
     the plan is made; every secret is registered with the redactor then)."""
+    network: Network = field(default_factory=Network)
+    """How the run reaches deployments: the certificates it trusts and shows, its proxies."""
 
     def policy_for(self, kind: str) -> MutationPolicy:
         """What the run may change on a target of `kind` (`Target.kind`)."""
@@ -49,10 +52,11 @@ class RunPlan:
 
 def plan_run(config: RunConfig) -> RunPlan:
     """The plan of a run of `config`; raises `ConfigurationError` for contradictory flags
-    (`RunConfig.validate`) or an input wrong whatever the deployment (`inputs.check_config`),
-    before anything starts."""
+    (`RunConfig.validate`), an input wrong whatever the deployment (`inputs.check_config`) or a
+    certificate file or proxy that cannot be used (`network.network_of`), before anything
+    starts."""
     config.validate()
     check_config(config)
-    return RunPlan(
-        config, plan_targets(config), MutationRule.from_config(config), config.credentials()
-    )
+    network = network_of(config)
+    pool = plan_targets(config, network)
+    return RunPlan(config, pool, MutationRule.from_config(config), config.credentials(), network)

@@ -79,6 +79,12 @@ class RunConfig:
     seed: int = 0
     examples: int = 8
     deadline: float = 30.0
+    ca_bundle: str | None = None
+    client_cert: str | None = None
+    client_key: str | None = None
+    insecure: bool = False
+    proxy: str | None = None
+    no_proxy: str | None = None
     budget_generations: int | None = None
     dry_run: bool = False
     run_timeout: float | None = None
@@ -215,6 +221,13 @@ class RunConfig:
             raise ConfigurationError("--docker-config needs --launch docker")
         if self.launch == "docker" and not self.docker_config:
             raise ConfigurationError("--launch docker needs --docker-config FILE")
+        if self.client_key and not self.client_cert:
+            raise ConfigurationError("--client-key needs --client-cert (the certificate it signs)")
+        if self.insecure and self.ca_bundle:
+            raise ConfigurationError(
+                "--insecure verifies no certificate, so --ca-bundle would be ignored: give one "
+                "of them"
+            )
         if self.worker and self.all_workers:
             raise ConfigurationError("--worker and --all-workers exclude each other")
         if (self.worker or self.all_workers) and not self.allow_mutations:
@@ -272,6 +285,9 @@ class RunConfig:
                 ("--reference-checkpoint", local, "a readable copy of the checkpoint, here")
                 for local in self.reference_checkpoint
             ),
+            ("--ca-bundle", self.ca_bundle, "a PEM file of CA certificates"),
+            ("--client-cert", self.client_cert, "a PEM client certificate"),
+            ("--client-key", self.client_key, "the PEM private key of --client-cert"),
         ):
             if path and not os.path.exists(path):
                 raise ConfigurationError(f"{flag} {path}: no such file or directory ({what})")

@@ -102,6 +102,7 @@ class Journal:
                 "targets": list(planned.values()),
                 "budget_generations": run.budget_generations,
                 "recorded": dict(run.recorded),
+                "warnings": list(run.warnings),
             }
         )
         journal._targets = planned
@@ -262,6 +263,7 @@ def rebuild(directory: Path) -> Matrix:
         budget_generations=header.get("budget_generations"),
         recorded=dict(header.get("recorded") or {}),
         environment=dict(header.get("environment") or {}),
+        warnings=tuple(header.get("warnings") or ()),
     )
     selected = [
         capability_registry.BY_ID[capability_id]

@@ -319,6 +319,9 @@ class RunInfo:
     environment: dict[str, Any] = field(default_factory=dict)
     """Where the run happened, when known from elsewhere (a matrix rebuilt from the run's
     journal on another machine); empty: this process's."""
+    warnings: tuple[str, ...] = ()
+    """What every rendering opens with: what a reader must know before trusting any cell (a run
+    that verified no TLS certificate)."""
 
 
 def environment(run: RunInfo) -> dict[str, Any]:
@@ -436,6 +439,8 @@ class Matrix:
         }
         if run.incomplete_reason:
             document["incomplete_reason"] = run.incomplete_reason
+        if run.warnings:
+            document["warnings"] = list(run.warnings)
         document.update(
             {
                 "started_at": _iso(run.started_at),

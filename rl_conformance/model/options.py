@@ -367,6 +367,55 @@ OPTIONS: tuple[Option, ...] = (
         default=30.0,
     ),
     Option(
+        "ca_bundle",
+        "--ca-bundle",
+        "PEM file (or directory) of the CAs that sign the deployment's https certificates, in "
+        "place of the default ones, as curl's --cacert (default: $REQUESTS_CA_BUNDLE, "
+        "$CURL_CA_BUNDLE, $SSL_CERT_FILE or $SSL_CERT_DIR, the first set, else certifi's CAs)",
+        metavar="FILE",
+        path=True,
+    ),
+    Option(
+        "client_cert",
+        "--client-cert",
+        "PEM client certificate shown to https servers that ask for one (mutual TLS), with its "
+        "unencrypted key in the same file or in --client-key",
+        metavar="FILE",
+        path=True,
+    ),
+    Option(
+        "client_key",
+        "--client-key",
+        "the unencrypted PEM private key of --client-cert, when it is in a file of its own",
+        metavar="FILE",
+        path=True,
+    ),
+    Option(
+        "insecure",
+        "--insecure",
+        "verify no https certificate, as curl's -k: any server can answer for the deployment, "
+        "and every report of the run says so in its first line",
+        kind="flag",
+    ),
+    Option(
+        "proxy",
+        "--proxy",
+        "HTTP proxy for every request, http://HOST:PORT (https goes through its CONNECT "
+        "tunnel; default: $https_proxy or $HTTPS_PROXY for https URLs, $http_proxy or "
+        "$HTTP_PROXY for http ones, else $all_proxy or $ALL_PROXY, where credentials belong: "
+        "http://USER:PASSWORD@HOST:PORT; the deployments the run starts itself are reached "
+        "directly)",
+        metavar="URL",
+    ),
+    Option(
+        "no_proxy",
+        "--no-proxy",
+        "hosts reached without the proxy, as curl's --noproxy: comma-separated names (each "
+        "covers its subdomains), IP addresses or CIDR ranges, or * for all (default: $no_proxy "
+        "or $NO_PROXY; '' sends every host through the proxy)",
+        metavar="HOSTS",
+    ),
+    Option(
         "budget_generations",
         "--budget-generations",
         "send at most N generation requests to each target; the tests run are chosen from "

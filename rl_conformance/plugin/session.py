@@ -167,6 +167,7 @@ class ConformanceRun:
             seed=self.config.seed,
             budget_generations=self.config.budget_generations,
             recorded=self.config.recorded(),
+            warnings=tuple(state.run.network.warnings()),
             incomplete_reason=None
             if complete
             else state.incomplete_reason or "the run was interrupted",

@@ -115,6 +115,7 @@ class RunState:
                 deadline_s=self.config.deadline,
                 budget=self.config.budget_generations,
                 credentials=self.run.credentials,
+                network=self.run.network,
             )
         self.client.target_id = self.current_target
         return self.client

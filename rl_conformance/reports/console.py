@@ -42,7 +42,12 @@ def summary_lines(
     bundle_sha256: str | None = None,
 ) -> list[str]:
     width = max(60, width)
-    lines = grid_lines(matrix, width)
+    lines = [
+        line
+        for warning in matrix.get("warnings", [])
+        for line in _wrapped(f"!!! {warning}", width, indent="")
+    ]
+    lines += grid_lines(matrix, width)
     lines += unreached_lines(matrix, width)
     lines += failure_lines(matrix, width)
     lines.append(counts_line(matrix))

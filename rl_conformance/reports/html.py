@@ -20,6 +20,7 @@ STYLE = """
 body { font-family: system-ui, sans-serif; margin: 1.5rem; color: #1b1b1b; }
 header p { margin: .2rem 0; }
 .banner { background: #ffe08a; padding: .5rem 1rem; font-weight: bold; }
+.banner.warning { background: #b3261e; color: #fff; }
 .filters { margin: 1rem 0; display: flex; gap: 1rem; flex-wrap: wrap; }
 .summary span { margin-right: .8rem; }
 table { border-collapse: collapse; margin-bottom: 1.5rem; }
@@ -240,6 +241,7 @@ def render_html(matrix: dict[str, Any]) -> str:
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
         "<meta name='viewport' content='width=device-width, initial-scale=1'>",
         f"<title>{escape(suite['name'])} matrix</title><style>{STYLE}</style></head><body>",
+        *(f"<p class='banner warning'>{escape(w)}</p>" for w in matrix.get("warnings", [])),
         f"<header><h1>Conformance matrix</h1><p>{escape(suite['name'])} "
         f"{escape(suite['version'])}, started {escape(matrix['started_at'])}, "
         f"{matrix['duration_s']} s, seed {escape(str(matrix['seed']))}</p>",

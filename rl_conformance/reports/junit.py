@@ -61,6 +61,7 @@ def _properties(suite: ElementTree.Element, matrix: dict[str, Any], target: dict
         (f"version.{key}", f"{value} [{sources[key]}]" if sources.get(key) else str(value))
         for key, value in (target.get("versions") or {}).items()
     ]
+    found = [(f"warning.{n}", text) for n, text in enumerate(matrix.get("warnings", []), 1)] + found
     found.append(("dynamo_release", target_release(target)))
     found += [
         (f"recorded.{key}", f"{item['value']} [{item['source']}]")

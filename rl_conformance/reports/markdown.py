@@ -129,7 +129,8 @@ def recorded_text(matrix: dict[str, Any]) -> str:
 
 def render_markdown(matrix: dict[str, Any]) -> str:
     targets = [target["id"] for target in matrix["targets"]]
-    lines = [f"# Conformance matrix ({matrix['suite']['name']} {matrix['suite']['version']})", ""]
+    lines = [line for warning in matrix.get("warnings", []) for line in (f"**{warning}**", "")]
+    lines += [f"# Conformance matrix ({matrix['suite']['name']} {matrix['suite']['version']})", ""]
     if not matrix["complete"]:
         why = matrix.get("incomplete_reason") or "interrupted before every test ran"
         lines += [f"**Incomplete run: {why}.**", ""]

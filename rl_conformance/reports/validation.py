@@ -293,6 +293,7 @@ def validation_record(
     complete = bool(document.get("complete", False))
     if not complete:
         limitations.insert(0, f"the run did not complete: {document.get('incomplete_reason')}")
+    limitations[:0] = document.get("warnings", [])
     command = document.get("environment", {}).get("command") or []
     measured = {
         "schema": SCHEMA,

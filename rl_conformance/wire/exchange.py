@@ -32,6 +32,9 @@ class WireRequest:
     url: str
     headers: dict[str, str]
     body: bytes | None = None
+    curl_options: tuple[str, ...] = ()
+    """What curl needs besides the request to reach the deployment as the client did (its CA
+    bundle, client certificate, proxy): the reproducer carries them."""
 
     def json(self) -> Any:
         return None if self.body is None else json.loads(self.body)
@@ -131,6 +134,7 @@ class Exchange:
             parts.append("-N")
         if self.headers.get("content-encoding", "identity") != "identity":
             parts.append("--compressed")  # the reply came coded: curl asks and decodes as we did
+        parts += self.request.curl_options
         parts += ["-X", self.request.method, self.request.url]
         for name, value in self.request.headers.items():
             if name.lower() in {

@@ -221,6 +221,9 @@ def test_a_fault_no_fake_of_the_run_can_have_is_refused() -> None:
             {"update_model_path": ("/a", "/b"), "reference_checkpoint": ("/no/such/ckpt",)},
             "--reference-checkpoint /no/such/ckpt: no such file or directory",
         ),
+        ({"ca_bundle": "/no/ca.pem"}, "--ca-bundle /no/ca.pem: no such file or directory"),
+        ({"client_key": "/k.pem"}, "--client-key needs --client-cert"),
+        ({"insecure": True, "ca_bundle": "/ca.pem"}, "--ca-bundle would be ignored"),
     ],
 )
 def test_inputs_wrong_whatever_the_deployment_are_configuration_errors(
@@ -256,6 +259,9 @@ def test_path_flags_are_resolved_against_the_working_directory_when_parsed(
         "--token-file",
         "--rl-token-file",
         "--admin-token-file",
+        "--ca-bundle",
+        "--client-cert",
+        "--client-key",
     }
     args = build_parser().parse_args(
         [
