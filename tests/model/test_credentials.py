@@ -214,7 +214,6 @@ SECRET = "typed-secret-value-42"
             ["--worker-url", f"http://{SECRET}@10.0.0.7:9090"],
             "--admin-header 'Authorization: Basic ...'",
         ),
-        (["--admin-header", f"X-A: {SECRET}", "--fake", "vllm"], "test the deployment at"),
     ],
 )
 def test_a_mistake_is_refused_naming_the_flag_never_the_value(argv: list[str], says: str) -> None:
@@ -222,6 +221,17 @@ def test_a_mistake_is_refused_naming_the_flag_never_the_value(argv: list[str], s
         config(*argv)
     assert says in str(refused.value)
     assert SECRET not in str(refused.value)
+
+
+def test_admin_credentials_go_to_their_deployment_alone_beside_a_fake() -> None:
+    """Credentials are per deployment: a run that also tests a fake sends it none."""
+    from rl_conformance.launchers.run_plan import plan_run
+
+    plan = plan_run(config("--admin-header", f"X-A: {SECRET}", "--fake", "vllm"))
+    assert headers(plan.credentials_for("external-vllm"), "http://10.0.0.7:9090/x") == {
+        "X-A": SECRET
+    }
+    assert headers(plan.credentials_for("fake-vllm"), "http://10.0.0.7:9090/x") == {}
 
 
 def test_credentials_need_the_deployment_they_belong_to() -> None:
