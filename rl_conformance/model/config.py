@@ -3,7 +3,9 @@
 The same table feeds the `rl-conformance run` command line and the pytest plugin's options
 (`--rl-*`), so a flag is declared, defaulted and documented once; every rule that ties flags
 together (a worker selection needs `--allow-mutations`, `--frontend` needs `--backend`, ...) is
-checked once, in `RunConfig.validate`, whichever way the run was started.
+checked once, in `RunConfig.validate`, whichever way the run was started. The rules of one
+deployment given by URL are `Deployment.check` (`deployment.py`), which holds the flags and each
+table of a `--targets` file alike.
 """
 
 from __future__ import annotations
