@@ -22,6 +22,9 @@ class MutationPolicy:
     """Instance ids that may be mutated; None means every worker (`--all-workers`)."""
     how: str = FLAGS.allow_mutations
     """What allows mutations where they are not (the flags, or a targets file's keys)."""
+    scope: str = "run"
+    """What a read-only policy covers, as `describe` says it: the run (its flags), or one
+    deployment (a targets file's table)."""
 
     @classmethod
     def from_config(cls, config: RunConfig) -> MutationPolicy:
@@ -34,10 +37,11 @@ class MutationPolicy:
         """What a deployment's own options allow (`allow_mutations` with `workers` or
         `all_workers`, checked by `Deployment.check`)."""
         how = deployment.naming.allow_mutations
+        scope = "deployment" if deployment.naming.file else "run"
         if not deployment.allow_mutations:
-            return cls(how=how)
+            return cls(how=how, scope=scope)
         workers = None if deployment.all_workers else frozenset(deployment.worker)
-        return cls(allowed=True, workers=workers, how=how)
+        return cls(allowed=True, workers=workers, how=how, scope=scope)
 
     def permits(self, instance_id: int | None) -> bool:
         if not self.allowed:
@@ -50,7 +54,7 @@ class MutationPolicy:
 
     def describe(self) -> str:
         if not self.allowed:
-            return "read-only run"
+            return f"read-only {self.scope}"
         if self.workers is None:
             return "mutations allowed on every worker"
         return f"mutations allowed on workers {sorted(self.workers)}"

@@ -43,9 +43,6 @@ def refusal(policy: MutationPolicy) -> str:
     )
 
 
-REFUSAL = refusal(MutationPolicy())
-
-
 def plan(items: Sequence[pytest.Item], run_plan: RunPlan) -> list[PlannedTest]:
     """Each collected test with its level and estimate, chosen under the run's budget."""
     run = run_plan.config

@@ -70,7 +70,7 @@ def test_each_table_says_which_of_its_workers_may_change(tmp_path: Path) -> None
     sglang = plan.policy_for("external", "sglang-prod")
     assert vllm.permits(11) and not vllm.permits(12)
     assert not sglang.allowed and "in " in sglang.how and "[sglang-prod]" in sglang.how
-    assert str(sglang.refusal("weight updates")).startswith("read-only run: weight updates")
+    assert str(sglang.refusal("weight updates")).startswith("read-only deployment: weight updates")
     assert plan.read_only_targets() == {"sglang-prod"}  # our fake may be changed, as always
     with pytest.raises(ConfigurationError, match=r"\[vllm-prod\] allow_mutations and --read-only"):
         plan_run(RunConfig(targets=fleets(tmp_path), read_only=True))
