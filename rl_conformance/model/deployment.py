@@ -225,6 +225,12 @@ class Deployment:
                 "frontend's is 8000): give the RL listener's URL, or leave "
                 f"{naming.key('rl_url')} out (the rows that need it are then skipped)"
             )
+        urls = [("frontend", self.frontend), ("rl_url", self.rl_url)]
+        for name, url in [*urls, *(("worker_url", url) for url in self.worker_url)]:
+            if url and not url.startswith(("http://", "https://")):
+                raise ConfigurationError(
+                    f"{naming.at(name)}: expected an http(s) URL, observed {url!r}"
+                )
         if len(self.reference_checkpoint) > len(self.update_model_path):
             raise ConfigurationError(
                 f"{naming.at('reference_checkpoint')}: expected at most one per "
@@ -250,7 +256,7 @@ class Deployment:
         return self
 
     def _check_description(self) -> None:
-        """What the deployment is: a frontend, its backend, URLs, end-of-sequence ids."""
+        """What the deployment is: a frontend, its backend, its end-of-sequence ids."""
         naming = self.naming
         if self.backend and self.backend not in BACKENDS:
             raise ConfigurationError(
@@ -280,12 +286,6 @@ class Deployment:
                 f"{naming.key('frontend')}: give {naming.give('frontend', 'URL')} too (the "
                 "deployments the run starts take none)"
             )
-        urls = [("frontend", self.frontend), ("rl_url", self.rl_url)]
-        for name, url in [*urls, *(("worker_url", url) for url in self.worker_url)]:
-            if url and urlsplit(url).scheme.lower() not in ("http", "https"):
-                raise ConfigurationError(
-                    f"{naming.at(name)}: expected an http(s) URL, observed {url!r}"
-                )
 
     def _check_mutations(self, read_only: bool) -> None:
         """The live-fleet rule: mutating calls only with explicit opt-in and chosen workers."""
