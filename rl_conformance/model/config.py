@@ -3,7 +3,9 @@
 The same table feeds the `rl-conformance run` command line and the pytest plugin's options
 (`--rl-*`), so a flag is declared, defaulted and documented once; every rule that ties flags
 together (a worker selection needs `--allow-mutations`, `--frontend` needs `--backend`, ...) is
-checked once, in `RunConfig.validate`, whichever way the run was started.
+checked once, in `RunConfig.validate`, whichever way the run was started. The rules of one
+deployment given by URL are `Deployment.check` (`deployment.py`), which holds the flags and each
+table of a `--targets` file alike.
 """
 
 from __future__ import annotations
@@ -13,21 +15,19 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from ..errors import ConfigurationError
 from .capabilities import unknown_ids_message
-from .credentials import FRONTEND, LISTENER, WORKERS, Credentials, read_credentials
-from .options import (
-    BACKENDS,
-    CREDENTIAL_FLAGS,
-    FAKES,
-    LAUNCH_KINDS,
-    OPTIONS,
-    TOY_LAUNCHES,
-)
+from .credentials import Credentials
+from .deployment import DEPLOYMENT_FIELDS, DESCRIBING, FILE_KEYS, Deployment
+from .deployment import same_url as same_url
+from .options import BY_NAME, CREDENTIAL_OPTIONS, FAKES, LAUNCH_KINDS, OPTIONS, TOY_LAUNCHES
 from .record_meta import load_record_meta
-from .weight_transfer import WeightTransfer, load_weight_transfer
+from .targets_file import load_targets
+from .weight_transfer import WeightTransfer
+
+DESCRIBES = (*DESCRIBING, *(option.name for option in CREDENTIAL_OPTIONS))
+"""The flags that describe the deployment at --frontend and nothing else of a run."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,8 @@ class RunConfig:
     """Everything one run needs to know; build it with `from_options`, check it with
     `validate`. `fault_matrix` is the kill-matrix mode (one fake per named fault)."""
 
+    targets: str | None = None
+    """`--targets FILE`: deployments given by URL, one table each (`model/targets_file.py`)."""
     frontend: str | None = None
     rl_url: str | None = None
     backend: str | None = None
@@ -127,14 +129,18 @@ class RunConfig:
         return replace(self, **changes)
 
     def validate(self) -> RunConfig:
-        """Raise `ConfigurationError` naming the flags; return self when consistent. The
-        credentials are read first, so that no message after can show one."""
-        self.check_credentials()
+        """Raise `ConfigurationError` naming the flags (or the targets file's table and key);
+        return self when consistent. Every deployment's credentials are read first, so that no
+        message after can show one."""
+        flags = self.flag_deployment()
+        flags.credentials()
+        tables = load_targets(self.targets) if self.targets else ()
+        for table in tables:
+            table.credentials()
         unknown = unknown_ids_message(self.capability)
         if unknown:
             raise ConfigurationError(unknown)
         for flag, values, allowed in (
-            ("--backend", [self.backend] if self.backend else [], BACKENDS),
             ("--fake", list(self.fake), FAKES),
             ("--launch", [self.launch] if self.launch else [], LAUNCH_KINDS),
         ):
@@ -143,43 +149,16 @@ class RunConfig:
                     raise ConfigurationError(
                         f"{flag}: expected one of {', '.join(allowed)}, observed {value!r}"
                     )
-        external = (
-            self.rl_url
-            or self.backend
-            or self.model
-            or self.worker_url
-            or self.dynamo_release
-            or self.request_trace
-            or self.eos_token_id
-        )
-        for token in self.eos_token_id:
-            if token < 0:
-                raise ConfigurationError(
-                    f"--eos-token-id: expected a token id >= 0, observed {token}"
-                )
-        if self.frontend and not self.backend:
-            raise ConfigurationError("--frontend needs --backend {vllm|sglang|trtllm}")
-        if external and not self.frontend:
-            raise ConfigurationError(
-                "--rl-url, --backend, --model, --worker-url, --dynamo-release, "
-                "--request-trace and --eos-token-id describe an external deployment: give "
-                "--frontend URL too"
-            )
-        if self.frontend and self.rl_url and same_url(self.frontend, self.rl_url):
-            raise ConfigurationError(
-                f"--rl-url {self.rl_url} is the --frontend URL: Dynamo serves discovery on its "
-                "own RL listener (port 8001 by default; the frontend's is 8000): give the RL "
-                "listener's URL, or leave --rl-url out (the rows that need it are then skipped)"
-            )
-        if self.fault and (self.frontend or self.launch) and not self.fake:
+        self._check_targets(flags)
+        flags.check(self.read_only)
+        for table in tables:
+            table.check(self.read_only)
+        given_by_url = self.frontend or self.targets
+        if self.fault and (given_by_url or self.launch) and not self.fake:
             raise ConfigurationError(
                 "--fault breaks one of our fakes, and this run tests none: add --fake NAME "
-                "(--fault does not change a deployment given by --frontend or --launch)"
-            )
-        if len(self.reference_checkpoint) > len(self.update_model_path):
-            raise ConfigurationError(
-                "--reference-checkpoint: expected at most one per --update-model-path "
-                f"({len(self.update_model_path)} given), observed {len(self.reference_checkpoint)}"
+                "(--fault does not change a deployment given by --frontend, --targets or "
+                "--launch)"
             )
         if len(self.dynamo_python) > 1:
             if not (self.launch or "").startswith("dynamo-"):
@@ -193,11 +172,11 @@ class RunConfig:
                     f"--dynamo-python: expected each environment once, observed {repeated[0]} "
                     "more than once"
                 )
-        if self.migration_limit is not None and self.frontend and not (self.fake or self.launch):
+        if self.migration_limit is not None and given_by_url and not (self.fake or self.launch):
             raise ConfigurationError(
                 "--migration-limit sets the frontend the run starts (--fake, --launch dynamo-*); "
-                "a deployment at --frontend runs with its own, and the suite cannot kill its "
-                "workers to see it"
+                f"a deployment at {'--frontend' if self.frontend else '--targets'} runs with its "
+                "own, and the suite cannot kill its workers to see it"
             )
         if self.migration_limit is not None and self.launch == "docker":
             raise ConfigurationError(
@@ -228,33 +207,6 @@ class RunConfig:
                 "--insecure verifies no certificate, so --ca-bundle would be ignored: give one "
                 "of them"
             )
-        if self.worker and self.all_workers:
-            raise ConfigurationError("--worker and --all-workers exclude each other")
-        if (self.worker or self.all_workers) and not self.allow_mutations:
-            raise ConfigurationError(
-                "--worker/--all-workers choose targets for mutating calls: add --allow-mutations"
-            )
-        if self.allow_mutations and not (self.worker or self.all_workers):
-            raise ConfigurationError(
-                "--allow-mutations needs --worker INSTANCE_ID (repeatable) or --all-workers"
-            )
-        if self.allow_mutations and self.read_only:
-            raise ConfigurationError("--allow-mutations and --read-only exclude each other")
-        updates = [
-            flag
-            for flag, given in (
-                ("--update-model-path", self.update_model_path),
-                ("--weight-transfer", self.weight_transfer),
-            )
-            if given
-        ]
-        if updates and self.read_only:
-            raise ConfigurationError(f"{' and '.join(updates)} and --read-only exclude each other")
-        if updates and self.frontend and not self.allow_mutations:
-            raise ConfigurationError(
-                f"{' and '.join(updates)} drive weight updates, mutating calls on the deployment "
-                "at --frontend: add --allow-mutations with --worker INSTANCE_ID or --all-workers"
-            )
         for name, value, low in (
             ("--examples", self.examples, 1),
             ("--workers", self.workers, 0),
@@ -281,70 +233,49 @@ class RunConfig:
                 "a Python with torch and transformers; `rl-conformance install-vllm` prints one",
             ),
             ("--docker-config", self.docker_config, "a deployment config, see deploy/docker"),
-            *(
-                ("--reference-checkpoint", local, "a readable copy of the checkpoint, here")
-                for local in self.reference_checkpoint
-            ),
             ("--ca-bundle", self.ca_bundle, "a PEM file of CA certificates"),
             ("--client-cert", self.client_cert, "a PEM client certificate"),
             ("--client-key", self.client_key, "the PEM private key of --client-cert"),
         ):
             if path and not os.path.exists(path):
                 raise ConfigurationError(f"{flag} {path}: no such file or directory ({what})")
-        self.weight_transfers()
         self.record_meta_document()
-        for flag, given, metavar in (
-            ("--update-model-path", self.update_model_path, "PATH"),
-            ("--weight-transfer", self.weight_transfer, "FILE"),
-        ):
-            if len(given) == 1:
-                raise ConfigurationError(
-                    f"{flag}: expected two (consecutive updates alternate between them, so that "
-                    f"every update changes the weights served), observed one ({given[0]}): give "
-                    f"a second {flag} {metavar}"
-                )
         self.recorded()
         return self
+
+    def _check_targets(self, flags: Deployment) -> None:
+        """With `--targets` and no `--frontend`, a deployment flag describes nothing: each
+        deployment of the file takes it in its own table. (The flags that choose workers and
+        checkpoints still apply to the deployments the run starts.)"""
+        if not self.targets or self.frontend:
+            return
+        starts = self.fake or self.launch
+        applies = () if starts else DEPLOYMENT_FIELDS
+        stray = [name for name in flags.given() if name in applies or name in DESCRIBES]
+        if stray:
+            option = BY_NAME[stray[0]]
+            raise ConfigurationError(
+                f"{option.flag} describes the deployment at --frontend, and this run gives "
+                f"none: a deployment of --targets takes {FILE_KEYS[stray[0]]} in its own table"
+            )
+
+    def flag_deployment(self) -> Deployment:
+        """The deployment the flags describe (without `--frontend`, what they say of the
+        workers and checkpoints of the deployments the run starts)."""
+        return Deployment(**{name: getattr(self, name) for name in DEPLOYMENT_FIELDS})
+
+    def deployments(self) -> tuple[Deployment, ...]:
+        """The deployments given by URL: the one at `--frontend`, then each table of
+        `--targets` in the file's order."""
+        found = [self.flag_deployment()] if self.frontend else []
+        if self.targets:
+            found += load_targets(self.targets)
+        return tuple(found)
 
     def credentials(self) -> Credentials:
         """The credentials of the deployment at --frontend, read (and registered with the
         redactor) now; `ConfigurationError` naming the flag for one that cannot be read."""
-        return read_credentials(
-            frontend=self.frontend,
-            rl_url=self.rl_url,
-            worker_urls=self.worker_url,
-            headers={FRONTEND: self.header, LISTENER: self.rl_header, WORKERS: self.admin_header},
-            token_files={
-                FRONTEND: self.token_file,
-                LISTENER: self.rl_token_file,
-                WORKERS: self.admin_token_file,
-            },
-            token_envs={
-                FRONTEND: self.token_env,
-                LISTENER: self.rl_token_env,
-                WORKERS: self.admin_token_env,
-            },
-            secret_query_params=self.secret_query_param,
-        )
-
-    def check_credentials(self) -> None:
-        given = [
-            flag
-            for flag in CREDENTIAL_FLAGS
-            if getattr(self, flag.removeprefix("--").replace("-", "_"))
-        ]
-        self.credentials()  # registers every secret before any message could quote one
-        if given and not self.frontend:
-            raise ConfigurationError(
-                f"{given[0]} gives credentials of the deployment at --frontend: give --frontend "
-                "URL too (the deployments the run starts take none)"
-            )
-        admin = [flag for flag in given if flag.startswith("--admin-")]
-        if admin and (self.fake or self.launch):
-            raise ConfigurationError(
-                f"{admin[0]} goes to every worker system server the run reaches: test the "
-                "deployment at --frontend alone (without --fake or --launch)"
-            )
+        return self.flag_deployment().credentials()
 
     def pytest_arguments(self) -> list[str]:
         """The `--rl-*` options that rebuild this configuration in another pytest process (a
@@ -376,7 +307,7 @@ class RunConfig:
 
     def weight_transfers(self) -> tuple[WeightTransfer, ...]:
         """The `--weight-transfer` files, parsed (ConfigurationError naming the file and field)."""
-        return tuple(load_weight_transfer(path) for path in self.weight_transfer)
+        return self.flag_deployment().weight_transfers()
 
 
 def resolve_path(value: str | None) -> str | None:
@@ -385,22 +316,6 @@ def resolve_path(value: str | None) -> str | None:
     if not value or "://" in value:
         return value
     return os.path.abspath(os.path.expanduser(value))
-
-
-def same_url(first: str, second: str) -> bool:
-    """Whether two URLs name the same server and path (scheme and host case, a default port and a
-    trailing slash aside)."""
-
-    def key(url: str) -> tuple[str, str, int | None, str]:
-        parts = urlsplit(url.strip())
-        scheme = parts.scheme.lower()
-        try:
-            port = parts.port or {"http": 80, "https": 443}.get(scheme)
-        except ValueError:
-            port = None
-        return scheme, (parts.hostname or "").lower(), port, parts.path.rstrip("/")
-
-    return key(first) == key(second)
 
 
 RECORD_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]*")

@@ -48,15 +48,28 @@ FRONTEND, LISTENER, WORKERS = "frontend", "rl", "admin"
 
 @dataclass(frozen=True)
 class PlaneFlags:
+    """How a plane's credentials are given: by flags, or by the keys of a targets file's table
+    (`where` names the file and the table; `model/deployment.py`)."""
+
     title: str
     header: str
     token_file: str
     token_env: str
     prefix: str
     """Of the variables a reproducer reads a value given on the command line from."""
+    where: str = ""
+
+    def at(self, name: str) -> str:
+        """`name` (a flag, or a key) as a message's subject: with the file and table for a key."""
+        return f"{self.where} {name}" if self.where else name
 
     @property
     def how(self) -> str:
+        if self.where:
+            return (
+                f'{self.header} = ["@FILE"] or ["NAME: ${{VAR}}"], {self.token_file} = "FILE" '
+                f'or {self.token_env} = "VAR" in {self.where}'
+            )
         return f"{self.header} 'NAME: VALUE', {self.token_file} FILE or {self.token_env} VAR"
 
 
@@ -73,6 +86,9 @@ PLANES: Mapping[str, PlaneFlags] = {
 }
 HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+"""`${VAR}` in a header's value or a secret query parameter's: the environment variable's value."""
+URL_FLAGS = {FRONTEND: "--frontend", LISTENER: "--rl-url", WORKERS: "--worker-url"}
 MANAGED_HEADERS = frozenset(
     {
         "host",
@@ -105,10 +121,12 @@ class Sent:
 class Plane:
     key: str
     headers: tuple[Sent, ...] = ()
+    named: PlaneFlags | None = None
+    """How its credentials are given (default: the flags, `PLANES`)."""
 
     @property
     def flags(self) -> PlaneFlags:
-        return PLANES[self.key]
+        return self.named or PLANES[self.key]
 
     def given(self) -> str:
         """The sources of its credentials, for messages ("" when none was given)."""
@@ -243,24 +261,28 @@ def read_credentials(
     token_envs: Mapping[str, str | None],
     secret_query_params: Iterable[str] = (),
     redactor: Redactor = REDACTOR,
+    planes: Mapping[str, PlaneFlags] = PLANES,
+    url_flags: Mapping[str, str] = URL_FLAGS,
 ) -> Credentials:
-    """The run's credentials from its flags (each plane's `headers`, `token_files` and
-    `token_envs` by plane key), every secret registered with `redactor` as it is read;
-    `ConfigurationError` naming the flag (never the value) for anything unreadable."""
+    """A deployment's credentials (each plane's `headers`, `token_files` and `token_envs` by
+    plane key), every secret registered with `redactor` as it is read; `ConfigurationError`
+    naming the flag (never the value) for anything unreadable. `planes` and `url_flags` name
+    the inputs in messages: the flags, or the keys of a targets file's table."""
     references = _References(redactor)
     secret_names = set(secret_query_params)
     for name in secret_names:
         redactor.mark_query_parameter(name)
     own: dict[str, tuple[list[Sent], set[str]]] = {}
-    for key, flags in PLANES.items():
-        sent, removed = _plane_headers(key, headers.get(key, ()), references)
+    for key, flags in planes.items():
+        sent, removed = _plane_headers(key, flags, headers.get(key, ()), references)
         token = _token(flags, token_files.get(key), token_envs.get(key), references)
         if token is not None:
             clash = next((s for s in sent if s.name.lower() == "authorization"), None)
             if clash is not None:
+                other = flags.token_file if token_files.get(key) else flags.token_env
                 raise ConfigurationError(
-                    f"{clash.source} Authorization and {token.source.split()[0]}: expected one "
-                    f"Authorization for the {flags.title}, observed both"
+                    f"{clash.source} Authorization and {other}: expected one Authorization "
+                    f"for the {flags.title}, observed both"
                 )
             sent.append(token)
         own[key] = (sent, removed)
@@ -270,32 +292,34 @@ def read_credentials(
         if sent.name.lower() not in own[LISTENER][1]
     }
     inherited.update({sent.name.lower(): sent for sent in own[LISTENER][0]})
-    planes = {
-        FRONTEND: Plane(FRONTEND, tuple(own[FRONTEND][0])),
-        LISTENER: Plane(LISTENER, tuple(inherited.values())),
-        WORKERS: Plane(WORKERS, tuple(own[WORKERS][0])),
+    named = {
+        FRONTEND: Plane(FRONTEND, tuple(own[FRONTEND][0]), planes[FRONTEND]),
+        LISTENER: Plane(LISTENER, tuple(inherited.values()), planes[LISTENER]),
+        WORKERS: Plane(WORKERS, tuple(own[WORKERS][0]), planes[WORKERS]),
     }
     bases = []
-    for flag, url, plane in (
-        ("--frontend", frontend, FRONTEND),
-        ("--rl-url", rl_url, LISTENER),
-        *(("--worker-url", given, WORKERS) for given in worker_urls),
+    for url, plane in (
+        (frontend, FRONTEND),
+        (rl_url, LISTENER),
+        *((given, WORKERS) for given in worker_urls),
     ):
         if url:
-            bases.append(_base(flag, url, plane, secret_names, references))
-    return Credentials(planes, tuple(bases))
+            flags = planes[plane]
+            bases.append(
+                _base(flags.at(url_flags[plane]), url, flags, plane, secret_names, references)
+            )
+    return Credentials(named, tuple(bases))
 
 
 def _plane_headers(
-    key: str, items: Sequence[str], references: _References
+    key: str, flags: PlaneFlags, items: Sequence[str], references: _References
 ) -> tuple[list[Sent], set[str]]:
     """A plane's own headers, and the names it removes from what it inherits."""
-    flags = PLANES[key]
     sent: list[Sent] = []
     removed: set[str] = set()
     seen: dict[str, str] = {}
     for item in items:
-        for source, line in _header_lines(flags.header, item):
+        for source, line in _header_lines(flags.at(flags.header), item):
             name, value = _parse_header(source, line)
             if name.lower() in seen:
                 raise ConfigurationError(
@@ -311,12 +335,37 @@ def _plane_headers(
                     )
                 removed.add(name.lower())
                 continue
-            reference = references.named(flags.prefix, name, value)
+            if ENV_REFERENCE.search(value):
+                given, value = value, _from_environment(f"{source} {name}", value, references)
+                reference = references.register(value, given)
+            else:
+                reference = references.named(flags.prefix, name, value)
             scheme, _, credential = value.partition(" ")
             if credential.strip() and re.fullmatch(r"[A-Za-z][A-Za-z0-9-]*", scheme):
                 references.register(credential.strip(), reference)  # the part a server may echo
-            sent.append(Sent(name, value, reference, f"{flags.header} {name}"))
+            sent.append(Sent(name, value, reference, f"{flags.at(flags.header)} {name}"))
     return sent, removed
+
+
+def _from_environment(source: str, value: str, references: _References) -> str:
+    """`value` with each `${VAR}` replaced by the variable's value (each registered as `$VAR`);
+    `ConfigurationError` naming the variable when one is not set."""
+
+    def read(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in os.environ:
+            raise ConfigurationError(
+                f"{source}: the variable {name} is not set in this environment (export it)"
+            )
+        found = os.environ[name]
+        if found:
+            references.register(found, f"${name}")
+        return found
+
+    resolved = ENV_REFERENCE.sub(read, value)
+    if any(char in resolved for char in "\r\n\0"):
+        raise ConfigurationError(f"{source}: expected a value of one line")
+    return resolved
 
 
 def _header_lines(flag: str, item: str) -> list[tuple[str, str]]:
@@ -368,11 +417,11 @@ def _token(
     """`Authorization: Bearer TOKEN` from a file's first line or a variable, or None."""
     if file and env:
         raise ConfigurationError(
-            f"{flags.token_file} and {flags.token_env}: expected one source of the "
+            f"{flags.at(flags.token_file)} and {flags.token_env}: expected one source of the "
             f"{flags.title}'s token, observed both"
         )
     if file:
-        source = f"{flags.token_file} {file}"
+        source = f"{flags.at(flags.token_file)} {file}"
         try:
             lines = Path(file).expanduser().read_text(encoding="utf-8").splitlines()
         except (OSError, UnicodeDecodeError) as exc:
@@ -384,7 +433,7 @@ def _token(
             references.register(token, reference)
             raise ConfigurationError(f"{source}: expected the token alone on one line")
     elif env:
-        source = f"{flags.token_env} {env}"
+        source = f"{flags.at(flags.token_env)} {env}"
         if not ENV_NAME.fullmatch(env):
             raise ConfigurationError(
                 f"{source}: expected the name of an environment variable (letters, digits, _)"
@@ -409,27 +458,42 @@ def _token(
     return Sent("Authorization", f"Bearer {token}", f"Bearer {reference}", source)
 
 
-def _base(flag: str, url: str, plane: str, secret_names: set[str], references: _References) -> Base:
+def _base(
+    flag: str,
+    url: str,
+    flags: PlaneFlags,
+    plane: str,
+    secret_names: set[str],
+    references: _References,
+) -> Base:
     parts = urlsplit(url)
     user = parts.netloc.rpartition("@")[0]
     if user:
-        references.register(user, f"${PLANES[plane].prefix}_USERINFO")
+        references.register(user, f"${flags.prefix}_USERINFO")
         password = user.partition(":")[2]
         if password:
-            references.register(password, f"${PLANES[plane].prefix}_PASSWORD")
-        flags = PLANES[plane]
+            references.register(password, f"${flags.prefix}_PASSWORD")
+        how = (
+            flags.how
+            if flags.where
+            else f"{flags.header} 'Authorization: Basic ...', {flags.token_file} FILE or "
+            f"{flags.token_env} VAR"
+        )
         raise ConfigurationError(
             f"{flag}: expected a URL without credentials, observed user information before its "
             f"host (user:password@, which would be written wherever the URL is): give them with "
-            f"{flags.header} 'Authorization: Basic ...', {flags.token_file} FILE or "
-            f"{flags.token_env} VAR"
+            f"{how}"
         )
     query = []
-    prefix = PLANES[plane].prefix
     for name, value in parse_qsl(parts.query, keep_blank_values=True):
         if name in secret_names:
-            reference = references.named(prefix, name, value) if value else ""
-            query.append(Sent(name, value, reference, f"{flag} ?{name}="))
+            source = f"{flag} ?{name}="
+            if ENV_REFERENCE.search(value):
+                given, value = value, _from_environment(source, value, references)
+                reference = references.register(value, given) if value else ""
+            else:
+                reference = references.named(flags.prefix, name, value) if value else ""
+            query.append(Sent(name, value, reference, source))
         else:
             query.append(Sent(name, value, quote(value, safe=""), flag))
     return Base(strip_query(url), plane, tuple(query))

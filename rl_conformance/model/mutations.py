@@ -1,12 +1,14 @@
-"""Which workers a run may change: the run's one rule (`MutationRule`, from its flags) and the
-policy it gives each target (`MutationPolicy`), which the admin client asks before every call
-that changes a worker."""
+"""Which workers a run may change: the run's one rule (`MutationRule`, from its flags and each
+targets file's table) and the policy it gives each target (`MutationPolicy`), which the admin
+client asks before every call that changes a worker."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 
 from .config import RunConfig
+from .deployment import FLAGS, Deployment
 
 
 class MutationRefused(Exception):
@@ -18,14 +20,28 @@ class MutationPolicy:
     allowed: bool = False
     workers: frozenset[int] | None = None
     """Instance ids that may be mutated; None means every worker (`--all-workers`)."""
+    how: str = FLAGS.allow_mutations
+    """What allows mutations where they are not (the flags, or a targets file's keys)."""
+    scope: str = "run"
+    """What a read-only policy covers, as `describe` says it: the run (its flags), or one
+    deployment (a targets file's table)."""
 
     @classmethod
     def from_config(cls, config: RunConfig) -> MutationPolicy:
         """`--allow-mutations` with `--worker ID...` or `--all-workers` (validated together in
         `RunConfig.validate`)."""
-        if not config.allow_mutations:
-            return cls()
-        return cls(allowed=True, workers=None if config.all_workers else frozenset(config.worker))
+        return cls.of(config.flag_deployment())
+
+    @classmethod
+    def of(cls, deployment: Deployment) -> MutationPolicy:
+        """What a deployment's own options allow (`allow_mutations` with `workers` or
+        `all_workers`, checked by `Deployment.check`)."""
+        how = deployment.naming.allow_mutations
+        scope = "deployment" if deployment.naming.file else "run"
+        if not deployment.allow_mutations:
+            return cls(how=how, scope=scope)
+        workers = None if deployment.all_workers else frozenset(deployment.worker)
+        return cls(allowed=True, workers=workers, how=how, scope=scope)
 
     def permits(self, instance_id: int | None) -> bool:
         if not self.allowed:
@@ -33,15 +49,12 @@ class MutationPolicy:
         return self.workers is None or instance_id in self.workers
 
     def refusal(self, what: str) -> MutationRefused:
-        """Why `what` is not sent, naming the flags that would allow it."""
-        return MutationRefused(
-            f"{self.describe()}: {what} not sent "
-            "(use --allow-mutations with --worker ID or --all-workers)"
-        )
+        """Why `what` is not sent, naming the flags (or keys) that would allow it."""
+        return MutationRefused(f"{self.describe()}: {what} not sent (use {self.how})")
 
     def describe(self) -> str:
         if not self.allowed:
-            return "read-only run"
+            return f"read-only {self.scope}"
         if self.workers is None:
             return "mutations allowed on every worker"
         return f"mutations allowed on workers {sorted(self.workers)}"
@@ -49,22 +62,35 @@ class MutationPolicy:
 
 @dataclass(frozen=True)
 class MutationRule:
-    """The run's one answer to "may this call change this target's workers?", from its flags:
-    `--read-only` changes nothing anywhere; `--allow-mutations` (with `--worker ID...` or
-    `--all-workers`) changes those workers of every target; without either, the suite changes
-    only the fakes it started itself, never a deployment of the user's."""
+    """The run's one answer to "may this call change this target's workers?": `--read-only`
+    changes nothing anywhere; a deployment of a targets file is changed only as its own table
+    allows (`allow_mutations` with `workers` or `all_workers`); elsewhere `--allow-mutations`
+    (with `--worker ID...` or `--all-workers`) changes those workers of every target, and
+    without it the suite changes only the fakes it started itself, never a deployment of the
+    user's."""
 
     read_only: bool = False
     granted: MutationPolicy = MutationPolicy()
+    own: Mapping[str, MutationPolicy] = field(default_factory=dict)
+    """Target id -> the policy of a deployment that says its own (a targets file's table)."""
 
     @classmethod
-    def from_config(cls, config: RunConfig) -> MutationRule:
-        return cls(read_only=config.read_only, granted=MutationPolicy.from_config(config))
+    def from_config(
+        cls, config: RunConfig, deployments: Iterable[Deployment] | None = None
+    ) -> MutationRule:
+        """From the flags and the deployments of the targets file (read from `config` when
+        not given)."""
+        found = config.deployments() if deployments is None else deployments
+        own = {d.target_id: MutationPolicy.of(d) for d in found if d.naming.file}
+        return cls(read_only=config.read_only, granted=MutationPolicy.from_config(config), own=own)
 
-    def for_target(self, kind: str) -> MutationPolicy:
-        """The policy for a target of `kind` (`Target.kind`: "fake" for our own fakes)."""
+    def for_target(self, kind: str, target_id: str = "") -> MutationPolicy:
+        """The policy for target `target_id` of `kind` (`Target.kind`: "fake" for our own
+        fakes)."""
         if self.read_only:
             return MutationPolicy()
+        if target_id in self.own:
+            return self.own[target_id]
         if self.granted.allowed or kind != "fake":
             return self.granted
         return MutationPolicy(allowed=True)

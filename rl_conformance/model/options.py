@@ -140,6 +140,15 @@ CREDENTIAL_FLAGS = tuple(option.flag for option in CREDENTIAL_OPTIONS)
 
 
 OPTIONS: tuple[Option, ...] = (
+    Option(
+        "targets",
+        "--targets",
+        "a TOML file of deployments to test by URL, one table per deployment: its name is the "
+        "deployment's column, its keys the deployment flags' names (frontend, rl_url, backend, "
+        "token_env, allow_mutations, workers, update_model_paths, ...; docs/DEPLOYMENTS.md)",
+        metavar="FILE",
+        path=True,
+    ),
     Option("frontend", "--frontend", "frontend URL of an external deployment", metavar="URL"),
     Option("rl_url", "--rl-url", "RL discovery listener URL", metavar="URL"),
     Option("backend", "--backend", "backend of the external deployment", choices=BACKENDS),
@@ -458,6 +467,28 @@ OPTIONS: tuple[Option, ...] = (
         kind="flag",
     ),
 )
+
+
+DEPLOYMENT_OPTIONS: tuple[str, ...] = (
+    "frontend",
+    "rl_url",
+    "backend",
+    "model",
+    "dynamo_release",
+    "worker_url",
+    *(option.name for option in CREDENTIAL_OPTIONS),
+    "request_trace",
+    "eos_token_id",
+    "allow_mutations",
+    "worker",
+    "all_workers",
+    "update_model_path",
+    "reference_checkpoint",
+    "weight_transfer",
+)
+"""The options that describe one deployment given by URL (`model/deployment.py`): the flags
+give one, each table of a `--targets` file another."""
+BY_NAME: dict[str, Option] = {option.name: option for option in OPTIONS}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

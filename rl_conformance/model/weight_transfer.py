@@ -75,13 +75,15 @@ def parse_weight_transfer(document: Any, source: str) -> WeightTransfer:
     return WeightTransfer(init_info, tuple(updates))
 
 
-def load_weight_transfer(path: str) -> WeightTransfer:
+def load_weight_transfer(path: str, given_by: str = "--weight-transfer") -> WeightTransfer:
+    """The transfer the file at `path` describes; `given_by` names the flag (or the targets
+    file's key) in messages."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
-        raise ConfigurationError(f"--weight-transfer {path}: cannot be read: {exc}") from exc
+        raise ConfigurationError(f"{given_by} {path}: cannot be read: {exc}") from exc
     try:
         document = json.loads(text)
     except ValueError as exc:
-        raise ConfigurationError(f"--weight-transfer {path}: not JSON: {exc}") from exc
-    return parse_weight_transfer(document, f"--weight-transfer {path}")
+        raise ConfigurationError(f"{given_by} {path}: not JSON: {exc}") from exc
+    return parse_weight_transfer(document, f"{given_by} {path}")

@@ -33,10 +33,14 @@ from .state import RunState, state_of
 
 PLANNED: pytest.StashKey[PlannedTest] = pytest.StashKey()
 FEWER_EXAMPLES_PROFILE = "rl-conformance-run-fewer-examples"
-REFUSAL = (
-    f"{MutationPolicy().describe()}: a mutating test is stopped before its first generation "
-    "request (use --allow-mutations with --worker ID or --all-workers)"
-)
+
+
+def refusal(policy: MutationPolicy) -> str:
+    """Why a mutating test of a target the run may not change sends no generation request."""
+    return (
+        f"{policy.describe()}: a mutating test is stopped before its first generation request "
+        f"(use {policy.how})"
+    )
 
 
 def plan(items: Sequence[pytest.Item], run_plan: RunPlan) -> list[PlannedTest]:
@@ -94,7 +98,7 @@ def _refusing(state: RunState, planned: PlannedTest | None) -> Iterator[None]:
     if planned is None or not planned.read_only or client is None:
         yield
         return
-    client.refusal = REFUSAL
+    client.refusal = refusal(state.run.policy_of(planned.target_id))
     try:
         yield
     finally:

@@ -369,7 +369,7 @@ class ConformanceRun:
         state.current_target = target_of(item)
         client = state.client
         if client is not None:
-            client.target_id = state.current_target
+            state.aim(client)
             state.new_attempt_identity()
         # without a client yet, the test's tape is the one the client starts when it is made
         self._tapes[item.nodeid] = client.new_tape() if client is not None else None

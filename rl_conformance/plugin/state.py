@@ -77,18 +77,19 @@ class RunState:
 
     def policy_for(self, target: Target) -> MutationPolicy:
         """What the run may change on `target` (the plan's one mutation rule)."""
-        return self.run.policy_for(target.kind)
+        return self.run.policy_for(target.kind, target.id)
 
     def weights_for(self, target: Target) -> WeightSource:
         """One source per target for the whole run: consecutive updates alternate between the
         given checkpoints or transfers, and a worker's transfer engine is initialised once."""
         source = self.weight_sources.get(target.id)
         if source is None:
+            inputs = self.run.inputs_for(target.id)
             source = WeightSource(
                 self.policy_for(target),
                 target,
-                model_paths=self.config.update_model_path or target.update_model_paths,
-                transfers=self.config.weight_transfers(),
+                model_paths=inputs.update_model_path or target.update_model_paths,
+                transfers=inputs.weight_transfers(),
             )
             self.weight_sources[target.id] = source
         return source
@@ -100,10 +101,11 @@ class RunState:
         if found is None:
             from ..launchers.dynamo_python import find_dynamo_python
 
+            inputs = self.run.inputs_for(target.id)
             found = self.references[target.id] = ReferenceSource.build(
                 self.config.reference_python,
-                self.config.update_model_path or target.update_model_paths,
-                self.config.reference_checkpoint,
+                inputs.update_model_path or target.update_model_paths,
+                inputs.reference_checkpoint,
                 fallback_python=find_dynamo_python(vllm=True) or find_dynamo_python(sglang=True),
                 probe=target.probe,
             )
@@ -114,11 +116,17 @@ class RunState:
             self.client = CountingClient(
                 deadline_s=self.config.deadline,
                 budget=self.config.budget_generations,
-                credentials=self.run.credentials,
                 network=self.run.network,
             )
-        self.client.target_id = self.current_target
+        self.aim(self.client)
         return self.client
+
+    def aim(self, client: CountingClient) -> None:
+        """Point the client at the target of the test now running: its generations are counted
+        against it, and its requests carry that deployment's credentials (none for one the run
+        started)."""
+        client.target_id = self.current_target
+        client.credentials = self.run.credentials_for(self.current_target)
 
 
 STATE: pytest.StashKey[RunState] = pytest.StashKey()

@@ -247,6 +247,7 @@ def test_path_flags_are_resolved_against_the_working_directory_when_parsed(
     monkeypatch.chdir(tmp_path)
     flags = {option.flag for option in OPTIONS if option.path}
     assert flags == {
+        "--targets",
         "--dynamo-python",
         "--reference-python",
         "--update-model-path",

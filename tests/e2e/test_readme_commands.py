@@ -72,6 +72,10 @@ class Run:
     status: int = 0
     timeout: float = 420
     writes: tuple[str, ...] = ()
+    fleets: bool = False
+    """Run it in a directory holding the documented targets file (`FLEETS_DOC`), its URLs and
+    worker id those of two fake fleets started for it, the SGLang one asking for the token its
+    table names."""
 
 
 QUICK_START = "rl-conformance run"
@@ -79,7 +83,16 @@ HOST_RUN = (
     "rl-conformance run --frontend http://HOST:8000 --rl-url http://HOST:8001 --backend vllm "
 )
 
+FLEETS_DOC = ROOT / "docs" / "DEPLOYMENTS.md"
+FLEET_TOKEN = "documented-fleet-token-4e2a9c"
+
 RUN: dict[str, Run] = {
+    "rl-conformance run --targets fleets.toml": Run(
+        "a vLLM and an SGLang fake fleet by URL, the documented fleets.toml pointed at them and "
+        "its token variable set: one matrix with both columns",
+        fleets=True,
+        writes=("conformance-report/matrix.json", "conformance-report/bundle.json"),
+    ),
     QUICK_START: Run(
         "the four fakes, once (~1-2 min on the loaded 2-core CI machine); exit 0 means no cell "
         "failed or errored",
@@ -316,12 +329,14 @@ def environment() -> dict[str, str]:
     return env
 
 
-def shell(command: str, cwd: Path, timeout: float) -> subprocess.CompletedProcess[str]:
+def shell(
+    command: str, cwd: Path, timeout: float, extra: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         command,
         shell=True,
         cwd=cwd,
-        env=environment(),
+        env={**environment(), **(extra or {})},
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -339,6 +354,39 @@ def deployment() -> Iterator[FakeDeployment]:
     checkpoint, so a second run on the same fleet would see two policies."""
     with FakeDeployment("vllm", workers=2) as fleet:
         yield fleet
+
+
+def documented_targets() -> str:
+    """The targets file the guide shows (its ```toml block)."""
+    blocks = re.findall(r"^```toml\n(.*?)^```", FLEETS_DOC.read_text(), re.MULTILINE | re.DOTALL)
+    assert len(blocks) == 1, f"{FLEETS_DOC.name}: expected one ```toml block"
+    return str(blocks[0])
+
+
+@pytest.fixture
+def documented_fleets(tmp_path: Path) -> Iterator[None]:
+    """The documented fleets.toml in the test's directory, aimed at two fake fleets."""
+    from fake_backends.deployment.credentials import RequiredCredentials
+
+    token = f"Authorization: Bearer {FLEET_TOKEN}"
+    asks = RequiredCredentials.parse([f"frontend={token}", f"rl={token}"])
+    with (
+        FakeDeployment("vllm", workers=2) as vllm,
+        FakeDeployment("sglang", workers=1, credentials=asks) as sglang,
+    ):
+        text = documented_targets()
+        for documented, served in {
+            "http://vllm.fleet.example:8000": vllm.frontend_url,
+            "http://vllm.fleet.example:8001": vllm.rl_url,
+            "http://sglang.fleet.example:8000": sglang.frontend_url,
+            "http://sglang.fleet.example:8001": sglang.rl_url,
+            "http://sglang-worker-0.fleet.example:9090": sglang.workers[0]["system_url"],
+            "7587886443219045121": str(vllm.workers[0]["instance_id"]),
+        }.items():
+            assert documented in text, f"the documented fleets.toml no longer has {documented}"
+            text = text.replace(documented, served)
+        (tmp_path / "fleets.toml").write_text(text)
+        yield
 
 
 @pytest.fixture(scope="module")
@@ -400,11 +448,14 @@ def test_documented_command_runs_verbatim(
         if how.checkout:
             (directory / "examples").symlink_to(ROOT / "examples", target_is_directory=True)
         runnable = command
+        if how.fleets:
+            request.getfixturevalue("documented_fleets")
         if how.deployment:
             runnable = substitute(command, request.getfixturevalue("deployment"), directory)
         else:
             assert not any(PLACEHOLDER.search(token) for token in shlex.split(command)), command
-        done = shell(runnable, directory, how.timeout)
+        extra = {"SGLANG_TOKEN": FLEET_TOKEN} if how.fleets else {}
+        done = shell(runnable, directory, how.timeout, extra)
     assert done.returncode == how.status, said(done)
     missing = [path for path in how.writes if not (directory / path).is_file()]
     assert not missing, f"{command!r} did not write {missing}\n{said(done)}"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rl_conformance.errors import ConfigurationError
-from rl_conformance.launchers.plan import plan_targets
+from rl_conformance.launchers.columns import plan_targets
 from rl_conformance.launchers.run_plan import plan_run
 from rl_conformance.model.config import RunConfig
 from rl_conformance.plugin.runner import parallel_jobs

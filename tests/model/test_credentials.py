@@ -214,7 +214,6 @@ SECRET = "typed-secret-value-42"
             ["--worker-url", f"http://{SECRET}@10.0.0.7:9090"],
             "--admin-header 'Authorization: Basic ...'",
         ),
-        (["--admin-header", f"X-A: {SECRET}", "--fake", "vllm"], "test the deployment at"),
     ],
 )
 def test_a_mistake_is_refused_naming_the_flag_never_the_value(argv: list[str], says: str) -> None:
@@ -222,6 +221,17 @@ def test_a_mistake_is_refused_naming_the_flag_never_the_value(argv: list[str], s
         config(*argv)
     assert says in str(refused.value)
     assert SECRET not in str(refused.value)
+
+
+def test_admin_credentials_go_to_their_deployment_alone_beside_a_fake() -> None:
+    """Credentials are per deployment: a run that also tests a fake sends it none."""
+    from rl_conformance.launchers.run_plan import plan_run
+
+    plan = plan_run(config("--admin-header", f"X-A: {SECRET}", "--fake", "vllm"))
+    assert headers(plan.credentials_for("external-vllm"), "http://10.0.0.7:9090/x") == {
+        "X-A": SECRET
+    }
+    assert headers(plan.credentials_for("fake-vllm"), "http://10.0.0.7:9090/x") == {}
 
 
 def test_credentials_need_the_deployment_they_belong_to() -> None:
@@ -246,3 +256,25 @@ def test_the_pytest_options_rebuild_the_same_credentials(monkeypatch: pytest.Mon
     at = arguments.index("--rl-frontend-token-env")
     assert arguments[at : at + 2] == ["--rl-frontend-token-env", "DYNAMO_TOKEN"]
     assert "--rl-header" in arguments and TOKEN not in arguments
+
+
+def test_a_value_may_name_the_variable_that_holds_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`${VAR}` in a header's value or a secret query parameter's is read from the environment
+    and recorded as itself, so a reproducer replays it; a variable not set is named."""
+    monkeypatch.setenv("API_KEY", "api-key-from-env-2468")
+    monkeypatch.setenv("GW_KEY", "gw-key-from-env-1357")
+    credentials = config(
+        "--header",
+        "X-Api-Key: ${API_KEY}",
+        "--rl-url",
+        f"{RL}/?key=${{GW_KEY}}",
+        "--secret-query-param",
+        "key",
+    ).credentials()
+    assert headers(credentials, f"{FRONT}/v1/models") == {"X-Api-Key": "api-key-from-env-2468"}
+    assert shown(credentials, f"{FRONT}/v1/models") == {"X-Api-Key": "${API_KEY}"}
+    applied = credentials.apply(f"{RL}/v1/rl/workers")
+    assert "key=gw-key-from-env-1357" in applied.url and "key=${GW_KEY}" in applied.recorded_url
+    assert REDACTOR.redact("api-key-from-env-2468") == "$API_KEY"
+    with pytest.raises(ConfigurationError, match="the variable NOT_SET_ANYWHERE_42 is not set"):
+        config("--header", "X-A: ${NOT_SET_ANYWHERE_42}")
