@@ -70,9 +70,9 @@ def test_each_pause_mode_does_to_a_stream_in_flight_what_it_names(
     """A long stream in flight when a pause is sent in each of the family's modes, watched while
     paused for `WATCH_FACTOR` times the worker's unpaused first-token time, and judged by what
     the engine did, whatever the link between the suite and the frontend: `abort` cut it short,
-    saying so; `wait` answered only once its worker had generated it to its length; `keep`/
-    `in_place`/`retract` held it (its end never read before the resume) and ran it to its length
-    after; in every mode the worker generated nothing while paused, by its own counters. A
+    saying so; `wait` answered only once its worker had generated it to its length;
+    `keep`/`in_place`/`retract` held it (its end never read before the resume) and ran it to its
+    length after; in every mode the worker generated nothing while paused, by its own counters. A
     worker that accepts a mode and applies another (a wrapper that never forwards it) fails; a
     stream its worker had generated to its end before the pause could take hold proves
     nothing."""
