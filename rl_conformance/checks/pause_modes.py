@@ -97,7 +97,7 @@ class Generated:
         cost = self.cost(tokens)
         if self.unit == TOKENS:
             return grew
-        return None if cost is None else grew / (cost / tokens)
+        return None if cost is None or tokens <= 0 else grew / (cost / tokens)
 
     def describe(self, tokens: int) -> str:
         share = self.share_at_answer(tokens)

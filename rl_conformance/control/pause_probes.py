@@ -23,7 +23,7 @@ from ..checks import straddle, terminal
 from ..checks.pause_modes import AfterResume, Crossing, Generated
 from ..client.http import Client
 from ..model.target import Target
-from ..model.verdict import Verdict
+from ..model.verdict import Unobservable, Verdict
 from ..wire.exchange import Exchange
 from .admin import AdminClient, AdminWorker
 from .admin_steps import Routed, Selection, paused, routed_now
@@ -266,6 +266,11 @@ def _crossing(
     counters."""
     sent, answered, at_resume = marks
     ending = terminal.ending_from_fold(verdict.folded(stream.exchange))
+    if not stream.native and stream.mark().tokens == 0:
+        raise Unobservable(
+            f"the {stream.max_tokens}-token stream's {stream.progress.events} events name no "
+            "token (nvext.completion_token_ids): what it delivered at each step cannot be counted"
+        )
     return Crossing(
         mode=mode or "",
         max_tokens=stream.max_tokens,

@@ -334,3 +334,12 @@ def test_a_pause_counted_per_caller_fails_the_cycle() -> None:
     found = pause.pause_cycle_answered(answers, True, "held 5.0 s, served 0.01 s after a second")
     assert not found.passed
     assert "two pauses and one resume" in found.explain()
+
+
+def test_a_stream_that_named_no_token_prices_nothing() -> None:
+    """A worker counted in bytes prices a token from what the stream delivered; a stream that
+    named none gives no price, and nothing is said of what was generated while paused."""
+    counted_in_bytes = Generated("response bytes", 0, 4080, 4080, 9520, 40800)
+    assert counted_in_bytes.tokens_while_paused(0) is None
+    assert counted_in_bytes.tokens_while_paused(300) == 40
+    assert Generated(TOKENS, 0, 30, 30, 30, 300).share_at_answer(0) is None
