@@ -106,7 +106,7 @@ def test_an_invalid_pause_mode_is_refused_and_changes_nothing(
         if paused is None and not accepted:
             generating = meter.growing()
             probe.thread.start()
-            served = probe.await_first(hold_s, generating) is not None
+            served = probe.await_first(hold_s, generating, any_event=True) is not None
     finally:
         resume_all(rl_admin, chosen)
     if accepted:
@@ -259,7 +259,7 @@ def cycle(
         answers += call_each(family.resume, "the resume", must_succeed=True)
         generating = meter.growing()
         probe.thread.start()
-        served = probe.await_first(hold_s, generating) is not None
+        served = probe.await_first(hold_s, generating, any_event=True) is not None
         answers += call_each(family.resume, "a resume of the running worker", must_succeed=False)
         if not served:
             counted = held_until_resumed(probe, unpaused_s, hold_s)

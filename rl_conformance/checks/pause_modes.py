@@ -49,6 +49,11 @@ a step's tokens may still be on their way into them (32 at once on our fakes). A
 otherwise lands early in a stream far longer than any step takes (`control.inflight`)."""
 TOKENS = "generated tokens"
 """The unit of a worker's counters that count tokens (else they count response bytes)."""
+UNCOUNTED = (
+    "they could not be read (its system server's /metrics publishes neither "
+    "vllm:generation_tokens_total nor the generate endpoint's "
+    "dynamo_component_response_bytes_total, or did not answer)"
+)
 TOKENS_WHILE_PAUSED = 1.0
 """What a worker may generate while paused, in tokens' worth: less than one token is counting
 noise, never generation."""
@@ -187,9 +192,7 @@ def unjudged(crossing: Crossing) -> str | None:
     if finished is None:
         return (
             f"the stream ran to its length ({crossing.describe()}), and only its worker's "
-            "counters could tell whether that was before the pause took hold: its system "
-            "server's /metrics publishes neither vllm:generation_tokens_total nor the generate "
-            "endpoint's dynamo_component_response_bytes_total"
+            f"counters could tell whether that was before the pause took hold: {UNCOUNTED}"
         )
     if finished and effect != DRAINS:
         return (
@@ -216,8 +219,7 @@ def behaved_as(crossing: Crossing) -> tuple[str | None, str]:
     if finished is None:
         return None, (
             "the stream ran to its length, and only its worker's counters could tell whether "
-            "it was held: its system server's /metrics publishes none of them "
-            f"({evidence})"
+            f"it was held: {UNCOUNTED} ({evidence})"
         )
     return ("none" if crossing.ended_by_resume else "keep"), evidence
 

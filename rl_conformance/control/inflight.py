@@ -194,14 +194,20 @@ class InFlightStream:
         return mark
 
     def await_first(
-        self, seconds: float, generating: Callable[[], bool] | None = None
+        self,
+        seconds: float,
+        generating: Callable[[], bool] | None = None,
+        *,
+        any_event: bool = False,
     ) -> Literal["token", "counters"] | None:
-        """Wait up to `seconds` for the (started) stream's first token (an event, for a native
-        stream): "token" when it arrived, "counters" when `generating` (its worker's own
-        counters, read every `GENERATING_POLL_S`) first said the worker generates it, None when
-        the stream ended or the time ran out before either. Behind a slow link the first token
-        may arrive long after the engine made it; the worker's counters do not wait for it."""
-        wait = self.progress.wait_for_events if self.native else self.progress.wait_for_tokens
+        """Wait up to `seconds` for the (started) stream's first token (its first event, for a
+        native stream or with `any_event`): "token" when it arrived, "counters" when
+        `generating` (its worker's own counters, read every `GENERATING_POLL_S`) first said the
+        worker generates it, None when the stream ended or the time ran out before either.
+        Behind a slow link the first token may arrive long after the engine made it; the
+        worker's counters do not wait for it."""
+        by_events = self.native or any_event
+        wait = self.progress.wait_for_events if by_events else self.progress.wait_for_tokens
         ends = time.monotonic() + seconds
         while (left := ends - time.monotonic()) > 0:
             step = left if generating is None else min(left, GENERATING_POLL_S)
