@@ -29,6 +29,7 @@ from rl_conformance.control.inflight import FIRST_TOKEN_S, InFlightStream, first
 from rl_conformance.control.pause_probes import each_first_token_s
 from rl_conformance.control.refresh import pinned_generation
 from rl_conformance.control.weights import WeightSource
+from rl_conformance.control.worker_meter import WorkerMeter
 from rl_conformance.model.target import Target
 from rl_conformance.model.verdict import Verdict
 from rl_conformance.wire.exchange import Exchange
@@ -78,14 +79,17 @@ def test_an_invalid_pause_mode_is_refused_and_changes_nothing(
 ) -> None:
     """A pause in a mode the engine does not have is refused, naming the mode, and the worker
     keeps serving: read from the family's pause probe where it has one, else from a generation
-    sent after the refusal. A reply the family calls a success fails the rule at once. The
-    generation fails the rule only when it is held, with evidence no slow engine gives: nothing
-    for `HOLD_FACTOR` times the worker's unpaused first-token time (at least `HOLD_FLOOR_S`),
-    then its first token within `HELD_FACTOR` times that time of the resume. Slow on both sides
-    of the resume, it proves nothing (inconclusive)."""
+    sent after the refusal, served when its first token arrives or its worker's own counters
+    show it generating (a slow link may hold the token back; it cannot hold the counters). A
+    reply the family calls a success fails the rule at once. The generation fails the rule only
+    when it is held, with evidence no slow engine gives: nothing for `HOLD_FACTOR` times the
+    worker's unpaused first-token time (at least `HOLD_FLOOR_S`), then its first token within
+    `HELD_FACTOR` times that time of the resume. Slow on both sides of the resume, it proves
+    nothing (inconclusive)."""
     chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
     family, worker = chosen.family, chosen.workers[0]
     pinned = instance_of(chosen)
+    meter = WorkerMeter(rl_client, chosen.workers if pinned is None else [worker])
     unpaused_s = first_token_s(rl_verdict, rl_client, rl_target, PROMPT, pinned, PROBE_TOKENS)
     hold_s = max(HOLD_FLOOR_S, HOLD_FACTOR * unpaused_s)
     prompt_s = max(HELD_S, HELD_FACTOR * unpaused_s)
@@ -98,17 +102,18 @@ def test_an_invalid_pause_mode_is_refused_and_changes_nothing(
         # its scheduler fails an assertion and the worker exits): judged on the answer alone.
         accepted = pause.succeeded(family.name, family.pause, exchange.status, exchange.reply())
         paused = None if accepted else paused_now(rl_admin, worker, family)
+        served = False
         if paused is None and not accepted:
+            generating = meter.growing()
             probe.thread.start()
-            probe.progress.wait_for_events(1, hold_s)
-        before_resume = probe.progress.events
+            served = probe.await_first(hold_s, generating, any_event=True) is not None
     finally:
         resume_all(rl_admin, chosen)
     if accepted:
         serving = True
     elif paused is not None:
         serving = not paused
-    elif before_resume > 0:
+    elif served:
         serving = True
     else:
         resumed = time.monotonic()
@@ -164,7 +169,8 @@ def test_pauses_and_resumes_sent_twice_or_at_once_are_all_answered(
     first resume is served too: one that delivers nothing for `HOLD_FACTOR` times the worker's
     unpaused first-token time (at least `HOLD_FLOOR_S`) and then its first token within
     `HELD_FACTOR` times that time of the second resume was held by a pause counted per caller;
-    slow on both sides of the second resume, it proves nothing and is not judged. Each selected
+    slow on both sides of the second resume, it proves nothing and is not judged; it was served
+    when its first token arrived or its worker's own counters showed it generating. Each selected
     worker goes through its own cycle, all at once, its generations pinned to it; where no
     worker's identity is known, every step goes to them all and the generations are unpinned."""
     chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
@@ -223,6 +229,7 @@ def cycle(
         max_tokens=PROBE_TOKENS,
     )
     named = len(workers) > 1
+    meter = WorkerMeter(rl_client, workers if pin is None else [pin])
 
     def call_each(
         route: str, what: str, *, must_succeed: bool, times: int = 1
@@ -250,8 +257,9 @@ def cycle(
             family.pause, "a second pause of the paused worker", must_succeed=False
         )
         answers += call_each(family.resume, "the resume", must_succeed=True)
+        generating = meter.growing()
         probe.thread.start()
-        served = probe.progress.wait_for_events(1, hold_s)
+        served = probe.await_first(hold_s, generating, any_event=True) is not None
         answers += call_each(family.resume, "a resume of the running worker", must_succeed=False)
         if not served:
             counted = held_until_resumed(probe, unpaused_s, hold_s)

@@ -1,9 +1,9 @@
 """What each pause mode does to generation, judged by its effect and never by the pause's answer
-(`checks.pause_modes`): a stream in flight is cut by `abort`, finished before a `wait` answers,
-held by `keep`/`in_place` until the resume and continued after it; a request sent once a pause
-answered produces nothing before the resume, in every mode; and a generation sent right after a
-resume, the first after two pauses included, is served promptly. Each effect is judged on every
-selected worker (`control.each_worker`)."""
+nor by when tokens arrived (`checks.pause_modes`): a stream in flight is cut by `abort`, finished
+before a `wait` answers, held by `keep`/`in_place` until the resume and continued after it; a
+request sent once a pause answered produces nothing before the resume, in every mode; and a
+generation sent right after a resume, the first after two pauses included, is served promptly.
+Each effect is judged on every selected worker (`control.each_worker`)."""
 
 from __future__ import annotations
 
@@ -68,11 +68,14 @@ def test_each_pause_mode_does_to_a_stream_in_flight_what_it_names(
     mode_index: int,
 ) -> None:
     """A long stream in flight when a pause is sent in each of the family's modes, watched while
-    paused for `WATCH_FACTOR` times the worker's unpaused first-token time: `abort` has ended it,
-    short and saying it was cut, by then; `wait` answered only once it had run to its length;
-    `keep`/`in_place` delivered nothing after the answer and ran it to its length after the
-    resume. A worker that accepts a mode and applies another (a wrapper that never forwards it)
-    fails; a stream that ran to its end before the pause could take hold proves nothing."""
+    paused for `WATCH_FACTOR` times the worker's unpaused first-token time, and judged by what
+    the engine did, whatever the link between the suite and the frontend: `abort` cut it short,
+    saying so; `wait` answered only once its worker had generated it to its length;
+    `keep`/`in_place`/`retract` held it (its end never read before the resume) and ran it to its
+    length after; in every mode the worker generated nothing while paused, by its own counters. A
+    worker that accepts a mode and applies another (a wrapper that never forwards it) fails; a
+    stream its worker had generated to its end before the pause could take hold proves
+    nothing."""
     chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
     mode = mode_at(chosen.family, mode_index)
     unpaused_s = unpaused_first_token_s(rl_verdict, rl_client, rl_target, chosen)
@@ -83,16 +86,16 @@ def test_each_pause_mode_does_to_a_stream_in_flight_what_it_names(
         pause_mode_effect={
             "mode": mode,
             "unpaused_first_token_s": round(unpaused_s, 3),
-            "streams": {label(worker): crossing.describe() for worker, crossing in observed},
+            "streams": {label(worker): crossing.describe() for worker, crossing, _ in observed},
         }
     )
     unjudged = []
-    for worker, crossing in observed:
+    for worker, crossing, exchange in observed:
         why = pause_modes.unjudged(crossing)
         if why is not None:
             unjudged.append(f"on {label(worker)}: {why}")
             continue
-        rl_verdict.check(on_worker(pause_modes.pause_mode_effect(crossing), worker))
+        rl_verdict.check(on_worker(pause_modes.pause_mode_effect(crossing), worker), exchange)
     if unjudged:
         raise Unobservable("; ".join(unjudged))
     require_observed(chosen, f"what a {mode!r} pause does to a stream in flight")

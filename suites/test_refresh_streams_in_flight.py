@@ -16,9 +16,11 @@ from rl_conformance.checks.stream_fold import StreamFold
 from rl_conformance.client.http import Client
 from rl_conformance.control.admin import AdminClient, AdminWorker
 from rl_conformance.control.admin_steps import (
+    Routed,
     Selection,
     apply_update,
     paused,
+    routed_now,
     select,
     succeed_each,
     update_all,
@@ -29,6 +31,7 @@ from rl_conformance.control.inflight import InFlightStream, Mark, in_flight_budg
 from rl_conformance.control.pause_probes import ended_native_crossing, streams_to
 from rl_conformance.control.refresh_probes import PROMPT, in_flight
 from rl_conformance.control.weights import WeightSource
+from rl_conformance.control.worker_meter import WorkerMeter
 from rl_conformance.model.target import Target
 from rl_conformance.model.verdict import Verdict
 from rl_conformance.wire.exchange import Exchange
@@ -107,8 +110,9 @@ def test_a_sample_held_across_an_update_names_the_versions_of_its_tokens(
     rl_admin_workers: list[AdminWorker],
     rl_weights: WeightSource,
 ) -> None:
-    """A native SGLang stream on each selected worker is paused in place, its worker updated to
-    a new version, and resumed: the tokens before the update are the old policy's, the rest may
+    """A native SGLang stream on each selected worker is paused in place (once its first event
+    arrived or its worker's counters show it generating), its worker updated to a new version,
+    and resumed: the tokens before the update are the old policy's, the rest may
     be the new one's. The versions each event and span names must be true of that
     (`checks.straddle`); whether the straddle was shown is measured, since where the new
     version begins depends on the engine's pace."""
@@ -127,8 +131,18 @@ def test_a_sample_held_across_an_update_names_the_versions_of_its_tokens(
     budget = in_flight_budget(rl_client, rl_target, len(PROMPT))
     workers = pins(chosen)
     streams = streams_to(rl_client, rl_target, workers, PROMPT, budget, native=True)
+    meters = {
+        id(stream): WorkerMeter(rl_client, chosen.workers if worker is None else [worker])
+        for worker, stream in zip(workers, streams, strict=True)
+    }
     sent, before, version = across_update(
-        rl_verdict, rl_admin, rl_weights, chosen, mode, streams, native_first_token
+        rl_verdict,
+        rl_admin,
+        rl_weights,
+        chosen,
+        mode,
+        streams,
+        lambda stream: native_first_token(stream, meters[id(stream)].growing()),
     )
     measured: dict[str, Any] = {}
     unjudged: list[str] = []
@@ -158,10 +172,12 @@ def across_update(
 ) -> tuple[list[Mark], list[Mark], Any]:
     """Start `streams`, pause the chosen workers in `mode`, update them, resume, and let the
     streams end: each stream as it stood when started and once the pause answered, and the
-    version the update declared."""
+    version the update declared. The frontend's routing is read before the streams start, so
+    that the pause follows their first tokens at once, whatever the link."""
+    routed = Routed(routed_now(rl_admin, chosen.target))
     try:
         sent = [start(stream) for stream in streams]
-        with paused(rl_verdict, rl_admin, chosen, mode):
+        with paused(rl_verdict, rl_admin, chosen, mode, routed=routed):
             answered = [stream.mark() for stream in streams]
             version = update_all(rl_verdict, rl_admin, chosen, rl_weights)
     finally:
@@ -170,11 +186,11 @@ def across_update(
     return sent, answered, version
 
 
-def native_first_token(stream: InFlightStream) -> Mark:
-    """Start a native stream and wait for its first event; a route the deployment does not
-    serve says so."""
+def native_first_token(stream: InFlightStream, generating: Callable[[], bool] | None) -> Mark:
+    """Start a native stream and wait for its first event, or for its worker's counters to show
+    it generating (`generating`); a route the deployment does not serve says so."""
     try:
-        return stream.start_and_wait_first_token()
+        return stream.start_and_wait_first_token(None, generating)
     except Unobservable:
         stream.wait()
         refused = stream.result.get("exchange")

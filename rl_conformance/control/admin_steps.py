@@ -178,6 +178,13 @@ def judged(
     return parsed
 
 
+@dataclass(frozen=True)
+class Routed:
+    """The instances the frontend routed to before a pause (None: not observable there)."""
+
+    instances: set[int] | None
+
+
 @contextlib.contextmanager
 def paused(
     verdict: Verdict,
@@ -185,15 +192,23 @@ def paused(
     selection: Selection,
     mode: str | None = None,
     on_answer: Callable[[AdminWorker], None] | None = None,
+    body: dict[str, Any] | None = None,
+    routed: Routed | None = None,
 ) -> Iterator[None]:
     """Pause every selected worker (checked), run the body, and always resume them all: a
-    failing step never leaves a worker paused for the tests after it. A `wait` pause is answered
-    when the requests in flight have finished, so it is given as long as a stream is.
-    `on_answer` is called with each worker as soon as its own pause answered."""
+    failing step never leaves a worker paused for the tests after it. A `wait` pause, or one
+    whose `body` names no mode, may be answered only when the requests in flight have
+    finished, so it is given as long as a stream is. `on_answer` is called with each worker as
+    soon as its own pause answered; `body`, when given, is sent instead of the family's body
+    for `mode`. The frontend's routing is read first, to await the workers' rejoining after
+    the resume, unless `routed` was read before (a pause taken on streams in flight: behind a
+    slow link the read takes as long as the link does, and the pause would land that late)."""
     family = selection.family
-    body = family.pause_body(mode)
-    deadline = DRAIN_DEADLINE_S if mode == "wait" else None
-    routed = routed_now(admin, selection.target)
+    if body is None:
+        body = family.pause_body(mode)
+    deadline = DRAIN_DEADLINE_S if body.get("mode", "wait") == "wait" else None
+    if routed is None:
+        routed = Routed(routed_now(admin, selection.target))
     try:
         succeed_each(
             verdict, admin, selection.workers, family, family.pause, body, deadline, on_answer
@@ -204,7 +219,7 @@ def paused(
             admin.call_each(selection.workers, family.resume, {})
         raise
     succeed_each(verdict, admin, selection.workers, family, family.resume, {})
-    await_rejoin(admin, selection.target, routed, selection.pinned)
+    await_rejoin(admin, selection.target, routed.instances, selection.pinned)
 
 
 def routed_now(admin: AdminClient, target: Target | None) -> set[int] | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from rl_conformance.checks.pause_modes import Crossing
+from rl_conformance.checks.pause_modes import Crossing, Generated
 
 PROMPT = [901, 445, 1203]
 IDS = [3067, 3247, 2]
@@ -171,18 +171,17 @@ def json_paths(node: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
 
 def held_crossing(while_held: int) -> Crossing:
     """A 300-token stream a keep pause held at 30 tokens and that ran to its length after the
-    resume; `while_held`: tokens it delivered late in the watch, at its own pace."""
+    resume; `while_held`: tokens its worker generated while paused, by its own counters."""
     return Crossing(
         "keep",
         300,
         20,
         30,
         False,
-        30 + while_held,
+        30,
         False,
         300,
         True,
-        False,
         1,
-        while_held=while_held,
+        generated=Generated("generated tokens", 0, 30, 30, 30 + while_held, 300),
     )

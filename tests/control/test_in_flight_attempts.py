@@ -1,45 +1,50 @@
 """A pause sent to observe a stream in flight is sent only with streams still open: a set that a
 real engine ran to its end before the harness could act (its first token read late, the rest in
 the same burst) is replaced, up to `IN_FLIGHT_ATTEMPTS` sets, and the last set is paused
-whatever it holds (its crossing then says it ran to its end)."""
+whatever it holds (its crossing then says it ran to its end). Each stream is started with a way
+to tell from its worker's counters that it is being generated."""
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from rl_conformance.control import pause_probes
 from rl_conformance.control.inflight import EndedBeforeStep, Mark
+from rl_conformance.control.worker_meter import WorkerMeter
 
 
 class Stream:
     """What `crossings` reads of an `InFlightStream`: `ended_at_first` ends it before its first
-    token was read, `ended_at_pace` while it showed its pace."""
+    token was read, `ended_after_first` right after (while the set's other streams started)."""
 
-    def __init__(self, *, ended_at_first: bool = False, ended_at_pace: bool = False) -> None:
+    def __init__(self, *, ended_at_first: bool = False, ended_after_first: bool = False) -> None:
         self.ended_at_first = ended_at_first
-        self.ended_at_pace = ended_at_pace
+        self.ended_after_first = ended_after_first
         self.tokens = 0
         self.ended = False
         self.started = False
         self.waited = False
+        self.generating: Any = "never started"
+        self.exchange = None
 
-    def start_and_wait_first_token(self, verdict: Any) -> Mark:
+    def start_and_wait_first_token(self, verdict: Any, generating: Any = None) -> Mark:
         self.started = True
+        self.generating = generating
         self.tokens = 512 if self.ended_at_first else 3
         self.ended = self.ended_at_first
         if self.ended:
             raise EndedBeforeStep("ended before the control step could be sent")
-        return self.mark()
-
-    def show_pace(self) -> None:
-        if self.ended_at_pace:
+        mark = self.mark()
+        if self.ended_after_first:
             self.tokens, self.ended = 512, True
         else:
             self.tokens = 20
+        return mark
 
     def mark(self) -> Mark:
         return Mark(self.tokens, self.ended)
@@ -47,6 +52,19 @@ class Stream:
     def wait(self, seconds: float = 0.0) -> bool:
         self.waited = True
         return True
+
+
+class Meter(WorkerMeter):
+    """A worker's counters that grow by 10 at each read."""
+
+    def __init__(self, client: Any, workers: Any) -> None:
+        super().__init__(client, workers)
+        self.unit = "generated tokens"
+        self.reads = 0
+
+    def read(self) -> float:
+        self.reads += 1
+        return 10.0 * self.reads
 
 
 @pytest.fixture
@@ -70,32 +88,41 @@ def sets(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[list[Stream]]]:
     monkeypatch.setattr(pause_probes, "pins", lambda chosen: (None,))
     monkeypatch.setattr(pause_probes, "in_flight_budget", lambda *args: 512)
     monkeypatch.setattr(pause_probes, "wait_all", lambda streams, seconds: None)
+    monkeypatch.setattr(pause_probes, "WorkerMeter", Meter)
     monkeypatch.setattr(
-        pause_probes, "_crossing", lambda verdict, mode, stream, marks: [m.tokens for m in marks]
+        pause_probes,
+        "_crossing",
+        lambda verdict, mode, stream, marks, generated: [m.tokens for m in marks],
     )
     yield planned
     assert all(stream.waited for group in given for stream in group if stream.started)
 
 
 def cross() -> list[Any]:
-    found = pause_probes.crossings(None, None, None, None, None, "keep", [1], 1.0)  # type: ignore[arg-type]
-    return [crossing for _, crossing in found]
+    chosen = SimpleNamespace(workers=(), target=None)
+    found = pause_probes.crossings(None, None, None, None, chosen, "keep", [1], 1.0)  # type: ignore[arg-type]
+    return [crossing for _, crossing, _ in found]
 
 
 def test_a_set_that_ended_before_the_step_is_replaced_and_the_open_one_is_paused(
     sets: list[list[Stream]],
 ) -> None:
-    early, during_pace, open_one = Stream(ended_at_first=True), Stream(ended_at_pace=True), Stream()
-    sets += [[early], [during_pace], [open_one]]
+    early, after_first, open_one = (
+        Stream(ended_at_first=True),
+        Stream(ended_after_first=True),
+        Stream(),
+    )
+    sets += [[early], [after_first], [open_one]]
     crossing = cross()
-    assert crossing == [[20, 20, 20, 20]]  # sent with the open set: 20 tokens, not 512
-    assert early.waited and during_pace.waited and open_one.started
+    assert crossing == [[20, 20, 20]]  # sent with the open set: 20 tokens, not 512
+    assert early.waited and after_first.waited and open_one.started
+    assert callable(open_one.generating) and open_one.generating()  # its worker's counters grew
 
 
 def test_the_last_set_is_paused_whatever_it_holds(sets: list[list[Stream]]) -> None:
     assert pause_probes.IN_FLIGHT_ATTEMPTS == 3
-    sets += [[Stream(ended_at_pace=True)] for _ in range(3)]
-    assert cross() == [[512, 512, 512, 512]]  # the crossing says it ran to its end
+    sets += [[Stream(ended_after_first=True)] for _ in range(3)]
+    assert cross() == [[512, 512, 512]]  # the crossing says it ran to its end
 
 
 def test_a_set_ending_before_its_first_token_every_time_stays_unobservable(
@@ -115,7 +142,7 @@ def test_a_failure_is_never_retried(sets: list[list[Stream]]) -> None:
     replaced."""
     broken = Stream()
 
-    def fail(verdict: Any) -> Mark:
+    def fail(verdict: Any, generating: Any = None) -> Mark:
         broken.started = True
         raise Broke("the stream broke")
 
