@@ -340,7 +340,8 @@ def render_diff(result: MatrixDiff, markdown: bool = False) -> str:
     )
     causes = result.causes()
     if markdown:
-        lines += [f"## Matrix diff: {head}", "", *[f"**{line}**" for line in causes]]
+        lines += [*[f"**{line}**" for line in causes], *([""] if causes else [])]
+        lines += [f"## Matrix diff: {head}", ""]
     else:
         lines += [*causes, head]
     if result.not_run:
