@@ -5,8 +5,8 @@ GitHub workflow and the Kubernetes CronJob in deploy/ both call it).
 A baseline is only ever a comparable run: one that completed and reached every target. A run
 that did not (the preflight refused an input, a plane refused the credentials, the deployment
 did not answer, --run-timeout, SIGINT or SIGTERM cut it, or it wrote no matrix at all) is not
-comparable: it exits 3 with one line naming its cause, and never reports a regression of what
-it did not judge.
+comparable: its first line names the cause, nothing it did not judge is reported as a
+regression, and it exits 3 unless a cell it did judge regressed.
 
 - No comparable baseline yet (the first night, or a kept matrix that is not comparable): the
   first comparable night becomes the baseline whatever its outcomes (its failures are the known
