@@ -2,15 +2,21 @@
 kept matrix, and the rule for keeping the next one, in one place for every scheduler (the
 GitHub workflow and the Kubernetes CronJob in deploy/ both call it).
 
-- No matrix in REPORT_DIR: exit 1, nothing kept.
-- No baseline yet (the first night): this matrix becomes the baseline whatever its outcomes
-  (its failures are the known ones from then on), if the run completed and reached every target
-  (a target not reached, such as a deployment that refused the run's credentials, says nothing
-  to compare later nights with); exit with the run's own status, so known failures are reported
-  once.
-- Otherwise the two are compared as `diff` does; the new matrix replaces the baseline only when
-  the run completed, every target was reached and nothing regressed (a regression keeps being
-  reported every night until it is fixed). Exit as `diff` does."""
+A baseline is only ever a comparable run: one that completed and reached every target. A run
+that did not (the preflight refused an input, a plane refused the credentials, the deployment
+did not answer, --run-timeout, SIGINT or SIGTERM cut it, or it wrote no matrix at all) is not
+comparable: its first line names the cause, nothing it did not judge is reported as a
+regression, and it exits 3 unless a cell it did judge regressed.
+
+- No comparable baseline yet (the first night, or a kept matrix that is not comparable): the
+  first comparable night becomes the baseline whatever its outcomes (its failures are the known
+  ones from then on) and exits with the run's own status, so known failures are reported once.
+  A night that is not comparable keeps nothing and exits 3.
+- Otherwise the two are compared as `diff` does (a cut run's cells it reached are compared, the
+  others are not run); the new matrix replaces the baseline only when it is comparable and
+  nothing regressed (a regression keeps being reported every night until it is fixed). Exit as
+  `diff` does: 1 on a regression (or coverage lost, with --fail-on-coverage-loss), else 3 when
+  the night is not comparable, else 0."""
 
 from __future__ import annotations
 
@@ -21,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from ..model.baseline import diff_matrices, load_matrix, render_diff
-from ..model.exits import EXIT_FAILED
+from ..model.comparability import Comparability, of_matrix
+from ..model.exits import EXIT_FAILED, EXIT_UNREACHED
 
 BASELINE_FILE = "matrix.json"
 
@@ -50,52 +57,60 @@ def handle(args: argparse.Namespace) -> int:
     current = args.report / "matrix.json"
     kept = args.baseline / BASELINE_FILE
     if not current.is_file():
-        print(f"no matrix was written in {args.report}; the baseline is unchanged")
-        return EXIT_FAILED
+        print(
+            f"not comparable: no matrix was written in {args.report} (the run refused its "
+            f"command line or stopped before it began: see its output); the baseline is "
+            f"unchanged (exit {EXIT_UNREACHED})"
+        )
+        return EXIT_UNREACHED
     new = load_matrix(current)
-    if not kept.is_file():
-        return _first_night(new, current, kept)
-    result = diff_matrices(load_matrix(kept), new, fail_on_coverage_loss=args.fail_on_coverage_loss)
+    tonight = of_matrix(new)
+    old = load_matrix(kept) if kept.is_file() else None
+    if old is None or not of_matrix(old).comparable:
+        return _seed(new, tonight, current, kept, None if old is None else of_matrix(old))
+    result = diff_matrices(old, new, fail_on_coverage_loss=args.fail_on_coverage_loss)
     print(render_diff(result, markdown=args.markdown), end="")
-    if new.get("complete", True) and not result.not_comparable and not result.regressions:
+    if tonight.comparable and not result.regressions:
         _keep(current, kept)
         print(f"this matrix is the next baseline ({kept})")
+    elif not tonight.comparable:
+        print(f"the baseline is unchanged ({kept}): tonight is not comparable ({tonight.cause})")
     else:
-        print(f"the baseline is unchanged ({kept}): {_why_not_kept(new, result)}")
+        print(
+            f"the baseline is unchanged ({kept}): {len(result.regressions)} regression(s) stay "
+            "reported until fixed"
+        )
     return result.exit_status
 
 
-def _first_night(new: dict[str, Any], current: Path, kept: Path) -> int:
+def _seed(
+    new: dict[str, Any],
+    tonight: Comparability,
+    current: Path,
+    kept: Path,
+    stale: Comparability | None,
+) -> int:
+    """No comparable baseline: the first comparable night seeds it, whatever came before."""
+    before = (
+        "No baseline yet"
+        if stale is None
+        else f"The kept baseline ({kept}) is not comparable ({stale.sentence()})"
+    )
+    if not tonight.comparable:
+        print(
+            f"not comparable: NEW {tonight.sentence()}\n{before}, and tonight's run is not "
+            f"comparable: nothing kept (exit {EXIT_UNREACHED})."
+        )
+        return EXIT_UNREACHED
     status = int(new.get("exit_status", EXIT_FAILED))
     summary = new.get("summary") or {}
     failing = int(summary.get("fail", 0)) + int(summary.get("error", 0))
-    unreached = {t["id"]: t["unreached"] for t in new.get("targets", []) if t.get("unreached")}
-    if unreached:
-        target, cause = next(iter(sorted(unreached.items())))
-        print(
-            f"No baseline yet, and this run did not reach {target} ({cause}): nothing kept, "
-            f"nothing comparable (exit {status})."
-        )
-    elif new.get("complete", True):
-        _keep(current, kept)
-        print(
-            f"No baseline yet: this matrix is the baseline ({kept}); its {failing} fail or "
-            f"error cell(s) are known from now on and fail this night only (exit {status})."
-        )
-    else:
-        print(
-            f"No baseline yet, and this run is incomplete ({new.get('incomplete_reason')}): "
-            f"nothing kept (exit {status})."
-        )
+    _keep(current, kept)
+    print(
+        f"{before}: this matrix is the baseline ({kept}); its {failing} fail or error cell(s) "
+        f"are known from now on and fail this night only (exit {status})."
+    )
     return status
-
-
-def _why_not_kept(new: dict[str, Any], result: Any) -> str:
-    if not new.get("complete", True):
-        return f"the run is incomplete ({new.get('incomplete_reason')})"
-    if result.not_comparable:
-        return "a target was not reached: " + ", ".join(sorted(result.not_comparable))
-    return f"{len(result.regressions)} regression(s) stay reported until fixed"
 
 
 def _keep(current: Path, kept: Path) -> None:

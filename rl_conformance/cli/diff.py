@@ -1,11 +1,15 @@
 """`rl-conformance diff OLD.json NEW.json`: regressions (pass -> fail/error), fixes, newly
 failing cells, coverage lost (pass -> skipped/unsupported/not-advertised, or a passing cell gone
 with its capability or target), changed failure causes (fail -> fail with other failing checks
-or violated fields), new and removed capabilities and targets. A target either run never reached
-(`targets[].unreached`: it did not start, an input was wrong, its frontend did not answer) is
-"not comparable", with its cause, and none of its cells is compared. Exit 1 on a regression (and,
-with --fail-on-coverage-loss, on coverage lost), 3 when the only finding is a target not
-comparable, 2 on an unreadable file."""
+or violated fields), new and removed capabilities and targets.
+
+Only what both runs judged is compared. A run that is not comparable (`not_comparable` in its
+matrix: the preflight refused an input, a plane refused the credentials, a target was not
+reached, --run-timeout, SIGINT or SIGTERM cut it) is named in one line, first. A target either
+run never reached is not comparable and none of its cells is compared; the cells a cut run never
+reached are "not run", never regressions, while the cells it reached are compared. Exit 1 on a
+regression (and, with --fail-on-coverage-loss, on coverage lost), else 3 when either run is not
+comparable, else 0; 2 on an unreadable file."""
 
 from __future__ import annotations
 

@@ -7,16 +7,22 @@ Two moments, each before any verdict:
   a fault no fake of the run can have. A `ConfigurationError`: exit 2, one message naming the
   input and the fix.
 - `check_target(target, client, deadline_s)`, in the preflight, once a deployment given by URL
-  answers: what it shows of itself contradicts what the user said. A frontend that is not
-  Dynamo's (an HTML page, no `/v1/models`, a redirect), a `--model` it does not serve, a
-  `--backend` its discovery contradicts: `WrongInput`, so every test of the target reports
-  `error` with that one message. An `--rl-url` that is not Dynamo's RL listener (an HTML page,
-  no `/v1/rl/workers`, another product's discovery body): the listener's plane is refused in the
-  client's breaker with that message, so the tests that read it report `error` while the
-  frontend's are judged.
+  answers: what it shows of itself contradicts what the user said. A `--frontend` that is not
+  Dynamo's frontend (an HTML page, no `/v1/models`, a redirect; the RL listener given in its
+  place; the frontend with a path such as `/v1`, as OpenAI base URLs are written), an `--rl-url`
+  that is not Dynamo's RL listener (the frontend or its base URL given in its place, the
+  listener with a path, a web server, another product's discovery body), a `--model` it does
+  not serve, a `--backend` its discovery contradicts: `WrongInput`, one sentence naming the
+  input and the fix, so no test of the target runs and the run exits 2 (the preflight refused
+  it: `comparability.PREFLIGHT_REFUSED`). What the URLs answer was measured on the real Dynamo
+  1.6.1: its frontend answers a path it does not serve with 404 and a JSON body ("Route not
+  found"), its RL listener with 404 and an empty body.
 
-Only what the user gave is checked: a deployment the suite launched (our fakes, `--launch`) is
-the deployment, and what it answers is judged by the tests (a fake's fault is a failure).
+Only what the user gave is checked, and only an answer no faithful deployment gives is held
+against the user: a server error, a refusal (401/403, a client certificate refused) or a plane
+that does not answer is the deployment's, and a frontend that lists no model yet is one still
+starting (not reached). A deployment the suite launched (our fakes, `--launch`) is the
+deployment, and what it answers is judged by the tests (a fake's fault is a failure).
 """
 
 from __future__ import annotations
@@ -30,7 +36,8 @@ from urllib.parse import urlsplit
 from ..checks.discovery import foreign_listener, workers_of
 from ..client.breaker import origin
 from ..client.http import Client
-from ..errors import ConfigurationError, TransportError, WrongInput
+from ..errors import ConfigurationError, LaunchError, TransportError, WrongInput
+from ..model.comparability import NOT_AUTHORISED, NOT_REACHED, PREFLIGHT_REFUSED
 from ..model.config import RunConfig
 from ..model.deployment import FLAGS, Naming
 from ..model.matrix import Evidence
@@ -38,9 +45,11 @@ from ..model.options import FAKES
 from ..model.target import Target
 from ..wire.exchange import BodyNotJSON, Exchange, shorten
 from .fake import FLAVOURS
+from .refusals import AuthRefused
 
 FRONTEND_FIX = "give the URL of its OpenAI-compatible HTTP server, port 8000 by default"
 LISTENER_FIX = "give the listener's URL, port 8001 by default, or leave {} out"
+OWN_PORT = "give the RL listener's own URL: DYN_RL_PORT, port 8001 by default"
 NOT_SERVED_STATUSES = frozenset({404, 405, 501})
 """Statuses that say a route is not served at all (as opposed to a server error)."""
 BACKEND_ROUTES: dict[str, tuple[str, ...]] = {
@@ -122,58 +131,113 @@ def inapplicable_fault(name: str, applies_to: Iterable[str], fakes: Iterable[str
 
 def check_target(target: Target, client: Client, deadline_s: float, naming: Naming = FLAGS) -> None:
     """Compare what an external target shows with what the user said of it (see the module).
-    Raises `WrongInput` for the frontend, `--model` and `--backend`; refuses the RL listener's
-    plane for an `--rl-url` that is not Dynamo's RL listener. A plane that does not answer is
-    the preflight's, not an input's. `naming` names the inputs: the flags, or a targets
-    file's table and keys."""
+    Raises `WrongInput` for each input the deployment contradicts, `AuthRefused` for a client
+    certificate an ingress refused (a credential, as a 401 is), and `LaunchError` for a model a
+    frontend still starting does not list yet. A plane that does not answer is the preflight's,
+    not an input's. `naming` names the inputs: the flags, or a targets file's table and keys."""
     if target.kind != "external":
         return
     whole: list[tuple[str, Evidence]] = []
+    starting: str | None = None
+    swapped = False
     models = _get(client, target.url("/v1/models"), deadline_s)
     refused = certificate_refusal(models, client.network.trust.client_cert)
-    if models is not None and refused is not None:
-        message = f"--frontend {target.frontend_url}: {refused}"
-        raise WrongInput(message, (evidence("input.client_cert", message, models),))
+    if models is not None and refused is not None:  # a credential refused: not authorised
+        message = f"{naming.at('frontend')} {target.frontend_url}: {refused}"
+        raise AuthRefused(message, (evidence("input.client_cert", message, models),))
     if models is not None:
         why = frontend_problem(models)
         if why is not None:
-            message = (
-                f"{naming.at('frontend')} {target.frontend_url} is not a Dynamo frontend "
-                f"({FRONTEND_FIX}): {why}"
-            )
+            message, swapped = frontend_mistake(client, target, why, deadline_s, naming)
             whole.append((message, evidence("input.frontend", message, models)))
         elif models.status == 200:
             served = served_models(_json(models))
             why = model_problem(target.model, served, target.url("/v1/models"), naming)
-            if why is not None:
+            if why is not None and not served:
+                starting = why
+            elif why is not None:
                 whole.append((why, evidence("input.model", why, models)))
-    listener: tuple[str, Evidence] | None = None
-    if target.rl_url:
+    if target.rl_url and not swapped:
         listing = _get(client, target.rl("/v1/rl/workers"), deadline_s)
         why = listener_problem(listing) if listing is not None else None
         refused = certificate_refusal(listing, client.network.trust.client_cert)
         if listing is not None and refused is not None:
-            message = f"--rl-url {target.rl_url}: {refused}"
-            listener = (message, evidence("input.client_cert", message, listing))
-        elif listing is not None and why is not None:
-            if _answers_like_a_frontend(client, target.rl_url, deadline_s):
-                why += " (it lists models at /v1/models, as a frontend does: is it the frontend?)"
-            message = (
-                f"{naming.at('rl_url')} {target.rl_url} is not Dynamo's RL listener "
-                f"({LISTENER_FIX.format(naming.key('rl_url'))}): {why}"
-            )
-            listener = (message, evidence("input.rl_url", message, listing))
+            message = f"{naming.at('rl_url')} {target.rl_url}: {refused}"
+            raise AuthRefused(message, (evidence("input.client_cert", message, listing),))
+        if listing is not None and why is not None:
+            message = rl_url_mistake(client, target, why, deadline_s, naming)
+            whole.append((message, evidence("input.rl_url", message, listing)))
         elif listing is not None and listing.status == 200:
             why = backend_problem(target.backend, _json(listing), listing.request.url, naming)
             if why is not None:
                 whole.append((why, evidence("input.backend", why, listing)))
     if whole:
-        found = whole + ([listener] if listener else [])
-        raise WrongInput("; and ".join(m for m, _ in found), tuple(e for _, e in found))
-    if listener is not None:
-        message, item = listener
-        client.breaker.refuse(target.rl_url or "", message, (item,))
-        target.notes.append(f"plane down: {message}")
+        raise WrongInput("; and ".join(m for m, _ in whole), tuple(e for _, e in whole))
+    if starting is not None:
+        raise LaunchError(starting)
+
+
+def frontend_mistake(
+    client: Client, target: Target, why: str, deadline_s: float, naming: Naming = FLAGS
+) -> tuple[str, bool]:
+    """The sentence for a frontend URL that answered but is not a Dynamo frontend, naming what
+    it is when the deployment shows it (the frontend with a path, the RL listener, the two URLs
+    swapped), and whether the two URLs are swapped."""
+    url, base = target.frontend_url, origin(target.frontend_url)
+    at, key = naming.at("frontend"), naming.key("frontend")
+    if _has_path(url) and _is_frontend(client, base, deadline_s):
+        fix = f"give {key} {base}: the suite adds /v1/... itself"
+        return f"{at} {url} is the frontend with a path ({fix}): {why}", False
+    if _is_listener(client, url, deadline_s):
+        rl_url = target.rl_url
+        if rl_url and _is_frontend(client, origin(rl_url), deadline_s):
+            fix = f"give {key} {rl_url} {naming.key('rl_url')} {url}"
+            return (
+                f"{at} {url} is Dynamo's RL listener and {naming.key('rl_url')} {rl_url} the "
+                f"frontend: they are swapped ({fix}): {why}",
+                True,
+            )
+        fix = (
+            f"give the frontend's URL, port 8000 by default, and this one as {naming.key('rl_url')}"
+        )
+        return f"{at} {url} is Dynamo's RL listener, not its frontend ({fix}): {why}", False
+    return f"{at} {url} is not a Dynamo frontend ({FRONTEND_FIX}): {why}", False
+
+
+def rl_url_mistake(
+    client: Client, target: Target, why: str, deadline_s: float, naming: Naming = FLAGS
+) -> str:
+    """The sentence for an RL URL that answered but is not Dynamo's RL listener, naming what it
+    is when the deployment shows it: the listener with a path, the frontend's address or its
+    OpenAI base URL (`/v1`), another frontend."""
+    url = target.rl_url or ""
+    base = origin(url)
+    at = naming.at("rl_url")
+    if _has_path(url) and _is_listener(client, base, deadline_s):
+        fix = f"give {naming.key('rl_url')} {base}: the suite adds /v1/rl/workers itself"
+        return f"{at} {url} is the RL listener with a path ({fix}): {why}"
+    if base == origin(target.frontend_url):
+        what = "OpenAI base URL" if urlsplit(url).path.rstrip("/").endswith("/v1") else "address"
+        return f"{at} {url} is the frontend's {what}, not the RL listener's ({OWN_PORT}): {why}"
+    if _is_frontend(client, base, deadline_s):
+        return (
+            f"{at} {url} is a frontend: it lists models at /v1/models, as the RL listener does "
+            f"not ({OWN_PORT}): {why}"
+        )
+    return (
+        f"{at} {url} is not Dynamo's RL listener "
+        f"({LISTENER_FIX.format(naming.key('rl_url'))}): {why}"
+    )
+
+
+def unreached_kind(error: BaseException) -> str:
+    """What kind of cause a target's failure to start is (`comparability.TARGET_CAUSES`): an
+    input the preflight refused, credentials a plane refused, or a deployment not reached."""
+    if isinstance(error, AuthRefused):
+        return NOT_AUTHORISED
+    if isinstance(error, ConfigurationError):
+        return PREFLIGHT_REFUSED
+    return NOT_REACHED
 
 
 NOT_JSON = object()
@@ -368,6 +432,17 @@ def _get(client: Client, url: str, deadline_s: float) -> Exchange | None:
     return exchange if exchange.error is None else None
 
 
-def _answers_like_a_frontend(client: Client, url: str, deadline_s: float) -> bool:
-    models = _get(client, f"{origin(url)}/v1/models", deadline_s)
+def _is_frontend(client: Client, url: str, deadline_s: float) -> bool:
+    """Whether `url` lists models as a Dynamo frontend does."""
+    models = _get(client, f"{url.rstrip('/')}/v1/models", deadline_s)
     return models is not None and models.status == 200 and frontend_problem(models) is None
+
+
+def _is_listener(client: Client, url: str, deadline_s: float) -> bool:
+    """Whether `url` lists workers as Dynamo's RL listener does."""
+    listing = _get(client, f"{url.rstrip('/')}/v1/rl/workers", deadline_s)
+    return listing is not None and listing.status == 200 and listener_problem(listing) is None
+
+
+def _has_path(url: str) -> bool:
+    return bool(urlsplit(url).path.strip("/"))

@@ -17,6 +17,7 @@ from ..client.http import Client
 from ..client.refusals import CredentialsRefused
 from ..errors import ConfigurationError, LaunchError, TransportError, WrongInput
 from ..model import provenance
+from ..model.comparability import NOT_AUTHORISED
 from ..model.deployment import FLAGS, Naming
 from ..model.prompts import (
     REFUSAL_STATUSES,
@@ -30,8 +31,9 @@ from ..model.target import Launcher, Target
 from ..model.verdict import Inconclusive
 from ..wire.exchange import Exchange
 from . import FakeLauncher
-from .inputs import check_target
-from .refusals import AuthRefused, refuse
+from .inputs import check_target, unreached_kind
+from .refusals import refuse
+from .worker_ids import check_worker_ids
 
 LAUNCHER_SOURCE = "launcher (what it started, not read from the deployment)"
 STARTED_HERE = frozenset({"fake", "dynamo"})
@@ -57,6 +59,11 @@ class TargetPool:
     retired: dict[str, Target] = field(default_factory=dict)
     namings: dict[str, Naming] = field(default_factory=dict)
     """Target id -> how messages name its inputs (a targets file's table; the flags else)."""
+    kinds: dict[str, str] = field(default_factory=dict)
+    """Target id -> what kind of cause its failure is (`comparability.TARGET_CAUSES`)."""
+    named_workers: dict[str, frozenset[int]] = field(default_factory=dict)
+    """Target id -> the instance ids mutating calls may target there (`--worker`, a table's
+    `workers`), checked against what discovery lists (`worker_ids.check_worker_ids`)."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -75,17 +82,23 @@ class TargetPool:
                 raise self._failure(target_id)
             if target_id not in self.started:
                 refused_before = set(client.breaker.refusals())
+                naming = self.namings.get(target_id, FLAGS)
+                target: Target | None = None
                 try:
                     target = self.launchers[target_id].start()
                     for key in target.versions:
                         target.version_sources.setdefault(key, LAUNCHER_SOURCE)
                     reach(target, client)
                     preflight(target, client)
+                    if target.unreached:  # no test of a target not reached runs at all
+                        raise LaunchError(target.unreached.removeprefix(f"{target_id}: "))
                     deadline = min(PREFLIGHT_DEADLINE_S, client.deadline_s)
-                    check_target(target, client, deadline, self.namings.get(target_id, FLAGS))
+                    check_target(target, client, deadline, naming)
                     resolve_model(target, client)
                     took = preflight_generation(target, client)
                     workers = record_topology(target, client)
+                    named = self.named_workers.get(target_id, frozenset())
+                    check_worker_ids(target, client, workers, named, naming)
                     preflight_workers(target, client, workers)
                     record_prompt_space(target, client, took)
                     record_versions(target, client, workers)
@@ -100,11 +113,13 @@ class TargetPool:
                     )
                 except (LaunchError, ConfigurationError) as exc:
                     self.failures[target_id] = f"{target_id}: {exc}"
-                    if isinstance(exc, WrongInput | AuthRefused):  # reported as given
-                        if isinstance(exc, WrongInput):
-                            self.wrong_inputs[target_id] = exc.evidence
+                    if isinstance(exc, WrongInput):
+                        self.wrong_inputs[target_id] = exc.evidence
+                    self.kinds[target_id] = unreached_kind(exc)
+                    if target is not None:  # reported as given
                         target.notes.append(self.failures[target_id])
                         target.unreached = self.failures[target_id]
+                        target.unreached_kind = self.kinds[target_id]
                         self.retired[target_id] = target
                     raise self._failure(target_id) from exc
                 self.started[target_id] = target
@@ -131,6 +146,7 @@ class TargetPool:
                         frontend_url="",
                         notes=[note],
                         unreached=self.failures.get(target_id),
+                        unreached_kind=self.kinds.get(target_id),
                     )
                 )
         return found
@@ -160,6 +176,7 @@ class TargetPool:
                         # credentials refused mid-run (a token that expired): what the run
                         # judged after says nothing of the deployment
                         target.unreached = f"{target_id}: {error}"
+                        target.unreached_kind = NOT_AUTHORISED
                 client.breaker.clear()
             try:
                 launcher.stop()
@@ -209,8 +226,11 @@ def preflight(target: Target, client: Client) -> None:
             reason = f"preflight GET {url} ({plane}): {exchange.error}"
             client.breaker.trip(url, reason)
             target.notes.append(f"plane down: {origin(url)} is unavailable: {reason}")
-            if plane == "frontend":  # every test starts at the frontend
-                target.unreached = f"{target.id}: the frontend did not answer: {reason}"
+            given = plane == "RL listener" and target.kind == "external"
+            if (plane == "frontend" or given) and not target.unreached:
+                # every test starts at the frontend; an RL listener given by URL that does not
+                # answer is a wrong port or a listener not enabled as much as one that is down
+                target.unreached = f"{target.id}: the {plane} did not answer: {reason}"
 
 
 def preflight_workers(target: Target, client: Client, workers: list[dict[str, Any]]) -> None:

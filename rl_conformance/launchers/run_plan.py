@@ -80,7 +80,7 @@ def plan_run(config: RunConfig) -> RunPlan:
     check_config(config)
     network = network_of(config)
     deployments = config.deployments()
-    return RunPlan(
+    plan = RunPlan(
         config,
         plan_targets(config, deployments, network),
         MutationRule.from_config(config, deployments),
@@ -88,3 +88,8 @@ def plan_run(config: RunConfig) -> RunPlan:
         {d.target_id: d for d in deployments},
         network,
     )
+    for target_id in plan.pool.launchers:  # checked against discovery in the preflight
+        workers = plan.policy_of(target_id).workers
+        if workers:
+            plan.pool.named_workers[target_id] = frozenset(workers)
+    return plan

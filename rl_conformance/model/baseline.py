@@ -2,7 +2,11 @@
 fixed, what appeared or disappeared, what coverage was lost and which failures now fail for
 another reason. A nightly job keeps last night's `matrix.json` and fails on regressions (a cell
 that passed and now fails or errors), and with `--fail-on-coverage-loss` also on coverage lost (a
-cell that passed and is now skipped, unsupported, not advertised or gone)."""
+cell that passed and is now skipped, unsupported, not advertised or gone).
+
+Only what both runs judged is compared (`comparability`): a target either run did not reach is
+not comparable, none of its cells compared; a cell a cut run never reached is not run, neither a
+regression nor coverage lost, while the cells it did reach are compared as any other."""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigurationError
+from .comparability import COMPARABLE, Comparability, not_run, of_matrix
 from .exits import EXIT_FAILED, EXIT_OK, EXIT_UNREACHED
 
 FAILING = ("fail", "error")
@@ -65,18 +70,41 @@ class MatrixDiff:
     not_comparable: dict[str, str] = field(default_factory=dict)
     """Target -> why its cells are not compared: one of the runs never reached it
     (`targets[].unreached`), so its cells say nothing of the deployment."""
+    not_run: list[tuple[str, str]] = field(default_factory=list)
+    """(capability, target) of the cells a cut run (either) never reached: not compared."""
+    old_comparability: Comparability = COMPARABLE
+    new_comparability: Comparability = COMPARABLE
+    """Whether each run may be compared, and why not (`comparability.of_matrix`)."""
     old_incomplete: bool = False
     new_incomplete: bool = False
     fail_on_coverage_loss: bool = False
     """`--fail-on-coverage-loss`: coverage lost sets the exit status as a regression does."""
 
     @property
+    def comparable(self) -> bool:
+        """Both runs completed and reached every target: every cell was compared."""
+        return (
+            self.old_comparability.comparable
+            and self.new_comparability.comparable
+            and not self.not_comparable
+            and not self.not_run
+        )
+
+    @property
     def exit_status(self) -> int:
-        """1 on a regression (or coverage lost, when asked); else 3 (`exits.EXIT_UNREACHED`)
-        when a target could not be compared; else 0."""
+        """1 on a regression among the cells both runs judged (or coverage lost, when asked);
+        else 3 (`exits.EXIT_UNREACHED`) when either run is not comparable; else 0."""
         if self.regressions or (self.fail_on_coverage_loss and self.coverage_lost):
             return EXIT_FAILED
-        return EXIT_UNREACHED if self.not_comparable else EXIT_OK
+        return EXIT_OK if self.comparable else EXIT_UNREACHED
+
+    def causes(self) -> list[str]:
+        """One line per run that is not comparable, naming its cause."""
+        return [
+            f"not comparable: {side} {found.sentence()}"
+            for side, found in (("NEW", self.new_comparability), ("OLD", self.old_comparability))
+            if not found.comparable
+        ]
 
     def to_json(self) -> dict[str, Any]:
         def cells(items: list[CellChange] | list[CauseChange]) -> list[dict[str, Any]]:
@@ -94,6 +122,10 @@ class MatrixDiff:
             "new_targets": self.new_targets,
             "removed_targets": self.removed_targets,
             "not_comparable": self.not_comparable,
+            "not_run": [{"capability": c, "target": t} for c, t in self.not_run],
+            "comparable": self.comparable,
+            "old_not_comparable": self.old_comparability.to_json(),
+            "new_not_comparable": self.new_comparability.to_json(),
             "old_incomplete": self.old_incomplete,
             "new_incomplete": self.new_incomplete,
             "fail_on_coverage_loss": self.fail_on_coverage_loss,
@@ -137,8 +169,13 @@ def column(document: dict[str, Any], target_id: str, shown_as: str) -> dict[str,
         for row in document["capabilities"]
         if target_id in (row.get("cells") or {})
     ]
+    reduced = {
+        key: value
+        for key, value in document.items()
+        if key not in ("comparable", "not_comparable")  # said of every column: judged again
+    }
     return {
-        **document,
+        **reduced,
         "targets": [{**targets[0], "id": shown_as}],
         "capabilities": rows,
     }
@@ -171,6 +208,14 @@ def failure_cause(cell: dict[str, Any]) -> tuple[list[str], list[str]]:
     return sorted(checks), sorted(fields)
 
 
+def _not_run(
+    before: dict[tuple[str, str], dict[str, Any]],
+    after: dict[tuple[str, str], dict[str, Any]],
+    key: tuple[str, str],
+) -> bool:
+    return any(key in cells and not_run(cells[key]) for cells in (before, after))
+
+
 def _removal(key: tuple[str, str], new_rows: set[str], new_targets: set[str]) -> str:
     capability, target = key
     if capability not in new_rows:
@@ -184,6 +229,8 @@ def diff_matrices(
     old: dict[str, Any], new: dict[str, Any], fail_on_coverage_loss: bool = False
 ) -> MatrixDiff:
     result = MatrixDiff(
+        old_comparability=of_matrix(old),
+        new_comparability=of_matrix(new),
         old_incomplete=not old.get("complete", True),
         new_incomplete=not new.get("complete", True),
         fail_on_coverage_loss=fail_on_coverage_loss,
@@ -207,6 +254,10 @@ def diff_matrices(
         after.pop(key, None)
     for key in [key for key in after if key[1] in result.not_comparable]:
         after.pop(key)
+    for key in sorted(key for key in before.keys() | after.keys() if _not_run(before, after, key)):
+        result.not_run.append(key)
+        before.pop(key, None)
+        after.pop(key, None)
     for key in sorted(before.keys() - after.keys()):
         if before[key]["outcome"] == PASS:
             why = _removal(key, new_rows, new_targets)
@@ -292,18 +343,27 @@ def render_diff(result: MatrixDiff, markdown: bool = False) -> str:
         f"{len(result.changed_causes)} changed failure cause(s), "
         f"{len(result.other_changes)} other change(s)"
     )
-    lines += [f"## Matrix diff: {head}" if markdown else head, ""]
-    section(
-        "Not comparable",
-        [f"{code}{target}{code}: {why}" for target, why in sorted(result.not_comparable.items())],
-    )
-    if result.old_incomplete or result.new_incomplete:
-        which = " and ".join(
-            name
-            for name, flag in (("OLD", result.old_incomplete), ("NEW", result.new_incomplete))
-            if flag
+    causes = result.causes()
+    if markdown:
+        lines += [*[f"**{line}**" for line in causes], *([""] if causes else [])]
+        lines += [f"## Matrix diff: {head}", ""]
+    else:
+        lines += [*causes, head]
+    if result.not_run:
+        lines.append(
+            f"{len(result.not_run)} cell(s) not run: a cut run never reached them (not compared; "
+            "the cells it reached are)"
         )
-        lines += [f"note: {which} is an incomplete run; cells it did not reach are errors", ""]
+    lines.append("")
+    said = " ".join(causes)
+    section(  # each target not reached, unless the cause line above already named it
+        "Not comparable",
+        [
+            f"{code}{target}{code}: {why}"
+            for target, why in sorted(result.not_comparable.items())
+            if " ".join(why.split(": ", 1)[-1].split()) not in said
+        ],
+    )
     section("Regressions", [cell(c) for c in result.regressions])
     section("Newly failing (never passed before)", [cell(c) for c in result.newly_failing])
     lost = "Coverage lost: passed before, no longer shown to pass"

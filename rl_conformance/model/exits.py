@@ -15,7 +15,8 @@ EXIT_TERMINATED = 143
 MEANINGS: dict[int, str] = {
     EXIT_OK: "no cell is fail or error",
     EXIT_FAILED: "a cell is fail or error on a target the run reached",
-    EXIT_USAGE: "a wrong command or input, found before anything started",
+    EXIT_USAGE: "a wrong command or input, found before anything started or by the preflight "
+    "before any test (its cause is printed once, above)",
     EXIT_UNREACHED: "a target was not reached (its cause is printed once, above); nothing it "
     "was judged on failed",
     EXIT_TIMEOUT: "--run-timeout stopped the run; the matrix is incomplete",

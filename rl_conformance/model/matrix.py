@@ -26,7 +26,7 @@ from typing import Any
 
 from ..version import __version__
 from ..wire.exchange import to_jsonable
-from . import exits
+from . import comparability, exits
 from .capabilities import Capability, Support
 from .releases import SURFACES, Surface, missing_in
 from .target import Target
@@ -190,6 +190,8 @@ class Cell:
     tests: list[dict[str, Any]]
     evidence: list[Evidence]
     duration_s: float
+    not_run: bool = False
+    """A cut run never reached this cell: no test of it ran (`comparability.not_run`)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -201,6 +203,7 @@ class Cell:
             "tests": self.tests,
             "evidence": [item.to_json() for item in self.evidence],
             "duration_s": round(self.duration_s, 4),
+            **({"not_run": True} if self.not_run else {}),
         }
 
 
@@ -406,25 +409,40 @@ class Matrix:
 
     @property
     def exit_status(self) -> int:
-        """0 if and only if the run completed and no cell is fail or error (`exit_rule`: the
-        outcomes that count, the targets that do not, and any further problem). A run that
-        stopped says how (`exits.for_stop`); one whose only failing cells belong to targets it
-        never reached is `EXIT_UNREACHED`, not a deployment's failure."""
+        """0 if and only if the run completed, reached every target and no cell is fail or
+        error (`exit_rule`: the outcomes that count, the targets that do not, and any further
+        problem). A run that stopped says how (`exits.for_stop`); one whose preflight refused an
+        input is `EXIT_USAGE` (the command is to be fixed); one whose only failing cells belong
+        to targets it never reached is `EXIT_UNREACHED`, not a deployment's failure."""
         rule = self.exit_rule
         if not self.run.complete:
             return exits.for_stop(self.run.incomplete_reason)
         if rule.problems:
             return exits.EXIT_FAILED
-        unreached = {target.id for target in self.targets if target.unreached}
+        unreached = {
+            target.id: comparability.target_cause(target.describe())
+            for target in self.targets
+            if target.unreached and target.id not in rule.exempt
+        }
+        if comparability.PREFLIGHT_REFUSED in unreached.values():
+            return exits.EXIT_USAGE
         failing = {
             target_id
             for row in self.rows
             for target_id, cell in row.cells.items()
             if target_id not in rule.exempt and cell.outcome in rule.failing
         }
-        if failing - unreached:
+        if failing - set(unreached):
             return exits.EXIT_FAILED
-        return exits.EXIT_UNREACHED if failing else exits.EXIT_OK
+        return exits.EXIT_UNREACHED if unreached else exits.EXIT_OK
+
+    def judged_comparability(self) -> comparability.Comparability:
+        """Whether this matrix can be compared with another, and why not."""
+        return comparability.judge(
+            self.run.complete,
+            self.run.incomplete_reason,
+            [target.describe() for target in self.targets],
+        )
 
     def cell(self, capability_id: str, target_id: str) -> Cell:
         row = next(row for row in self.rows if row.capability.id == capability_id)
@@ -441,6 +459,10 @@ class Matrix:
             document["incomplete_reason"] = run.incomplete_reason
         if run.warnings:
             document["warnings"] = list(run.warnings)
+        judged = self.judged_comparability()
+        document["comparable"] = judged.comparable
+        if not judged.comparable:
+            document["not_comparable"] = judged.to_json()
         document.update(
             {
                 "started_at": _iso(run.started_at),
@@ -498,7 +520,9 @@ def build_matrix(
             found = grouped.get((capability.id, target.id), [])
             cell = build_cell(capability, target, found)
             if not run.complete and not found:
-                cell.reason = f"not reached: {run.incomplete_reason or 'the run was interrupted'}"
+                why = run.incomplete_reason or "the run was interrupted"
+                cell.reason = f"{comparability.NOT_RUN_PREFIX}{why}"
+                cell.not_run = True
             cells[target.id] = cell
         rows.append(Row(capability, cells))
     generations: Counter[str] = Counter()

@@ -25,6 +25,8 @@ class MutationPolicy:
     scope: str = "run"
     """What a read-only policy covers, as `describe` says it: the run (its flags), or one
     deployment (a targets file's table)."""
+    widen: str = "add --worker with its id, or use --all-workers"
+    """What allows mutations on a worker where they are allowed on others only."""
 
     @classmethod
     def from_config(cls, config: RunConfig) -> MutationPolicy:
@@ -36,12 +38,19 @@ class MutationPolicy:
     def of(cls, deployment: Deployment) -> MutationPolicy:
         """What a deployment's own options allow (`allow_mutations` with `workers` or
         `all_workers`, checked by `Deployment.check`)."""
-        how = deployment.naming.allow_mutations
-        scope = "deployment" if deployment.naming.file else "run"
+        naming = deployment.naming
+        how = naming.allow_mutations
+        scope = "deployment" if naming.file else "run"
         if not deployment.allow_mutations:
             return cls(how=how, scope=scope)
         workers = None if deployment.all_workers else frozenset(deployment.worker)
-        return cls(allowed=True, workers=workers, how=how, scope=scope)
+        widen = cls.widen
+        if naming.file:
+            widen = (
+                f"add its id to {naming.key('worker')}, or set {naming.give('all_workers')}, "
+                f"in {naming.where}"
+            )
+        return cls(allowed=True, workers=workers, how=how, scope=scope, widen=widen)
 
     def permits(self, instance_id: int | None) -> bool:
         if not self.allowed:
@@ -49,8 +58,10 @@ class MutationPolicy:
         return self.workers is None or instance_id in self.workers
 
     def refusal(self, what: str) -> MutationRefused:
-        """Why `what` is not sent, naming the flags (or keys) that would allow it."""
-        return MutationRefused(f"{self.describe()}: {what} not sent (use {self.how})")
+        """Why `what` is not sent, naming the flags (or keys) that would allow it beyond those
+        given: on a run allowed on other workers, the worker's id, not `--allow-mutations`."""
+        fix = self.widen if self.allowed else f"use {self.how}"
+        return MutationRefused(f"{self.describe()}: {what} not sent ({fix})")
 
     def describe(self) -> str:
         if not self.allowed:

@@ -166,6 +166,9 @@ class Target:
     unreached: str | None = None
     """Why the run could not test this deployment at all (it did not start, an input is wrong
     for it, its frontend did not answer the preflight): every cell it has is that one cause."""
+    unreached_kind: str | None = None
+    """What kind of cause `unreached` is (`comparability.TARGET_CAUSES`: the preflight refused
+    an input, a plane refused the credentials, or the deployment was not reached)."""
 
     @property
     def offers(self) -> frozenset[str]:
@@ -204,6 +207,7 @@ class Target:
             "eos_token_ids": list(self.eos_token_ids),
             "migration_limit": self.migration_limit,
             **({"unreached": self.unreached} if self.unreached else {}),
+            **({"unreached_kind": self.unreached_kind} if self.unreached_kind else {}),
         }
 
     @classmethod
@@ -227,6 +231,7 @@ class Target:
             eos_token_ids=tuple(document.get("eos_token_ids", ())),
             migration_limit=document.get("migration_limit"),
             unreached=document.get("unreached"),
+            unreached_kind=document.get("unreached_kind"),
         )
 
 

