@@ -48,15 +48,15 @@ def test_post_update_generation_uses_the_new_weights(
     unknown = None in rl_weights.holding(chosen.workers)
     before = [generate_ids(rl_verdict, rl_client, rl_target, w)[0] for w in workers]
     version = apply_update(rl_verdict, rl_admin, chosen, rl_weights)
-    after = [generate_ids(rl_verdict, rl_client, rl_target, w) for w in workers]
     for worker in workers:
         judge_post_update_generations(rl_verdict, rl_client, rl_target, worker)
+    after = [generate_ids(rl_verdict, rl_client, rl_target, w) for w in workers]
     if unknown and any(ids == old for (ids, _), old in zip(after, before, strict=True)):
         before = [ids for ids, _ in after]
         version = apply_update(rl_verdict, rl_admin, chosen, rl_weights)
-        after = [generate_ids(rl_verdict, rl_client, rl_target, w) for w in workers]
         for worker in workers:
             judge_post_update_generations(rl_verdict, rl_client, rl_target, worker)
+        after = [generate_ids(rl_verdict, rl_client, rl_target, w) for w in workers]
     for worker, old, (ids, seen) in zip(workers, before, after, strict=True):
         rl_verdict.check(on_worker(control.post_update_generation(old, ids, seen, version), worker))
     require_observed(chosen, "what a worker generates after an update")

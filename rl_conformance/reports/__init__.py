@@ -70,24 +70,40 @@ def wire_excerpt(wire: dict[str, Any]) -> str:
 
 
 def sequence_excerpt(wire: dict[str, Any]) -> str:
-    """A sequence's wire log in short: each request and its status, in order."""
+    """A sequence's wire log in short: each request and its status, in order. Where they do not
+    all fit, the last request (where the failure shows) is kept, then the control calls to the
+    workers (`/engine/...`: the steps a refresh failure follows from), then the latest others;
+    each gap says how many requests it hides."""
     steps = wire.get("sequence") or []
-    lines = [f"{wire.get('requests', len(steps))} request(s) of the test, in order"]
+    head = f"{wire.get('requests', len(steps))} request(s) of the test, in order"
+    lines = []
     for step in steps:
         request = step.get("request", {})
         status = step.get("status")
         answer = f"HTTP {status}" if status is not None else f"no response ({step.get('error')})"
         lines.append(f"{request.get('method')} {request.get('url')} -> {answer}")
     if wire.get("exchanges_elided"):
-        lines.insert(1, f"({wire['exchanges_elided']} exchanges elided)")
-    shown, used = lines[-1:], len(lines[0]) + len(lines[-1])
-    for line in reversed(lines[1:-1]):  # the last requests, where the failure shows
-        if used + len(line) + 40 > EXCERPT_CHARS:
-            shown.insert(0, f"... {len(lines) - 1 - len(shown)} earlier")
+        head += f"\n({wire['exchanges_elided']} exchanges elided)"
+    latest = list(reversed(range(len(lines))))
+    preferred = latest[:1] + [i for i in latest[1:] if "/engine/" in lines[i]]
+    preferred += [i for i in latest[1:] if i not in preferred]
+    kept: set[int] = set()
+    used = len(head)
+    for index in preferred:
+        if kept and used + len(lines[index]) + 40 > EXCERPT_CHARS:
             break
-        shown.insert(0, line)
-        used += len(line) + 1
-    return "\n".join([lines[0], *shown])[: EXCERPT_CHARS + 40]
+        kept.add(index)
+        used += len(lines[index]) + 1
+    shown, hidden = [head], 0
+    for index, line in enumerate(lines):
+        if index not in kept:
+            hidden += 1
+            continue
+        if hidden:
+            shown.append(f"... {hidden} {'earlier' if len(shown) == 1 else 'more'}")
+            hidden = 0
+        shown.append(line)
+    return "\n".join(shown)[: EXCERPT_CHARS + 80]
 
 
 def write_reports(matrix: dict[str, Any], directory: Path) -> list[Path]:
