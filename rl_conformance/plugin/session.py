@@ -563,6 +563,8 @@ class ConformanceRun:
             report_dir=Path(self.config.report_path),
             width=terminalreporter._tw.fullwidth,
             bundle_sha256=self.bundle_sha256,
+            terminal=bool(getattr(terminalreporter, "isatty", True)),
+            annotate=console.in_github_actions(),
         )
         for line in [*self.restore_lines, *lines]:
             terminalreporter.write_line(line)
