@@ -113,7 +113,9 @@ def _main(argv: list[str], refused: type[Exception]) -> int:
 
     parser = build_parser()
     commands = _command_names(parser)
-    if argv and not argv[0].startswith("-") and argv[0] not in commands:
+    if not argv:
+        mistakes.refuse(parser, "name a command: `rl-conformance run` tests our fakes")
+    if not argv[0].startswith("-") and argv[0] not in commands:
         mistakes.unknown_command(parser, argv[0], commands)
     args, unknown = parser.parse_known_args(argv)
     chosen = subcommand_parser(parser, args.command)

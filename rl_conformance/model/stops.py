@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-EXIT_STATUS = {signal.SIGINT: 130, signal.SIGTERM: 143}
+EXIT_STATUS: dict[int, int] = {signal.SIGINT: 130, signal.SIGTERM: 143}
 """As the shells count a process a signal ended: 128 + the signal's number."""
 
 

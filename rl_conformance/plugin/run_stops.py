@@ -34,7 +34,10 @@ def timeout_reason(seconds: float | None) -> str:
     return f"{exits.TIMEOUT_PREFIX} the run was stopped after {seconds or 0:g} s"
 
 
-STOP_SIGNALS = {signal.SIGINT: exits.SIGINT_REASON, signal.SIGTERM: exits.SIGTERM_REASON}
+STOP_SIGNALS: dict[int, str] = {
+    signal.SIGINT: exits.SIGINT_REASON,
+    signal.SIGTERM: exits.SIGTERM_REASON,
+}
 
 
 def install_stop_signals(state: RunState) -> Callable[[], None]:
