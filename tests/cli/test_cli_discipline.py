@@ -63,6 +63,7 @@ def test_an_abbreviated_option_is_refused_with_the_option_meant(
         ),
         (["diff", "--jsn", "a.json", "b.json"], "unknown option --jsn; did you mean --json?"),
         (["rn"], "rl-conformance: unknown command 'rn'; did you mean run?"),
+        ([], "rl-conformance: name a command: `rl-conformance run` tests our fakes"),
         (
             ["run", "http://127.0.0.1:8000"],
             "http://127.0.0.1:8000 is given without its flag; did you mean --frontend "
