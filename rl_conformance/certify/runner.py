@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import signal
 import tempfile
 import threading
 import time
@@ -16,6 +17,7 @@ from typing import Any
 
 from fake_backends import FakeDeployment
 
+from ..model import exits, stops
 from ..model.capabilities import ALL, Capability, Level
 from ..model.matrix import Evidence as CellEvidence
 from ..model.matrix import ExitRule, Matrix, Outcome, RunInfo, TestRecord, build_matrix, now
@@ -350,8 +352,7 @@ def certify(
             )
         return result
 
-    with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="certify") as pool:
-        results = list(pool.map(one, pairs))
+    results, stopped = _run_all(one, pairs, jobs, progress)
     targets = [
         Target(
             id=name,
@@ -367,11 +368,44 @@ def certify(
         for name in adapters
     ]
     records = [record for result in results for record in _records(result)]
-    matrix = build_matrix(ITEM_CAPABILITIES, targets, records, RunInfo(started, now(), True, 0))
+    info = RunInfo(started, now(), stopped is None, 0, incomplete_reason=stopped)
+    matrix = build_matrix(ITEM_CAPABILITIES, targets, records, info)
     mark_never_exercised(matrix)
     whole = {s.name for s in scenarios} >= {s.name for s in SCENARIOS}
     matrix.exit_rule = ExitRule(failing=CERTIFY_FAILING if whole else PARTIAL_FAILING)
     return matrix, results
+
+
+def _run_all(
+    one: Callable[[Any], ScenarioResult],
+    pairs: Sequence[Any],
+    jobs: int,
+    progress: Callable[[str], None] | None,
+) -> tuple[list[ScenarioResult], str | None]:
+    """Every pair, `jobs` at once; on a stop (Ctrl-C, SIGTERM) the pairs not started are left
+    out and those running end (each scenario is bounded by its deadlines), so what was judged
+    is kept: the results in the pairs' order, and the stop's reason (None: none came)."""
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="certify")
+    futures = [pool.submit(one, pair) for pair in pairs]
+    stopped = None
+    try:
+        for future in futures:
+            future.exception()
+    except KeyboardInterrupt:
+        stopped = (
+            exits.SIGTERM_REASON if stops.received() == signal.SIGTERM else (exits.SIGINT_REASON)
+        )
+        running = sum(1 for future in futures if future.running())
+        if progress is not None:
+            progress(
+                f"interrupted: {running} scenario(s) running end first (each bounded), then "
+                "what was judged is written"
+            )
+    finally:
+        with stops.ending():
+            pool.shutdown(wait=True, cancel_futures=True)
+    done = [future for future in futures if future.done() and not future.cancelled()]
+    return [future.result() for future in done], stopped
 
 
 CERTIFY_FAILING = (Outcome.FAIL, Outcome.ERROR, Outcome.SKIPPED)

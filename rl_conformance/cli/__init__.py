@@ -23,77 +23,67 @@ rl-conformance generation-costs                     measure each test's generati
 
 from __future__ import annotations
 
-import argparse
-import atexit
-import contextlib
-import os
+import importlib
 import sys
-import threading
-import traceback
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
-from ..errors import ConfigurationError
-from ..redaction import console, redact
-from ..version import __version__
-from . import (
-    baseline,
-    capabilities,
-    certify_adapter,
-    coverage,
-    diff,
-    evidence,
-    generation_costs,
-    install_dynamo,
-    install_sglang,
-    install_vllm,
-    kill_matrix,
-    passthrough,
-    profiles,
-    releases,
-    report,
-    run,
-    validate,
-)
+from . import process
+
+if TYPE_CHECKING:
+    import argparse
 
 EXIT_USAGE = 2
-COMMANDS = (
-    run,
-    validate,
-    capabilities,
-    coverage,
-    kill_matrix,
-    passthrough,
-    install_dynamo,
-    install_vllm,
-    install_sglang,
-    certify_adapter,
-    profiles,
-    diff,
-    baseline,
-    releases,
-    report,
-    evidence,
-    generation_costs,
+COMMAND_MODULES = (
+    "run",
+    "validate",
+    "capabilities",
+    "coverage",
+    "kill_matrix",
+    "passthrough",
+    "install_dynamo",
+    "install_vllm",
+    "install_sglang",
+    "certify_adapter",
+    "profiles",
+    "diff",
+    "baseline",
+    "releases",
+    "report",
+    "evidence",
+    "generation_costs",
 )
+"""One module per command, imported when the parser is built: the process handles Ctrl-C
+and closed pipes (`process.guard`) before the commands' imports take their second."""
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    from ..version import __version__
+    from .mistakes import Parser
+
+    parser = Parser(
         prog="rl-conformance",
         description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=_raw_description(),
         allow_abbrev=False,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
-    for command in COMMANDS:
-        command.register(commands)
+    for name in COMMAND_MODULES:
+        importlib.import_module(f".{name}", __name__).register(commands)
     for subcommand in commands.choices.values():
         subcommand.allow_abbrev = False  # `--allow-mutation` is a typo, not `--allow-mutations`
     return parser
 
 
+def _raw_description() -> type[argparse.HelpFormatter]:
+    import argparse
+
+    return argparse.RawDescriptionHelpFormatter
+
+
 def subcommand_parser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    import argparse
+
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction) and name in action.choices:
             chosen: argparse.ArgumentParser = action.choices[name]
@@ -103,48 +93,92 @@ def subcommand_parser(parser: argparse.ArgumentParser, name: str) -> argparse.Ar
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command; everything it prints passes through the redactor (`redaction`)."""
-    with console():
-        return _main(argv)
+    try:
+        from ..errors import ConfigurationError
+        from ..redaction import console
+
+        with console():
+            try:
+                return _main(list(sys.argv[1:] if argv is None else argv), ConfigurationError)
+            except KeyboardInterrupt:
+                print("rl-conformance: interrupted", file=sys.stderr)
+                return process.stops.exit_status() or 130
+    except KeyboardInterrupt:  # before the redactor was in place, or as it was taken away
+        print("rl-conformance: interrupted", file=sys.stderr)
+        return process.stops.exit_status() or 130
 
 
-def _main(argv: list[str] | None) -> int:
+def _main(argv: list[str], refused: type[Exception]) -> int:
+    from . import mistakes
+
     parser = build_parser()
+    commands = _command_names(parser)
+    if not argv:
+        mistakes.refuse(parser, "name a command: `rl-conformance run` tests our fakes")
+    if not argv[0].startswith("-") and argv[0] not in commands:
+        mistakes.unknown_command(parser, argv[0], commands)
     args, unknown = parser.parse_known_args(argv)
-    if unknown:  # reported with the subcommand's own usage, not the top-level one
-        subcommand_parser(parser, args.command).error(
-            f"unrecognized arguments: {' '.join(unknown)}"
-        )
+    chosen = subcommand_parser(parser, args.command)
+    if unknown:  # reported with the subcommand's own options, not the top-level ones
+        mistakes.unknown_arguments(chosen, unknown)
+    extra = getattr(args, "pytest_args", None)
+    if extra:  # only what follows `--` is pytest's
+        strays = extra[: len(extra) - mistakes.after_double_dash(argv)]
+        if strays:
+            mistakes.stray(chosen, strays[0])
     try:
         code: int = args.handler(args)
         return code
-    except ConfigurationError as exc:
+    except refused as exc:
         print(f"rl-conformance: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("rl-conformance: interrupted", file=sys.stderr)
-        return 130
+
+
+def _command_names(parser: argparse.ArgumentParser) -> list[str]:
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return list(action.choices)
+    return []
 
 
 def command() -> NoReturn:
-    """`rl-conformance` and `python -m rl_conformance`: `main`, then the process's exit. Once the
-    exit handlers have run (temporary directories, logging), the standard streams are flushed
-    and no other thread is left, the process ends at once: the interpreter's teardown would
-    only free every object the run made (about 90 ms of a default run of 5 s). With a thread
-    still running, the exit is the usual one, which waits for it. A harness bug's traceback is
-    printed redacted, as everything else (the interpreter's own would not be)."""
+    """`rl-conformance` and `python -m rl_conformance`: `main`, then the process's exit, with
+    the status a stop signal or a closed pipe gives (`process`). Once the exit handlers have
+    run (temporary directories, logging), the standard streams are flushed and no other thread
+    is left, the process ends at once: the interpreter's teardown would only free every object
+    the run made (about 90 ms of a default run of 5 s). With a thread still running, the exit
+    is the usual one, which waits for it. A harness bug's traceback is printed redacted, as
+    everything else (the interpreter's own would not be)."""
+    import os
+    import threading
+
+    pipe_closed = False
     try:
+        process.guard()
         code = main()
+    except KeyboardInterrupt:  # a stop that came between main's own handlers
+        code = process.stops.exit_status() or 130
+    except BrokenPipeError:
+        process.closed_pipe()
+        code, pipe_closed = 0, True
     except Exception:
+        import traceback
+
+        from ..redaction import redact
+
         sys.stderr.write(redact(traceback.format_exc()))
         code = 1
+    process.stops.now_ending()  # a stop from here on is noted: the process is ending anyway
+    code = process.final_status(code, pipe_closed=pipe_closed, said=True)
     if threading.active_count() == 1:
+        import atexit
+
         atexit._run_exitfuncs()
-        with contextlib.suppress(OSError, ValueError):
-            sys.stdout.flush()
-        with contextlib.suppress(OSError, ValueError):
-            sys.stderr.flush()
-        os._exit(code)
-    sys.exit(code)
+        process.flush_quietly()
+        os._exit(process.final_status(code, said=True))
+    sys.exit(process.final_status(code, said=True))
 
 
-__all__ = ["COMMANDS", "EXIT_USAGE", "build_parser", "command", "main"]
+__all__ = ["COMMAND_MODULES", "EXIT_USAGE", "build_parser", "command", "main"]

@@ -5,7 +5,8 @@ items x adapters) as JSON, Markdown, JUnit XML and HTML, plus each scenario's au
 Exit 0 when every adapter under test (those named, and with `--reference` the reference
 adapter) passes; the broken twins `--reference` adds are meant to fail, so their cells do not
 count, but a twin that does not fail as reviewed (`fixtures/expected/adapter-twins.json`, in a
-checkout) or cannot be run fails the self-check, and the command."""
+checkout) or cannot be run fails the self-check, and the command. Ctrl-C (SIGTERM) lets the
+scenarios running end, writes what was judged (those not run are errors) and exits 130 (143)."""
 
 from __future__ import annotations
 
@@ -140,7 +141,7 @@ def handle(args: argparse.Namespace) -> int:
         for result in results
         if result.error is not None and result.adapter not in twins
     ]
-    if twins:
+    if twins and matrix.run.complete:  # a stopped run's twins did not all run: no self-check
         problems += self_check_problems(results, [s.name for s in chosen], reviewed_failures())
     if twins or problems:
         matrix.exit_rule = replace(
@@ -163,11 +164,20 @@ def handle(args: argparse.Namespace) -> int:
     artifacts = {spec: spec for spec in args.adapters}
     for name, adapter in {**references, **twins}.items():
         artifacts[name] = f"{adapter.__module__}:{adapter.__qualname__}"
-    evidence.write_records(directory, document, None, artifacts)
+    records = evidence.write_records(directory, document, None, artifacts)
     digest = evidence.seal(directory)
     print(_table(document))
     print(f"written to {directory / 'matrix.md'} (audit logs in {audit})")
-    print(f"evidence: {directory / 'validation'}/<adapter>.json; bundle.json sha256 {digest}")
+    print(f"evidence: {', '.join(str(path) for path in records)} (dynamo.rl.validation.v1)")
+    print(f"bundle.json sha256 {digest}")
+    print(f"  (keep it: rl-conformance verify-bundle {directory} --sha256 <that digest>)")
+    if not matrix.run.complete:
+        print(
+            f"rl-conformance: incomplete certification ({matrix.run.incomplete_reason}); the "
+            "scenarios not run are errors in the report",
+            file=sys.stderr,
+        )
+        return matrix.exit_status
     return EXIT_OK if matrix.exit_status == 0 else EXIT_FAILED
 
 

@@ -1,19 +1,22 @@
 """`rl-conformance check-record FILE` and `rl-conformance verify-bundle DIR`: a
 `dynamo.rl.validation.v1` record held to the rules of Dynamo's own checker (its structure; with
 `--publication-gate`, the stricter publication rules), and a report directory held to its
-`bundle.json` (and that index to a digest kept elsewhere, `--sha256`). Exit 0: no finding; 1:
-findings, each on its own line; 2: the file or directory cannot be read."""
+`bundle.json` (and that index to a digest kept elsewhere, `--sha256`: without it only
+self-consistency is checked, and the command says so). Exit 0: no finding; 1: findings, each on
+its own line; 2: the file or directory cannot be read, or the digest is not one."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
 
 EXIT_FINDINGS = 1
 EXIT_UNREADABLE = 2
+DIGEST = re.compile(r"[0-9a-fA-F]{64}")
 
 
 def register(commands: Any) -> None:
@@ -36,7 +39,10 @@ def register(commands: Any) -> None:
     )
     verify.add_argument("directory", metavar="DIR", help="a report directory holding bundle.json")
     verify.add_argument(
-        "--sha256", metavar="DIGEST", help="the digest of bundle.json printed at the end of the run"
+        "--sha256",
+        metavar="DIGEST",
+        help="the digest of bundle.json printed at the end of the run (without it, only "
+        "self-consistency is checked: an edit that rewrote bundle.json too passes)",
     )
     verify.set_defaults(handler=handle_verify)
 
@@ -44,8 +50,9 @@ def register(commands: Any) -> None:
 def _report(findings: list[str], what: str) -> int:
     for finding in findings:
         print(finding)
+    if len(findings) > 1:
+        print(f"rl-conformance: {what}: {len(findings)} findings", file=sys.stderr)
     if findings:
-        print(f"rl-conformance: {what}: {len(findings)} finding(s)", file=sys.stderr)
         return EXIT_FINDINGS
     print(f"{what}: no finding")
     return 0
@@ -66,10 +73,40 @@ def handle_check(args: argparse.Namespace) -> int:
 
 
 def handle_verify(args: argparse.Namespace) -> int:
-    from ..reports.bundle import verify_index
+    from ..reports.bundle import INDEX, read_index, verify_index
 
     directory = Path(args.directory)
     if not directory.is_dir():
         print(f"rl-conformance: verify-bundle {directory}: no such directory", file=sys.stderr)
         return EXIT_UNREADABLE
-    return _report(verify_index(directory, args.sha256), f"{directory}/bundle.json")
+    digest = args.sha256
+    if digest is not None and not DIGEST.fullmatch(digest):
+        print(
+            f"rl-conformance: verify-bundle --sha256: expected the 64 hexadecimal digits the run "
+            f"printed after 'bundle.json sha256', observed {digest!r}",
+            file=sys.stderr,
+        )
+        return EXIT_UNREADABLE
+    findings = verify_index(directory, digest)
+    index = read_index(directory / INDEX) if (directory / INDEX).is_file() else None
+    if isinstance(index, str) and findings == [index]:  # not an index: one sentence
+        print(f"rl-conformance: verify-bundle {directory}: {index}", file=sys.stderr)
+        return EXIT_FINDINGS
+    if findings:
+        return _report(findings, f"{directory}/bundle.json")
+    if digest is not None:
+        print(
+            f"{directory}: every file is one the run wrote (bundle.json has the digest given, "
+            "and every file the sha256 bundle.json lists)"
+        )
+        return 0
+    print(
+        f"{directory}: self-consistent only (every file matches bundle.json, but bundle.json "
+        "itself was not checked, so an edit that rewrote it too passes): give --sha256 with the "
+        "digest the run printed to prove the files are the run's"
+    )
+    print(
+        "rl-conformance: verify-bundle without --sha256 checked self-consistency only",
+        file=sys.stderr,
+    )
+    return 0

@@ -1,7 +1,8 @@
 """`rl-conformance profiles`: the rollout requests and administration routes of verl, NeMo RL,
 slime and prime-rl (read from their public sources, `fixtures/framework-profiles/`) replayed
 against the chosen deployments, one column per framework and deployment: will framework X work
-here. Read-only. Takes the deployment flags of `run`; writes the matrix to `--report-dir`.
+here. Read-only. Takes the deployment flags of `run`; writes the matrix to `--report-dir`
+(default ./profiles-report, so it runs in a directory where `run` wrote ./conformance-report).
 
 A `fail` cell is an answer (that framework would not work there), not a failure of the command:
 exit 0 when every cell was answered, 1 when one is `error` (a deployment that did not start)."""
@@ -18,6 +19,7 @@ from ..model.options import add_arguments
 from ..reports.directory import claim
 
 EXIT_OK, EXIT_FAILED = 0, 1
+REPORT_DIR = "profiles-report"
 
 
 def register(commands: Any) -> None:
@@ -27,6 +29,10 @@ def register(commands: Any) -> None:
         description=__doc__,
     )
     add_arguments(parser)
+    for action in parser._actions:  # its own directory: it runs beside `run`, not instead
+        if action.dest == "report_dir":
+            action.default = REPORT_DIR
+            action.help = f"where the profiles' matrix goes (default ./{REPORT_DIR})"
     parser.add_argument(
         "-q", "--quiet", action="store_true", help="no progress line per deployment"
     )

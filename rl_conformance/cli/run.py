@@ -61,10 +61,8 @@ def handle(args: argparse.Namespace) -> int:
     if config.dry_run:
         return 0 if result.pytest_exit in (0, 5) else result.exit_status
     if matrix is None:
-        print(
-            f"rl-conformance: no matrix was written; pytest exit code {result.pytest_exit}",
-            file=sys.stderr,
-        )
+        said = _no_matrix(result.pytest_exit, args.pytest_args)
+        print(f"rl-conformance: {said}", file=sys.stderr)
     elif not matrix.run.complete:
         print(
             f"rl-conformance: incomplete run ({matrix.run.incomplete_reason or 'interrupted'}); "
@@ -72,6 +70,16 @@ def handle(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return result.exit_status
+
+
+def _no_matrix(status: int, pytest_args: list[str]) -> str:
+    """Why no matrix was written, in the run's words: pytest's status is not the user's."""
+    if status in (3, 4) and pytest_args:
+        return (
+            f"no matrix was written: the arguments given after -- ({' '.join(pytest_args)}) "
+            "were refused, as said above"
+        )
+    return f"no matrix was written: the run ended before its first test (status {status})"
 
 
 def _jobs(value: str) -> int:

@@ -28,7 +28,7 @@ from typing import Any, cast
 from ..checks.served_policy import PolicyReference
 from ..engine_side import REFERENCE_POLICY
 from ..errors import LaunchError
-from ..model.target import CHANNELS, COLD_START, ColdStartProbe, Probe
+from ..model.target import COLD_START, OFFERED_BY, ColdStartProbe, Probe
 from ..model.verdict import MissingInput
 
 __all__ = ["PolicyReference", "ReferenceSource", "compute", "from_cold_start"]
@@ -122,7 +122,10 @@ class ReferenceSource:
         return self.cache[key]
 
 
-_OR_COLD_START = f"; or run against a deployment that offers {COLD_START}: {CHANNELS[COLD_START]}"
+_OR_COLD_START = (
+    f"; or judge it on a deployment the suite launches ({', '.join(OFFERED_BY[COLD_START])}), "
+    "whose reference is the same deployment started again, fresh, on the checkpoint"
+)
 REFERENCE_TOP = 2
 """Alternatives asked of a cold start per position: the runner-up gives each greedy margin."""
 

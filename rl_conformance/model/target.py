@@ -10,7 +10,7 @@ probe through the `needs` marker, never by URL, so a verdict cannot silently dep
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
@@ -25,22 +25,39 @@ PROBE_REPLY = "probe_reply"
 ENGINE_RECOVERY = "engine_recovery"
 WORKER_KILL = "worker_kill"
 CHANNELS: Mapping[str, str] = {
-    LISTENER_RESTART: "restarting the RL listener under a chosen environment, which only a "
-    "deployment the suite launched offers (our fakes, --launch dynamo-*)",
-    COLD_START: "starting the same deployment fresh on a checkpoint, which only a deployment "
-    "the suite launched offers (our fakes)",
-    WORKER_DEPARTURE: "stopping one worker's process and starting it again, which only a "
-    "deployment the suite launched offers (our fakes, --launch dynamo-fake-vllm, "
-    "dynamo-fake-sglang)",
-    PROBE_REPLY: "making one worker answer the RL listener's route probe with a chosen reply, or "
-    "not at all, which only a deployment the suite launched offers (our fakes)",
-    ENGINE_RECOVERY: "killing one worker's engine for its sidecar to restart, which only a "
-    "deployment the suite launched offers (our fakes)",
-    WORKER_KILL: "killing one worker's process (SIGKILL) while it generates and starting it "
-    "again, which only a deployment the suite launched offers (our fakes, --launch "
-    "dynamo-fake-vllm, dynamo-fake-sglang)",
+    LISTENER_RESTART: "restarts the RL listener under a chosen environment",
+    COLD_START: "starts the same deployment again, fresh, on a checkpoint",
+    WORKER_DEPARTURE: "stops one worker's process and starts it again",
+    PROBE_REPLY: "makes one worker answer the RL listener's route probe with a chosen reply, or "
+    "not at all",
+    ENGINE_RECOVERY: "kills one worker's engine for its sidecar to restart",
+    WORKER_KILL: "kills one worker's process (SIGKILL) while it generates and starts it again",
 }
-"""Channels a probe may offer, and what a cell says when a target lacks one."""
+"""Channels a probe may offer: what a test that needs one does to the deployment."""
+TOY_LAUNCHES = ("--launch dynamo-fake-vllm", "--launch dynamo-fake-sglang")
+OFFERED_BY: Mapping[str, tuple[str, ...]] = {
+    LISTENER_RESTART: ("--fake NAME", "--launch dynamo-*"),
+    COLD_START: ("--fake vllm", "--fake sglang"),
+    WORKER_DEPARTURE: ("--fake NAME", *TOY_LAUNCHES),
+    PROBE_REPLY: ("--fake NAME",),
+    ENGINE_RECOVERY: ("--fake NAME",),
+    WORKER_KILL: ("--fake NAME", *TOY_LAUNCHES),
+}
+"""The deployments the suite launches that offer each channel, as a user asks for them."""
+
+
+def judged_only_where_offered(missing: Sequence[str]) -> str:
+    """What a cell says when its deployment lacks channels its test needs, in plain words:
+    where the test is judged (the launches offering them all) and what it does there."""
+    offered = [
+        launch
+        for launch in OFFERED_BY[missing[0]]
+        if all(launch in OFFERED_BY[name] for name in missing)
+    ]
+    return (
+        f"judged only on a deployment the suite launches ({', '.join(offered)}): the test "
+        + " and ".join(CHANNELS[name] for name in missing)
+    )
 
 
 class Probe(Protocol):

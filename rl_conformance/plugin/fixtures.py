@@ -19,7 +19,7 @@ from ..control.admin import AdminClient, AdminWorker
 from ..control.fleet import resolve_workers
 from ..control.policy_reference import ReferenceSource
 from ..control.weights import WeightSource
-from ..model.target import CHANNELS, Probe, Target
+from ..model.target import Probe, Target, judged_only_where_offered
 from ..model.verdict import Unobservable, Verdict
 from .state import state_of
 
@@ -65,7 +65,7 @@ def rl_probe(request: pytest.FixtureRequest, rl_target: Target) -> Probe:
         )
     missing = sorted(needed - rl_target.offers)
     if missing or rl_target.probe is None:
-        raise Unobservable("; ".join(f"needs {name}: {CHANNELS[name]}" for name in missing))
+        raise Unobservable(judged_only_where_offered(missing))
     return rl_target.probe
 
 

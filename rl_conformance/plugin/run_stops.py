@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import signal
 import threading
-from typing import Any
+from collections.abc import Callable
 
-from ..model import exits
+from ..model import exits, stops
 from .state import RunState
 
 
@@ -34,19 +34,27 @@ def timeout_reason(seconds: float | None) -> str:
     return f"{exits.TIMEOUT_PREFIX} the run was stopped after {seconds or 0:g} s"
 
 
-STOP_SIGNALS = {signal.SIGINT: exits.SIGINT_REASON, signal.SIGTERM: exits.SIGTERM_REASON}
+STOP_SIGNALS: dict[int, str] = {
+    signal.SIGINT: exits.SIGINT_REASON,
+    signal.SIGTERM: exits.SIGTERM_REASON,
+}
 
 
-def install_stop_signals(state: RunState) -> dict[int, Any]:
-    """SIGINT and SIGTERM end the run the same way, each naming itself as the run's stop reason
+def install_stop_signals(state: RunState) -> Callable[[], None]:
+    """SIGINT and SIGTERM end the run the same way (`model.stops`: the first interrupts the
+    run, later ones only wait for it to end), each naming itself as the run's stop reason
     (unless a reason came first: the run timer's SIGINT), so the report is still written,
-    marked incomplete, and the exit status says which (`exits.for_stop`). Returns the handlers
-    to restore."""
-    if threading.current_thread() is not threading.main_thread():
-        return {}
+    marked incomplete, and the exit status says which (`exits.for_stop`). Returns what puts
+    the previous handlers back."""
 
-    def interrupt(signum: int, frame: object) -> None:
+    def note(signum: int) -> None:
         state.incomplete_reason = state.incomplete_reason or STOP_SIGNALS[signum]
-        raise KeyboardInterrupt(f"signal {signum}")
 
-    return {signum: signal.signal(signum, interrupt) for signum in STOP_SIGNALS}
+    previous = stops.install()
+    remove = stops.listen(note)
+
+    def restore() -> None:
+        remove()
+        stops.restore(previous)
+
+    return restore

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 
 from ..launchers.run_plan import RunPlan
+from ..model import stops
 from ..model.exits import EXIT_FAILED, EXIT_USAGE
 from ..model.matrix import Matrix
 
@@ -24,7 +26,10 @@ JOBS_PER_CORE = 6
 INI = """[pytest]
 filterwarnings =
     ignore:Module already imported so cannot be rewritten:pytest.PytestAssertRewriteWarning
+    ignore::pluggy.PluggyTeardownRaisedWarning
 """
+# The second: a Ctrl-C that lands while a test's record is made interrupts the run as any other
+# does; pluggy's warning about it would only repeat the interrupt in pytest's words.
 # The suites judge through `rl_verdict`, not through assert introspection, and use neither
 # async tests nor unraisable-exception warnings: each process of a run is spared rewriting
 # modules on import (no bytecode cache where PYTHONDONTWRITEBYTECODE is set) and the
@@ -125,14 +130,13 @@ def run(
             *config.pytest_arguments(),
         ]
     plugin = ConformanceRun(plan, progress=verbosity == "normal", jobs=jobs)
-    with (
-        contextlib.ExitStack() as prepared,
-        tempfile.TemporaryDirectory(prefix="rl-conformance-") as scratch,
-    ):
+    prepared = contextlib.ExitStack()
+    scratch = Path(tempfile.mkdtemp(prefix="rl-conformance-"))
+    try:
         if not config.dry_run:  # a dry run starts nothing
             # before pytest starts: the fakes' zygote imports them while pytest imports the suites
             plan.pool.prepare(prepared)
-        ini = Path(scratch) / "pytest.ini"
+        ini = scratch / "pytest.ini"
         ini.write_text(INI)
         args = [
             str(suites_dir()),
@@ -152,4 +156,11 @@ def run(
         ]
         extra = [QuietLetters()] if verbosity == "quiet" else []
         code = pytest.main(args, plugins=[plugin, *extra])
+    finally:
+        with stops.ending():  # what the run started stops whole, even at a second Ctrl-C
+            prepared.close()
+            shutil.rmtree(scratch, ignore_errors=True)
+    if plugin.matrix is None and code == pytest.ExitCode.INTERRUPTED and stops.received():
+        # stopped before its first test: pytest kept the interrupt, the caller gets it back
+        raise KeyboardInterrupt(f"signal {stops.received()}")
     return RunResult(plugin.matrix, int(code))

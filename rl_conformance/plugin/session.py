@@ -12,7 +12,7 @@ import contextlib
 import signal
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ import pytest
 from ..checks.base import rule_ids
 from ..launchers.run_plan import RunPlan
 from ..model import capabilities as capability_registry
-from ..model import exits
+from ..model import exits, stops
 from ..model.journal import Journal
 from ..model.killmatrix import build_kill_matrix, write_kill_matrix
 from ..model.matrix import Matrix, RunInfo, TestRecord, build_matrix, now
@@ -96,7 +96,7 @@ class ConformanceRun:
         the process that folds the records (never a parallel run's worker)."""
         self._hypothesis_home: tuple[bool, Any] = (False, None)
         self._local_constants: Any = None
-        self._signals: dict[int, Any] = {}
+        self._restore_signals: Callable[[], None] | None = None
         self.restore_lines: list[str] = []
         """A stopped run's held workers and how they were restored (`restore.restore_held`)."""
 
@@ -148,7 +148,7 @@ class ConformanceRun:
     def _activate(self, state: RunState, run_timeout: float | None) -> None:
         state.active = True
         state.started_at = now()
-        self._signals = install_stop_signals(state)
+        self._restore_signals = install_stop_signals(state)
         if run_timeout is not None:
             state.timer = start_run_timer(state, run_timeout)
         if not distribution.is_worker(self._config):
@@ -469,7 +469,12 @@ class ConformanceRun:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         """After the runner tore down every fixture (even on an interrupt): fixtures that
-        restore a deployment's state must find it still running."""
+        restore a deployment's state must find it still running. A stop signal meanwhile is
+        noted, not raised (`model.stops`): the reports are written whole."""
+        with stops.ending():
+            self._finish(session, exitstatus)
+
+    def _finish(self, session: pytest.Session, exitstatus: int) -> None:
         state = state_of(session.config)
         if self.config.dry_run:
             budgeting.write_plan(state, self.config)
@@ -486,7 +491,11 @@ class ConformanceRun:
                 _shutdown(state)
             return
         try:
-            complete = exitstatus != pytest.ExitCode.INTERRUPTED and not session.shouldstop
+            complete = (
+                exitstatus != pytest.ExitCode.INTERRUPTED
+                and not session.shouldstop
+                and stops.received() is None
+            )
             if not complete and self._deadline is not None and time.time() >= self._deadline:
                 state.incomplete_reason = state.incomplete_reason or timeout_reason(
                     self.config.run_timeout
@@ -530,9 +539,9 @@ class ConformanceRun:
             journal.close()
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
-        for signum, handler in self._signals.items():
-            if handler is not None:
-                signal.signal(signum, handler)
+        if self._restore_signals is not None:
+            self._restore_signals()
+            self._restore_signals = None
         self._close_journal()
         restore_hypothesis_home(self._hypothesis_home)
         restore_local_constants(self._local_constants)
@@ -554,6 +563,8 @@ class ConformanceRun:
             report_dir=Path(self.config.report_path),
             width=terminalreporter._tw.fullwidth,
             bundle_sha256=self.bundle_sha256,
+            terminal=bool(getattr(terminalreporter, "isatty", True)),
+            annotate=console.in_github_actions(),
         )
         for line in [*self.restore_lines, *lines]:
             terminalreporter.write_line(line)

@@ -125,29 +125,61 @@ def write_index(root: Path) -> str:
 
 
 def verify_index(root: Path, expected_sha256: str | None = None) -> list[str]:
-    """What differs between the directory and its index (nothing: an empty list)."""
+    """What differs between the directory and its index (nothing: an empty list). Without
+    `expected_sha256` only self-consistency is checked: an edit that also rewrote the index
+    passes; the digest the run printed anchors the index itself."""
     path = root / INDEX
     if not path.is_file():
         return [f"{INDEX}: no such file in {root}"]
     if expected_sha256 is not None and sha256_of(path) != expected_sha256.lower():
         return [f"{INDEX}: its sha256 is {sha256_of(path)}, not the anchored {expected_sha256}"]
-    try:
-        index = json.loads(path.read_text(encoding="utf-8"))
-        listed = {entry["path"]: entry for entry in index["files"]}
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        return [f"{INDEX}: not an index ({exc})"]
+    index = read_index(path)
+    if isinstance(index, str):
+        return [index]
+    listed = {entry["path"]: entry for entry in index["files"]}
     findings = []
     files, links = _members(root)
     for relative in files:
         entry = listed.get(relative)
         if entry is None:
             findings.append(f"{relative}: added after the index was written")
-        elif sha256_of(root / relative) != entry.get("sha256"):
+        elif sha256_of(root / relative) != entry["sha256"]:
             findings.append(f"{relative}: changed (sha256 differs from the index)")
     for relative in sorted(set(listed) - set(files)):
         findings.append(f"{relative}: in the index, missing from the directory")
     findings += [f"{relative}: a symbolic link (refused)" for relative in links]
-    findings += [
-        f"{uri}: named by a record, not in the bundle" for uri in index.get("missing_uris", [])
-    ]
+    findings += [f"{uri}: named by a record, not in the bundle" for uri in index["missing_uris"]]
     return findings
+
+
+def read_index(path: Path) -> dict[str, Any] | str:
+    """The index at `path`, or one sentence saying why it is not one a run wrote."""
+    try:
+        index = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        return f"{INDEX}: cannot be read ({exc})"
+    except ValueError as exc:
+        return f"{INDEX}: not JSON ({exc}), so not an index a run wrote"
+    shape = "an object with `files`, a list of objects each with a `path` and a `sha256` string"
+    if not isinstance(index, dict) or not isinstance(index.get("files"), list):
+        return f"{INDEX}: not an index a run wrote: expected {shape}, observed {_shape(index)}"
+    for position, entry in enumerate(index["files"]):
+        if not (
+            isinstance(entry, dict)
+            and isinstance(entry.get("path"), str)
+            and isinstance(entry.get("sha256"), str)
+        ):
+            return (
+                f"{INDEX}: not an index a run wrote: files[{position}] is {_shape(entry)}, "
+                "expected an object with a `path` and a `sha256` string"
+            )
+    missing = index.get("missing_uris", [])
+    if not isinstance(missing, list) or not all(isinstance(uri, str) for uri in missing):
+        return f"{INDEX}: not an index a run wrote: `missing_uris` is {_shape(missing)}"
+    return {**index, "missing_uris": missing}
+
+
+def _shape(value: Any) -> str:
+    if isinstance(value, dict):
+        return "an object with " + (", ".join(f"`{key}`" for key in list(value)[:5]) or "no key")
+    return f"{type(value).__name__} {json.dumps(value)[:40]}"

@@ -1,11 +1,16 @@
-"""What a run prints at its end, for a person at a terminal: the grid when it fits the width
-(the wide table is in matrix.md and matrix.html), a banner for each target the run never
-reached, the failing cells, the cell counts, the skipped cells grouped by what would cover them,
-what the exit status means and where the reports are. Built from `matrix.json`'s document, so a
-matrix rebuilt later prints the same."""
+"""What a run prints at its end: the grid when it fits the width (the wide table is in
+matrix.md and matrix.html), a banner for each target the run never reached, the failing cells,
+the cell counts, the skipped cells grouped by what would cover them, what the exit status means
+and where the reports are. Built from `matrix.json`'s document, so a matrix rebuilt later prints
+the same.
+
+At a terminal a failing cell's reason is cut to one line (the reports hold it whole); anywhere
+else (a CI log, a file) every reason is printed whole, wrapped, since the log may be all a reader
+has. On GitHub Actions each failing cell is also an annotation (`annotation_lines`)."""
 
 from __future__ import annotations
 
+import os
 import re
 import textwrap
 from collections import Counter
@@ -32,6 +37,8 @@ NOT_REACHED = "not reached:"
 """How the reason of a cell a stopped run never reached starts (`matrix.build_matrix`)."""
 COVER = re.compile(r"\(((?:use|give|add|pass|set|run|with)\b[^()]*?--[a-z][^()]*)\)")
 FLAG_CLAUSE = re.compile(r"[^.;()]*--[a-z][a-z0-9-]+[^.;()]*")
+FLAG = re.compile(r"--[a-z][a-z0-9-]+")
+FIX_CLAUSE = re.compile(r"\b(?:give|use|add|pass|set|run)\b[^.;()]*--[a-z][a-z0-9-]+[^.;()]*")
 
 
 def summary_lines(
@@ -40,7 +47,11 @@ def summary_lines(
     report_dir: Path,
     width: int = 100,
     bundle_sha256: str | None = None,
+    terminal: bool = True,
+    annotate: bool = False,
 ) -> list[str]:
+    """`terminal`: a person reads it at a terminal (reasons cut to a line); else every reason
+    whole. `annotate`: GitHub Actions workflow commands, one per failing cell, at the end."""
     width = max(60, width)
     lines = [
         line
@@ -49,9 +60,9 @@ def summary_lines(
     ]
     lines += grid_lines(matrix, width)
     lines += unreached_lines(matrix, width)
-    lines += failure_lines(matrix, width)
+    lines += failure_lines(matrix, width, whole=not terminal)
     lines.append(counts_line(matrix))
-    lines += skip_lines(matrix, width)
+    lines += skip_lines(matrix, width, every_group=not terminal)
     status = matrix["exit_status"]
     lines += _wrapped(f"exit {status}: {exits.meaning(status)}", width, indent="")
     lines.append(f"reports: {report_dir.resolve() / 'matrix.html'}")
@@ -59,6 +70,8 @@ def summary_lines(
     if bundle_sha256:
         lines.append(f"bundle.json sha256 {bundle_sha256}")
         lines.append("  (keep it: rl-conformance verify-bundle DIR --sha256 <that digest>)")
+    if annotate:
+        lines += annotation_lines(matrix)
     return lines
 
 
@@ -110,7 +123,29 @@ def unreached_lines(matrix: dict[str, Any], width: int) -> list[str]:
     return lines
 
 
-def failure_lines(matrix: dict[str, Any], width: int) -> list[str]:
+def failure_lines(matrix: dict[str, Any], width: int, *, whole: bool = False) -> list[str]:
+    """A line per failing cell of a reached target (at most `FAILURES_SHOWN`), its reason cut
+    to the width; `whole`: every failing cell, its reason whole, wrapped."""
+    failing, not_reached = _failing(matrix)
+    lines = []
+    for capability_id, target, cell in failing if whole else failing[:FAILURES_SHOWN]:
+        head = f"{cell['outcome'].upper()} {capability_id} on {target}: "
+        if whole:
+            lines += _wrapped(head + " ".join(cell["reason"].split()), width, indent="")
+        else:
+            lines.append(head + shorten(cell["reason"], max(20, width - len(head))))
+    if len(failing) > FAILURES_SHOWN and not whole:
+        lines.append(f"... and {len(failing) - FAILURES_SHOWN} more in matrix.md")
+    if not_reached:
+        lines.append(f"{len(not_reached)} cell(s) not reached before the run stopped (error)")
+    return lines
+
+
+def _failing(
+    matrix: dict[str, Any],
+) -> tuple[list[tuple[str, str, dict[str, Any]]], list[tuple[str, str, dict[str, Any]]]]:
+    """The fail and error cells of the targets the run reached, and those it never reached
+    before it stopped."""
     unreached = {target["id"] for target in matrix["targets"] if target.get("unreached")}
     failing = [
         (row["id"], target, cell)
@@ -119,16 +154,7 @@ def failure_lines(matrix: dict[str, Any], width: int) -> list[str]:
         if cell["outcome"] in ("fail", "error") and target not in unreached
     ]
     not_reached = [item for item in failing if item[2]["reason"].startswith(NOT_REACHED)]
-    failing = [item for item in failing if not item[2]["reason"].startswith(NOT_REACHED)]
-    lines = []
-    for capability_id, target, cell in failing[:FAILURES_SHOWN]:
-        head = f"{cell['outcome'].upper()} {capability_id} on {target}: "
-        lines.append(head + shorten(cell["reason"], max(20, width - len(head))))
-    if len(failing) > FAILURES_SHOWN:
-        lines.append(f"... and {len(failing) - FAILURES_SHOWN} more in matrix.md")
-    if not_reached:
-        lines.append(f"{len(not_reached)} cell(s) not reached before the run stopped (error)")
-    return lines
+    return [item for item in failing if item not in not_reached], not_reached
 
 
 def counts_line(matrix: dict[str, Any]) -> str:
@@ -143,8 +169,9 @@ def counts_line(matrix: dict[str, Any]) -> str:
     return f"cells: {shown} ({rows} x {targets}{incomplete})"
 
 
-def skip_lines(matrix: dict[str, Any], width: int) -> list[str]:
-    """Skipped cells grouped by what would cover them (the flag their reason names)."""
+def skip_lines(matrix: dict[str, Any], width: int, *, every_group: bool = False) -> list[str]:
+    """Skipped cells grouped by what would cover them (the flag their reason names, else the
+    reason whole); `every_group`: all of them, not only the largest `SKIP_GROUPS_SHOWN`."""
     groups: Counter[str] = Counter(
         cover_of(cell["reason"])
         for row in matrix["capabilities"]
@@ -153,15 +180,57 @@ def skip_lines(matrix: dict[str, Any], width: int) -> list[str]:
     )
     if not groups:
         return []
+    shown = len(groups) if every_group else SKIP_GROUPS_SHOWN
     lines = ["skipped, by what would cover them:"]
-    for cover, count in groups.most_common(SKIP_GROUPS_SHOWN):
+    for cover, count in groups.most_common(shown):
         wrapped = _wrapped(cover, width - 6, indent="")
         lines.append(f"  {count:>3} {wrapped[0]}")
         lines += [f"      {line.strip()}" for line in wrapped[1:]]
-    rest = sum(groups.values()) - sum(count for _, count in groups.most_common(SKIP_GROUPS_SHOWN))
+    rest = sum(groups.values()) - sum(count for _, count in groups.most_common(shown))
     if rest:
         lines.append(f"  {rest:>3} more, for other reasons (matrix.md)")
     return lines
+
+
+def annotation_lines(matrix: dict[str, Any]) -> list[str]:
+    """A GitHub Actions error annotation per failing cell of a reached target, and one per
+    target the run never reached (its cause, once): `::error title=...::reason`, with the
+    suite file of the cell's test when the working directory holds it (a checkout)."""
+    failing, _ = _failing(matrix)
+    lines = []
+    for target in matrix["targets"]:
+        if target.get("unreached"):
+            title = f"NOT REACHED {target['id']}"
+            lines.append(_annotation(title, " ".join(target["unreached"].split()), None))
+    for capability_id, target, cell in failing:
+        title = f"{cell['outcome'].upper()} {capability_id} on {target}"
+        lines.append(_annotation(title, " ".join(cell["reason"].split()), _suite_file(cell)))
+    return lines
+
+
+def in_github_actions() -> bool:
+    return os.environ.get("GITHUB_ACTIONS") == "true"
+
+
+def _annotation(title: str, message: str, file: str | None) -> str:
+    """A workflow command, escaped as GitHub's runner reads it."""
+    where = f"file={_escaped(file, property=True)}," if file else ""
+    return f"::error {where}title={_escaped(title, property=True)}::{_escaped(message)}"
+
+
+def _escaped(text: str, *, property: bool = False) -> str:
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    if property:
+        text = text.replace(":", "%3A").replace(",", "%2C")
+    return text
+
+
+def _suite_file(cell: dict[str, Any]) -> str | None:
+    for test in cell.get("tests", []):
+        path = Path("suites") / str(test.get("nodeid", "")).split("::", 1)[0]
+        if path.suffix == ".py" and path.is_file():
+            return path.as_posix()
+    return None
 
 
 def crash_probe_lines(
@@ -202,15 +271,25 @@ def crash_probe_lines(
 
 
 def cover_of(reason: str) -> str:
-    """The part of a skip reason that says what would cover it: the parenthesised advice that
-    names a flag, else the clause naming one, else the reason's head (what was missing)."""
+    """What would cover a skipped cell, from its reason: the parenthesised advice that names a
+    flag, else a clause that says to give or use a flag, else the reason's head when it names
+    one, else the clause naming one, else the reason whole (never its head alone: a reason
+    that names no flag is read in full)."""
     found = COVER.search(reason)
     if found:
         return found.group(1).strip()
+    fix = FIX_CLAUSE.search(reason)
+    head = reason.split(": ", 1)[0]
+    if fix:  # with what is missing, when the reason opens with it
+        said = fix.group(0).strip()
+        opens = fix.start() == len(head) + 2
+        return " ".join(f"{head}: {said}".split()) if opens else said
+    if FLAG.search(head):  # "judged only on a deployment the suite launches (--fake NAME)"
+        return " ".join(head.split())
     clause = FLAG_CLAUSE.search(reason)
     if clause:
         return clause.group(0).strip()
-    return reason.split(":", 1)[0].strip() or "no reason given"
+    return " ".join(reason.split()) or "no reason given"
 
 
 def _wrapped(text: str, width: int, *, indent: str) -> list[str]:

@@ -42,25 +42,61 @@ def test_every_option_says_what_it_does_and_its_default(name: str) -> None:
             assert "default" in action.help, f"{name} {label}: default {action.default!r} unsaid"
 
 
-def test_an_abbreviated_option_is_refused_with_the_subcommands_usage(
+def test_an_abbreviated_option_is_refused_with_the_option_meant(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     with pytest.raises(SystemExit) as exited:
         main(["run", "--allow-mutation", "--all-workers"])
     assert exited.value.code == 2
-    err = capsys.readouterr().err
-    assert "usage: rl-conformance run" in err
-    assert "unrecognized arguments: --allow-mutation" in err
+    assert capsys.readouterr().err == (
+        "rl-conformance run: unknown option --allow-mutation; did you mean --allow-mutations? "
+        "(rl-conformance run --help lists every option)\n"
+    )
 
 
-def test_a_mistyped_option_of_a_subcommand_shows_that_subcommands_usage(
-    capsys: pytest.CaptureFixture[str],
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (
+            ["certify-adapter", "--reference", "--familly", "sglang"],
+            "rl-conformance certify-adapter: unknown option --familly; did you mean --family?",
+        ),
+        (["diff", "--jsn", "a.json", "b.json"], "unknown option --jsn; did you mean --json?"),
+        (["rn"], "rl-conformance: unknown command 'rn'; did you mean run?"),
+        ([], "rl-conformance: name a command: `rl-conformance run` tests our fakes"),
+        (
+            ["run", "http://127.0.0.1:8000"],
+            "http://127.0.0.1:8000 is given without its flag; did you mean --frontend "
+            "http://127.0.0.1:8000?",
+        ),
+        (["run", "tests"], "unexpected argument 'tests'; arguments for pytest go after --"),
+        (
+            ["run", "--frontend", "http://h:8000", "--backend", "vlm"],
+            "--backend: 'vlm' is not one of vllm, sglang, trtllm; did you mean vllm?",
+        ),
+        (["diff", "old.json"], "rl-conformance diff: missing NEW.json"),
+        (["run", "--seed"], "rl-conformance run: --seed needs a value"),
+    ],
+)
+def test_a_mistake_is_one_sentence_with_its_fix(
+    argv: list[str], said: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with pytest.raises(SystemExit):
-        main(["certify-adapter", "--reference", "--familly", "sglang"])
+    """Never the whole usage (25 lines for `run`), never pytest's words: one line naming the
+    mistake and the fix, and where --help lists the rest."""
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
     err = capsys.readouterr().err
-    assert err.startswith("usage: rl-conformance certify-adapter")
-    assert "--familly" in err
+    assert said in err
+    assert len(err.splitlines()) == 1, err
+    assert "usage:" not in err and "pytest exit code" not in err
+
+
+def test_arguments_after_a_double_dash_go_to_pytest_unchanged() -> None:
+    from rl_conformance.cli.mistakes import after_double_dash
+
+    assert after_double_dash(["run", "--", "-k", "stream"]) == 2
+    assert after_double_dash(["run", "--fake", "vllm"]) == 0
 
 
 @pytest.mark.parametrize(

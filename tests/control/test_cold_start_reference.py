@@ -38,6 +38,8 @@ PROMPT = [640, 1024, 777, 1800, 512, 333, 901, 445, 1203, 377, 1500, 1234]
 TOKENS = 16
 FAMILIES = {"vllm": VLLM, "sglang": SGLANG}
 NO_PYTHON = Path("/nonexistent/python")
+COLD_STARTED = "deployment the suite launches (--fake vllm, --fake sglang)"
+"""How a missing reference names the channel: in plain words, where it is offered."""
 
 
 @pytest.fixture
@@ -150,14 +152,14 @@ def test_without_files_python_or_channel_the_flags_and_the_channel_are_named() -
     with pytest.raises(MissingInput) as missing:
         references(by_url).reference("/checkpoints/a", PROMPT, TOKENS)
     assert "--reference-checkpoint" in str(missing.value)
-    assert COLD_START in str(missing.value)
+    assert COLD_STARTED in str(missing.value) and COLD_START not in str(missing.value)
 
 
 def test_a_readable_checkpoint_without_python_names_the_flag(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text("{}")
     with pytest.raises(MissingInput) as missing:
         ReferenceSource.build(str(NO_PYTHON), (), ()).reference(str(tmp_path), PROMPT, TOKENS)
-    assert "--reference-python" in str(missing.value) and COLD_START in str(missing.value)
+    assert "--reference-python" in str(missing.value) and COLD_STARTED in str(missing.value)
 
 
 def answer(**nvext: Any) -> dict[str, Any]:

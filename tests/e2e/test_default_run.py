@@ -19,6 +19,7 @@ from rl_conformance.reports.bundle import verify_index
 from rl_conformance.reports.record_rules import structure_findings
 
 pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[2]
 
 P, U = "pass", "unsupported"
 ALL = (P, P, P, P)
@@ -169,6 +170,32 @@ def test_every_target_has_a_dynamo_run_record_and_the_bundle_is_closed(report: A
     assert index["closure_status"] == "complete"
     digest = next(line for line in run.stdout.splitlines() if "bundle.json sha256" in line)
     assert verify_index(directory, digest.split("sha256 ")[1].split()[0]) == []
+
+
+def test_the_capability_reference_regenerates_byte_for_byte(report: Any) -> None:
+    """docs/CAPABILITIES.md from this run's matrix (another seed than the documented command's,
+    as a clean clone's hypothesis release draws other examples) is the committed file."""
+    directory, _ = report
+    regenerated = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rl_conformance",
+            "capabilities",
+            "--markdown",
+            "--matrix",
+            str(directory / "matrix.json"),
+            "--flips",
+            str(ROOT / "fixtures" / "expected" / "kill-matrix-flips.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    assert regenerated == (ROOT / "docs" / "CAPABILITIES.md").read_text(), (
+        "docs/CAPABILITIES.md is stale: regenerate it as CONTRIBUTING.md says"
+    )
 
 
 def test_a_logprob_fault_fails_the_token_logprob_gate(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ process can catch: tests/e2e/test_killed_run.py.)"""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -147,3 +148,162 @@ def test_run_timeout_stops_the_run_and_says_so(tmp_path: Path) -> None:
 
 def moment(stamp: str) -> datetime:
     return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+
+# -- a stop at each instant of the command ------------------------------------------------------
+# The signal is sent by the command's own process at a chosen point (a module it imports, a
+# function it calls), so each instant is hit every time, however loaded the machine.
+
+INSTANT_PRELUDE = """
+import atexit, os, signal, sys
+
+def stop(signum=signal.SIGINT):
+    os.kill(os.getpid(), signum)
+
+def stop_after(module, name, signum=signal.SIGINT, before=False, times=1):
+    import importlib
+    owner = importlib.import_module(module)
+    path = name.split(".")
+    for part in path[:-1]:
+        owner = getattr(owner, part)
+    original = getattr(owner, path[-1])
+    calls = []
+    def wrapped(*args, **kwargs):
+        calls.append(1)
+        if before and len(calls) == times:
+            stop(signum)
+        result = original(*args, **kwargs)
+        if not before and len(calls) == times:
+            stop(signum)
+        return result
+    setattr(owner, path[-1], wrapped)
+
+class StopOnImport:
+    def __init__(self, name):
+        self.name = name
+    def find_spec(self, name, path=None, target=None):
+        if name == self.name:
+            sys.meta_path.remove(self)
+            stop()
+        return None
+"""
+QUICK_RUN = ["run", "--fake", "vllm", "--jobs", "1", "--capability", "discovery.schema"]
+INSTANTS = {
+    "importing a command": "sys.meta_path.insert(0, StopOnImport('rl_conformance.cli.run'))",
+    "starting the fakes' zygote, before pytest": (
+        "stop_after('rl_conformance.launchers.plan', 'TargetPool.prepare')"
+    ),
+    "collecting the suites": (
+        "stop_after('rl_conformance.plugin.session', "
+        "'ConformanceRun.pytest_collection_modifyitems', before=True)"
+    ),
+    "testing": "stop_after('rl_conformance.plugin.session', 'ConformanceRun._add_record')",
+    "testing, twice": (
+        "stop_after('rl_conformance.plugin.session', 'ConformanceRun._add_record')\n"
+        "stop_after('rl_conformance.plugin.session', 'write_reports', before=True)"
+    ),
+    "testing, in a finaliser": (  # where an exception cannot rise: the stop must not be lost
+        "class Doomed:\n"
+        "    def __del__(self):\n"
+        "        stop()\n"
+        "        sum(range(100))\n"
+        "import rl_conformance.plugin.session as session\n"
+        "kept = session.ConformanceRun._add_record\n"
+        "def add_record(self, *args):\n"
+        "    kept(self, *args)\n"
+        "    Doomed()\n"
+        "session.ConformanceRun._add_record = add_record\n"
+    ),
+    "writing the reports": (
+        "stop_after('rl_conformance.plugin.session', 'write_reports', before=True)"
+    ),
+    "sealing the bundle, after the reports": (
+        "stop_after('rl_conformance.reports.evidence', 'seal', before=True)"
+    ),
+    "exiting": "atexit.register(stop)",
+}
+STOPPED_BEFORE_THE_REPORT = {
+    "importing a command",
+    "starting the fakes' zygote, before pytest",
+    "collecting the suites",
+}
+"""Nothing was written yet, so nothing is: no report directory."""
+WRITTEN_WHOLE = {"writing the reports", "sealing the bundle, after the reports", "exiting"}
+"""Every test had run: the report says so (complete), and the command still exits 130."""
+
+
+def run_stopped(tmp_path: Path, setup: str, argv: list[str]) -> subprocess.CompletedProcess[str]:
+    script = (
+        INSTANT_PRELUDE
+        + setup
+        + f"\nsys.argv = ['rl-conformance', *{argv!r}]\n"
+        + "from rl_conformance.cli import command\ncommand()\n"
+    )
+    marker = f"rl-conformance-instant-{tmp_path.name}"
+    env = dict(os.environ, RL_CONFORMANCE_TEST_INSTANT=marker)
+    try:
+        return subprocess.run(
+            [sys.executable, "-c", script],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            env=env,
+            cwd=tmp_path,
+            check=False,
+        )
+    finally:
+        time.sleep(0.5)
+        assert not processes_marked(marker), "a process of the stopped run was left behind"
+
+
+def processes_marked(marker: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+            status = (entry / "status").read_text()
+        except OSError:
+            continue
+        if marker.encode() in environ and "zombie" not in status.lower():
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.parametrize("instant", INSTANTS)
+def test_ctrl_c_at_any_instant_exits_130_in_one_line(tmp_path: Path, instant: str) -> None:
+    report = tmp_path / "report"
+    done = run_stopped(tmp_path, INSTANTS[instant], [*QUICK_RUN, "--report-dir", str(report)])
+    said = (done.stdout + done.stderr).replace(str(tmp_path), "DIR")
+    assert done.returncode == 130, said[-3000:]
+    for word in ("Traceback", "KeyboardInterrupt", "pytest", "Exception ignored"):
+        assert word not in said, said[-3000:]
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("rl-conformance: "), done.stderr[-2000:]
+    if instant in STOPPED_BEFORE_THE_REPORT:
+        assert not (report / "matrix.json").exists()
+        assert last == "rl-conformance: interrupted"
+        return
+    matrix = json.loads((report / "matrix.json").read_text())
+    assert matrix["complete"] is (instant in WRITTEN_WHOLE)
+    if not matrix["complete"]:
+        assert matrix["incomplete_reason"] == "SIGINT: the run was interrupted (Ctrl-C)"
+        assert last.startswith("rl-conformance: incomplete run (SIGINT")
+    assert (report / "bundle.json").is_file()  # sealed even when the stop came meanwhile
+
+
+def test_sigterm_before_pytest_exits_143(tmp_path: Path) -> None:
+    setup = "stop_after('rl_conformance.launchers.plan', 'TargetPool.prepare', signal.SIGTERM)"
+    done = run_stopped(tmp_path, setup, [*QUICK_RUN, "--report-dir", str(tmp_path / "report")])
+    assert done.returncode == 143, done.stderr[-2000:]
+    assert "Traceback" not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(
+    "argv", [["capabilities"], ["diff", "--help"]], ids=["capabilities", "diff-help"]
+)
+def test_ctrl_c_in_any_command_exits_130(tmp_path: Path, argv: list[str]) -> None:
+    done = run_stopped(tmp_path, "sys.meta_path.insert(0, StopOnImport('argparse'))", argv)
+    assert done.returncode == 130, done.stderr[-2000:]
+    assert done.stderr == "rl-conformance: interrupted\n"
