@@ -278,6 +278,16 @@ ALLOWLIST: dict[str, tuple[str, tuple[str, str]]] = {
         "--admin-token-file against a fake whose every plane requires them",
         ("tests/e2e/test_secrets_never_written.py", '"--admin-token-file",'),
     ),
+    "rl-conformance run --frontend https://dynamo.example:443 --rl-url "
+    "https://dynamo.example:8443 --backend vllm --ca-bundle private-ca.pem --client-cert me.pem "
+    "--client-key me.key": (
+        "needs a fleet behind a private CA that asks for a client certificate; the nginx test "
+        "runs the same flags against a real nginx with a CA and certificates it makes",
+        (
+            "tests/e2e/test_nginx_ingress.py",
+            '*("--client-cert", str(pki.client.cert), "--client-key"',
+        ),
+    ),
     "ruff check . && python -m pytest -q": (
         "the CI test command itself (this test is part of it: running it here would recurse); "
         ".ci/run ends with it",
