@@ -80,8 +80,11 @@ def test_the_one_test_per_capability_budget_covers_what_the_full_run_covers(
     assert matrix["budget"]["generations_sent"]["fake-trtllm"] <= figure
     budgeted = cells_of(matrix, "fake-trtllm")
     for capability_id, cell in full.items():
+        # a row is covered when the budget ran one of its tests: a passing cell may still say
+        # that its other tests did not run, but never that the budget left the row out
         reason = budgeted[capability_id]["reason"]
-        assert UNCOVERED_PREFIX not in reason and EXHAUSTED not in reason, capability_id
+        assert not reason.startswith(UNCOVERED_PREFIX), (capability_id, reason)
+        assert EXHAUSTED not in reason, (capability_id, reason)
         if cell["outcome"] != "skipped":
             assert budgeted[capability_id]["outcome"] == cell["outcome"], (capability_id, reason)
 

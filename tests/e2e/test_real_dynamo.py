@@ -202,7 +202,7 @@ def toy_expectation(capability_id: str, unsupported: set[str]) -> tuple[str, str
     for skipped, needle in (
         (NEEDS_A_REFERENCE, "--reference-checkpoint"),
         (NO_GAUGE, "vllm:rl_weight_update_operations_in_flight"),
-        (NEEDS_PROBE_REPLY, "probe_reply"),
+        (NEEDS_PROBE_REPLY, "answer the RL listener's route probe"),
         (RELEASE_LACKS, "not in Dynamo 1.6.1"),
         (NEEDS_MIGRATION, "--migration-limit"),
     ):
