@@ -6,8 +6,6 @@ from typing import Any
 
 from .base import Findings, Violation, check, describe, get_path
 
-SECTION = "Handle Streaming and Retries"
-
 
 @check(
     "errors.status_and_body",

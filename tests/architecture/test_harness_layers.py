@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[2] / "rl_conformance"
 
 # Lowest first. Keep ARCHITECTURE.md's tree in step with this order.
 LAYERS = (
+    "contract",
     "engine_side",
     "wire",
     "checks",
