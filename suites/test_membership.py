@@ -14,6 +14,7 @@ from rl_conformance import FeatureAbsent, Unobservable, contract
 from rl_conformance.checks import discovery, membership, pause
 from rl_conformance.checks.base import describe
 from rl_conformance.client.http import Client
+from rl_conformance.contract.kinds import RL_WORKERS, Backend, Support
 from rl_conformance.control.admin import AdminClient, AdminWorker
 from rl_conformance.control.admin_steps import administered, by_identity, select
 from rl_conformance.control.families import AdminFamily
@@ -24,7 +25,6 @@ from rl_conformance.control.stopping import (
     served_by,
     stop_controls,
 )
-from rl_conformance.model.capabilities import RL_WORKERS, Backend, Support
 from rl_conformance.model.target import WORKER_DEPARTURE, Target, WorkerDepartureProbe
 from rl_conformance.model.verdict import Verdict
 from rl_conformance.wire.exchange import Exchange

@@ -34,7 +34,7 @@ LAYERS = (
     "plugin",
     "cli",
 )
-BELOW_ALL = ("version", "errors", "admission", "redaction")
+BELOW_ALL = ("version", "errors", "admission", "redaction", "data_dirs")
 ABOVE_ALL = ("__init__", "__main__")
 MAY_IMPORT_FAKES = {"launchers", "certify", "cli"}
 HEAVY = ("docker", "starlette", "uvicorn")
