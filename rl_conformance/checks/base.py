@@ -37,6 +37,10 @@ class CheckSpec:
     level: Level
     spec: str
     section: str
+    normative: bool = True
+    """Whether `spec` quotes the sentence a failure violates. A check no normative sentence
+    fixes (`spec` then says where its expectation comes from: a release's recorded behaviour)
+    reports a release difference, flagged on its cell, never a failure."""
 
 
 @dataclass(frozen=True)
@@ -110,10 +114,16 @@ def rule_ids() -> list[str]:
 
 
 def check(
-    check_id: str, *, title: str, level: Level = Level.MUST, spec: str, section: str
+    check_id: str,
+    *,
+    title: str,
+    level: Level = Level.MUST,
+    spec: str,
+    section: str,
+    normative: bool = True,
 ) -> Callable[[Callable[P, Iterable[Violation]]], Check[P]]:
     """Register a generator of violations as a named check returning a `CheckResult`."""
-    check_spec = CheckSpec(id=check_id, title=title, level=level, spec=spec, section=section)
+    check_spec = CheckSpec(check_id, title, level, spec, section, normative)
 
     def decorate(func: Callable[P, Iterable[Violation]]) -> Check[P]:
         return register(Check(check_spec, func))
