@@ -247,8 +247,8 @@ def verify(root: Path, expected_sha256: str | None, *, publication: bool = False
     rebuilt, _ = build_index(root, [str(p) for p in indexed])
     listed = {e.get("uri"): e for e in index["artifacts"] if isinstance(e, dict)}
     fresh = {entry["uri"]: entry for entry in rebuilt["artifacts"]}
-    if rebuilt["missing_uris"]:
-        findings.append("missing local artifacts: " + ", ".join(rebuilt["missing_uris"]))
+    if rebuilt["missing_uris"]:  # the one thing to say: a file the records name is gone
+        return ["missing local artifacts: " + ", ".join(rebuilt["missing_uris"])]
     if set(fresh) != set(listed):
         findings.append(f"{INDEX}: the artifact URIs listed are not those the records name")
     for entry in rebuilt["records"]:
