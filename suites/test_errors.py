@@ -90,7 +90,10 @@ def test_requests_the_engine_cannot_take_are_refused_before_generation(
     (real Dynamo 1.6.1 with vLLM: `fixtures/dynamo-1.6.1/vllm-cpu/completions_token_beyond_vocab
     .json`, `completions_prompt_too_long.json`, `completions_prompt_plus_max_tokens_too_long.json`).
     Sent as a stream and closed at its first event: a deployment that accepts is judged without
-    waiting for the whole window to be generated."""
+    waiting for the whole window to be generated. No sentence of the spec fixes an overflow
+    (Dynamo 1.7.0.dev20261026 with vLLM 0.32.0 serves a prompt plus `max_tokens` beyond the
+    window, clamped): one served is a release difference flagged on the cell
+    (`errors.context_window_refused`), not a failure; a refusal must still be Dynamo's flat 400."""
     body: dict[str, Any] = {"model": rl_target.model, "prompt": PROMPT, "max_tokens": 2}
     if case == "token_beyond_vocabulary":
         body["prompt"] = [*PROMPT, OUT_OF_EVERY_VOCABULARY]
@@ -116,6 +119,11 @@ def test_requests_the_engine_cannot_take_are_refused_before_generation(
         json_body={**body, "stream": True},
         cancel_after_events=1,
     )
+    if case != "token_beyond_vocabulary":
+        # no spec sentence fixes an overflow: served (clamped) is a release difference
+        served = rl_verdict.check(errors.context_window_refused(exchange.status), exchange)
+        if rl_verdict.differs(served):
+            return
     parsed = reply_body(exchange)
     rl_verdict.check(errors.status_and_body(exchange.status, parsed, 400), exchange)
 

@@ -291,7 +291,7 @@ def native_sequence(events: Sequence[Any]) -> list[int] | None:
 @check(
     "generate.native_ids_agree",
     title="a native generation route returns the engine ids the OpenAI route returns",
-    spec="Preserve the engine's exact token IDs and log probabilities.",
+    spec="The engine token sequence used for training is authoritative.",
     section=SECTION,
 )
 def native_ids_agree(route: str, native: Any, openai_ids: Sequence[int]) -> Findings:

@@ -531,7 +531,7 @@ class ConformanceRun:
             _shutdown(state)
         if self.matrix is not None and not self.config.fault_matrix:
             # Last, once every launcher stopped: their logs are part of the bundle.
-            self.bundle_sha256 = evidence.seal(self.config.report_path)
+            self.bundle_sha256 = evidence.seal(self.config.report_path, self.config.artifact_bundle)
 
     def _close_journal(self) -> None:
         journal, self._journal = self._journal, None
