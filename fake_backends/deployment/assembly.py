@@ -352,7 +352,7 @@ def _leaked_listener(state: DeploymentState) -> Route:
     listener's body there too."""
 
     async def rl_workers(request: Request) -> Response:
-        leaked = state.personality.rl_workers and state.fault("rl_listener_on_frontend")
+        leaked = state.personality.rl_workers and state.faults.active("rl_listener_on_frontend")
         if leaked and request.method == "GET":
             return json_response(await list_workers(state))
         raise HTTPException(404)
