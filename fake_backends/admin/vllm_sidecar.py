@@ -1,7 +1,7 @@
 """The native vLLM sidecar's routes (``dynamo-vllm-sidecar --enable-rl``), one table per worker.
 
 Shapes follow the real 1.6.1 sidecar as recorded in ``fixtures/dynamo-1.6.1/vllm-sidecar/``
-(replayed by ``tests/fake_backends/test_fake_admin_vllm_sidecar.py``) and its source
+(replayed by ``tests/fake_backends/admin/test_fake_admin_vllm_sidecar.py``) and its source
 (``lib/sidecar/vllm/src/engine.rs``, ``lib/backend-common``), which mirrors vLLM's own RL API
 under new names:
 

@@ -29,7 +29,7 @@ from fake_backends.deployment.assembly import FakeDeployment
 from fake_backends.deployment.pytest_fixtures import make_fake_deployment_fixture
 from fake_backends.model.directory import CONTEXT_LENGTH
 
-RECORDINGS = Path(__file__).resolve().parents[2] / "fixtures" / "dynamo-1.6.1" / "toy-worker"
+RECORDINGS = Path(__file__).resolve().parents[3] / "fixtures" / "dynamo-1.6.1" / "toy-worker"
 
 # Cases whose shape depends on what the engine generated or on behaviour the fake does
 # not model, with the reason.
@@ -46,7 +46,7 @@ EXCLUDED_PREFIXES = (
     "metrics",
     "worker_metrics",  # text cut to a few series; tests/wire/test_prometheus reads them
     "frontend_metrics",
-    "migration_",  # a worker killed mid-stream: tests/fake_backends/test_fake_migration.py
+    "migration_",  # a worker killed mid-stream: tests/fake_backends/frontend/test_fake_migration.py
     "worker_killed_",
 )
 LOOSE_KEYS = {"engine_data"}  # engine-owned, forwarded verbatim by the frontend
