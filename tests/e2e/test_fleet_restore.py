@@ -163,7 +163,16 @@ def test_a_run_stopped_midway_restores_too(tmp_path: Path, signum: int) -> None:
     with FakeDeployment("vllm", workers=1, initial_model_path=FOUND) as fleet:
         before = greedy(fleet)
         process = subprocess.Popen(
-            command(fleet, tmp_path, "--capability", "refresh.*", "--restore-model-path", FOUND),
+            command(
+                fleet,
+                tmp_path,
+                "--capability",
+                "refresh.post_update_generation",
+                "--capability",
+                "refresh.lifecycle",
+                "--restore-model-path",
+                FOUND,
+            ),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
