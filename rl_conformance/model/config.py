@@ -76,6 +76,7 @@ class RunConfig:
     reference_checkpoint: tuple[str, ...] = ()
     reference_python: str | None = None
     weight_transfer: tuple[str, ...] = ()
+    restore_model_path: str | None = None
     record: tuple[str, ...] = ()
     report_dir: str = "conformance-report"
     overwrite: bool = False

@@ -172,6 +172,7 @@ class Deployment:
     update_model_path: tuple[str, ...] = ()
     reference_checkpoint: tuple[str, ...] = ()
     weight_transfer: tuple[str, ...] = ()
+    restore_model_path: str | None = None
 
     @property
     def target_id(self) -> str:

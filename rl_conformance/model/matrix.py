@@ -370,6 +370,13 @@ class Matrix:
     generations: dict[str, int] = field(default_factory=dict)
     """Generation requests sent to each target by the tests (every test's count, summed)."""
     exit_rule: ExitRule = field(default_factory=ExitRule)
+    fleet_restore: list[dict[str, Any]] = field(default_factory=list)
+    """Each worker of a deployment given by URL the run mutated: found, left, verified."""
+
+    @property
+    def not_restored(self) -> list[dict[str, Any]]:
+        """The workers the run could not put back as it found them."""
+        return [worker for worker in self.fleet_restore if not worker.get("restored")]
 
     @property
     def summary(self) -> dict[str, int]:
@@ -383,8 +390,11 @@ class Matrix:
         error (`exit_rule`: the outcomes that count, the targets that do not, and any further
         problem). A run that stopped says how (`exits.for_stop`); one whose preflight refused an
         input is `EXIT_USAGE` (the command is to be fixed); one whose only failing cells belong
-        to targets it never reached is `EXIT_UNREACHED`, not a deployment's failure."""
+        to targets it never reached is `EXIT_UNREACHED`, not a deployment's failure. Before all
+        of these: a worker the run could not put back as it found it (`EXIT_NOT_RESTORED`)."""
         rule = self.exit_rule
+        if self.not_restored:
+            return exits.EXIT_NOT_RESTORED
         if not self.run.complete:
             return exits.for_stop(self.run.incomplete_reason)
         if rule.problems:
@@ -455,6 +465,8 @@ class Matrix:
             document["budget"] = self.budget()
         if not self.exit_rule.is_default:
             document["exit_rule"] = self.exit_rule.to_json()
+        if self.fleet_restore:
+            document["fleet_restore"] = list(self.fleet_restore)
         return document
 
     def budget(self) -> dict[str, Any]:

@@ -319,6 +319,15 @@ OPTIONS: tuple[Option, ...] = (
         path=True,
     ),
     Option(
+        "restore_model_path",
+        "--restore-model-path",
+        "the checkpoint the selected workers served before the run, as their engine loads it: "
+        "a mutating run updates them back to it at its end when the deployment does not report "
+        "its served model path (discovery's model, SGLang's get_model_info), and uses it over "
+        "a reported one",
+        metavar="PATH",
+    ),
+    Option(
         "reference_checkpoint",
         "--reference-checkpoint",
         "a local, readable copy of each --update-model-path checkpoint (same order), for "
@@ -492,6 +501,7 @@ DEPLOYMENT_OPTIONS: tuple[str, ...] = (
     "update_model_path",
     "reference_checkpoint",
     "weight_transfer",
+    "restore_model_path",
 )
 """The options that describe one deployment given by URL (`model/deployment.py`): the flags
 give one, each table of a `--targets` file another."""

@@ -27,7 +27,7 @@ from ..model.matrix import Matrix, RunInfo, TestRecord, build_matrix, now
 from ..model.target import Target
 from ..reports import console, evidence, write_reports
 from ..wire.exchange import Exchange
-from . import budgeting, crash_probes, deaths, distribution, fixtures, forked, reruns
+from . import budgeting, crash_probes, deaths, distribution, fixtures, fleet_record, forked, reruns
 from .collection import (
     capabilities_of,
     ends_worker_reason,
@@ -44,7 +44,7 @@ from .hypothesis_profile import (
     without_local_constants,
 )
 from .recording import record_of, show_as_skipped, status_of_call, verify_reproducers
-from .restore import restore_held
+from .restore import end_of_run, not_restored_warnings
 from .run_stops import install_stop_signals, start_run_timer, timeout_reason
 from .state import STATE, RunState, state_of
 from .state import shutdown as _shutdown
@@ -99,7 +99,7 @@ class ConformanceRun(ForkedRun):
         self._local_constants: Any = None
         self._restore_signals: Callable[[], None] | None = None
         self.restore_lines: list[str] = []
-        """A stopped run's held workers and how they were restored (`restore.restore_held`)."""
+        """The fleet as the run leaves it, and a stopped run's held workers (`restore`)."""
 
     # -- configuration -------------------------------------------------------------------
 
@@ -120,6 +120,7 @@ class ConformanceRun(ForkedRun):
         config.pluginmanager.register(fixtures, f"{self.NAME}-fixtures")
         config.pluginmanager.register(budgeting, f"{self.NAME}-budget")
         config.pluginmanager.register(crash_probes, f"{self.NAME}-crash-probes")
+        config.pluginmanager.register(fleet_record, f"{self.NAME}-fleet-record")
 
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         parametrize_targets(metafunc, state_of(metafunc.config).pool.ids)
@@ -168,7 +169,7 @@ class ConformanceRun(ForkedRun):
             seed=self.config.seed,
             budget_generations=self.config.budget_generations,
             recorded=self.config.recorded(),
-            warnings=tuple(state.run.network.warnings()),
+            warnings=(*not_restored_warnings(state), *state.run.network.warnings()),
             incomplete_reason=None
             if complete
             else state.incomplete_reason or "the run was interrupted",
@@ -415,8 +416,7 @@ class ConformanceRun(ForkedRun):
                 state.incomplete_reason = state.incomplete_reason or timeout_reason(
                     self.config.run_timeout
                 )
-            if not complete:
-                self.restore_lines = restore_held(state.ledger, state.client)
+            self.restore_lines = end_of_run(state, complete)
             info = self._run_info(state, complete)
             selected = [
                 capability_registry.get(capability_id)
@@ -427,6 +427,7 @@ class ConformanceRun(ForkedRun):
                 for target in state.pool.planned_targets()
             ]
             matrix = build_matrix(selected, targets, state.records, info)
+            matrix.fleet_restore = [result.to_json() for result in state.fleet_restore]
             document = matrix.to_json()
             write_reports(document, self.config.report_path)
             if self.config.fault_matrix:

@@ -12,6 +12,8 @@ import pytest
 
 from ..client.budget import CountingClient, PlannedTest
 from ..client.identity import INITIAL_POLICY, AttemptIdentity
+from ..control.fleet_restore import WorkerRestore
+from ..control.fleet_state import WorkerState
 from ..control.ledger import AdminLedger
 from ..control.policy_reference import ReferenceSource
 from ..control.weights import WeightSource
@@ -50,6 +52,10 @@ class RunState:
     """(ledger position at its start, node id) of each test, in order: which test sent a call."""
     restarts: dict[str, int] = field(default_factory=dict)
     """Target -> how many times a dead worker of it was restarted."""
+    fleet_found: dict[str, dict[str, WorkerState]] = field(default_factory=dict)
+    """Target -> system URL -> each selected worker's state before the first mutating test
+    (`plugin/fleet_record.py`), put back at the run's end (`plugin/restore.py`)."""
+    fleet_restore: list[WorkerRestore] = field(default_factory=list)
     policy_versions: dict[str, str] = field(default_factory=dict)
     """Target -> the weight version the suite last had its workers load: the
     X-RL-Policy-Version its generation requests carry (`client.identity`)."""

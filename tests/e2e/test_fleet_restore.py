@@ -1,0 +1,192 @@
+"""A mutating run leaves the fleet as it found it: each worker it changed is resumed and loaded
+again with the weights it served before the first mutation, verified by a generation pinned to
+it; a worker it cannot put back is the first line of the console and of every report, and the
+run exits 4."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fake_backends import FakeDeployment
+
+pytestmark = pytest.mark.slow
+FOUND = "/conformance/weights/found"
+CHECKPOINTS = (
+    "--update-model-path",
+    "/conformance/weights/a",
+    "--update-model-path",
+    "/conformance/weights/b",
+)
+PROBE = {"prompt": [640, 1024, 777], "max_tokens": 8, "temperature": 0, "ignore_eos": True}
+
+
+def command(deployment: FakeDeployment, directory: Path, *flags: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "rl_conformance",
+        "run",
+        "--frontend",
+        deployment.frontend_url,
+        "--rl-url",
+        deployment.rl_url,
+        "--backend",
+        "vllm",
+        "--report-dir",
+        str(directory),
+        "--examples",
+        "2",
+        "--allow-mutations",
+        "--all-workers",
+        *CHECKPOINTS,
+        *flags,
+    ]
+
+
+def greedy(deployment: FakeDeployment) -> list[Any]:
+    """What a user sees: each worker's greedy answer, pinned to it, and its weight version."""
+    import httpx
+
+    workers = httpx.get(f"{deployment.rl_url}/v1/rl/workers").json()["workers"]
+    found = []
+    for worker in sorted(workers, key=lambda w: w["instance_id"]):
+        body = {
+            **PROBE,
+            "model": deployment.model,
+            "nvext": {
+                "backend_instance_id": worker["instance_id"],
+                "extra_fields": ["completion_token_ids"],
+            },
+        }
+        answer = httpx.post(f"{deployment.frontend_url}/v1/completions", json=body).json()
+        version = httpx.post(f"{worker['system_url']}/engine/get_weight_version", json={})
+        found.append((answer["nvext"]["completion_token_ids"], version.json()))
+    return found
+
+
+def matrix_of(directory: Path) -> dict[str, Any]:
+    return json.loads((directory / "matrix.json").read_text())
+
+
+def test_a_completed_mutating_run_leaves_each_worker_on_the_weights_it_found(
+    tmp_path: Path,
+) -> None:
+    with FakeDeployment("vllm", workers=2, initial_model_path=FOUND) as fleet:
+        before = greedy(fleet)
+        run = subprocess.run(
+            command(
+                fleet,
+                tmp_path,
+                "--capability",
+                "refresh.post_update_generation",
+                "--restore-model-path",
+                FOUND,
+            ),
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        after = greedy(fleet)
+    matrix = matrix_of(tmp_path)
+    restored = matrix["fleet_restore"]
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert len(restored) == 2
+    assert all(worker["restored"] and worker["verified"] for worker in restored), restored
+    assert any("reloaded" in " ".join(worker["actions"]) for worker in restored)
+    assert [ids for ids, _ in after] == [ids for ids, _ in before]
+    assert "the fleet as the run leaves it" in run.stdout
+    assert "NOT RESTORED" not in run.stdout
+
+
+def test_a_worker_whose_restore_does_not_take_is_the_first_line_and_exit_4(
+    tmp_path: Path,
+) -> None:
+    with FakeDeployment(
+        "vllm", workers=1, initial_model_path=FOUND, faults=("update_applied_once",)
+    ) as fleet:
+        run = subprocess.run(
+            command(
+                fleet,
+                tmp_path,
+                "--capability",
+                "refresh.post_update_generation",
+                "--restore-model-path",
+                FOUND,
+            ),
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+    matrix = matrix_of(tmp_path)
+    assert run.returncode == 4, run.stdout[-3000:]
+    assert matrix["exit_status"] == 4
+    assert [worker["restored"] for worker in matrix["fleet_restore"]] == [False]
+    assert matrix["warnings"][0].startswith("FLEET NOT RESTORED")
+    summary = run.stdout.split("conformance matrix", 1)[1].splitlines()
+    assert next(line for line in summary if line.strip("= ")).startswith("FLEET NOT RESTORED")
+    assert "FLEET NOT RESTORED" in (tmp_path / "matrix.md").read_text().splitlines()[0]
+    assert "FLEET NOT RESTORED" in (tmp_path / "matrix.html").read_text()
+    assert "FLEET NOT RESTORED" in (tmp_path / "junit.xml").read_text()
+
+
+def test_without_a_restore_path_a_changed_worker_is_not_restored(tmp_path: Path) -> None:
+    """The fake's discovery names its model, not a checkpoint it loaded: reloading that does
+    not bring the weights found back, and the pinned probe says so."""
+    with FakeDeployment("vllm", workers=1, initial_model_path=FOUND) as fleet:
+        run = subprocess.run(
+            command(fleet, tmp_path, "--capability", "refresh.post_update_generation"),
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+    matrix = matrix_of(tmp_path)
+    assert run.returncode == 4, run.stdout[-3000:]
+    worker = matrix["fleet_restore"][0]
+    assert worker["verified"] is False
+    assert worker["before"]["sources"]["model_path"] == "discovery's model"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_run_stopped_midway_restores_too(tmp_path: Path, signum: int) -> None:
+    with FakeDeployment("vllm", workers=1, initial_model_path=FOUND) as fleet:
+        before = greedy(fleet)
+        process = subprocess.Popen(
+            command(
+                fleet,
+                tmp_path,
+                "--capability",
+                "refresh.post_update_generation",
+                "--capability",
+                "refresh.lifecycle",
+                "--restore-model-path",
+                FOUND,
+            ),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        ends = time.monotonic() + 120
+        while time.monotonic() < ends and not any(
+            record.path.endswith("update_weights_from_disk") for record in fleet.admin_ledger
+        ):
+            time.sleep(0.05)
+        os.kill(process.pid, signum)
+        output, _ = process.communicate(timeout=120)
+        after = greedy(fleet)
+    matrix = matrix_of(tmp_path)
+    assert process.returncode == {signal.SIGINT: 130, signal.SIGTERM: 143}[signum], output[-3000:]
+    assert matrix["complete"] is False
+    assert all(worker["restored"] for worker in matrix["fleet_restore"]), matrix["fleet_restore"]
+    assert [ids for ids, _ in after] == [ids for ids, _ in before]
