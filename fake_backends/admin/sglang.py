@@ -30,9 +30,9 @@ from typing import Any
 from fake_backends.admin.routes import AdminHandler, AdminRoutes, HandlerError
 from fake_backends.admin.sglang_routes import EngineRouteDescriptor, EngineRouteError
 from fake_backends.runtime.weights import (
+    checkpoint_weights,
     declare_version,
     load_weights,
-    path_weights,
     payload_weights,
 )
 from fake_backends.runtime.workers import EngineWorker
@@ -157,7 +157,7 @@ async def update_weights_from_disk(worker: EngineWorker, body: Body) -> tuple[bo
     _construct(DISK_REQ, body)
     if worker.runtime.faults.active("admin_http200_failure_body"):
         return False, INJECTED_LOAD_FAILURE, 0
-    await _apply_update(worker, body, path_weights(str(body["model_path"])))
+    await _apply_update(worker, body, checkpoint_weights(worker, str(body["model_path"])))
     return True, DISK_OK, 0
 
 

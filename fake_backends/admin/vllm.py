@@ -15,9 +15,9 @@ from typing import Any
 from fake_backends.admin.routes import VLLM_RL_ROUTES, AdminRoutes, Refused
 from fake_backends.runtime.scheduler import POLL_SECONDS
 from fake_backends.runtime.weights import (
+    checkpoint_weights,
     declare_version,
     load_weights,
-    path_weights,
     payload_weights,
 )
 from fake_backends.runtime.workers import EngineWorker
@@ -129,7 +129,7 @@ async def update_weights_from_disk(worker: EngineWorker, body: Body) -> Body:
     unversioned = worker.runtime.faults.active("unversioned_update_declares")
     load_weights(
         worker,
-        path_weights(str(path)),
+        checkpoint_weights(worker, str(path)),
         version=body.get("weight_version", "unknown"),
         declare="weight_version" in body or unversioned,
     )

@@ -10,7 +10,8 @@ update means the same thing everywhere:
   responses report, never the tokens;
 * loading weights resets the prefix cache (stale KV state must not survive a refresh);
 * a worker started on a checkpoint (``--initial-model-path``) holds the weights an update from
-  that path gives (``path_weights``): a cold start and an update agree.
+  that path gives (``path_weights``), and one started on none the weights an update from its
+  served model name gives (``checkpoint_weights``): a cold start and an update agree.
 
 The control-plane faults that lie about updates are applied here and nowhere else.
 """
@@ -22,7 +23,7 @@ import json
 from typing import Any
 
 from fake_backends.model.decoding import ChoiceResult
-from fake_backends.runtime.workers import EngineWorker
+from fake_backends.runtime.workers import INITIAL_WEIGHTS, EngineWorker
 
 SERVES_A_MIX = "update_serves_a_mix"
 NAN_AFTER_UPDATE = "logprobs_nan_after_update"
@@ -31,6 +32,16 @@ NAN_AFTER_UPDATE = "logprobs_nan_after_update"
 def path_weights(model_path: str) -> str:
     """The weights tag of a checkpoint on disk: the toy model hashes it into its seed."""
     return f"path:{model_path}"
+
+
+def checkpoint_weights(worker: EngineWorker, model_path: str) -> str:
+    """The weights an update from `model_path` loads on `worker`. A worker started on no
+    particular checkpoint serves its model by name, as an engine started on model M serves what
+    loading M gives: an update from that name loads the weights it started on (so a run that
+    restores a worker to its served model finds it as it was)."""
+    if model_path == worker.model_name and worker.initial_weights == INITIAL_WEIGHTS:
+        return INITIAL_WEIGHTS
+    return path_weights(model_path)
 
 
 def payload_weights(kind: str, payload: Any) -> str:
