@@ -115,7 +115,9 @@ def straddle_mode(family: AdminFamily) -> str | None:
 
 
 @capability("refresh.straddle_reported")
-@pytest.mark.may_end_worker("an update in an in-place pause: SGLang 0.5.21 exits")
+@pytest.mark.may_end_worker(
+    "an update while a pause holds a request (in_place: SGLang 0.5.21 exits)"
+)
 def test_a_sample_held_across_an_update_names_the_versions_of_its_tokens(
     rl_client: Client,
     rl_target: Target,
