@@ -16,18 +16,13 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from fake_backends.deployment.assembly import (
-    LISTING_ORDERS,
-    VOCAB_SIZE,
-    Assembly,
-    DeploymentOptions,
-)
+from fake_backends.deployment.assembly import Assembly
 from fake_backends.deployment.credentials import RequiredCredentials
-from fake_backends.deployment.ingress import INGRESS_CODINGS
+from fake_backends.deployment.options import DeploymentOptions, add_options, parsed
 from fake_backends.deployment.ready_line import ready_line
 from fake_backends.deployment.serving import run_fast, settle_heap
 from fake_backends.faults.deployment import FAULT_NAMES, catalogue_lines
-from fake_backends.runtime.personalities import ADMIN_FAMILIES, BACKENDS
+from fake_backends.runtime.personalities import BACKENDS
 
 log = logging.getLogger("fake_backends")
 
@@ -49,10 +44,6 @@ def build_parser() -> argparse.ArgumentParser:
         "--control-port", type=int, default=0, help="loopback fault-control port (0 = ephemeral)"
     )
     parser.add_argument(
-        "--workers", type=int, default=2, help="number of engine workers (default 2)"
-    )
-    parser.add_argument("--model", default="toy", help="served model name (default toy)")
-    parser.add_argument(
         "--fault",
         action="append",
         default=[],
@@ -62,97 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--list-faults", action="store_true", help="print NAME<TAB>description lines and exit"
     )
-    parser.add_argument(
-        "--worker-namespace",
-        action="append",
-        default=[],
-        metavar="NS",
-        help="Dynamo namespace of the next worker (repeatable, in worker order; default dynamo)",
-    )
-    parser.add_argument(
-        "--admin-family",
-        choices=ADMIN_FAMILIES,
-        default="python",
-        help="vLLM only: Python worker RL routes (default) or the native sidecar's "
-        "control/* and update/* routes",
-    )
-    parser.add_argument(
-        "--engine-route",
-        action="append",
-        default=None,
-        metavar="DESCRIPTOR",
-        help="SGLang only: expose an engine method as /engine/<path>, "
-        "path[=method][:engine|tm] (repeatable; default: $DYN_SGLANG_ENGINE_ROUTES)",
-    )
-    parser.add_argument(
-        "--rl-worker-order",
-        choices=LISTING_ORDERS,
-        default="sorted",
-        help="order of the RL listener's workers: sorted (default, as the real listener), or "
-        "the same workers rotated or shuffled anew on every read (legal: clients must never "
-        "read list position as identity)",
-    )
-    parser.add_argument(
-        "--migration-limit",
-        type=int,
-        default=0,
-        metavar="N",
-        help="how many times the frontend moves a request whose worker's process died to "
-        "another worker, continuing from the tokens so far (Dynamo's --migration-limit; "
-        "default 0, Dynamo's default: never)",
-    )
-    parser.add_argument(
-        "--initial-model-path",
-        default=None,
-        metavar="PATH",
-        help="every worker starts with the weights an update_weights_from_disk of PATH gives "
-        "(a cold start on that checkpoint; default: the toy model's initial weights)",
-    )
-    parser.add_argument(
-        "--ingress-coding",
-        choices=INGRESS_CODINGS,
-        default="identity",
-        help="an ingress in front of the frontend compresses its JSON and event streams in this "
-        "coding for clients that accept it, as nginx's gzip does (legal; default identity)",
-    )
-    parser.add_argument(
-        "--unpaused-update-status",
-        type=int,
-        default=200,
-        metavar="STATUS",
-        help="vLLM only: the HTTP status a worker refuses a weight update while running with: "
-        "200 (Dynamo's handled error, the default) or a 4xx of its own such as 409 (legal)",
-    )
-    parser.add_argument(
-        "--vocabulary",
-        type=int,
-        default=VOCAB_SIZE,
-        metavar="N",
-        help="the prompt ids the model takes: the frontend refuses a prompt id >= N with 400 "
-        f"as a small model's engine does (default {VOCAB_SIZE}, the toy vocabulary)",
-    )
-    parser.add_argument(
-        "--admin-base-url",
-        action="store_true",
-        help="every listed worker also carries world_size 2 and an admin_base_url apart from "
-        "its system_url, as a tensor-parallel worker publishes them (legal)",
-    )
-    parser.add_argument(
-        "--engine-call-delay-ms",
-        type=float,
-        default=0.0,
-        metavar="MS",
-        help="every worker /engine call takes this long before it acts, as a real engine's "
-        "pause or weight update does (default 0)",
-    )
-    parser.add_argument(
-        "--dynamo-release",
-        default=None,
-        metavar="RELEASE",
-        help="the Dynamo release whose frontend to play (1.6.1: one nvext.metadata_upload "
-        "form; default: the newest the fakes know). Never published as Dynamo's version: a "
-        "suite reaching this fake by URL is told with its own --dynamo-release",
-    )
+    add_options(parser)  # the deployment's own (`deployment.options.OPTIONS`)
     parser.add_argument(
         "--require-header",
         action="append",
@@ -207,21 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.workers < 0:
         parser.error("--workers must be >= 0")
     try:
-        DeploymentOptions.build(
-            args.backend,
-            workers=args.workers,
-            model=args.model,
-            worker_namespaces=args.worker_namespace,
-            admin_family=args.admin_family,
-            engine_routes=args.engine_route,
-            listing_order=args.rl_worker_order,
-            initial_model_path=args.initial_model_path,
-            ingress_coding=args.ingress_coding,
-            unpaused_update_status=args.unpaused_update_status,
-            vocabulary=args.vocabulary,
-            admin_base_urls=args.admin_base_url,
-            migration_limit=args.migration_limit,
-        )
+        options = DeploymentOptions.build(args.backend, **parsed(args))
         credentials = RequiredCredentials.parse(args.require_header, args.require_query)
     except ValueError as exc:
         parser.error(str(exc))
@@ -232,26 +119,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         assembly = Assembly(
-            args.backend,
-            workers=args.workers,
-            model=args.model,
+            options,
             faults=args.fault,
             host=args.host,
             port=args.port,
             rl_port=args.rl_port,
             control_port=args.control_port,
-            worker_namespaces=args.worker_namespace,
-            admin_family=args.admin_family,
-            engine_routes=args.engine_route,
-            engine_call_delay_s=max(0.0, args.engine_call_delay_ms) / 1000,
-            listing_order=args.rl_worker_order,
-            initial_model_path=args.initial_model_path,
-            ingress_coding=args.ingress_coding,
-            unpaused_update_status=args.unpaused_update_status,
-            vocabulary=args.vocabulary,
-            admin_base_urls=args.admin_base_url,
-            dynamo_release=args.dynamo_release,
-            migration_limit=args.migration_limit,
             credentials=credentials if credentials.planes else None,
         )
     except OSError as exc:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from rl_conformance import FeatureAbsent, MissingInput
+from rl_conformance import FeatureAbsent, MissingInput, contract
 from rl_conformance.checks import admin as admin_checks
 from rl_conformance.checks import discovery
 from rl_conformance.client.http import Client
@@ -24,7 +24,7 @@ from rl_conformance.model.verdict import Verdict
 capability = pytest.mark.capability
 
 
-@capability("admin.route_negotiation")
+@capability(contract.admin.ROUTE_NEGOTIATION)
 def test_workers_advertise_what_the_update_path_needs(
     rl_client: Client, rl_target: Target, rl_verdict: Verdict
 ) -> None:
@@ -59,7 +59,7 @@ def beyond_the_update_path(family: AdminFamily, routes: list[Any]) -> list[str]:
     return sorted(str(route) for route in routes if route not in used)
 
 
-@capability("admin.route_negotiation")
+@capability(contract.admin.ROUTE_NEGOTIATION)
 def test_advertised_routes_are_called_verbatim(
     rl_client: Client,
     rl_target: Target,
@@ -87,7 +87,7 @@ def test_advertised_routes_are_called_verbatim(
         )
 
 
-@capability("admin.success_semantics")
+@capability(contract.admin.SUCCESS_SEMANTICS)
 def test_unadvertised_route_is_a_404(
     rl_client: Client,
     rl_target: Target,
@@ -105,7 +105,7 @@ def test_unadvertised_route_is_a_404(
     rl_verdict.check(admin_checks.unknown_route(exchange.status, _json(exchange)), exchange)
 
 
-@capability("admin.success_semantics")
+@capability(contract.admin.SUCCESS_SEMANTICS)
 @pytest.mark.mutating
 def test_update_succeeds_by_status_and_body(
     rl_client: Client,

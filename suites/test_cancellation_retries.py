@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from rl_conformance import MissingInput, Unobservable
+from rl_conformance import MissingInput, Unobservable, contract
 from rl_conformance.checks import control
 from rl_conformance.client.http import Client
 from rl_conformance.control.admin import AdminWorker
@@ -143,7 +143,7 @@ def completion(rl_target: Target, max_tokens: int, *, stream: bool = False) -> d
     }
 
 
-@capability("cancel.propagation")
+@capability(contract.cancel.PROPAGATION)
 def test_closing_a_stream_aborts_the_generation(
     rl_client: Client, rl_target: Target, rl_verdict: Verdict, rl_admin_workers: list[AdminWorker]
 ) -> None:
@@ -171,7 +171,7 @@ def test_closing_a_stream_aborts_the_generation(
     )
 
 
-@capability("retry.attempt_identity")
+@capability(contract.retry.ATTEMPT_IDENTITY)
 def test_retry_after_timeout_keeps_attempts_distinguishable(
     rl_client: Client, rl_target: Target, rl_verdict: Verdict, rl_admin_workers: list[AdminWorker]
 ) -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from rl_conformance import FeatureAbsent
+from rl_conformance import FeatureAbsent, contract
 from rl_conformance.checks import discovery, schema_check
 from rl_conformance.checks.http import status_in
 from rl_conformance.client.http import Client, discovery_deadline_s
@@ -37,14 +37,14 @@ def require_workers(body: Any) -> list[dict[str, Any]]:
     return workers
 
 
-@capability("discovery.protocol_version")
+@capability(contract.discovery.PROTOCOL_VERSION)
 def test_protocol_version_is_checked_before_workers(
     rl_client: Client, rl_target: Target, rl_verdict: Verdict
 ) -> None:
     read_workers(rl_client, rl_target, rl_verdict)
 
 
-@capability("discovery.schema")
+@capability(contract.discovery.SCHEMA)
 def test_discovery_body_matches_schema(
     rl_client: Client, rl_target: Target, rl_verdict: Verdict
 ) -> None:
@@ -53,7 +53,7 @@ def test_discovery_body_matches_schema(
     rl_verdict.check(schema_check("discovery-v1", body), exchange)
 
 
-@capability("discovery.listener_isolation")
+@capability(contract.discovery.LISTENER_ISOLATION)
 def test_discovery_lives_on_its_own_read_only_listener(
     rl_client: Client, rl_target: Target, rl_verdict: Verdict
 ) -> None:
@@ -68,13 +68,13 @@ def test_discovery_lives_on_its_own_read_only_listener(
         rl_verdict.check(status_in(exchange.status, allowed, exchange.describe()), exchange)
 
 
-@capability("discovery.worker_registration")
+@capability(contract.discovery.WORKER_REGISTRATION)
 def test_rl_workers_register(rl_client: Client, rl_target: Target, rl_verdict: Verdict) -> None:
     body, _ = read_workers(rl_client, rl_target, rl_verdict)
     require_workers(body)
 
 
-@capability("discovery.routes")
+@capability(contract.discovery.ROUTES)
 def test_routes_are_sorted_unique_strings(
     rl_client: Client, rl_target: Target, rl_verdict: Verdict
 ) -> None:
@@ -83,7 +83,7 @@ def test_routes_are_sorted_unique_strings(
     rl_verdict.check(discovery.routes_well_formed(body), exchange)
 
 
-@capability("discovery.endpoint_identity")
+@capability(contract.discovery.ENDPOINT_IDENTITY)
 def test_endpoint_identity_is_exact(
     rl_client: Client, rl_target: Target, rl_verdict: Verdict
 ) -> None:
@@ -93,7 +93,7 @@ def test_endpoint_identity_is_exact(
     rl_verdict.check(discovery.instance_ids(body), exchange)
 
 
-@capability("discovery.identity_not_position")
+@capability(contract.discovery.IDENTITY_NOT_POSITION)
 def test_workers_are_matched_by_identity_across_reads(
     rl_client: Client, rl_target: Target, rl_verdict: Verdict
 ) -> None:
@@ -103,7 +103,7 @@ def test_workers_are_matched_by_identity_across_reads(
     rl_verdict.check(discovery.identity_stable(first, second), exchange)
 
 
-@capability("discovery.error_fails_closed")
+@capability(contract.discovery.ERROR_FAILS_CLOSED)
 def test_probe_errors_fail_closed(
     rl_client: Client, rl_target: Target, rl_verdict: Verdict
 ) -> None:

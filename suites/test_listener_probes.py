@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from rl_conformance import MissingInput
+from rl_conformance import MissingInput, contract
 from rl_conformance.checks import probes
 from rl_conformance.client.http import Client, discovery_deadline_s
 from rl_conformance.errors import LaunchError
@@ -80,7 +80,7 @@ def probing(
             rl_probe.rescope_listener({})
 
 
-@capability("discovery.probe_replies_validated")
+@capability(contract.discovery.PROBE_REPLIES_VALIDATED)
 def test_a_refused_probe_reply_fails_closed_and_spares_the_others(probing: Probing) -> None:
     verdict = probing.verdict
     for why, reply in REFUSED.items():
@@ -99,7 +99,7 @@ def test_a_refused_probe_reply_fails_closed_and_spares_the_others(probing: Probi
     verdict.check(probes.probe_reply_listed(body, instance_id, UNSORTED_ROUTES, 2), exchange)
 
 
-@capability("discovery.probe_deadline")
+@capability(contract.discovery.PROBE_DEADLINE)
 def test_a_worker_that_never_answers_is_listed_with_its_error_in_time(probing: Probing) -> None:
     """The listener's deadline is set short; the read waits the suite's discovery deadline
     (longer than any listener's default), so only a listener that outlives its own deadline

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rl_conformance import FeatureAbsent
+from rl_conformance import FeatureAbsent, contract
 from rl_conformance.checks import aggregate_stream, logprobs, tokens
 from rl_conformance.client.http import Client
 from rl_conformance.control.requests import chat, completion
@@ -81,7 +81,7 @@ generation = st.fixed_dictionaries(
 )
 
 
-@capability("logprobs.selected_alignment")
+@capability(contract.logprobs.SELECTED_ALIGNMENT)
 @given(shape=generation)
 def test_selected_logprobs_align_with_generated_ids(
     rl_client: Client, rl_target: Target, rl_verdict: Verdict, shape: dict[str, Any]
@@ -90,7 +90,7 @@ def test_selected_logprobs_align_with_generated_ids(
     rl_verdict.check(logprobs.selected_alignment(body, ids), exchange)
 
 
-@capability("logprobs.finite_nonpositive")
+@capability(contract.logprobs.FINITE_NONPOSITIVE)
 @given(shape=generation)
 def test_logprobs_are_finite_and_nonpositive(
     rl_client: Client, rl_target: Target, rl_verdict: Verdict, shape: dict[str, Any]
@@ -99,7 +99,7 @@ def test_logprobs_are_finite_and_nonpositive(
     rl_verdict.check(logprobs.finite_nonpositive(body), exchange)
 
 
-@capability("logprobs.topk_consistent")
+@capability(contract.logprobs.TOPK_CONSISTENT)
 @given(shape=generation)
 def test_top_logprobs_are_consistent(
     rl_client: Client, rl_target: Target, rl_verdict: Verdict, shape: dict[str, Any]
@@ -114,7 +114,7 @@ def test_top_logprobs_are_consistent(
 CHAT_TOP_K = 3
 
 
-@capability("logprobs.topk_consistent")
+@capability(contract.logprobs.TOPK_CONSISTENT)
 @pytest.mark.parametrize("stream", [False, True])
 def test_chat_top_logprobs_hold_k_entries(
     rl_client: Client, rl_target: Target, rl_verdict: Verdict, stream: bool
@@ -162,7 +162,7 @@ def prompt_logprobs_offered(rl_client: Client, rl_target: Target) -> None:
         )
 
 
-@capability("logprobs.prompt_alignment")
+@capability(contract.logprobs.PROMPT_ALIGNMENT)
 @given(prompt=strategies.prompt_ids, k=st.integers(min_value=1, max_value=3))
 def test_prompt_logprobs_keep_position_zero_undefined(
     rl_client: Client,
@@ -180,7 +180,7 @@ def test_prompt_logprobs_keep_position_zero_undefined(
     )
 
 
-@capability("logprobs.prompt_alignment")
+@capability(contract.logprobs.PROMPT_ALIGNMENT)
 def test_chat_prompt_logprobs_keep_position_zero_undefined(
     rl_client: Client, rl_target: Target, rl_verdict: Verdict
 ) -> None:

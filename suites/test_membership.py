@@ -10,10 +10,11 @@ from collections.abc import Callable
 
 import pytest
 
-from rl_conformance import FeatureAbsent, Unobservable
+from rl_conformance import FeatureAbsent, Unobservable, contract
 from rl_conformance.checks import discovery, membership, pause
 from rl_conformance.checks.base import describe
 from rl_conformance.client.http import Client
+from rl_conformance.contract.kinds import RL_WORKERS, Backend, Support
 from rl_conformance.control.admin import AdminClient, AdminWorker
 from rl_conformance.control.admin_steps import administered, by_identity, select
 from rl_conformance.control.families import AdminFamily
@@ -24,7 +25,6 @@ from rl_conformance.control.stopping import (
     served_by,
     stop_controls,
 )
-from rl_conformance.model.capabilities import RL_WORKERS, Backend, Support
 from rl_conformance.model.target import WORKER_DEPARTURE, Target, WorkerDepartureProbe
 from rl_conformance.model.verdict import Verdict
 from rl_conformance.wire.exchange import Exchange
@@ -149,7 +149,7 @@ def stop_round(
     return observed, {"left_s": round(leave_s, 3), "rejoined_s": round(rejoin_s, 3)}
 
 
-@capability("admin.stopped_worker_unrouted")
+@capability(contract.admin.STOPPED_WORKER_UNROUTED)
 @pytest.mark.may_end_worker("a memory release: SGLang 0.5.21 exits if a request is running")
 def test_a_stopped_worker_leaves_routing_until_restored(
     rl_client: Client,
@@ -195,7 +195,7 @@ def usable_workers(client: Client, target: Target) -> int:
     )
 
 
-@capability("discovery.departure_visible")
+@capability(contract.discovery.DEPARTURE_VISIBLE)
 @pytest.mark.needs(WORKER_DEPARTURE)
 def test_a_departed_worker_leaves_routing_and_discovery_says_so(
     rl_client: Client,

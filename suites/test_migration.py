@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from rl_conformance import MissingInput, Unobservable
+from rl_conformance import MissingInput, Unobservable, contract
 from rl_conformance.checks import migration
 from rl_conformance.checks.base import get_path
 from rl_conformance.client.http import Client
@@ -31,7 +31,7 @@ MIGRATION_TOKENS = 256
 second or more on a CPU engine), and three of them (two unbroken, one killed) stay short."""
 
 
-@capability("migration.continuity")
+@capability(contract.migration.CONTINUITY)
 def test_a_stream_whose_worker_dies_continues_elsewhere_with_no_id_lost_or_repeated(
     rl_client: Client,
     rl_target: Target,

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from rl_conformance import FeatureAbsent, MissingInput
+from rl_conformance import FeatureAbsent, MissingInput, contract
 from rl_conformance.checks import control, discovery
 from rl_conformance.client.http import Client
 from rl_conformance.errors import LaunchError
@@ -53,7 +53,7 @@ def namespaces(
             rl_probe.rescope_listener({})
 
 
-@capability("namespace.scope")
+@capability(contract.namespace.SCOPE)
 @given(env=environments)
 @example(env={"DYN_NAMESPACE_PREFIX": "", "DYN_NAMESPACE": "ns"})
 @example(env={"DYN_NAMESPACE_PREFIX": "dyn"})

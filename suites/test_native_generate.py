@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rl_conformance import FeatureAbsent
+from rl_conformance import FeatureAbsent, contract
 from rl_conformance.checks import logprobs, streaming, tokens
 from rl_conformance.checks.base import get_path
 from rl_conformance.client.http import Client
@@ -39,7 +39,7 @@ def openai_ids(rl_client: Client, rl_target: Target, rl_verdict: Verdict) -> lis
     return list(body["nvext"]["completion_token_ids"])
 
 
-@capability("generate.native_route")
+@capability(contract.generate.NATIVE_ROUTE)
 def test_native_generation_route_returns_the_engine_ids(
     rl_client: Client, rl_target: Target, rl_verdict: Verdict
 ) -> None:
@@ -78,7 +78,7 @@ def test_native_generation_route_returns_the_engine_ids(
     )
 
 
-@capability("generate.sglang_logprob_alignment")
+@capability(contract.generate.SGLANG_LOGPROB_ALIGNMENT)
 def test_sglang_logprob_triples_align(
     rl_client: Client, rl_target: Target, rl_verdict: Verdict
 ) -> None:

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from rl_conformance import FeatureAbsent, Unobservable
+from rl_conformance import FeatureAbsent, Unobservable, contract
 from rl_conformance.checks import pause
 from rl_conformance.client.http import Client
 from rl_conformance.control.admin import AdminClient, AdminWorker
@@ -68,7 +68,7 @@ def paused_now(rl_admin: AdminClient, worker: AdminWorker, family: AdminFamily) 
     return value if isinstance(value, bool) else None
 
 
-@capability("admin.invalid_pause_mode")
+@capability(contract.admin.INVALID_PAUSE_MODE)
 @pytest.mark.may_end_worker("an invalid pause mode: SGLang 0.5.21 answers 200 ok, then exits")
 def test_an_invalid_pause_mode_is_refused_and_changes_nothing(
     rl_client: Client,
@@ -153,7 +153,7 @@ def answered(
     )
 
 
-@capability("admin.pause_cycles")
+@capability(contract.admin.PAUSE_CYCLES)
 @pytest.mark.may_end_worker("a second pause may never return (FastDeploy #7825)")
 def test_pauses_and_resumes_sent_twice_or_at_once_are_all_answered(
     rl_client: Client,
@@ -295,7 +295,7 @@ def held_until_resumed(probe: InFlightStream, unpaused_s: float, hold_s: float) 
     )
 
 
-@capability("admin.unpaused_update_refused")
+@capability(contract.admin.UNPAUSED_UPDATE_REFUSED)
 def test_an_update_to_a_running_worker_is_refused(
     rl_target: Target,
     rl_verdict: Verdict,

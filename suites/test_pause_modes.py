@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import pytest
 
-from rl_conformance import Unobservable
+from rl_conformance import Unobservable, contract
 from rl_conformance.checks import control, pause_modes
 from rl_conformance.client.http import Client
 from rl_conformance.control.admin import AdminClient, AdminWorker
@@ -57,7 +57,7 @@ def unpaused_first_token_s(
     return max(each_first_token_s(verdict, client, target, pins(chosen), PROMPT))
 
 
-@capability("refresh.pause_mode_effect")
+@capability(contract.refresh.PAUSE_MODE_EFFECT)
 @pytest.mark.parametrize("mode_index", [0, 1, 2])
 def test_each_pause_mode_does_to_a_stream_in_flight_what_it_names(
     rl_client: Client,
@@ -101,7 +101,7 @@ def test_each_pause_mode_does_to_a_stream_in_flight_what_it_names(
     require_observed(chosen, f"what a {mode!r} pause does to a stream in flight")
 
 
-@capability("refresh.pause_gates")
+@capability(contract.refresh.PAUSE_GATES)
 @pytest.mark.parametrize("mode_index", [0, 1, 2])
 def test_a_request_sent_once_a_pause_answered_waits_for_the_resume(
     rl_client: Client,
@@ -133,7 +133,7 @@ def resume_once(rl_admin: AdminClient, chosen: Selection) -> None:
     rl_admin.call_each(chosen.workers, chosen.family.resume, {}, deadline_s=ANSWER_S)
 
 
-@capability("admin.resume_serves_promptly")
+@capability(contract.admin.RESUME_SERVES_PROMPTLY)
 def test_a_generation_right_after_a_resume_is_served_promptly(
     rl_client: Client,
     rl_target: Target,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from rl_conformance import FeatureAbsent, Unobservable
+from rl_conformance import FeatureAbsent, Unobservable, contract
 from rl_conformance.checks import aggregate_stream, recovery, terminal
 from rl_conformance.client.http import Client
 from rl_conformance.control.admin import AdminClient, AdminWorker
@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.mutating, pytest.mark.needs(ENGINE_RECOVERY)]
 PROMPT = [640, 1024, 777, 1800, 512, 333, 901, 445]
 
 
-@capability("refresh.recovered_worker")
+@capability(contract.refresh.RECOVERED_WORKER)
 def test_a_restarted_engine_fails_its_streams_and_reports_no_pre_crash_version(
     rl_client: Client,
     rl_target: Target,

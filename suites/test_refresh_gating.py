@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rl_conformance import Unobservable
+from rl_conformance import Unobservable, contract
 from rl_conformance.checks import control, pause_modes
 from rl_conformance.client.http import Client
 from rl_conformance.control.admin import AdminClient, AdminWorker
@@ -23,7 +23,7 @@ HELD_S = 0.6
 HELD_TOKENS = 8
 
 
-@capability("refresh.pause_gates")
+@capability(contract.refresh.PAUSE_GATES)
 def test_pause_holds_new_generation_until_resume(
     rl_client: Client,
     rl_target: Target,
@@ -48,7 +48,7 @@ def test_pause_holds_new_generation_until_resume(
     require_observed(chosen, "a generation sent to a paused worker")
 
 
-@capability("refresh.pause_gates")
+@capability(contract.refresh.PAUSE_GATES)
 def test_pause_without_a_mode_follows_the_documented_default(
     rl_client: Client,
     rl_target: Target,

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from rl_conformance import FeatureAbsent, Unobservable
+from rl_conformance import FeatureAbsent, Unobservable, contract
 from rl_conformance.checks import control
 from rl_conformance.client.http import Client
 from rl_conformance.control.admin import AdminClient, AdminWorker
@@ -70,7 +70,7 @@ def reported_versions(
     return reported
 
 
-@capability("refresh.version_verified")
+@capability(contract.refresh.VERSION_VERIFIED)
 def test_every_worker_reports_the_applied_version(
     rl_client: Client,
     rl_target: Target,
@@ -95,7 +95,7 @@ def test_every_worker_reports_the_applied_version(
         rl_verdict.check(control.version_verified(version, reported))
 
 
-@capability("refresh.version_verified")
+@capability(contract.refresh.VERSION_VERIFIED)
 def test_version_metadata_is_reported_back(
     rl_client: Client,
     rl_target: Target,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rl_conformance import FeatureAbsent, MissingInput, Unobservable
+from rl_conformance import FeatureAbsent, MissingInput, Unobservable, contract
 from rl_conformance.checks import control, served_policy
 from rl_conformance.checks.served_policy import PolicyReference
 from rl_conformance.client.http import Client
@@ -28,7 +28,7 @@ capability = pytest.mark.capability
 pytestmark = pytest.mark.mutating
 
 
-@capability("refresh.post_update_generation")
+@capability(contract.refresh.POST_UPDATE_GENERATION)
 def test_post_update_generation_uses_the_new_weights(
     rl_client: Client,
     rl_target: Target,
@@ -95,7 +95,7 @@ def served_probe(
     return ids, selected if isinstance(selected, list) else None, prompt
 
 
-@capability("refresh.served_policy_verified")
+@capability(contract.refresh.SERVED_POLICY_VERIFIED)
 def test_the_served_policy_is_the_checkpoint_sent(
     rl_client: Client,
     rl_target: Target,

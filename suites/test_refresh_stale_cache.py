@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rl_conformance import Unobservable
+from rl_conformance import Unobservable, contract
 from rl_conformance.checks import control
 from rl_conformance.client.http import Client
 from rl_conformance.control.admin import AdminClient, AdminWorker
@@ -46,7 +46,7 @@ def cached_tokens(
     return cached
 
 
-@capability("refresh.kv_invalidation")
+@capability(contract.refresh.KV_INVALIDATION)
 def test_flush_invalidates_cached_prefixes(
     rl_client: Client,
     rl_target: Target,

@@ -17,6 +17,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+from rl_conformance import contract
 from rl_conformance.checks import control
 from rl_conformance.client.http import Client
 from rl_conformance.control.admin import AdminClient, AdminWorker
@@ -195,7 +196,7 @@ class RefreshLifecycle(RuleBasedStateMachine):
             await_rejoin(self.admin, self.target, self.routed_before, self.coordinator.workers[0])
 
 
-@capability("refresh.lifecycle")
+@capability(contract.refresh.LIFECYCLE)
 def test_refresh_lifecycle_state_machine(
     rl_client: Client,
     rl_target: Target,

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from rl_conformance import FeatureAbsent, Unobservable
+from rl_conformance import FeatureAbsent, Unobservable, contract
 from rl_conformance.checks import control, pause_modes, straddle, streaming
 from rl_conformance.checks.base import MISSING
 from rl_conformance.checks.stream_fold import StreamFold
@@ -64,7 +64,7 @@ def ended_once(
     return fold
 
 
-@capability("refresh.inflight_terminal")
+@capability(contract.refresh.INFLIGHT_TERMINAL)
 def test_a_stream_in_flight_across_a_version_rename_ends_once_and_says_if_cut(
     rl_client: Client,
     rl_target: Target,
@@ -114,7 +114,7 @@ def straddle_mode(family: AdminFamily) -> str | None:
     return next((m for m in family.pause_modes if m in IN_PLACE_MODES), None)
 
 
-@capability("refresh.straddle_reported")
+@capability(contract.refresh.STRADDLE_REPORTED)
 @pytest.mark.may_end_worker(
     "an update while a pause holds a request (in_place: SGLang 0.5.21 exits)"
 )
@@ -263,7 +263,7 @@ def judge_straddle(
     }
 
 
-@capability("refresh.inflight_terminal")
+@capability(contract.refresh.INFLIGHT_TERMINAL)
 @pytest.mark.parametrize("mode_index", [0, 1, 2])
 @pytest.mark.may_end_worker("an update in an in-place pause: SGLang 0.5.21 exits")
 def test_streams_in_flight_across_a_refresh_end_in_one_terminal_state(

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from rl_conformance import contract
 from rl_conformance.checks import streaming
 from rl_conformance.client.http import Client
 from rl_conformance.control.requests import chat, completion
@@ -77,7 +78,7 @@ def payloads_of(
     return rl_verdict.events(exchange), exchange, choices, is_chat
 
 
-@capability("stream.single_terminal")
+@capability(contract.stream.SINGLE_TERMINAL)
 @pytest.mark.parametrize("shape", SHAPES)
 def test_each_choice_terminates_exactly_once(
     rl_client: Client, rl_target: Target, rl_verdict: Verdict, shape: str
@@ -86,7 +87,7 @@ def test_each_choice_terminates_exactly_once(
     rl_verdict.check(streaming.single_terminal(payloads, choices), exchange)
 
 
-@capability("stream.nothing_after_terminal")
+@capability(contract.stream.NOTHING_AFTER_TERMINAL)
 @pytest.mark.parametrize("shape", SHAPES)
 def test_nothing_follows_a_terminal_but_usage(
     rl_client: Client, rl_target: Target, rl_verdict: Verdict, shape: str
@@ -95,7 +96,7 @@ def test_nothing_follows_a_terminal_but_usage(
     rl_verdict.check(streaming.nothing_after_terminal(payloads), exchange)
 
 
-@capability("stream.done_last")
+@capability(contract.stream.DONE_LAST)
 @pytest.mark.parametrize("shape", SHAPES)
 def test_stream_ends_with_done(
     rl_client: Client, rl_target: Target, rl_verdict: Verdict, shape: str
@@ -104,7 +105,7 @@ def test_stream_ends_with_done(
     rl_verdict.check(streaming.done_last(payloads), exchange)
 
 
-@capability("stream.finish_reason")
+@capability(contract.stream.FINISH_REASON)
 @pytest.mark.parametrize("shape", SHAPES)
 def test_streamed_finish_reasons_are_recognised(
     rl_client: Client, rl_target: Target, rl_verdict: Verdict, shape: str
@@ -113,7 +114,7 @@ def test_streamed_finish_reasons_are_recognised(
     rl_verdict.check(streaming.finish_reason_recognised(payloads, chat=is_chat), exchange)
 
 
-@capability("stream.finish_reason")
+@capability(contract.stream.FINISH_REASON)
 @pytest.mark.parametrize("route", ["completions", "chat"])
 def test_unary_choices_carry_a_recognised_finish_reason(
     rl_client: Client, rl_target: Target, rl_verdict: Verdict, route: str
@@ -127,7 +128,7 @@ def test_unary_choices_carry_a_recognised_finish_reason(
     rl_verdict.check(streaming.finish_reason_recognised(body, chat=route == "chat"), exchange)
 
 
-@capability("stream.terminal_success")
+@capability(contract.stream.TERMINAL_SUCCESS)
 @pytest.mark.parametrize("shape", SHAPES)
 def test_complete_streams_reach_terminal_success(
     rl_client: Client, rl_target: Target, rl_verdict: Verdict, shape: str
@@ -140,7 +141,7 @@ def test_complete_streams_reach_terminal_success(
     )
 
 
-@capability("stream.finish_reason")
+@capability(contract.stream.FINISH_REASON)
 @pytest.mark.parametrize("stream", [False, True])
 def test_no_rollout_is_silently_cancelled(
     rl_client: Client, rl_target: Target, rl_verdict: Verdict, stream: bool
@@ -161,7 +162,7 @@ def test_no_rollout_is_silently_cancelled(
 STOPS = ["e", "the", "a"]
 
 
-@capability("stream.finish_reason")
+@capability(contract.stream.FINISH_REASON)
 @pytest.mark.parametrize("selected", [False, True])
 @pytest.mark.parametrize("stream", [False, True])
 def test_matched_stop_is_reported_only_under_nvext(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rl_conformance import MissingInput, Unobservable
+from rl_conformance import MissingInput, Unobservable, contract
 from rl_conformance.checks import control, trace
 from rl_conformance.client.http import Client
 from rl_conformance.control import requests
@@ -23,7 +23,7 @@ capability = pytest.mark.capability
 REQUESTS = 12
 
 
-@capability("telemetry.bounded_labels")
+@capability(contract.telemetry.BOUNDED_LABELS)
 def test_metrics_have_bounded_labels(
     rl_client: Client, rl_target: Target, rl_verdict: Verdict
 ) -> None:
@@ -66,7 +66,7 @@ TERMINAL_GRACE_S = 3.0
 TRACE_ATTEMPTS = (("unary", False), ("unary", False), ("stream", True))
 
 
-@capability("telemetry.trace_correlation")
+@capability(contract.telemetry.TRACE_CORRELATION)
 def test_attempts_correlate_with_request_trace(
     rl_client: Client, rl_target: Target, rl_verdict: Verdict
 ) -> None:

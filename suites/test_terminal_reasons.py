@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from rl_conformance import Unobservable
+from rl_conformance import Unobservable, contract
 from rl_conformance.checks import stream_data, terminal
 from rl_conformance.checks.aggregate import aggregate_stream
 from rl_conformance.checks.base import MISSING
@@ -51,7 +51,7 @@ def body_of(rl_verdict: Verdict, exchange: Exchange) -> Any:
     return rl_verdict.json(exchange)
 
 
-@capability("stream.terminal_reason_verified")
+@capability(contract.stream.TERMINAL_REASON_VERIFIED)
 @pytest.mark.parametrize("route", ROUTES)
 def test_a_length_finish_holds_max_tokens(
     rl_client: Client, rl_target: Target, rl_verdict: Verdict, route: str
@@ -78,7 +78,7 @@ def greedy_ids(rl_client: Client, rl_target: Target, rl_verdict: Verdict) -> lis
     return ids
 
 
-@capability("stream.terminal_reason_verified")
+@capability(contract.stream.TERMINAL_REASON_VERIFIED)
 @pytest.mark.parametrize("route", ROUTES)
 def test_a_stop_id_ends_the_sequence_it_stopped(
     rl_client: Client, rl_target: Target, rl_verdict: Verdict, route: str
@@ -101,7 +101,7 @@ EOS_WINDOW = 48
 """Tokens a greedy run may take to reach EOS: the toy models reach it within 20."""
 
 
-@capability("stream.terminal_reason_verified")
+@capability(contract.stream.TERMINAL_REASON_VERIFIED)
 @pytest.mark.parametrize("route", ROUTES)
 def test_a_stop_on_no_requested_condition_ends_on_an_eos_id(
     rl_client: Client, rl_target: Target, rl_verdict: Verdict, route: str
@@ -175,7 +175,7 @@ def text_and_ids(rl_verdict: Verdict, exchange: Exchange) -> tuple[str, list[int
     return texts["0"], list(ids), body
 
 
-@capability("stream.terminal_reason_verified")
+@capability(contract.stream.TERMINAL_REASON_VERIFIED)
 @pytest.mark.parametrize("route", ROUTES)
 def test_a_stop_string_finish_keeps_the_token_that_completed_it(
     rl_client: Client, rl_target: Target, rl_verdict: Verdict, route: str

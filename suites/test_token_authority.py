@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 
-from rl_conformance import Unobservable
+from rl_conformance import Unobservable, contract
 from rl_conformance.checks import aggregate_stream, discovery, stream_data, tokens
 from rl_conformance.client.http import Client
 from rl_conformance.control.requests import chat, completion
@@ -21,7 +21,7 @@ IDS = ("completion_token_ids", "prompt_token_ids")
 PROMPT = [901, 445, 1203, 377, 1500]
 
 
-@capability("tokens.token_input")
+@capability(contract.tokens.TOKEN_INPUT)
 def test_token_arrays_are_accepted_on_both_openai_routes(
     rl_client: Client, rl_target: Target, rl_verdict: Verdict
 ) -> None:
@@ -31,7 +31,7 @@ def test_token_arrays_are_accepted_on_both_openai_routes(
     rl_verdict.json(exchange, schema="chat-completion")
 
 
-@capability("tokens.prompt_ids_echo")
+@capability(contract.tokens.PROMPT_IDS_ECHO)
 @given(prompt=strategies.prompt_ids)
 def test_prompt_token_ids_echo_the_token_array(
     rl_client: Client, rl_target: Target, rl_verdict: Verdict, prompt: list[int]
@@ -43,7 +43,7 @@ def test_prompt_token_ids_echo_the_token_array(
     rl_verdict.check(tokens.prompt_ids_echo(body, prompt), exchange)
 
 
-@capability("tokens.prompt_ids_echo")
+@capability(contract.tokens.PROMPT_IDS_ECHO)
 def test_prompt_token_ids_echo_chat_token_data(
     rl_client: Client, rl_target: Target, rl_verdict: Verdict
 ) -> None:
@@ -54,7 +54,7 @@ def test_prompt_token_ids_echo_chat_token_data(
     rl_verdict.check(tokens.prompt_ids_echo(body, PROMPT), exchange)
 
 
-@capability("tokens.completion_ids")
+@capability(contract.tokens.COMPLETION_IDS)
 @given(prompt=strategies.prompt_ids, max_tokens=strategies.max_tokens)
 def test_completion_token_ids_are_returned(
     rl_client: Client, rl_target: Target, rl_verdict: Verdict, prompt: list[int], max_tokens: int
@@ -66,7 +66,7 @@ def test_completion_token_ids_are_returned(
     rl_verdict.check(tokens.completion_ids_present(body), exchange)
 
 
-@capability("tokens.completion_ids")
+@capability(contract.tokens.COMPLETION_IDS)
 def test_completion_token_ids_are_returned_on_chat(
     rl_client: Client, rl_target: Target, rl_verdict: Verdict
 ) -> None:
@@ -77,7 +77,7 @@ def test_completion_token_ids_are_returned_on_chat(
     rl_verdict.check(tokens.completion_ids_present(body), exchange)
 
 
-@capability("tokens.choice_count")
+@capability(contract.tokens.CHOICE_COUNT)
 @pytest.mark.parametrize("n", [1, 3])
 def test_response_has_the_requested_number_of_choices(
     rl_client: Client, rl_target: Target, rl_verdict: Verdict, n: int
@@ -87,7 +87,7 @@ def test_response_has_the_requested_number_of_choices(
     rl_verdict.check(tokens.choice_count(body, n), exchange)
 
 
-@capability("tokens.usage_consistent")
+@capability(contract.tokens.USAGE_CONSISTENT)
 @given(prompt=strategies.prompt_ids, max_tokens=strategies.max_tokens)
 def test_usage_counts_agree_with_token_ids(
     rl_client: Client, rl_target: Target, rl_verdict: Verdict, prompt: list[int], max_tokens: int
@@ -133,7 +133,7 @@ def generate_ids(
     )
 
 
-@capability("tokens.stream_concat")
+@capability(contract.tokens.STREAM_CONCAT)
 @pytest.mark.parametrize("route", ["completions", "chat"])
 @given(prompt=strategies.prompt_ids, max_tokens=strategies.max_tokens)
 def test_streamed_ids_concatenate_to_unary_ids(
@@ -155,7 +155,7 @@ def test_streamed_ids_concatenate_to_unary_ids(
     )
 
 
-@capability("tokens.usage_consistent")
+@capability(contract.tokens.USAGE_CONSISTENT)
 @pytest.mark.parametrize("route", ["completions", "chat"])
 def test_the_streamed_usage_chunk_counts_the_streamed_ids(
     rl_client: Client, rl_target: Target, rl_verdict: Verdict, route: str
@@ -200,7 +200,7 @@ def refused(exchange: Exchange, what: str) -> None:
         )
 
 
-@capability("tokens.stream_concat")
+@capability(contract.tokens.STREAM_CONCAT)
 @pytest.mark.parametrize("route", ["completions", "chat"])
 def test_each_streamed_choice_is_the_unary_choice_of_its_index(
     rl_client: Client, rl_target: Target, rl_verdict: Verdict, route: str
@@ -226,7 +226,7 @@ def test_each_streamed_choice_is_the_unary_choice_of_its_index(
     rl_verdict.check(stream_data.stream_choices_match(merged, unary), streamed)
 
 
-@capability("tokens.text_token_equivalence")
+@capability(contract.tokens.TEXT_TOKEN_EQUIVALENCE)
 @given(text=strategies.prompt_text)
 def test_text_prompt_and_its_token_ids_generate_alike(
     rl_client: Client, rl_target: Target, rl_verdict: Verdict, text: str
@@ -251,7 +251,7 @@ def test_text_prompt_and_its_token_ids_generate_alike(
     )
 
 
-@capability("tokens.model_identity")
+@capability(contract.tokens.MODEL_IDENTITY)
 def test_model_identity_agrees_everywhere(
     rl_client: Client, rl_target: Target, rl_verdict: Verdict
 ) -> None:
@@ -275,7 +275,7 @@ def test_model_identity_agrees_everywhere(
     rl_verdict.check(tokens.model_identity(merged.get("model"), rl_target.model), streamed)
 
 
-@capability("tokens.input_tokens_estimate")
+@capability(contract.tokens.INPUT_TOKENS_ESTIMATE)
 def test_input_tokens_preflight_estimate(
     rl_client: Client, rl_target: Target, rl_verdict: Verdict
 ) -> None:
@@ -286,7 +286,7 @@ def test_input_tokens_preflight_estimate(
     rl_verdict.check(tokens.input_tokens_estimate(rl_verdict.json(exchange)), exchange)
 
 
-@capability("tokens.completion_ids")
+@capability(contract.tokens.COMPLETION_IDS)
 def test_raw_engine_ids_agree_with_the_named_field(
     rl_client: Client, rl_target: Target, rl_verdict: Verdict
 ) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from rl_conformance import FeatureAbsent, NotAdvertised
+from rl_conformance import FeatureAbsent, NotAdvertised, contract
 from rl_conformance.checks.declaration import Declared, version_declaration
 from rl_conformance.control.admin import AdminClient, AdminWorker
 from rl_conformance.control.admin_steps import paused, require_update_routes, select, succeed
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.mutating
 UNKNOWN = "unknown"
 
 
-@capability("admin.version_declaration")
+@capability(contract.admin.VERSION_DECLARATION)
 def test_a_worker_reports_the_last_version_declared_to_it(
     rl_target: Target,
     rl_verdict: Verdict,

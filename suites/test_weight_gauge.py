@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from rl_conformance import FeatureAbsent, Unobservable
+from rl_conformance import FeatureAbsent, Unobservable, contract
 from rl_conformance.checks import pause, weight_gauge
 from rl_conformance.client.http import Client
 from rl_conformance.control.admin import AdminClient, AdminWorker
@@ -26,7 +26,7 @@ NOT_STAGED = (
 )
 
 
-@capability("telemetry.weight_update_gauge")
+@capability(contract.telemetry.WEIGHT_UPDATE_GAUGE)
 def test_the_weight_update_gauge_returns_to_zero(
     rl_client: Client,
     rl_target: Target,

@@ -31,7 +31,6 @@ from fake_backends.admin.routes import AdminHandler, AdminRoutes, HandlerError
 from fake_backends.admin.sglang_routes import EngineRouteDescriptor, EngineRouteError
 from fake_backends.runtime.weights import (
     declare_version,
-    deployment_fault,
     load_weights,
     path_weights,
     payload_weights,
@@ -173,11 +172,11 @@ async def update_weights_from_distributed(worker: EngineWorker, body: Body) -> t
     try:
         _construct(DISTRIBUTED_REQ, body)
     except HandlerError:
-        if deployment_fault(worker, "distributed_update_fails_open"):
+        if worker.runtime.faults.active("distributed_update_fails_open"):
             return True, ONLINE_OK  # nothing loaded, success answered
         raise
     payload = {k: v for k, v in body.items() if k not in UPDATE_FIELDS}
-    declare = not deployment_fault(worker, "distributed_version_not_declared")
+    declare = not worker.runtime.faults.active("distributed_version_not_declared")
     await _apply_update(worker, body, payload_weights("distributed", payload), declare=declare)
     return True, ONLINE_OK
 
@@ -189,7 +188,7 @@ async def update_weights_from_ipc(worker: EngineWorker, body: Body) -> tuple[boo
 
 
 async def update_weight_version(worker: EngineWorker, body: Body) -> Body:
-    if "new_version" not in body and deployment_fault(worker, "version_update_fails_open"):
+    if "new_version" not in body and worker.runtime.faults.active("version_update_fails_open"):
         return {"success": True, "message": "Weight version updated to None", "new_version": None}
     _construct(VERSION_REQ, body)
     if body.get("abort_all_requests", True):
@@ -206,10 +205,9 @@ async def update_weight_version(worker: EngineWorker, body: Body) -> Body:
 async def pause_generation(worker: EngineWorker, body: Body) -> Body | None:
     mode = body.get("mode", "abort")
     if mode not in SGLANG_PAUSE_MODES:
-        faults = worker.runtime.faults
         # A fault of the fake deployment only: behind the real Dynamo the worker's process and
-        # system server are Dynamo's, and the engine-fault catalogue has no such fault.
-        if CRASHES in faults.catalogue.names and faults.active(CRASHES):
+        # system server are Dynamo's, and the engine-fault catalogue answers it off.
+        if worker.runtime.faults.active(CRASHES):
             worker.runtime.crash()  # once this answer is sent, nothing more is
             return None
         return {
@@ -217,7 +215,7 @@ async def pause_generation(worker: EngineWorker, body: Body) -> Body | None:
             "message": f"Invalid mode '{mode}'; expected abort|retract|in_place",
         }
     runtime = worker.runtime
-    if runtime.paused and deployment_fault(worker, "sglang_second_pause_fails"):
+    if runtime.paused and worker.runtime.faults.active("sglang_second_pause_fails"):
         raise HandlerError(SECOND_PAUSE_FAILURE)
     if runtime.pause_applies:
         runtime.routable = False

@@ -16,7 +16,6 @@ from fake_backends.admin.routes import VLLM_RL_ROUTES, AdminRoutes, Refused
 from fake_backends.runtime.scheduler import POLL_SECONDS
 from fake_backends.runtime.weights import (
     declare_version,
-    deployment_fault,
     load_weights,
     path_weights,
     payload_weights,
@@ -141,7 +140,7 @@ async def update_weights_from_distributed(worker: EngineWorker, body: Body) -> B
     allow_unpaused = body.get("allow_unpaused", False)
     reset_prefix_cache = body.get("reset_prefix_cache", True)
     if not isinstance(allow_unpaused, bool) or not isinstance(reset_prefix_cache, bool):
-        if deployment_fault(worker, "distributed_update_fails_open"):
+        if worker.runtime.faults.active("distributed_update_fails_open"):
             return _update_reply(body)  # nothing loaded, success answered
         field = "allow_unpaused" if not isinstance(allow_unpaused, bool) else "reset_prefix_cache"
         return _error(f"'{field}' must be a boolean")
@@ -152,8 +151,8 @@ async def update_weights_from_distributed(worker: EngineWorker, body: Body) -> B
         )
     if not worker.runtime.paused and not allow_unpaused:
         return _pause_first(worker)
-    if not worker.weight_groups and not deployment_fault(
-        worker, "distributed_update_without_group"
+    if not worker.weight_groups and not worker.runtime.faults.active(
+        "distributed_update_without_group"
     ):
         # vLLM's collective RPC fails without a group
         return _error("no weight update group: call init_weights_update_group first")
@@ -163,7 +162,7 @@ async def update_weights_from_distributed(worker: EngineWorker, body: Body) -> B
         payload_weights("distributed", payload),
         version=body.get("weight_version"),
         declare="weight_version" in body
-        and not deployment_fault(worker, "distributed_version_not_declared"),
+        and not worker.runtime.faults.active("distributed_version_not_declared"),
         reset_cache=reset_prefix_cache,
     )
     return _update_reply(body)

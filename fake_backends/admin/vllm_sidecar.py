@@ -1,7 +1,7 @@
 """The native vLLM sidecar's routes (``dynamo-vllm-sidecar --enable-rl``), one table per worker.
 
 Shapes follow the real 1.6.1 sidecar as recorded in ``fixtures/dynamo-1.6.1/vllm-sidecar/``
-(replayed by ``tests/fake_backends/test_fake_admin_vllm_sidecar.py``) and its source
+(replayed by ``tests/fake_backends/admin/test_fake_admin_vllm_sidecar.py``) and its source
 (``lib/sidecar/vllm/src/engine.rs``, ``lib/backend-common``), which mirrors vLLM's own RL API
 under new names:
 
@@ -40,7 +40,6 @@ from typing import Any
 from fake_backends.admin.routes import AdminRoutes, HandlerError
 from fake_backends.runtime.weights import (
     declare_version,
-    deployment_fault,
     load_weights,
     payload_weights,
 )
@@ -73,7 +72,7 @@ def gauged(operation: str, handler: Handler) -> Handler:
             failed = False
             return reply
         finally:
-            if not (failed and deployment_fault(worker, "weight_update_gauge_stuck")):
+            if not (failed and worker.runtime.faults.active("weight_update_gauge_stuck")):
                 worker.counters.operation_ended(operation)
 
     return run
@@ -146,7 +145,7 @@ def sidecar_routes() -> AdminRoutes:
         if version is not None and not isinstance(version, str):
             raise HandlerError("InvalidRequest: `new_version` must be a string")
         if not version:
-            if deployment_fault(worker, "version_update_fails_open"):
+            if worker.runtime.faults.active("version_update_fails_open"):
                 return {"success": True, "new_version": version}  # nothing declared
             raise HandlerError("InvalidRequest: missing non-empty `new_version` string")
         declare_version(worker, version)

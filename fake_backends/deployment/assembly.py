@@ -4,10 +4,8 @@
 in-process API); ``FakeDeployment`` runs an assembly in a background thread with its own
 event loop, for tests that want a live deployment inside the test process.
 
-``DeploymentOptions`` validates everything that can be wrong with the configuration
-(backend, worker namespaces, admin family, SGLang engine routes, the RL listener's listing
-order, the checkpoint the workers start on) before any socket is bound, so the CLI can exit 2
-with the reason and the in-process API raises ValueError.
+Both take the deployment's options validated (``options.DeploymentOptions``), before any socket
+is bound.
 """
 
 from __future__ import annotations
@@ -17,8 +15,7 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
 from types import TracebackType
 from typing import Any
 
@@ -28,16 +25,15 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from fake_backends.admin.routes import AdminRoutes
-from fake_backends.admin.sglang import resolve_engine_routes, sglang_routes
-from fake_backends.admin.sglang_routes import ENV_VAR as ENGINE_ROUTES_ENV
-from fake_backends.admin.sglang_routes import EngineRouteDescriptor, parse_engine_routes
+from fake_backends.admin.sglang import sglang_routes
 from fake_backends.admin.system_server import build_worker_admin_app
 from fake_backends.admin.trtllm import trtllm_routes
 from fake_backends.admin.vllm import python_routes
 from fake_backends.admin.vllm_sidecar import sidecar_routes
 from fake_backends.deployment.control_port import build_control_app
 from fake_backends.deployment.credentials import RequiredCredentials
-from fake_backends.deployment.ingress import INGRESS_CODINGS, CompressingIngress
+from fake_backends.deployment.ingress import CompressingIngress
+from fake_backends.deployment.options import DeploymentOptions
 from fake_backends.deployment.serving import (
     Listener,
     ServerGroup,
@@ -47,7 +43,6 @@ from fake_backends.deployment.serving import (
 )
 from fake_backends.discovery.listener import (
     ALL_METHODS,
-    LISTING_ORDERS,
     WORKERS_PATH,
     build_rl_app,
     list_workers,
@@ -55,17 +50,13 @@ from fake_backends.discovery.listener import (
 from fake_backends.encoding.replies import json_response
 from fake_backends.faults.deployment import active_faults
 from fake_backends.frontend.app import build_frontend_app
-from fake_backends.model.tokenizer import VOCAB_SIZE
 from fake_backends.runtime.admin_ledger import AdminRecord
-from fake_backends.runtime.personalities import ADMIN_FAMILIES, get_personality
+from fake_backends.runtime.personalities import get_personality
 from fake_backends.runtime.request_ledger import RequestRecord
 from fake_backends.runtime.scheduler import WorkerRuntime
 from fake_backends.runtime.state import DeploymentState
-from fake_backends.runtime.weights import path_weights
 from fake_backends.runtime.workers import (
     GENERATE_ENDPOINT,
-    INITIAL_WEIGHTS,
-    NAMESPACE,
     RL_ENDPOINT,
     EngineWorker,
     instance_id_for,
@@ -75,169 +66,23 @@ CONTROL_HOST = "127.0.0.1"
 START_TIMEOUT_SECONDS = 15.0
 
 
-@dataclass(frozen=True)
-class DeploymentOptions:
-    """A validated deployment configuration (everything but the sockets)."""
-
-    workers: int = 2
-    model: str = "toy"
-    worker_namespaces: tuple[str, ...] = ()
-    admin_family: str = "python"
-    engine_routes: tuple[EngineRouteDescriptor, ...] = ()
-    listing_order: str = "sorted"
-    initial_model_path: str | None = None
-    """The checkpoint every worker starts on (the weights an ``update_weights_from_disk`` of
-    this path gives); None: the toy model's initial weights."""
-    ingress_coding: str = "identity"
-    """The content coding an ingress in front of the frontend compresses its JSON and event
-    streams in, for a client that accepts it (``ingress.CompressingIngress``)."""
-    unpaused_update_status: int = 200
-    """The HTTP status a vLLM worker refuses an update while running with: 200 (Dynamo's
-    handled error) or a 4xx of the worker's own (409, as lmdeploy answers)."""
-    vocabulary: int = VOCAB_SIZE
-    """The prompt ids the model takes: fewer than the toy vocabulary's makes the frontend refuse
-    prompt ids at or beyond it, as a small model's engine does (``refuse_beyond_vocabulary``)."""
-    admin_base_urls: bool = False
-    """Each listed worker also carries ``world_size`` 2 and an ``admin_base_url`` apart from its
-    ``system_url``, as a tensor-parallel worker publishes them (legal: clients administer a
-    worker at its ``system_url``)."""
-    migration_limit: int = 0
-    """How many times the frontend moves a request whose worker's process died to another
-    worker (Dynamo's ``--migration-limit``; 0, its default: never)."""
-
-    @classmethod
-    def build(
-        cls,
-        backend: str,
-        *,
-        workers: int = 2,
-        model: str = "toy",
-        worker_namespaces: Sequence[str] = (),
-        admin_family: str = "python",
-        engine_routes: Sequence[str] | str | None = None,
-        listing_order: str = "sorted",
-        initial_model_path: str | None = None,
-        ingress_coding: str = "identity",
-        unpaused_update_status: int = 200,
-        vocabulary: int = VOCAB_SIZE,
-        admin_base_urls: bool = False,
-        migration_limit: int = 0,
-    ) -> DeploymentOptions:
-        """Validate; ``engine_routes`` None means the ``DYN_SGLANG_ENGINE_ROUTES`` variable."""
-        personality = get_personality(backend)
-        if workers < 0:
-            raise ValueError("workers must be >= 0")
-        namespaces = tuple(worker_namespaces)
-        if len(namespaces) > workers:
-            raise ValueError(f"{len(namespaces)} worker namespaces given for {workers} worker(s)")
-        if admin_family not in ADMIN_FAMILIES:
-            raise ValueError(
-                f"unknown admin family {admin_family!r}; choose one of: {', '.join(ADMIN_FAMILIES)}"
-            )
-        if admin_family != "python" and personality.name != "vllm":
-            raise ValueError("--admin-family selects a vLLM route family; it needs backend vllm")
-        if engine_routes is not None and personality.name != "sglang":
-            if engine_routes:
-                raise ValueError(
-                    "--engine-route allowlists SGLang methods; it needs backend sglang"
-                )
-            engine_routes = ()
-        descriptors: list[EngineRouteDescriptor] = []
-        if personality.name == "sglang":
-            raw = os.environ.get(ENGINE_ROUTES_ENV) if engine_routes is None else engine_routes
-            descriptors = parse_engine_routes(raw)
-            resolve_engine_routes(descriptors)  # unknown or colliding methods fail now
-        if listing_order not in LISTING_ORDERS:
-            raise ValueError(
-                f"unknown listing order {listing_order!r}; choose one of: "
-                f"{', '.join(LISTING_ORDERS)}"
-            )
-        if initial_model_path is not None and not initial_model_path:
-            raise ValueError("the initial model path must not be empty")
-        if ingress_coding not in INGRESS_CODINGS:
-            raise ValueError(
-                f"unknown ingress coding {ingress_coding!r}; choose one of: "
-                f"{', '.join(INGRESS_CODINGS)}"
-            )
-        if unpaused_update_status != 200 and not 400 <= unpaused_update_status < 500:
-            raise ValueError(
-                f"the unpaused update status must be 200 or a 4xx, not {unpaused_update_status}"
-            )
-        if not 1 <= vocabulary <= VOCAB_SIZE:
-            raise ValueError(f"the vocabulary must hold 1 to {VOCAB_SIZE} ids, not {vocabulary}")
-        if migration_limit < 0:
-            raise ValueError(f"the migration limit must be >= 0, not {migration_limit}")
-        return cls(
-            workers,
-            model,
-            namespaces,
-            admin_family,
-            tuple(descriptors),
-            listing_order,
-            initial_model_path,
-            ingress_coding,
-            unpaused_update_status,
-            vocabulary,
-            admin_base_urls,
-            migration_limit,
-        )
-
-    @property
-    def initial_weights(self) -> str:
-        """The weights tag every worker starts with."""
-        if self.initial_model_path is None:
-            return INITIAL_WEIGHTS
-        return path_weights(self.initial_model_path)
-
-    def namespace_of(self, index: int) -> str:
-        return self.worker_namespaces[index] if index < len(self.worker_namespaces) else NAMESPACE
-
-
 class Assembly:
     """Bound sockets + apps + shared state of one deployment (nothing is served yet)."""
 
     def __init__(
         self,
-        backend: str,
+        options: DeploymentOptions,
         *,
-        workers: int = 2,
-        model: str = "toy",
         faults: Iterable[str] = (),
         host: str = "127.0.0.1",
         port: int = 0,
         rl_port: int = 0,
         control_port: int = 0,
-        worker_namespaces: Sequence[str] = (),
-        admin_family: str = "python",
-        engine_routes: Sequence[str] | str | None = None,
         listener_env: Mapping[str, str] | None = None,
-        engine_call_delay_s: float = 0.0,
-        listing_order: str = "sorted",
-        initial_model_path: str | None = None,
-        ingress_coding: str = "identity",
-        unpaused_update_status: int = 200,
-        vocabulary: int = VOCAB_SIZE,
-        admin_base_urls: bool = False,
-        dynamo_release: str | None = None,
-        migration_limit: int = 0,
         credentials: RequiredCredentials | None = None,
     ) -> None:
-        options = DeploymentOptions.build(
-            backend,
-            workers=workers,
-            model=model,
-            worker_namespaces=worker_namespaces,
-            admin_family=admin_family,
-            engine_routes=engine_routes,
-            listing_order=listing_order,
-            initial_model_path=initial_model_path,
-            ingress_coding=ingress_coding,
-            unpaused_update_status=unpaused_update_status,
-            vocabulary=vocabulary,
-            admin_base_urls=admin_base_urls,
-            migration_limit=migration_limit,
-        )
-        personality = get_personality(backend)
+        """``options``: the validated deployment (`options.DeploymentOptions.build`)."""
+        personality = get_personality(options.backend)
         active = active_faults(faults)
         listeners: list[Listener] = []
         try:
@@ -255,7 +100,7 @@ class Assembly:
                 worker = EngineWorker(
                     index,
                     instance_id_for(index),
-                    model,
+                    options.model,
                     weights_tag=options.initial_weights,
                     initial_weights=options.initial_weights,
                     started_at=now,
@@ -277,7 +122,7 @@ class Assembly:
         self.options = options
         self.state = DeploymentState(
             personality,
-            model,
+            options.model,
             engine_workers,
             faults=active,
             admin_family=options.admin_family,
@@ -285,7 +130,7 @@ class Assembly:
             listing_order=options.listing_order,
             vocabulary=options.vocabulary,
             admin_base_urls=options.admin_base_urls,
-            dynamo_release=dynamo_release,
+            dynamo_release=options.dynamo_release,
             migration_limit=options.migration_limit,
         )
         self.frontend_url = socket_url(frontend_sock, host)
@@ -304,7 +149,7 @@ class Assembly:
             else:
                 endpoints = (GENERATE_ENDPOINT,)
             listener.app = build_worker_admin_app(
-                worker, self.state.admin_ledger, routes, endpoints, engine_call_delay_s
+                worker, self.state.admin_ledger, routes, endpoints, options.engine_call_delay_s
             )
         for listener in listeners if credentials is not None else ():
             listener.app = credentials.guard(listener.name, listener.app)
@@ -352,7 +197,7 @@ def _leaked_listener(state: DeploymentState) -> Route:
     listener's body there too."""
 
     async def rl_workers(request: Request) -> Response:
-        leaked = state.personality.rl_workers and state.fault("rl_listener_on_frontend")
+        leaked = state.personality.rl_workers and state.faults.active("rl_listener_on_frontend")
         if leaked and request.method == "GET":
             return json_response(await list_workers(state))
         raise HTTPException(404)
@@ -375,82 +220,31 @@ class FakeDeployment:
         self,
         backend: str = "vllm",
         *,
-        workers: int = 2,
-        model: str = "toy",
         faults: Iterable[str] = (),
         host: str = "127.0.0.1",
         port: int = 0,
         rl_port: int = 0,
         control_port: int = 0,
-        worker_namespaces: Sequence[str] = (),
-        admin_family: str = "python",
-        engine_routes: Sequence[str] | str | None = None,
         listener_env: Mapping[str, str] | None = None,
-        listing_order: str = "sorted",
-        initial_model_path: str | None = None,
-        ingress_coding: str = "identity",
-        unpaused_update_status: int = 200,
-        vocabulary: int = VOCAB_SIZE,
-        admin_base_urls: bool = False,
-        dynamo_release: str | None = None,
-        migration_limit: int = 0,
         credentials: RequiredCredentials | None = None,
+        **options: Any,
     ) -> None:
-        """See ``Assembly``.  ``listener_env`` None: the RL listener reads ``os.environ``.
-        ``listing_order``: ``sorted`` (the real listener's), ``rotated`` or ``shuffled`` (the
-        same workers in another order on every read, which the contract allows).
-        ``initial_model_path``: every worker starts with the weights an update from this path
-        gives (a cold start on that checkpoint); None: the toy model's initial weights.
-        ``ingress_coding``: ``gzip`` or ``deflate`` puts a compressing ingress in front of the
-        frontend (``DeploymentOptions.ingress_coding``). ``unpaused_update_status``: a 4xx the
-        vLLM workers refuse an update while running with (``DeploymentOptions``).
-        ``vocabulary``: the prompt ids the model takes (``DeploymentOptions.vocabulary``).
-        ``admin_base_urls``: workers listed with an ``admin_base_url`` (``DeploymentOptions``).
-        ``dynamo_release``: the Dynamo release whose frontend the deployment plays (None: the
-        newest the fakes know); never published as Dynamo's version. ``migration_limit``: how
-        many times a request whose worker's process died moves to another worker (Dynamo's
-        ``--migration-limit``; 0, its default: never). ``credentials``: what each plane requires
-        of every request (``credentials.RequiredCredentials``; None: nothing).
-
-        ``engine_routes`` (SGLang): descriptors, or None for ``DYN_SGLANG_ENGINE_ROUTES``.
-        Configuration errors raise ValueError here, before any socket is bound.
+        """See ``Assembly``; ``options``: the deployment's, by name (``options.OPTIONS``: e.g.
+        ``workers``, ``admin_family``, ``listing_order``, ``migration_limit``).
+        ``listener_env`` None: the RL listener reads ``os.environ``. ``credentials``: what each
+        plane requires of every request (``credentials.RequiredCredentials``; None: nothing).
+        Configuration errors raise ValueError here, before any socket is bound (an unknown
+        option TypeError).
         """
-        DeploymentOptions.build(
-            backend,
-            workers=workers,
-            model=model,
-            worker_namespaces=worker_namespaces,
-            admin_family=admin_family,
-            engine_routes=engine_routes,
-            listing_order=listing_order,
-            initial_model_path=initial_model_path,
-            ingress_coding=ingress_coding,
-            unpaused_update_status=unpaused_update_status,
-            vocabulary=vocabulary,
-            admin_base_urls=admin_base_urls,
-            migration_limit=migration_limit,
-        )
+        self.options = DeploymentOptions.build(backend, **options)
         active_faults(faults)  # validate now, before any socket is bound
-        self._options: dict[str, Any] = {
-            "workers": workers,
-            "model": model,
+        self._sockets: dict[str, Any] = {
             "faults": tuple(faults),
             "host": host,
             "port": port,
             "rl_port": rl_port,
             "control_port": control_port,
-            "worker_namespaces": tuple(worker_namespaces),
-            "admin_family": admin_family,
-            "engine_routes": engine_routes,
             "listener_env": None if listener_env is None else dict(listener_env),
-            "listing_order": listing_order,
-            "initial_model_path": initial_model_path,
-            "ingress_coding": ingress_coding,
-            "unpaused_update_status": unpaused_update_status,
-            "vocabulary": vocabulary,
-            "admin_base_urls": admin_base_urls,
-            "dynamo_release": dynamo_release,
-            "migration_limit": migration_limit,
             "credentials": credentials,
         }
         self.backend = backend
@@ -466,7 +260,7 @@ class FakeDeployment:
     def start(self) -> FakeDeployment:
         if self._thread is not None:
             raise RuntimeError("deployment already started")
-        self._assembly = Assembly(self.backend, **self._options)
+        self._assembly = Assembly(self.options, **self._sockets)
         self._thread = threading.Thread(
             target=self._thread_main, name=f"fake-{self.backend}", daemon=True
         )
@@ -541,7 +335,7 @@ class FakeDeployment:
 
     @property
     def model(self) -> str:
-        return str(self._options["model"])
+        return self.options.model
 
     @property
     def workers(self) -> list[dict[str, Any]]:

@@ -101,21 +101,21 @@ def _departed(entry: dict[str, Any], worker: EngineWorker) -> dict[str, Any]:
 
 
 def _break_worker_zero(state: DeploymentState, worker: EngineWorker, entry: dict[str, Any]) -> None:
-    if state.fault("request_plane_url_mismatch"):
+    if state.faults.active("request_plane_url_mismatch"):
         entry["request_plane_url"] = worker.endpoint_url(GENERATE_ENDPOINT)
-    if state.fault("probe_error_with_routes"):
+    if state.faults.active("probe_error_with_routes"):
         entry["error"] = PROBE_ERROR
-    if state.fault("system_url_absent"):
+    if state.faults.active("system_url_absent"):
         entry.pop("system_url", None)
-    if state.fault("optional_field_null"):
+    if state.faults.active("optional_field_null"):
         entry["system_url"] = None
-    if state.fault("required_route_missing"):
+    if state.faults.active("required_route_missing"):
         entry["routes"] = [r for r in entry["routes"] if r != REQUIRED_ROUTE]
-    if state.fault("sidecar_partial_transfer_routes"):
+    if state.faults.active("sidecar_partial_transfer_routes"):
         entry["routes"] = [r for r in entry["routes"] if r != SIDECAR_FINISH_ROUTE]
-    if state.fault("routes_renamed"):
+    if state.faults.active("routes_renamed"):
         entry["routes"] = sorted(RENAMED_PREFIX + r for r in entry["routes"])
-    if state.fault("worker_without_routes"):
+    if state.faults.active("worker_without_routes"):
         del entry["routes"]
 
 
@@ -123,11 +123,12 @@ def _break_route_lists(state: DeploymentState, entries: list[dict[str, Any]]) ->
     for entry in entries:
         if "routes" not in entry:
             continue
-        if state.fault("routes_unsorted"):
+        if state.faults.active("routes_unsorted"):
             entry["routes"] = sorted(entry["routes"], reverse=True)
-        if state.fault("routes_duplicated") and entry["routes"]:
+        if state.faults.active("routes_duplicated") and entry["routes"]:
             entry["routes"] = sorted(
-                [*entry["routes"], entry["routes"][0]], reverse=state.fault("routes_unsorted")
+                [*entry["routes"], entry["routes"][0]],
+                reverse=state.faults.active("routes_unsorted"),
             )
 
 
@@ -135,11 +136,11 @@ async def list_workers(state: DeploymentState) -> dict[str, Any]:
     """The response body of one read of ``/v1/rl/workers``: every worker probed at once."""
     read = next(state.rl_reads)
     scope = resolve_scope(
-        state.listener_env(), empty_prefix_global=state.fault("empty_prefix_global")
+        state.listener_env(), empty_prefix_global=state.faults.active("empty_prefix_global")
     )
-    loose = state.fault("namespace_prefix_matches_ns2")
+    loose = state.faults.active("namespace_prefix_matches_ns2")
     workers = state.workers if state.personality.rl_workers else []
-    unstable = state.fault("worker_identity_unstable")
+    unstable = state.faults.active("worker_identity_unstable")
     entries: list[dict[str, Any]] = []
     by_index: dict[int, dict[str, Any]] = {}
     listed = [w for w in workers if scope.matches(w.namespace, ignore_boundary=loose)]
@@ -149,22 +150,22 @@ async def list_workers(state: DeploymentState) -> dict[str, Any]:
         entry = _describe(worker, instance_id, found)
         if state.admin_base_urls and worker.system_url and entry.get("routes"):
             entry.update(world_size=SHARDED_WORLD_SIZE, admin_base_url=_admin_base_url(worker))
-        if worker.runtime.departed and not state.fault("departed_worker_listed"):
+        if worker.runtime.departed and not state.faults.active("departed_worker_listed"):
             entry = _departed(entry, worker)
         if worker.index == 0:
             _break_worker_zero(state, worker, entry)
         by_index[worker.index] = entry
         entries.append(entry)
-    if state.fault("duplicate_instance_ids") and 0 in by_index and 1 in by_index:
+    if state.faults.active("duplicate_instance_ids") and 0 in by_index and 1 in by_index:
         by_index[1]["instance_id"] = by_index[0]["instance_id"]
     _break_route_lists(state, entries)
     entries.sort(key=lambda e: (e["namespace"], e["component"], e["endpoint"], e["instance_id"]))
     entries = _listing_order(state, entries, read)
-    if state.fault("instance_id_rounded"):
+    if state.faults.active("instance_id_rounded"):
         for entry in entries:
             entry["instance_id"] = float(entry["instance_id"])
-    version = 2 if state.fault("protocol_version_2") else PROTOCOL_VERSION
-    if state.fault("rl_listener_gateway_body"):
+    version = 2 if state.faults.active("protocol_version_2") else PROTOCOL_VERSION
+    if state.faults.active("rl_listener_gateway_body"):
         return gateway_body(state)
     return {"protocol_version": version, "namespace": scope.reported, "workers": entries}
 
@@ -174,7 +175,7 @@ async def _probe_all(
 ) -> list[ProbedRoutes | str]:
     found = list(await asyncio.gather(*(probe(state, worker) for worker in workers)))
     timed_out = [f for f in found if isinstance(f, str) and f.startswith(TIMED_OUT)]
-    if timed_out and state.fault("probe_timeout_fails_all"):
+    if timed_out and state.faults.active("probe_timeout_fails_all"):
         return [timed_out[0]] * len(found)
     return found
 

@@ -78,10 +78,10 @@ def read_reply(value: Any, state: DeploymentState) -> ProbedRoutes:
         raise ProbeRefused("worker routes response missing 'routes' array")
     if value.get("status") == "error":
         message = value.get("message")
-        if state.fault("probe_worker_error_replaced") or not isinstance(message, str):
+        if state.faults.active("probe_worker_error_replaced") or not isinstance(message, str):
             message = GENERIC_ERROR
         raise ProbeRefused(message)
-    if state.fault("probe_reply_unvalidated"):
+    if state.faults.active("probe_reply_unvalidated"):
         return _unvalidated(value)
     routes = value.get("routes")
     if not isinstance(routes, list):
@@ -132,7 +132,7 @@ async def probe(state: DeploymentState, worker: EngineWorker) -> ProbedRoutes | 
     timeout_s = probe_timeout_s(state)
     if worker.index not in state.probe_replies:
         return read_reply(worker_reply(worker), state)
-    wait_s = IGNORED_DEADLINE_WAIT_S if state.fault("probe_deadline_ignored") else timeout_s
+    wait_s = IGNORED_DEADLINE_WAIT_S if state.faults.active("probe_deadline_ignored") else timeout_s
     try:
         reply = await asyncio.wait_for(_reply_of(state, worker), wait_s)
     except TimeoutError:

@@ -4,6 +4,12 @@ A catalogue is a fixed, ordered set of `Fault`s of one kind ("fault" for the fak
 "engine fault" for the toy engine's behind the real Dynamo frontend). `ActiveFaults` is the set
 switched on; asking it about a name outside its catalogue is a programming error and raises, so
 a typo in code cannot silently switch a fault off.
+
+One idiom asks: `faults.active("name")`, on the set the code holds (the deployment's
+`state.faults`, a worker's `worker.runtime.faults`, the toy engine's `engine.faults`). Code
+shared by both deployments (the runtime, the system servers' routes) asks the same set about
+faults of either catalogue: a catalogue declares the other's names it may be asked about
+(`foreign`), and its set answers them off.
 """
 
 from __future__ import annotations
@@ -43,13 +49,16 @@ class UnknownFaultError(ValueError):
 
 
 class Catalogue:
-    def __init__(self, kind: str, faults: Iterable[Fault]) -> None:
+    def __init__(self, kind: str, faults: Iterable[Fault], *, foreign: Iterable[str] = ()) -> None:
         ordered = tuple(faults)
         self.kind = kind
         self.by_name: Mapping[str, Fault] = MappingProxyType({f.name: f for f in ordered})
         self.names: tuple[str, ...] = tuple(f.name for f in ordered)
         if len(self.by_name) != len(ordered):
             raise ValueError(f"a {kind} name is used twice")
+        # Another catalogue's faults, asked by code shared with it: always off here, and
+        # never switched on (`validate` refuses them).
+        self.foreign: frozenset[str] = frozenset(foreign) - self.by_name.keys()
 
     def validate(self, names: Iterable[str]) -> tuple[str, ...]:
         """The names sorted and de-duplicated, or `UnknownFaultError`."""
@@ -88,8 +97,11 @@ class ActiveFaults:
 
     def _switch(self, names: Iterable[str]) -> None:
         active = frozenset(names)
-        # Every catalogue name, switched on or off: one lookup answers (and a typo raises).
-        self.flags = {name: name in active for name in self.catalogue.names}
+        # Every catalogue name, switched on or off, and the foreign ones off: one lookup
+        # answers (and a typo raises).
+        flags = dict.fromkeys(self.catalogue.foreign, False)
+        flags.update((name, name in active) for name in self.catalogue.names)
+        self.flags = flags
 
     @property
     def names(self) -> tuple[str, ...]:

@@ -3,8 +3,9 @@
 Why faults: a conformance suite is only trustworthy if each of its checks has been seen
 to fail.  Every fault breaks exactly one rule of the contract, deterministically, on every
 request it applies to, so a test can switch it on and expect a specific check to fire.
-Code consults the active set with ``faults.active("name")``; asking for a name that is
-not in the catalogue is a programming error and raises.
+Code consults the active set with ``faults.active("name")`` (the one idiom:
+``faults.catalogue``); asking for a name that is not in the catalogue is a programming error
+and raises.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from fake_backends.faults.catalogue import ActiveFaults, Catalogue, Fault
+from fake_backends.faults.deployment import FAULT_NAMES as DEPLOYMENT_FAULT_NAMES
 
 OPENAI = "openai"
 SGLANG = "sglang"
@@ -216,6 +217,9 @@ ENGINE_CATALOGUE = Catalogue(
             "the frontend's /health keeps listing the instance and routes to it",
         ),
     ),
+    # The toy engine's worker shares the runtime and the system server's routes with the fake
+    # deployment, which ask about the deployment's faults too: off behind the real frontend.
+    foreign=DEPLOYMENT_FAULT_NAMES,
 )
 
 ENGINE_FAULTS: Mapping[str, Fault] = ENGINE_CATALOGUE.by_name

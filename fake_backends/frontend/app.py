@@ -277,7 +277,7 @@ def build_frontend_app(state: DeploymentState, extra_routes: Sequence[Route] = (
             return run_request(state, parsed, worker, received, response_id, cached)
 
         ignore = ignores_disconnects(state)
-        if parsed.stream and not state.fault("stream_answered_unary"):
+        if parsed.stream and not state.faults.active("stream_answered_unary"):
             frames = _streamed(
                 live, compute, lambda r: r.total_tokens, lambda r: stream(state, r, live)
             )
@@ -292,12 +292,12 @@ def build_frontend_app(state: DeploymentState, extra_routes: Sequence[Route] = (
         def parse(body: Any) -> GenerationRequest:
             return parse_completion_request(
                 body,
-                bos_on_text=state.fault("text_prompt_differs"),
-                single_choice_ids=not state.fault("validation_accepted"),
-                wrap_ids=state.fault("token_ids_wrapped"),
-                check_context=not state.fault("context_window_unchecked"),
+                bos_on_text=state.faults.active("text_prompt_differs"),
+                single_choice_ids=not state.faults.active("validation_accepted"),
+                wrap_ids=state.faults.active("token_ids_wrapped"),
+                check_context=not state.faults.active("context_window_unchecked"),
                 plays_1_6=state.plays_1_6(),
-                faulted=state.fault,
+                faults=state.faults,
                 served=state.model_name,
                 engine=state.personality.name,
             )
@@ -307,7 +307,7 @@ def build_frontend_app(state: DeploymentState, extra_routes: Sequence[Route] = (
         )
 
     def chat_response(body: dict[str, Any]) -> Response:
-        if state.fault("invalid_json_body"):
+        if state.faults.active("invalid_json_body"):
             return cut_json_response(body)
         return json_response(body)
 
@@ -317,7 +317,7 @@ def build_frontend_app(state: DeploymentState, extra_routes: Sequence[Route] = (
             functools.partial(
                 parse_chat_request,
                 plays_1_6=state.plays_1_6(),
-                faulted=state.fault,
+                faults=state.faults,
                 served=state.model_name,
                 engine=state.personality.name,
             ),
@@ -332,7 +332,7 @@ def build_frontend_app(state: DeploymentState, extra_routes: Sequence[Route] = (
         _require_model(state)
         body = await read_json(request)
         _check_model_first(state, body)
-        parsed = parse_sglang_request(body, wrap_ids=state.fault("token_ids_wrapped"))
+        parsed = parse_sglang_request(body, wrap_ids=state.faults.active("token_ids_wrapped"))
         native: SglangRequest = dataclasses.replace(parsed, rid=parsed.rid or str(uuid.uuid4()))
         assert native.rid is not None
         pin = _header_pin(request)
@@ -354,7 +354,7 @@ def build_frontend_app(state: DeploymentState, extra_routes: Sequence[Route] = (
             raise shape_error("invalid type: expected a JSON object")
         _check_model_first(state, body)
         count = input_token_estimate(body.get("input"))
-        if state.fault("input_tokens_negative"):
+        if state.faults.active("input_tokens_negative"):
             count = -1
         return json_response({"object": "response.input_tokens", "input_tokens": count})
 
@@ -476,7 +476,7 @@ class EchoRequestId:
         self.state = state
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or self.state.fault("request_id_not_echoed"):
+        if scope["type"] != "http" or self.state.faults.active("request_id_not_echoed"):
             await self.app(scope, receive, send)
             return
         echoed = [(k, v) for k, v in scope["headers"] if k.lower() == b"x-request-id"][:1]

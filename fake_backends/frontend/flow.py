@@ -76,7 +76,7 @@ def header_delay_s(request: Request, name: str) -> float:
 
 
 def ignores_disconnects(state: DeploymentState) -> bool:
-    return state.fault("cancellation_not_propagated") or state.fault(
+    return state.faults.active("cancellation_not_propagated") or state.faults.active(
         "late_response_delivered_twice"
     )
 
@@ -175,7 +175,7 @@ class LiveRequest:
         return result
 
     def _still_running_namesake(self) -> LiveRequest | None:
-        if not (self.client_named and self.state.fault("late_response_delivered_twice")):
+        if not (self.client_named and self.state.faults.active("late_response_delivered_twice")):
             return None
         for other in self.state.running.get(self.attempt_id, []):
             if other is not self and not other.ended and other.route == self.route:
@@ -273,8 +273,10 @@ class LiveRequest:
             endpoint=self.endpoint,
             status=_STATUS.get(outcome, "error"),
             duration_s=time.perf_counter() - self.started,
-            request_id=self.attempt_id if state.fault("metrics_high_cardinality") else None,
-            rl_attempt_id=self.rl_attempt if state.fault("metrics_rl_attempt_label") else None,
+            request_id=self.attempt_id if state.faults.active("metrics_high_cardinality") else None,
+            rl_attempt_id=self.rl_attempt
+            if state.faults.active("metrics_rl_attempt_label")
+            else None,
         )
         self._trace(outcome)
         namesakes = state.running.get(self.attempt_id)
@@ -292,7 +294,7 @@ class LiveRequest:
             return
         request_id = self.response_id.split("-", 1)[-1]
         if self.traced_request is not None:
-            dropped = self.stream and self.state.fault("trace_stream_headers_dropped")
+            dropped = self.stream and self.state.faults.active("trace_stream_headers_dropped")
             trace.payload(
                 request_id,
                 self.model_label,
@@ -302,7 +304,7 @@ class LiveRequest:
             )
         if outcome == "cancelled" or self.worker is None:
             return
-        if self.stream and self.state.fault("trace_stream_end_missing"):
+        if self.stream and self.state.faults.active("trace_stream_end_missing"):
             return
         trace.end(
             request_id,

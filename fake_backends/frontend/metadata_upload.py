@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from fake_backends.faults.catalogue import ActiveFaults
+from fake_backends.faults.deployment import active_faults
 from fake_backends.frontend.error_bodies import FrontendError, flat_error_body, shape_error
 
 NOT_AN_OBJECT = "metadata_upload must be an object"
@@ -36,16 +38,12 @@ LEGACY_FIELDS = ("url", "fallback_url")
 ARTIFACT_FIELDS = ("kind", "contents", "mode", "destination")
 MODES_WITH_DESTINATION = {"inline_base64": False, "object_store": True}
 
-Faulted = Callable[[str], bool]
-"""Whether a named fault is on (``DeploymentState.fault``)."""
+NO_FAULTS = active_faults()
+"""The parsers' default: no fault switched on (a deployment passes its ``state.faults``)."""
 
 
-def unfaulted(name: str) -> bool:
-    return False
-
-
-def _refuse(message: str, faulted: Faulted) -> FrontendError:
-    return shape_error(REWORDED if faulted("metadata_upload_refusals_reworded") else message)
+def _refuse(message: str, faults: ActiveFaults) -> FrontendError:
+    return shape_error(REWORDED if faults.active("metadata_upload_refusals_reworded") else message)
 
 
 def parse_1_6(upload: Any, invalid: Callable[[str], FrontendError]) -> None:
@@ -57,40 +55,40 @@ def parse_1_6(upload: Any, invalid: Callable[[str], FrontendError]) -> None:
         raise invalid("metadata_upload.url must not be empty")
 
 
-def parse_1_7(upload: Any, faulted: Faulted) -> bool:
+def parse_1_7(upload: Any, faults: ActiveFaults) -> bool:
     """Dynamo 1.7: either form; True for a generation artifact."""
     if not isinstance(upload, Mapping):
-        raise _refuse(NOT_AN_OBJECT, faulted)
+        raise _refuse(NOT_AN_OBJECT, faults)
     if "kind" in upload:
-        _artifact(upload, faulted)
+        _artifact(upload, faults)
         return True
     if any(key not in LEGACY_FIELDS for key in upload):
-        raise _refuse(UNKNOWN_LEGACY_FIELD, faulted)
+        raise _refuse(UNKNOWN_LEGACY_FIELD, faults)
     if "url" not in upload:
-        raise _refuse(MISSING_URL, faulted)
+        raise _refuse(MISSING_URL, faults)
     for key in LEGACY_FIELDS:
         if key in upload and not (isinstance(upload[key], str) and upload[key].strip()):
-            raise _refuse(EMPTY_URL, faulted)
+            raise _refuse(EMPTY_URL, faults)
     return False
 
 
-def _artifact(upload: Mapping[str, Any], faulted: Faulted) -> None:
+def _artifact(upload: Mapping[str, Any], faults: ActiveFaults) -> None:
     if upload["kind"] != "generation_artifact":
-        raise _refuse(UNKNOWN_KIND, faulted)
+        raise _refuse(UNKNOWN_KIND, faults)
     mode, contents = upload.get("mode"), upload.get("contents")
     if any(key not in ARTIFACT_FIELDS for key in upload) or mode not in MODES_WITH_DESTINATION:
-        raise _refuse(BAD_ARTIFACT, faulted)
+        raise _refuse(BAD_ARTIFACT, faults)
     names = contents if isinstance(contents, list) else []
     if not names or len(names) > 64 or not all(isinstance(n, str) and n for n in names):
-        raise _refuse(BAD_CONTENTS, faulted)
+        raise _refuse(BAD_CONTENTS, faults)
     if MODES_WITH_DESTINATION[mode] != isinstance(upload.get("destination"), Mapping):
-        raise _refuse(BAD_DESTINATION, faulted)
+        raise _refuse(BAD_DESTINATION, faults)
 
 
-def check_artifact_request(stops: tuple[Any, ...], choices: int, faulted: Faulted) -> None:
+def check_artifact_request(stops: tuple[Any, ...], choices: int, faults: ActiveFaults) -> None:
     """A generation artifact of a request it cannot describe is refused; the others are
     answered as the real frontend answered them with a worker that makes no artifact."""
-    if not faulted("generation_artifact_limits_unchecked"):
+    if not faults.active("generation_artifact_limits_unchecked"):
         if stops:
             raise FrontendError(400, STOP_STRINGS)
         if choices != 1:

@@ -12,8 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from fake_backends.faults.catalogue import ActiveFaults
 from fake_backends.frontend.error_bodies import FrontendError, invalid_request, shape_error
-from fake_backends.frontend.metadata_upload import Faulted, parse_1_6, parse_1_7, unfaulted
+from fake_backends.frontend.metadata_upload import NO_FAULTS, parse_1_6, parse_1_7
 from fake_backends.model.tokenizer import VOCAB_SIZE
 
 NVEXT_KEYS: tuple[str, ...] = (
@@ -103,7 +104,7 @@ class NvextRequest:
 
 
 def parse_nvext(
-    raw: Any, *, artifact_forms: bool = True, faulted: Faulted = unfaulted
+    raw: Any, *, artifact_forms: bool = True, faults: ActiveFaults = NO_FAULTS
 ) -> NvextRequest:
     """Validate the request's ``nvext`` (absent or null means none); ``artifact_forms``: the
     ``metadata_upload`` forms of Dynamo 1.7, else 1.6.1's one."""
@@ -128,7 +129,7 @@ def parse_nvext(
     upload = raw.get("metadata_upload")
     artifact = False
     if upload is not None and artifact_forms:
-        artifact = parse_1_7(upload, faulted)
+        artifact = parse_1_7(upload, faults)
     elif upload is not None:
         parse_1_6(upload, _invalid)
     token_data = raw.get("token_data")

@@ -15,13 +15,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from fake_backends.faults.catalogue import ActiveFaults
 from fake_backends.frontend.error_bodies import (
     FrontendError,
     invalid_request,
     shape_error,
     validation_error,
 )
-from fake_backends.frontend.metadata_upload import Faulted, check_artifact_request, unfaulted
+from fake_backends.frontend.metadata_upload import NO_FAULTS, check_artifact_request
 from fake_backends.frontend.nvext import SINGLE_CHOICE_MESSAGE, NvextRequest, parse_nvext
 from fake_backends.frontend.validation import deserialize, engine_refusal, validate
 from fake_backends.model.decoding import DEFAULT_MAX_TOKENS, SamplingParams
@@ -258,7 +259,7 @@ def parse_completion_request(
     wrap_ids: bool = False,
     check_context: bool = True,
     plays_1_6: bool = False,
-    faulted: Faulted = unfaulted,
+    faults: ActiveFaults = NO_FAULTS,
     served: str | None = None,
     engine: str = "vllm",
 ) -> GenerationRequest:
@@ -276,7 +277,7 @@ def parse_completion_request(
     deserialize(body, "completions")
     validate(body, "completions", plays_1_6=plays_1_6)
     model = _model(body)
-    nvext = parse_nvext(body.get("nvext"), artifact_forms=not plays_1_6, faulted=faulted)
+    nvext = parse_nvext(body.get("nvext"), artifact_forms=not plays_1_6, faults=faults)
     echo = bool(_opt_bool(body, "echo"))
     if nvext.token_data is not None:
         prompt = list(nvext.token_data)
@@ -293,7 +294,7 @@ def parse_completion_request(
     stream, include_usage = _stream_flags(body)
     params = _common(body, nvext, max_tokens, logprobs)
     if nvext.artifact:
-        check_artifact_request(params.stop, max(n, _best_of(body)), faulted)
+        check_artifact_request(params.stop, max(n, _best_of(body)), faults)
     _check_diverse(body, n)
     _engine_checks(body, "completions", model, served, engine)
     _check_context(prompt, max_tokens, enforced=check_context)
@@ -316,7 +317,7 @@ def parse_chat_request(
     raw: Any,
     *,
     plays_1_6: bool = False,
-    faulted: Faulted = unfaulted,
+    faults: ActiveFaults = NO_FAULTS,
     served: str | None = None,
     engine: str = "vllm",
 ) -> GenerationRequest:
@@ -325,7 +326,7 @@ def parse_chat_request(
     deserialize(body, "chat")
     validate(body, "chat", plays_1_6=plays_1_6)
     model = _model(body)
-    nvext = parse_nvext(body.get("nvext"), artifact_forms=not plays_1_6, faulted=faulted)
+    nvext = parse_nvext(body.get("nvext"), artifact_forms=not plays_1_6, faults=faults)
     messages = body.get("messages")
     if messages is None:
         raise shape_error("missing field `messages`")
@@ -351,7 +352,7 @@ def parse_chat_request(
     stream, include_usage = _stream_flags(body)
     params = _common(body, nvext, max_tokens, logprobs)
     if nvext.artifact:
-        check_artifact_request(params.stop, n, faulted)
+        check_artifact_request(params.stop, n, faults)
     _check_diverse(body, n)
     _engine_checks(body, "chat", model, served, engine)
     _check_context(prompt, max_tokens)

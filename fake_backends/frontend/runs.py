@@ -65,7 +65,7 @@ def run_request(
     cached_tokens: int = 0,
 ) -> EngineRun:
     model = worker.model()
-    count = request.n + (1 if state.fault("wrong_choice_count") else 0)
+    count = request.n + (1 if state.faults.active("wrong_choice_count") else 0)
     choices = tuple(
         _misreported(
             state,
@@ -102,13 +102,13 @@ def _misreported(state: DeploymentState, result: ChoiceResult) -> ChoiceResult:
     string, dropped from the sequence (ids, logprobs and usage still agree), a max_tokens finish
     reported as a stop."""
     if (
-        state.fault("matched_stop_id_dropped")
+        state.faults.active("matched_stop_id_dropped")
         and result.finish in ("stop", "eos")
         and isinstance(result.stop_reason, int)
     ):
         return dataclasses.replace(result, steps=result.steps[:-1])
     if (
-        state.fault("stop_string_drops_last_id")
+        state.faults.active("stop_string_drops_last_id")
         and result.finish == "stop"
         and isinstance(result.stop_reason, str)
         and result.steps
@@ -117,7 +117,7 @@ def _misreported(state: DeploymentState, result: ChoiceResult) -> ChoiceResult:
         if kept:  # the text stays as it was: the dropped token's part joins the one before
             kept[-1] = kept[-1]._replace(text_delta=kept[-1].text_delta + last.text_delta)
         return dataclasses.replace(result, steps=tuple(kept))
-    if state.fault("length_reported_as_stop") and result.finish == "length":
+    if state.faults.active("length_reported_as_stop") and result.finish == "length":
         return dataclasses.replace(result, finish="stop")
     return result
 

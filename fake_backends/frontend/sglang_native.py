@@ -174,7 +174,7 @@ class SglangEvents:
         # native_route_sequence_differs: generated as if the prompt had one more token.
         context = (
             (*request.prompt, request.prompt[-1])
-            if state.fault("native_route_sequence_differs") and request.prompt
+            if state.faults.active("native_route_sequence_differs") and request.prompt
             else request.prompt
         )
         self._result = as_generated(
@@ -188,7 +188,7 @@ class SglangEvents:
         """The worker's version when each output token was released."""
         result = self._result
         self._selected = reported_selected(state, result.logprobs)
-        drop = state.fault("topk_missing_selected")
+        drop = state.faults.active("topk_missing_selected")
         self._output_tops = [
             _triples(worker_alternatives(s, drop_sampled=True) if drop else s.top)
             for s in result.steps
@@ -203,7 +203,7 @@ class SglangEvents:
 
     def _spans(self, upto: int) -> list[dict[str, Any]]:
         versions = self._versions[:upto]
-        if self._state.fault("weight_versions_span_collapsed") and versions:
+        if self._state.faults.active("weight_versions_span_collapsed") and versions:
             return [{"version": self._current_version(), "start": 0, "end": len(versions)}]
         spans: list[dict[str, Any]] = []
         for index, version in enumerate(versions):
@@ -226,20 +226,20 @@ class SglangEvents:
         ids = self._prompt[start:]
         values = values[: len(ids)]
         tops = tops[: len(ids)]
-        if values and self._state.fault("prompt_logprobs_shifted_by_one"):
+        if values and self._state.faults.active("prompt_logprobs_shifted_by_one"):
             values = [None, *values[:-1]]
             tops = [None, *tops[:-1]]
-        if self._state.fault("prompt_logprobs_leading_null_dropped"):
+        if self._state.faults.active("prompt_logprobs_leading_null_dropped"):
             values, tops, ids = values[1:], tops[1:], ids[1:]
-        if values and self._state.fault("sglang_input_logprob_first_not_null"):
+        if values and self._state.faults.active("sglang_input_logprob_first_not_null"):
             context = model.context(self._prompt[: len(self._prompt) - len(ids)])
             values[0] = model.distribution(context, 0, include_eos=True).logprob(ids[0])
         return [[v, t, None] for v, t in zip(values, ids, strict=True)], tops
 
     def _finish_reason(self, *, aborted: bool) -> dict[str, Any] | None:
-        if self._state.fault("finish_reason_missing"):
+        if self._state.faults.active("finish_reason_missing"):
             return None
-        if self._state.fault("unknown_finish_reason"):
+        if self._state.faults.active("unknown_finish_reason"):
             return {"type": "weird_reason"}
         if aborted:
             return dict(ABORT_FINISH)
@@ -251,7 +251,7 @@ class SglangEvents:
         """The cumulative event after ``upto`` generated tokens."""
         steps = self._result.steps[:upto]
         ids = [s.token_id for s in steps]
-        count = len(ids) + (1 if self._state.fault("usage_counts_wrong") else 0)
+        count = len(ids) + (1 if self._state.faults.active("usage_counts_wrong") else 0)
         meta: dict[str, Any] = {
             "id": self._rid,
             "finish_reason": self._finish_reason(aborted=aborted) if final else None,
@@ -262,7 +262,7 @@ class SglangEvents:
             "weight_versions": self._spans(upto),
         }
         if self._return_logprob:
-            shift = 1 if self._state.fault("sglang_output_logprob_id_mismatch") else 0
+            shift = 1 if self._state.faults.active("sglang_output_logprob_id_mismatch") else 0
             if self._with_input:
                 meta["input_token_logprobs"] = self._input
             meta["output_token_logprobs"] = [
@@ -273,13 +273,13 @@ class SglangEvents:
                 if self._with_input:
                     meta["input_top_logprobs"] = self._input_top
                 meta["output_top_logprobs"] = self._output_tops[:upto]
-        if final and not aborted and self._state.fault("stream_ids_differ"):
+        if final and not aborted and self._state.faults.active("stream_ids_differ"):
             ids = ids[:-1]
         return {"text": "".join(s.text_delta for s in steps), "output_ids": ids, "meta_info": meta}
 
     async def frames(self, live: LiveRequest) -> AsyncIterator[bytes]:
         total = len(self._result.steps)
-        if self._state.fault("stream_truncated"):
+        if self._state.faults.active("stream_truncated"):
             if await live.step():
                 self._versions.append(self._current_version())
                 live.end("completed")
@@ -289,20 +289,20 @@ class SglangEvents:
             if not await live.step():
                 live.end("aborted")
                 yield frame(self.event(upto - 1, final=True, aborted=True))
-                if not self._state.fault("done_missing"):
+                if not self._state.faults.active("done_missing"):
                     yield DONE_FRAME
                 return
             self._versions.append(self._current_version())
             yield frame(self.event(upto, final=upto == total))
         live.end("completed", [s.token_id for s in self._result.steps])
         last = self.event(total, final=True)
-        if self._state.fault("double_terminal"):
+        if self._state.faults.active("double_terminal"):
             yield frame(last)
-        if self._state.fault("content_after_terminal"):
+        if self._state.faults.active("content_after_terminal"):
             extra = self.event(total, final=False)
             extra["text"] += TRAILING_TEXT
             yield frame(extra)
-        if not self._state.fault("done_missing"):
+        if not self._state.faults.active("done_missing"):
             yield DONE_FRAME
 
 

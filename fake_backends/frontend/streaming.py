@@ -56,7 +56,7 @@ def _engine_died(state: DeploymentState, live: LiveRequest) -> bool:
     """The request's engine crashed under it: its stream ends in an error event, no `[DONE]`
     (``crashed_stream_ends_clean``: as an abort does, with a terminal chunk)."""
     crashed = live.gen is not None and live.gen.crashed
-    return crashed and not state.fault("crashed_stream_ends_clean")
+    return crashed and not state.faults.active("crashed_stream_ends_clean")
 
 
 def swapped(views: Sequence[ChoiceView]) -> list[ChoiceView]:
@@ -78,7 +78,7 @@ async def stream_frames(
 ) -> AsyncIterator[bytes]:
     """The stream's frames, those released between two turns of the event loop joined into one
     item (a burst of tokens leaves in one write, each token still in its own event)."""
-    if state.fault("stream_index_swapped") and len(views) > 1:
+    if state.faults.active("stream_index_swapped") and len(views) > 1:
         views = swapped(views)
     released = {view.index: 0 for view in views}
     aborted = False
@@ -92,12 +92,12 @@ async def stream_frames(
                 if not await live.migrated():
                     aborted = True
                     break
-                if state.fault("migration_repeats_splice_token") and position > 0:
+                if state.faults.active("migration_repeats_splice_token") and position > 0:
                     pending.append(dialect.token_frame(view, position - 1, terminal=False))
             if aborted:
                 break
         released[view.index] += 1
-        if state.fault("stream_truncated"):
+        if state.faults.active("stream_truncated"):
             live.end("completed")
             pending.append(dialect.token_frame(view, position, terminal=False))
             yield b"".join(pending)
@@ -105,9 +105,9 @@ async def stream_frames(
         terminal = position == len(view.result.steps) - 1
         token_frame = dialect.token_frame(view, position, terminal=terminal)
         pending.append(token_frame)
-        if terminal and state.fault("double_terminal"):
+        if terminal and state.faults.active("double_terminal"):
             pending.append(token_frame)
-        if terminal and state.fault("content_after_terminal"):
+        if terminal and state.faults.active("content_after_terminal"):
             pending.append(frame(dialect.trailing_chunk(view)))
     final = list(views)
     if aborted and live.gen is not None and live.gen.worker_died:
@@ -123,7 +123,7 @@ async def stream_frames(
         pending.append(frame({"error": {"message": ENGINE_DIED, "code": 500}}))
         yield b"".join(pending)
         return
-    if aborted and state.fault("abort_orphans_streams"):
+    if aborted and state.faults.active("abort_orphans_streams"):
         live.end("aborted")
         if pending:
             yield b"".join(pending)
@@ -138,11 +138,11 @@ async def stream_frames(
         live.end("completed", views[0].result.token_ids if views else ())
     if include_usage:
         usage_chunk = dialect.usage_chunk(final)
-        if state.fault("usage_chunk_miscounts"):
+        if state.faults.active("usage_chunk_miscounts"):
             usage_chunk["usage"]["completion_tokens"] += 1
             usage_chunk["usage"]["total_tokens"] += 1
         pending.append(frame(usage_chunk))
-    if not state.fault("done_missing"):
+    if not state.faults.active("done_missing"):
         pending.append(DONE_FRAME)
     if pending:
         yield b"".join(pending)

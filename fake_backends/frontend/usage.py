@@ -26,7 +26,7 @@ def usage(
     endpoint: str = "completions",
 ) -> dict[str, Any]:
     completion = sum(len(v.result.steps) for v in views)
-    if state.fault("usage_counts_wrong"):
+    if state.faults.active("usage_counts_wrong"):
         completion += 1
     out: dict[str, Any] = {
         "prompt_tokens": prompt_tokens,

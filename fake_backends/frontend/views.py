@@ -44,13 +44,13 @@ class ChoiceView:
 
 def reported_selected(state: DeploymentState, values: Sequence[float]) -> tuple[float, ...]:
     out = list(values)
-    if state.fault("logprobs_reordered"):
+    if state.faults.active("logprobs_reordered"):
         out.reverse()
-    if out and state.fault("positive_logprob"):
+    if out and state.faults.active("positive_logprob"):
         out[0] = 0.5
-    if out and state.fault("nan_logprob"):
+    if out and state.faults.active("nan_logprob"):
         out[0] = NAN
-    if out and state.fault("selected_logprobs_one_short"):
+    if out and state.faults.active("selected_logprobs_one_short"):
         out.pop()
     return tuple(out)
 
@@ -68,13 +68,13 @@ def worker_alternatives(step: Step, *, drop_sampled: bool) -> tuple[Alternative,
 
 
 def openai_finish_reason(state: DeploymentState, result: ChoiceResult) -> str | None:
-    if state.fault("finish_reason_missing"):
+    if state.faults.active("finish_reason_missing"):
         return None
-    if state.fault("unknown_finish_reason"):
+    if state.faults.active("unknown_finish_reason"):
         return "weird_reason"
-    if result.finish == "cancelled" and state.fault("crossed_stream_raw_abort"):
+    if result.finish == "cancelled" and state.faults.active("crossed_stream_raw_abort"):
         return "abort"
-    if result.finish == "cancelled" and state.fault("crossed_stream_length_short"):
+    if result.finish == "cancelled" and state.faults.active("crossed_stream_length_short"):
         return "length"
     return "length" if result.finish == "length" else "stop"
 
@@ -86,9 +86,9 @@ def detailed_finish_reason(state: DeploymentState, result: ChoiceResult) -> str:
     ``"stop"`` there and only ``"cancelled"`` here tells it apart (CONTRACT-NOTES §O6.9), unless the
     ``abort_reported_as_stop`` fault hides it here too (ai-dynamo/dynamo #14418).
     """
-    if result.finish == "cancelled" and state.fault("abort_reported_as_stop"):
+    if result.finish == "cancelled" and state.faults.active("abort_reported_as_stop"):
         return "stop"
-    if result.finish == "cancelled" and state.fault("crossed_stream_length_short"):
+    if result.finish == "cancelled" and state.faults.active("crossed_stream_length_short"):
         return "length"
     if result.finish in ("length", "cancelled"):
         return result.finish
@@ -102,9 +102,9 @@ def choice_view(
     *,
     tokens_as_ids: bool = False,
 ) -> ChoiceView:
-    if state.fault("logprobs_absent"):
+    if state.faults.active("logprobs_absent"):
         logprobs = None  # reported as if they had not been asked for
-    missing = state.fault("topk_missing_selected")
+    missing = state.faults.active("topk_missing_selected")
     selected = reported_selected(state, result.logprobs) if logprobs is not None else None
     tops = (
         tuple(worker_alternatives(s, drop_sampled=missing) for s in result.steps)
@@ -142,20 +142,20 @@ def reported_completion_ids(
     state: DeploymentState, ids: Sequence[int], text: str
 ) -> list[int] | None:
     """``nvext.completion_token_ids`` for some generated tokens; None when withheld."""
-    if state.fault("completion_ids_missing"):
+    if state.faults.active("completion_ids_missing"):
         return None
-    if state.fault("completion_ids_retokenized"):
+    if state.faults.active("completion_ids_retokenized"):
         return byte_level_ids(text)
     return list(ids)
 
 
 def reported_prompt_ids(state: DeploymentState, ids: Sequence[int]) -> list[int] | None:
     """``nvext.prompt_token_ids`` for the prompt the engine used; None when withheld."""
-    if state.fault("prompt_ids_missing"):
+    if state.faults.active("prompt_ids_missing"):
         return None
-    if state.fault("prompt_ids_with_unsent_bos"):
+    if state.faults.active("prompt_ids_with_unsent_bos"):
         return [BOS_ID, *ids]
-    if state.fault("text_prompt_differs") and ids and ids[0] == BOS_ID:
+    if state.faults.active("text_prompt_differs") and ids and ids[0] == BOS_ID:
         # The BOS this fault slipped into a text prompt is hidden: the reported prompt is no
         # longer the one the engine used, so replaying it as tokens generates differently.
         return list(ids[1:])
@@ -166,9 +166,9 @@ def reported_prompt_positions(
     state: DeploymentState, scores: Sequence[PromptPosition | None]
 ) -> list[PromptPosition | None]:
     out = list(scores)
-    if out and state.fault("prompt_logprobs_shifted_by_one"):
+    if out and state.faults.active("prompt_logprobs_shifted_by_one"):
         out = [None, *out[:-1]]
-    if state.fault("prompt_logprobs_leading_null_dropped"):
+    if state.faults.active("prompt_logprobs_leading_null_dropped"):
         out = out[1:]
     return out
 

@@ -107,11 +107,6 @@ class WorkerRuntime:
         self.closing = False
         self._generations: set[Generation] = set()
 
-    def _deployment_fault(self, name: str) -> bool:
-        """A fault of the fake deployment's catalogue only: the toy engine behind the real Dynamo
-        frontend (``faults.engine``) has no such fault, so there it is off."""
-        return name in self.faults.catalogue.by_name and self.faults.active(name)
-
     # -- what generation sees --------------------------------------------------------------
 
     @property
@@ -119,7 +114,7 @@ class WorkerRuntime:
         """Whether a pause does anything here beyond its bookkeeping."""
         if self.faults.active("pause_not_applied"):
             return False
-        return self.first or not self._deployment_fault("pause_reaches_first_worker_only")
+        return self.first or not self.faults.active("pause_reaches_first_worker_only")
 
     @property
     def _pause_effective(self) -> bool:
@@ -129,7 +124,7 @@ class WorkerRuntime:
         """New requests wait at admission."""
         if self.draining > 0 or time.monotonic() < self.held_until:
             return True
-        return self._pause_effective and not self._deployment_fault("admits_after_pause")
+        return self._pause_effective and not self.faults.active("admits_after_pause")
 
     def freezes_in_flight(self) -> bool:
         return self._pause_effective and self.pause_mode in FREEZE_MODES
@@ -256,13 +251,13 @@ class WorkerRuntime:
 
     def _applied(self, mode: str) -> str:
         """The mode a pause in ``mode`` applies: itself, unless a fault applies another."""
-        if mode in ("abort", "wait") and self._deployment_fault("pause_mode_ignored"):
+        if mode in ("abort", "wait") and self.faults.active("pause_mode_ignored"):
             return "keep"
-        if mode == "wait" and self._deployment_fault("wait_answers_early"):
+        if mode == "wait" and self.faults.active("wait_answers_early"):
             return "keep"
-        if mode == "in_place" and self._deployment_fault("in_place_pause_aborts"):
+        if mode == "in_place" and self.faults.active("in_place_pause_aborts"):
             return "abort"
-        if mode == "retract" and self._deployment_fault("retract_pause_aborts"):
+        if mode == "retract" and self.faults.active("retract_pause_aborts"):
             return "abort"
         return mode
 
@@ -287,13 +282,13 @@ class WorkerRuntime:
         self.pauses = 0
         self.paused = False
         self.pause_mode = None
-        if self._deployment_fault("resume_slow"):
+        if self.faults.active("resume_slow"):
             self.held_until = time.monotonic() + RESUME_SLOW_S
 
     def _counts_pauses(self) -> bool:
-        if self._deployment_fault("pause_counted_per_caller"):
+        if self.faults.active("pause_counted_per_caller"):
             return True
-        return not self.first and self._deployment_fault("pause_counted_past_first_worker")
+        return not self.first and self.faults.active("pause_counted_past_first_worker")
 
     @contextlib.asynccontextmanager
     async def quiesced(self) -> AsyncIterator[None]:
@@ -316,7 +311,7 @@ class WorkerRuntime:
         self.flushes += asked
         if self.faults.active("kv_not_flushed"):
             return False
-        if asked and self.flushes > 1 and self._deployment_fault("flush_works_once"):
+        if asked and self.flushes > 1 and self.faults.active("flush_works_once"):
             return False
         self.cache.clear()
         return True

@@ -64,13 +64,9 @@ class DeploymentState:
     def __post_init__(self) -> None:
         self.router = Router(self.workers)
 
-    def fault(self, name: str) -> bool:
-        """Whether fault ``name`` is on now (a name outside the catalogue raises KeyError)."""
-        return self.faults.flags[name]
-
     def reported_model(self) -> str:
         """The model name generation responses carry (a fault can make it lie)."""
-        return "other-model" if self.fault("model_identity_mismatch") else self.model_name
+        return "other-model" if self.faults.active("model_identity_mismatch") else self.model_name
 
     def plays_1_6(self) -> bool:
         """A Dynamo 1.6 frontend: one `nvext.metadata_upload` form (1.7 added the others)."""

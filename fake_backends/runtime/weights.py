@@ -50,7 +50,7 @@ def declare_version(worker: EngineWorker, version: Any) -> None:
     ``version_stuck_after_first``: keep the first one declared)."""
     if worker.runtime.faults.active("weight_version_unchanged"):
         return
-    if worker.version_declared and deployment_fault(worker, "version_stuck_after_first"):
+    if worker.version_declared and worker.runtime.faults.active("version_stuck_after_first"):
         return
     worker.declare_version(version)
 
@@ -66,11 +66,11 @@ def load_weights(
     """Swap the weights, declare ``version`` if asked, reset the prefix cache if asked."""
     worker.runtime.updates += 1
     kept = worker.runtime.faults.active("update_keeps_old_weights") or (
-        worker.runtime.updates > 1 and deployment_fault(worker, "update_applied_once")
+        worker.runtime.updates > 1 and worker.runtime.faults.active("update_applied_once")
     )
     if kept:
         pass
-    elif _serves_a_mix(worker):
+    elif worker.runtime.faults.active(SERVES_A_MIX):
         worker.load_weights(mixed_weights(worker.weights_tag, tag))
     else:
         worker.load_weights(tag)
@@ -84,20 +84,9 @@ def as_generated(worker: EngineWorker, result: ChoiceResult) -> ChoiceResult:
     """A choice as `worker` reports it (``logprobs_nan_after_update``: once it has loaded new
     weights, every log probability it reports is NaN while its ids stay right, as NeMo RL
     #2180 reports of an update that overlaps generation)."""
-    if worker.runtime.updates and deployment_fault(worker, NAN_AFTER_UPDATE):
+    if worker.runtime.updates and worker.runtime.faults.active(NAN_AFTER_UPDATE):
         nan = float("nan")
         return dataclasses.replace(
             result, steps=tuple(step._replace(logprob=nan) for step in result.steps)
         )
     return result
-
-
-def _serves_a_mix(worker: EngineWorker) -> bool:
-    return deployment_fault(worker, SERVES_A_MIX)
-
-
-def deployment_fault(worker: EngineWorker, name: str) -> bool:
-    """A fault of the fake deployment's catalogue only: the toy engine behind the real Dynamo
-    frontend (``faults.engine``) has no such fault, so there it is off."""
-    faults = worker.runtime.faults
-    return name in faults.catalogue.by_name and faults.active(name)

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from .. import contract
 from .base import MISSING, Findings, Violation, check, describe, get_path
 
 SECTION = "Compare vLLM and SGLang Administration"
@@ -41,13 +42,7 @@ SIDECAR_MESSAGE = frozenset(
 )
 
 
-@check(
-    "admin.route_negotiation",
-    title="an administered worker advertises a system_url and every route the update path needs",
-    spec="Refresh discovery before each control phase and require the complete capability set "
-    "for the selected update path.",
-    section="Discover Workers Safely",
-)
+@check(contract.admin.ROUTE_NEGOTIATION)
 def route_negotiation(
     worker: Any, required: Iterable[str] | None, all_or_none: Iterable[str] = ()
 ) -> Findings:
@@ -88,14 +83,7 @@ def route_negotiation(
         )
 
 
-@check(
-    "admin.success_semantics",
-    title="an administrative call succeeds by HTTP status AND body",
-    spec="Python RL routes commonly return a `status` field; native-sidecar routes follow "
-    "vLLM's RL schemas; built-in SGLang update routes commonly return `success` and `message`; "
-    "check both HTTP status and body.",
-    section=SECTION,
-)
+@check(contract.admin.SUCCESS_SEMANTICS)
 def success_semantics(
     family: str, route: str, status: int | None, body: Any, where: str = ""
 ) -> Findings:

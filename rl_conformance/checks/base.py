@@ -11,15 +11,12 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any, Generic, ParamSpec
 
+from ..contract import BY_ID as ROWS
+from ..contract.kinds import Capability, Level
+
 P = ParamSpec("P")
-
-
-class Level(StrEnum):
-    MUST = "MUST"
-    SHOULD = "SHOULD"
 
 
 @dataclass(frozen=True)
@@ -37,6 +34,10 @@ class CheckSpec:
     level: Level
     spec: str
     section: str
+    normative: bool = True
+    """Whether `spec` quotes the sentence a failure violates. A check no normative sentence
+    fixes (`spec` then says where its expectation comes from: a release's recorded behaviour)
+    reports a release difference, flagged on its cell, never a failure."""
 
 
 @dataclass(frozen=True)
@@ -110,10 +111,44 @@ def rule_ids() -> list[str]:
 
 
 def check(
-    check_id: str, *, title: str, level: Level = Level.MUST, spec: str, section: str
+    subject: Capability | str,
+    *,
+    title: str | None = None,
+    level: Level = Level.MUST,
+    spec: str | None = None,
+    section: str | None = None,
+    normative: bool = True,
 ) -> Callable[[Callable[P, Iterable[Violation]]], Check[P]]:
-    """Register a generator of violations as a named check returning a `CheckResult`."""
-    check_spec = CheckSpec(id=check_id, title=title, level=level, spec=spec, section=section)
+    """Register a generator of violations as a named check returning a `CheckResult`.
+
+    `check(ROW)`: a row's own check, whose id, level, section and sentence are the row's
+    (`rl_conformance.contract`), declared nowhere else. `check("area.name", title=..., spec=...,
+    section=...)`: a finer rule a suite hands its evidence to beside a row's, or a general one
+    (`http.*`, `schema.*`); its id is no row's. `normative=False`: no spec sentence fixes what
+    it judges, so its failure is a flagged release difference, never a fail (a row's own check
+    is always normative)."""
+    if isinstance(subject, Capability):
+        overridden = (title, spec, section) != (None, None, None) or level is not Level.MUST
+        if overridden or not normative:
+            raise TypeError(
+                f"check({subject.id}): a row's own check takes its title, level, section and "
+                "sentence from the row; change them in rl_conformance/contract"
+            )
+        check_spec = CheckSpec(
+            id=subject.id,
+            title=subject.statement,
+            level=subject.level,
+            spec=subject.quote,
+            section=subject.section,
+        )
+    else:
+        if subject in ROWS:
+            raise ValueError(
+                f"check {subject!r} has a row's id: declare it as check(contract.<area>.<ROW>)"
+            )
+        if title is None or spec is None or section is None:
+            raise TypeError(f"check {subject!r} is no row's: it needs title, spec and section")
+        check_spec = CheckSpec(subject, title, level, spec, section, normative)
 
     def decorate(func: Callable[P, Iterable[Violation]]) -> Check[P]:
         return register(Check(check_spec, func))

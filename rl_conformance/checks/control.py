@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from .. import contract
 from ..wire import prometheus
 from .base import Findings, Level, Violation, check, get_path
 from .namespace_scope import resolve_scope
@@ -28,13 +29,7 @@ HIGH_CARDINALITY_LABELS = frozenset(
 )
 
 
-@check(
-    "namespace.scope",
-    title="the RL listener lists exactly the workers its environment scopes",
-    spec="The RL listener reads the set of Dynamo namespaces it searches from its own process "
-    "environment, and from nothing else.",
-    section="Scope Discovery by Namespace",
-)
+@check(contract.namespace.SCOPE)
 def namespace_scope(env: Mapping[str, str], all_namespaces: Iterable[str], body: Any) -> Findings:
     scope = resolve_scope(env)
     expected = sorted({ns for ns in all_namespaces if scope.matches(ns)})
@@ -60,12 +55,7 @@ def namespace_scope(env: Mapping[str, str], all_namespaces: Iterable[str], body:
         )
 
 
-@check(
-    "refresh.pause_gates",
-    title="a paused worker admits no new generation until resumed",
-    spec="Pause or drain workers when the backend requires it.",
-    section=REFRESH,
-)
+@check(contract.refresh.PAUSE_GATES)
 def pause_gates(
     delivered_while_paused: int, completed_after_resume: bool, held_s: float
 ) -> Findings:
@@ -112,12 +102,7 @@ def pause_default_mode(family: str, documented: str, observed: str, evidence: st
         )
 
 
-@check(
-    "refresh.version_verified",
-    title="every worker reports the weight version just applied",
-    spec="Verify every worker and run post-update generation before reopening the fleet.",
-    section=REFRESH,
-)
+@check(contract.refresh.VERSION_VERIFIED)
 def version_verified(expected: Any, reported: Mapping[str, Any]) -> Findings:
     for worker, version in reported.items():
         if version != expected:
@@ -126,12 +111,7 @@ def version_verified(expected: Any, reported: Mapping[str, Any]) -> Findings:
             )
 
 
-@check(
-    "refresh.post_update_generation",
-    title="generation after an update comes from the new weights",
-    spec="Verify every worker and run post-update generation before reopening the fleet.",
-    section=REFRESH,
-)
+@check(contract.refresh.POST_UPDATE_GENERATION)
 def post_update_generation(
     before: Sequence[int],
     after: Sequence[int],
@@ -171,12 +151,7 @@ def version_is_one_of(reported: Any, versions: Sequence[Any]) -> Findings:
         )
 
 
-@check(
-    "refresh.kv_invalidation",
-    title="flushing the cache invalidates cached prefixes",
-    spec="Invalidate stale KV state.",
-    section=REFRESH,
-)
+@check(contract.refresh.KV_INVALIDATION)
 def kv_invalidation(cached_before_flush: int, cached_after_flush: int) -> Findings:
     """`cached_before_flush` > 0 is the suite's precondition: without reuse there is nothing
     to invalidate, and the observation is inconclusive rather than a violation."""
@@ -224,13 +199,7 @@ def cancellation_propagated(
         )
 
 
-@check(
-    "retry.attempt_identity",
-    title="attempt identity is preserved and distinct attempts stay distinguishable",
-    spec="Preserve attempt identity when retrying, because a timed-out request may have "
-    "completed after the client stopped waiting and generation is not idempotent.",
-    section=STREAMS,
-)
+@check(contract.retry.ATTEMPT_IDENTITY)
 def attempt_identity(sent_id: str, echoed: Any, response_ids: Sequence[Any]) -> Findings:
     if echoed != sent_id:
         yield Violation(
@@ -274,13 +243,7 @@ def parse_series(text: str) -> set[tuple[str, tuple[tuple[str, str], ...]]]:
     return prometheus.series(prometheus.parse(text))
 
 
-@check(
-    "telemetry.bounded_labels",
-    title="metrics carry no high-cardinality labels and their series stay bounded",
-    spec="Framework identity can be correlated with Dynamo telemetry without high-cardinality "
-    "metric labels.",
-    section="Integration Checklist",
-)
+@check(contract.telemetry.BOUNDED_LABELS)
 def bounded_labels(before: str, after: str, request_ids: Sequence[str], requests: int) -> Findings:
     series_after = parse_series(after)
     for name, labels in sorted(series_after):

@@ -15,17 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+from .. import contract
 from .base import MISSING, Findings, Violation, check, describe, get_path
-
-SECTION = "Read and Declare the Weight Version"
-SOURCE = "https://docs.nvidia.com/dynamo/dev/reinforcement-learning/rl-integration-reference"
-SPEC = (
-    "Version declarations accept any JSON value, including `null`. An explicit "
-    '`{"weight_version": null}` is a declaration: `get_weight_version` then returns '
-    '`"version": null` with `"version_declared": true`. If the request omits `weight_version`, '
-    'the reply contains `"version": "unknown"` and `"version_declared": false`, and the '
-    "previous declaration remains unchanged."
-)
 
 
 class Declared(NamedTuple):
@@ -43,13 +34,7 @@ def _same(observed: Any, expected: Any) -> bool:
     return type(observed) is type(expected) and observed == expected
 
 
-@check(
-    "admin.version_declaration",
-    title="a worker reports the last version declared to it: null is one, an update without "
-    "weight_version is none",
-    spec=SPEC,
-    section=SECTION,
-)
+@check(contract.admin.VERSION_DECLARATION)
 def version_declaration(replies: Sequence[Declared]) -> Findings:
     for step, reply, version, declared in replies:
         for name, expected in (("version", version), ("version_declared", declared)):

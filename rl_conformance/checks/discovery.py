@@ -6,6 +6,7 @@ from collections import Counter
 from operator import itemgetter
 from typing import Any
 
+from .. import contract
 from .base import MISSING, Findings, Level, Violation, check, describe, get_path, is_int
 
 SECTION = "Discover Workers Safely"
@@ -76,12 +77,7 @@ def _routes_ascending(workers: list[dict[str, Any]]) -> bool:
     return all(_strictly_ascending_names(list(routes), known) for routes in set(map(tuple, lists)))
 
 
-@check(
-    "discovery.protocol_version",
-    title="protocol_version is 1 before the worker list is read",
-    spec="Check protocol_version before reading the worker list.",
-    section=SECTION,
-)
+@check(contract.discovery.PROTOCOL_VERSION)
 def protocol_version(body: Any) -> Findings:
     if not isinstance(body, dict):
         yield Violation("discovery body is not a JSON object", "(root)", "object", body)
@@ -279,12 +275,7 @@ def optional_fields(body: Any) -> Findings:
                 )
 
 
-@check(
-    "discovery.error_fails_closed",
-    title="a worker with a probe error advertises no routes and no admin URL",
-    spec="`error`: Probe failure; fail closed when a required worker or route is unavailable",
-    section=SECTION,
-)
+@check(contract.discovery.ERROR_FAILS_CLOSED)
 def error_fails_closed(body: Any) -> Findings:
     for position, worker in enumerate(workers_of(body)):
         if "error" not in worker:

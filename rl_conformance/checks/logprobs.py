@@ -7,6 +7,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
+from .. import contract
 from .base import MISSING, Findings, Folded, Violation, check, describe, get_path
 from .positions import (  # noqa: F401  (re-exported: the names this module has always offered)
     ABS_TOLERANCE,
@@ -25,8 +26,6 @@ from .positions import (  # noqa: F401  (re-exported: the names this module has 
 
 if TYPE_CHECKING:
     from .stream_fold import StreamFold
-
-SECTION = "Preserve Token Authority"
 
 
 @check(
@@ -47,12 +46,7 @@ def present(body: Any) -> Findings:
             yield _absent_logprobs(index, get_path(choice, "logprobs"))
 
 
-@check(
-    "logprobs.selected_alignment",
-    title="selected logprobs match the generated token ids in length and order",
-    spec="Selected log probabilities match those token IDs in length and order.",
-    section=SECTION,
-)
+@check(contract.logprobs.SELECTED_ALIGNMENT)
 def selected_alignment(body: Any, completion_ids: Sequence[int]) -> Findings:
     if isinstance(body, Folded):
         yield from _folded_selected_alignment(cast("StreamFold", body), completion_ids)
@@ -189,12 +183,7 @@ def _engine_differs(selected: list[Any], engine: list[Any]) -> Violation:
     )
 
 
-@check(
-    "logprobs.finite_nonpositive",
-    title="every logprob is a finite number <= 0",
-    spec="Selected log probabilities match those token IDs in length and order.",
-    section=SECTION,
-)
+@check(contract.logprobs.FINITE_NONPOSITIVE)
 def finite_nonpositive(body: Any) -> Findings:
     if isinstance(body, Folded):
         for choice_index, choice in enumerate(cast("StreamFold", body).merged_choices()):
@@ -221,13 +210,7 @@ def _not_finite(choice_index: int, index: int, label: str, value: Any) -> Violat
     )
 
 
-@check(
-    "logprobs.topk_consistent",
-    title="top logprobs hold at most k+1 entries (a chat list at least k), include the selected "
-    "token, and are ordered",
-    spec="Check support and alignment on the exact backend and response path.",
-    section="Know What Returns to the Trainer",
-)
+@check(contract.logprobs.TOPK_CONSISTENT)
 def topk_consistent(body: Any, k: int, greedy: bool) -> Findings:
     """At temperature 0 the selected token must also be the most likely one.
 
@@ -295,12 +278,7 @@ def topk_consistent(body: Any, k: int, greedy: bool) -> Findings:
             return
 
 
-@check(
-    "logprobs.prompt_alignment",
-    title="prompt logprobs: one entry per prompt token, position 0 undefined, never shifted",
-    spec="Prompt log probabilities preserve undefined positions instead of shifting alignment.",
-    section=SECTION,
-)
+@check(contract.logprobs.PROMPT_ALIGNMENT)
 def prompt_alignment(
     prompt_logprobs: Any, prompt_ids: Sequence[int], where: str = "prompt_logprobs"
 ) -> Findings:

@@ -14,10 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .. import contract
 from .base import Findings, Violation, check
 from .pause import Answer, answer_findings
-
-SECTION = "Compare vLLM and SGLang Administration"
 
 
 @dataclass(frozen=True)
@@ -41,14 +40,7 @@ class StopRound:
     served_after: bool = True
 
 
-@check(
-    "admin.stopped_worker_unrouted",
-    title="a worker that is paused or releases its memory leaves routing, and rejoins when "
-    "restored",
-    spec="`release_memory_occupation` unregisters and drains the worker; "
-    "`resume_memory_occupation` restores it",
-    section=SECTION,
-)
+@check(contract.admin.STOPPED_WORKER_UNROUTED)
 def stopped_worker_unrouted(rounds: Sequence[StopRound]) -> Findings:
     for r in rounds:
         yield from answer_findings(r.stops)
@@ -108,13 +100,7 @@ class Departure:
     before."""
 
 
-@check(
-    "discovery.departure_visible",
-    title="a worker whose process stops is dropped from routing and dropped or marked by "
-    "discovery, and listed again when it returns",
-    spec="Keep generation gated when membership changes",
-    section="Coordinate Policy Refresh",
-)
+@check(contract.discovery.DEPARTURE_VISIBLE)
 def departure_visible(observed: Departure) -> Findings:
     before, gone = observed.usable_before, observed.usable_while_gone
     if before is not None and gone is not None and gone >= before:

@@ -17,16 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .. import contract
 from .aggregate import aggregate_stream
 from .base import Findings, Violation, check, get_path
-
-SECTION = "Handle Streaming and Retries"
-SPEC = (
-    "Treat a streaming request as a state machine: accepted, streaming, terminal success, "
-    "canceled, or failed. Admit only a verified terminal result. (Dynamo's request migration "
-    "guide: with --migration-limit above 0 a request whose worker fails continues on a healthy "
-    "worker from the exact point of failure, no tokens lost or duplicated.)"
-)
 
 
 @dataclass(frozen=True)
@@ -80,12 +73,7 @@ def spliced(
     return folded, seen
 
 
-@check(
-    "migration.continuity",
-    title="a stream whose worker died is continued on another worker with no id lost or repeated",
-    spec=SPEC,
-    section=SECTION,
-)
+@check(contract.migration.CONTINUITY)
 def continuity(
     stream: Spliced, unbroken: Spliced, migration_limit: int, deterministic: bool = True
 ) -> Findings:

@@ -21,10 +21,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .. import contract
 from .admin import success_semantics
 from .base import MISSING, Findings, Violation, check, describe, get_path
-
-SECTION = "Compare vLLM and SGLang Administration"
 
 
 def succeeded(family: str, route: str, status: int | None, body: Any) -> bool:
@@ -58,13 +57,7 @@ def _not_refused(
     return None
 
 
-@check(
-    "admin.invalid_pause_mode",
-    title="an invalid pause mode is refused naming it, and the worker keeps serving",
-    spec="Built-in update routes commonly return `success` and `message`; check both HTTP "
-    "status and body",
-    section=SECTION,
-)
+@check(contract.admin.INVALID_PAUSE_MODE)
 def invalid_mode_refused(
     family: str, route: str, mode: str, status: int | None, body: Any, still_serving: bool
 ) -> Findings:
@@ -109,13 +102,7 @@ class Answer:
     succeeded: bool
 
 
-@check(
-    "admin.pause_cycles",
-    title="repeated and concurrent pauses and resumes are all answered, and the worker serves "
-    "after the resume",
-    spec="Pause or drain workers when the backend requires it.",
-    section=SECTION,
-)
+@check(contract.admin.PAUSE_CYCLES)
 def pause_cycle_answered(
     answers: Sequence[Answer], served_after: bool, counted: str | None = None
 ) -> Findings:
@@ -166,13 +153,7 @@ def answer_findings(answers: Sequence[Answer]) -> Findings:
             )
 
 
-@check(
-    "admin.unpaused_update_refused",
-    title="a weight update sent to a running worker that requires a pause is refused and leaves "
-    "the reported version as it was",
-    spec="Pause or drain workers when the backend requires it.",
-    section="Coordinate Policy Refresh",
-)
+@check(contract.admin.UNPAUSED_UPDATE_REFUSED)
 def unpaused_update_refused(
     family: str, route: str, status: int | None, body: Any, reported_after: Any, sent: Any
 ) -> Findings:

@@ -32,10 +32,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .base import MISSING, Findings, Level, Violation, check
+from .. import contract
+from .base import MISSING, Findings, Violation, check
 
-SECTION = "Coordinate Policy Refresh"
-SPEC = "Pause or drain workers when the backend requires it."
 ENDS = "abort"
 DRAINS = "wait"
 HOLDS = "hold"
@@ -319,13 +318,7 @@ def _holds(c: Crossing) -> Findings:
     yield from _generated_while_paused(c)
 
 
-@check(
-    "refresh.pause_mode_effect",
-    title="each pause mode does to the requests in flight what it names: abort ends them by the "
-    "answer, wait lets them finish before it, keep/in_place/retract holds them until the resume",
-    spec=SPEC,
-    section=SECTION,
-)
+@check(contract.refresh.PAUSE_MODE_EFFECT)
 def pause_mode_effect(crossing: Crossing) -> Findings:
     """Only what the crossing proves: a stream that may have run to its end before the pause
     took hold is not failed for it (`unjudged` says why nothing was judged)."""
@@ -356,14 +349,7 @@ class AfterResume:
         return f"{self.first_token_s:.2f} s"
 
 
-@check(
-    "admin.resume_serves_promptly",
-    title="a generation sent right after a resume is served within a bound the worker's own "
-    "unpaused first-token time sets",
-    level=Level.SHOULD,
-    spec=SPEC,
-    section=SECTION,
-)
+@check(contract.admin.RESUME_SERVES_PROMPTLY)
 def resume_serves_promptly(after: list[AfterResume], unpaused_s: float, bound_s: float) -> Findings:
     """`unpaused_s`: the worker's first-token time measured unpaused, after the cycles;
     `bound_s`: the bound derived from it. A late generation whose steps, taken again, were

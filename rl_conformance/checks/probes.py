@@ -153,7 +153,8 @@ def others_unchanged(before: Any, after: Any, instance_id: int) -> Findings:
     "discovery.probe_deadline_kept",
     title="a worker that never answers its probe is listed with its error within the "
     "listener's deadline",
-    spec=DEADLINE,
+    spec=f"{FAIL_CLOSED}. {DEADLINE} (Upstream RL Implementation Guide, discovery listener "
+    "variables.)",
     section=SECTION,
 )
 def probe_deadline_kept(

@@ -36,6 +36,56 @@ def _violations(name: str) -> Any:
     return find
 
 
+WIRE_FORMAT = "(Shapes follow Dynamo's wire format: see the schema's descriptions for sources.)"
+COMPLETIONS = (
+    "Cross-backend completions: `POST /v1/completions`: Accepts token arrays and supports "
+    "selected NVIDIA request-extension fields."
+)
+CHAT = (
+    "Cross-backend chat: `POST /v1/chat/completions`: Uses messages or bypasses frontend "
+    "tokenization with `nvext.token_data`."
+)
+CITED: dict[str, tuple[str, str]] = {
+    "admin_reply": (
+        "Compare vLLM and SGLang Administration",
+        "Success body: Python RL routes commonly return a `status` field; native-sidecar routes "
+        "follow vLLM's RL schemas: Built-in update routes commonly return `success` and "
+        "`message`; check both HTTP status and body",
+    ),
+    "chat_completion": ("Choose a Request Interface", CHAT),
+    "chat_completion_chunk": ("Choose a Request Interface", CHAT),
+    "completion": ("Choose a Request Interface", COMPLETIONS),
+    "completion_chunk": ("Choose a Request Interface", COMPLETIONS),
+    "error": ("Choose a Request Interface", COMPLETIONS),
+    "nvext": ("Choose a Request Interface", COMPLETIONS),
+    "discovery_v1": ("Discover Workers Safely", "A protocol version 1 response has this shape."),
+    "discovery_error": (
+        "Discover Workers Safely",
+        "`error`: Probe failure; fail closed when a required worker or route is unavailable",
+    ),
+    "sglang_generate": (
+        "Choose a Request Interface",
+        "Native SGLang token streaming: `POST /generate`: Preserves supported SGLang token-input "
+        "and streaming response fields.",
+    ),
+    "docker_deployment": (
+        "Integration Checklist",
+        "The tested versions, environment, and topology are recorded with the integration.",
+    ),
+}
+"""The spec sentence each schema's shape serves: what a body that breaks it violates. A
+streamed chunk's schema cites its reply's; this suite's own documents (`matrix`,
+`rl_validation_record`) the checklist's record of what was tested."""
+CITED["sglang_generate_chunk"] = CITED["sglang_generate"]
+CITED["matrix"] = CITED["rl_validation_record"] = CITED["docker_deployment"]
+
+
+def _cited(name: str) -> tuple[str, str]:
+    """(section, spec text) of schema `name`: its cited sentence, then where its shape is from."""
+    section, sentence = CITED.get(name.replace("-", "_"), ("schemas", ""))
+    return section, f"{sentence} {WIRE_FORMAT}".strip()
+
+
 for _name in schema_names():
     register(
         Check(
@@ -43,9 +93,8 @@ for _name in schema_names():
                 id=schema_check_id(_name),
                 title=f"body conforms to schemas/{_name}.json",
                 level=Level.MUST,
-                spec="Shapes follow Dynamo's wire format (see the schema's descriptions for "
-                "sources).",
-                section="schemas",
+                spec=_cited(_name)[1],
+                section=_cited(_name)[0],
             ),
             _violations(_name),
             family="schema",

@@ -18,13 +18,13 @@ import json
 import math
 import re
 from functools import cache
-from importlib import resources
 from typing import Any
 from urllib.parse import urljoin
 
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
+from ..data_dirs import data_dir
 from ..errors import ConfigurationError
 
 try:
@@ -32,7 +32,6 @@ try:
 except ImportError:  # pragma: no cover - exercised by the fallback test with the import blocked
     jsonschema_rs = None  # type: ignore[assignment]
 
-_PACKAGE = "rl_conformance.schemas"
 _DRAFT = "https://json-schema.org/draft/2020-12/schema"
 _FINITE_ID = "https://dynamo-rl-conformance.dev/schemas/_finite-json.json"
 _FINITE = {
@@ -51,9 +50,8 @@ _FINITE = {
 @cache
 def _documents() -> dict[str, dict[str, Any]]:
     found: dict[str, dict[str, Any]] = {}
-    for entry in resources.files(_PACKAGE).iterdir():
-        if entry.name.endswith(".json"):
-            found[entry.name.removesuffix(".json")] = json.loads(entry.read_text(encoding="utf-8"))
+    for entry in sorted(data_dir("schemas").glob("*.json")):
+        found[entry.name.removesuffix(".json")] = json.loads(entry.read_text(encoding="utf-8"))
     return found
 
 

@@ -30,9 +30,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .. import contract
 from .base import Findings, Violation, check
 
-REFRESH = "Coordinate Policy Refresh"
 MACHINE_EPSILON = {"float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7}
 SERVING_FLOOR = "bfloat16"
 """The finest precision a served log probability is held to, whatever the checkpoint's dtype."""
@@ -241,13 +241,7 @@ def distinguishable(first: PolicyReference, second: PolicyReference) -> bool:
     return False
 
 
-@check(
-    "refresh.served_policy_verified",
-    title="after an update the served policy is the checkpoint that was sent",
-    spec="Transfer and apply one target policy. Verify every worker and run post-update "
-    "generation before reopening the fleet.",
-    section=REFRESH,
-)
+@check(contract.refresh.SERVED_POLICY_VERIFIED)
 def served_policy(
     served_ids: Sequence[int],
     served_logprobs: Sequence[float] | None,

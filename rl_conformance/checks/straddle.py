@@ -28,10 +28,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .. import contract
 from .base import MISSING, Findings, Violation, check, get_path, is_int_list
-
-SECTION = "Handle Streaming and Retries"
-SPEC = "Admit only a verified terminal result."
 
 
 @dataclass(frozen=True)
@@ -242,12 +240,7 @@ def _spans(trail: VersionTrail, old: Any, new: Any) -> Findings:
         went_new = went_new or version == new
 
 
-@check(
-    "refresh.straddle_reported",
-    title="a sample generated across a weight update names the versions of its tokens truly",
-    spec=SPEC,
-    section=SECTION,
-)
+@check(contract.refresh.STRADDLE_REPORTED)
 def straddle_reported(trail: VersionTrail, old: Any, new: Any) -> Findings:
     yield from _events(trail, old, new)
     yield from _spans(trail, old, new)

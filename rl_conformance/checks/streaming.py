@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from .. import contract
 from .aggregate import DONE
 from .base import MISSING, Findings, Folded, Violation, check, describe, get_path, is_int
 
@@ -26,13 +27,7 @@ def _key(choice: Any, position: int) -> str:
     return str(get_path(choice, "index") if get_path(choice, "index") is not MISSING else position)
 
 
-@check(
-    "stream.single_terminal",
-    title="exactly one terminal event per choice",
-    spec="Treat a streaming request as a state machine: accepted, streaming, terminal success, "
-    "canceled, or failed.",
-    section=SECTION,
-)
+@check(contract.stream.SINGLE_TERMINAL)
 def single_terminal(payloads: list[Any] | StreamFold, expected_choices: int = 1) -> Findings:
     terminals: Counter[str] = Counter()
     if isinstance(payloads, Folded):
@@ -53,12 +48,7 @@ def single_terminal(payloads: list[Any] | StreamFold, expected_choices: int = 1)
             )
 
 
-@check(
-    "stream.nothing_after_terminal",
-    title="after a choice's terminal event only usage chunks and [DONE] follow",
-    spec="Admit only a verified terminal result.",
-    section=SECTION,
-)
+@check(contract.stream.NOTHING_AFTER_TERMINAL)
 def nothing_after_terminal(payloads: list[Any] | StreamFold) -> Findings:
     if isinstance(payloads, Folded):
         if payloads.after_terminal is not None:
@@ -86,13 +76,7 @@ def _after_terminal(event: int, key: str, position: int, choice: Any) -> Violati
     )
 
 
-@check(
-    "stream.done_last",
-    title="the stream ends with exactly one data: [DONE]",
-    spec="Treat a streaming request as a state machine: accepted, streaming, terminal success, "
-    "canceled, or failed.",
-    section=SECTION,
-)
+@check(contract.stream.DONE_LAST)
 def done_last(payloads: list[Any] | StreamFold) -> Findings:
     if isinstance(payloads, Folded):
         count, events = payloads.done, payloads.payloads
@@ -153,12 +137,7 @@ def unary_finish_reason(body: Any) -> Findings:
             )
 
 
-@check(
-    "stream.terminal_success",
-    title="a complete, well-formed stream reaches terminal success in the client's state machine",
-    spec="Admit only a verified terminal result.",
-    section=SECTION,
-)
+@check(contract.stream.TERMINAL_SUCCESS)
 def terminal_success(state: str, reason: str) -> Findings:
     if state != "success":
         yield Violation(f"stream ended {state}: {reason}", "stream", "success", state)

@@ -31,14 +31,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .. import contract
 from .base import MISSING, Findings, Violation, check, get_path
 from .streaming import COMPLETION_FINISH_REASONS
 
 if TYPE_CHECKING:
     from .stream_fold import StreamFold
-
-SECTION = "Integration Checklist"
-SPEC = "Token IDs, log probabilities, masks, and terminal states match the framework contract."
 
 
 @dataclass(frozen=True)
@@ -153,12 +151,7 @@ def _detailed(ending: Ending) -> Findings:
         )
 
 
-@check(
-    "stream.terminal_reason_verified",
-    title="a finish reason is true of the returned sequence and the request",
-    spec=SPEC,
-    section=SECTION,
-)
+@check(contract.stream.TERMINAL_REASON_VERIFIED)
 def terminal_reason_true(asked: Asked, ending: Ending) -> Findings:
     yield from _counts(asked, ending)
     yield from _stop(asked, ending)

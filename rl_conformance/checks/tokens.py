@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
+from .. import contract
 from .base import (
     MISSING,
     Findings,
     Folded,
-    Level,
     Violation,
     check,
     describe,
@@ -35,14 +35,7 @@ def _absent(field: str, body: Any) -> str:
     return message
 
 
-@check(
-    "tokens.prompt_ids_echo",
-    title="nvext.prompt_token_ids equals the token sequence sent",
-    spec="Named `nvext.prompt_token_ids` returns the effective single-prompt token sequence used "
-    "after preprocessing, including token arrays or `nvext.token_data` supplied through the "
-    "request.",
-    section="Know What Returns to the Trainer",
-)
+@check(contract.tokens.PROMPT_IDS_ECHO)
 def prompt_ids_echo(body: Any, sent: Sequence[int]) -> Findings:
     observed = get_path(body, "nvext", "prompt_token_ids")
     if observed is MISSING:
@@ -105,12 +98,7 @@ def completion_ids_present(body: Any) -> Findings:
         yield Violation("negative token id", "nvext.completion_token_ids", ">= 0", ids)
 
 
-@check(
-    "tokens.choice_count",
-    title="a response carries exactly the requested number of choices",
-    spec="Generated token IDs are present and contain the expected number of choices.",
-    section=SECTION,
-)
+@check(contract.tokens.CHOICE_COUNT)
 def choice_count(body: Any, expected: int) -> Findings:
     choices = get_path(body, "choices")
     count = len(choices) if isinstance(choices, list) else MISSING
@@ -124,12 +112,7 @@ def choice_count(body: Any, expected: int) -> Findings:
         )
 
 
-@check(
-    "tokens.usage_consistent",
-    title="usage counts agree with the returned token ids",
-    spec="The engine token sequence used for training is authoritative.",
-    section=SECTION,
-)
+@check(contract.tokens.USAGE_CONSISTENT)
 def usage_consistent(
     body: Any, prompt_ids: Sequence[int], completion_ids: Sequence[int]
 ) -> Findings:
@@ -162,12 +145,7 @@ def usage_disagreements(
             )
 
 
-@check(
-    "tokens.stream_concat",
-    title="streamed completion ids concatenate to the non-streamed ids at temperature 0",
-    spec="Use the engine-returned sequence; exact placement depends on the selected interface.",
-    section="Know What Returns to the Trainer",
-)
+@check(contract.tokens.STREAM_CONCAT)
 def stream_concat(chunks: Sequence[Any] | StreamFold, unary_ids: Sequence[int]) -> Findings:
     if isinstance(chunks, Folded):
         yield from _folded_stream_concat(cast("StreamFold", chunks), unary_ids)
@@ -211,13 +189,7 @@ def _streamed_ids_differ(unary_ids: Sequence[int], streamed: list[Any]) -> Viola
     )
 
 
-@check(
-    "tokens.text_token_equivalence",
-    title="a text prompt and its effective token ids give the same completion at temperature 0",
-    spec="Do not reconstruct it by tokenizing generated text; chat templates, normalization, "
-    "special tokens, and tokenizer versions can change the result.",
-    section=SECTION,
-)
+@check(contract.tokens.TEXT_TOKEN_EQUIVALENCE)
 def text_token_equivalence(from_text: Sequence[int], from_tokens: Sequence[int]) -> Findings:
     if list(from_text) != list(from_tokens):
         yield Violation(
@@ -228,12 +200,7 @@ def text_token_equivalence(from_text: Sequence[int], from_tokens: Sequence[int])
         )
 
 
-@check(
-    "tokens.model_identity",
-    title="the response names the model served by /v1/models and by the rollout workers",
-    spec="The tokenizer and model identity match the selected rollout worker.",
-    section=SECTION,
-)
+@check(contract.tokens.MODEL_IDENTITY)
 def model_identity(response_model: Any, served: str, worker_models: Sequence[str] = ()) -> Findings:
     if response_model != served:
         yield Violation(
@@ -252,14 +219,7 @@ def model_identity(response_model: Any, served: str, worker_models: Sequence[str
             )
 
 
-@check(
-    "tokens.input_tokens_estimate",
-    level=Level.SHOULD,
-    title="/v1/responses/input_tokens returns a non-negative integer estimate",
-    spec="POST /v1/responses/input_tokens estimates input size for preflight decisions. It does "
-    "not return authoritative token IDs.",
-    section=SECTION,
-)
+@check(contract.tokens.INPUT_TOKENS_ESTIMATE)
 def input_tokens_estimate(body: Any) -> Findings:
     count = get_path(body, "input_tokens")
     if not isinstance(count, int) or isinstance(count, bool) or count < 0:
@@ -331,7 +291,7 @@ def native_sequence(events: Sequence[Any]) -> list[int] | None:
 @check(
     "generate.native_ids_agree",
     title="a native generation route returns the engine ids the OpenAI route returns",
-    spec="Preserve the engine's exact token IDs and log probabilities.",
+    spec="The engine token sequence used for training is authoritative.",
     section=SECTION,
 )
 def native_ids_agree(route: str, native: Any, openai_ids: Sequence[int]) -> Findings:

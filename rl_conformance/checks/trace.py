@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import contract
 from ..wire.prometheus import parse, series
 from ..wire.request_trace import END, PAYLOAD, payload_headers, request_id
 from .base import Findings, Violation, check
@@ -155,14 +156,7 @@ def _labelled(metrics_text: str, values: set[str]) -> tuple[str, str, str] | Non
     return None
 
 
-@check(
-    "telemetry.trace_correlation",
-    title="every framework attempt joins the request trace, and no framework identity is a "
-    "metric label",
-    spec="Framework identity can be correlated with Dynamo telemetry without high-cardinality "
-    "metric labels.",
-    section="Integration Checklist",
-)
+@check(contract.telemetry.TRACE_CORRELATION)
 def trace_correlation(join: TraceJoin, metrics: Sequence[tuple[str, str]] = ()) -> Findings:
     """`metrics`: (where, Prometheus text) read after the attempts, frontend and workers."""
     for item in join.joined:

@@ -8,17 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from .. import contract
 from ..wire import prometheus
-from .base import Findings, Level, Violation, check
+from .base import Findings, Violation, check
 
 GAUGE = "vllm:rl_weight_update_operations_in_flight"
-SECTION = "Coordinate Policy Refresh"
-SPEC = (
-    "Keep generation gated when membership changes, an update fails, cache reset fails, or "
-    "post-update generation does not pass. (vLLM's RL metrics: "
-    "vllm:rl_weight_update_operations_in_flight returns to 0 after a successful, a failed and "
-    "a cancelled weight-transfer operation; vllm/entrypoints/rl/online/metrics.py.)"
-)
 
 
 def in_flight(samples: Iterable[prometheus.Sample]) -> dict[str, float] | None:
@@ -33,13 +27,7 @@ def in_flight(samples: Iterable[prometheus.Sample]) -> dict[str, float] | None:
     return found or None
 
 
-@check(
-    "telemetry.weight_update_gauge",
-    title="the weight-transfer in-flight gauge is back to 0 once each operation ended",
-    level=Level.SHOULD,
-    spec=SPEC,
-    section=SECTION,
-)
+@check(contract.telemetry.WEIGHT_UPDATE_GAUGE)
 def gauge_settled(after: str, reading: Mapping[str, float], worker: str) -> Findings:
     """`after`: which operation had just ended, and how (`a successful transfer`, `a refused
     update step`); `reading`: the gauge per operation, read then."""

@@ -8,6 +8,7 @@ rl-conformance releases MATRIX.json [--write FILE]  a release matrix's columns a
 rl-conformance report DIR                           a killed run's reports, from its journal
 rl-conformance check-record FILE                    a dynamo.rl.validation.v1 record's rules
 rl-conformance verify-bundle DIR --sha256 DIGEST    a report directory against its bundle.json
+rl-conformance check-artifact-bundle DIR            its artifact-bundle.json, by Dynamo's rules
 rl-conformance validate SCHEMA FILE                 a captured JSON body or SSE transcript
 rl-conformance capabilities                         the capability registry
 rl-conformance coverage                             the spec's sentences and what judges them

@@ -1,9 +1,12 @@
-"""`rl-conformance check-record FILE` and `rl-conformance verify-bundle DIR`: a
+"""`rl-conformance check-record FILE`, `verify-bundle DIR` and `check-artifact-bundle DIR`: a
 `dynamo.rl.validation.v1` record held to the rules of Dynamo's own checker (its structure; with
 `--publication-gate`, the stricter publication rules), and a report directory held to its
 `bundle.json` (and that index to a digest kept elsewhere, `--sha256`: without it only
-self-consistency is checked, and the command says so). Exit 0: no finding; 1: findings, each on
-its own line; 2: the file or directory cannot be read, or the digest is not one."""
+self-consistency is checked, and the command says so), and its `artifact-bundle.json`
+(`--artifact-bundle`) held to the rules of Dynamo's `rl_artifact_bundle.py`: a URI that climbs
+out of the bundle or names a missing file is refused in one sentence. Exit 0: no finding; 1:
+findings, each on its own line; 2: the file or directory cannot be read, or the digest is not
+one."""
 
 from __future__ import annotations
 
@@ -45,6 +48,22 @@ def register(commands: Any) -> None:
         "self-consistency is checked: an edit that rewrote bundle.json too passes)",
     )
     verify.set_defaults(handler=handle_verify)
+    artifacts = commands.add_parser(
+        "check-artifact-bundle",
+        help="hold a run's artifact-bundle.json (dynamo.rl.artifact-bundle.v1) to the rules of "
+        "Dynamo's rl_artifact_bundle.py",
+        description=__doc__,
+    )
+    artifacts.add_argument("directory", metavar="DIR", help="a report directory")
+    artifacts.add_argument(
+        "--sha256", metavar="DIGEST", help="the digest of artifact-bundle.json kept elsewhere"
+    )
+    artifacts.add_argument(
+        "--publication-gate",
+        action="store_true",
+        help="also require a complete closure with no finding, as Dynamo's verify does",
+    )
+    artifacts.set_defaults(handler=handle_artifacts)
 
 
 def _report(findings: list[str], what: str) -> int:
@@ -110,3 +129,33 @@ def handle_verify(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+def handle_artifacts(args: argparse.Namespace) -> int:
+    from ..reports.artifact_bundle import INDEX, BundleRefused, verify
+
+    directory = Path(args.directory)
+    if not directory.is_dir():
+        print(
+            f"rl-conformance: check-artifact-bundle {directory}: no such directory", file=sys.stderr
+        )
+        return EXIT_UNREADABLE
+    if args.sha256 is not None and not DIGEST.fullmatch(args.sha256):
+        print(
+            "rl-conformance: check-artifact-bundle --sha256: expected 64 hexadecimal digits, "
+            f"observed {args.sha256!r}",
+            file=sys.stderr,
+        )
+        return EXIT_UNREADABLE
+    try:
+        findings = verify(directory, args.sha256, publication=args.publication_gate)
+    except BundleRefused as exc:
+        print(f"rl-conformance: check-artifact-bundle {directory}: {exc}", file=sys.stderr)
+        return EXIT_FINDINGS
+    except OSError as exc:
+        print(
+            f"rl-conformance: check-artifact-bundle {directory}: cannot read it: {exc}",
+            file=sys.stderr,
+        )
+        return EXIT_UNREADABLE
+    return _report(findings, f"{directory}/{INDEX}")

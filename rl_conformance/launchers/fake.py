@@ -79,11 +79,13 @@ class ControlPortProbe:
         `model_path`, POST `body` to its /v1/completions and return the JSON; always stopped."""
         if COLD_START not in self.offers or self.flavour is None:
             raise LaunchError(f"this fake ({self.flavour}) offers no {COLD_START} channel")
+        from fake_backends.deployment.options import command_line
+
         launcher = FakeLauncher(
             self.flavour,
             workers=1,
             target_id=f"cold-start-{self.flavour}",
-            extra_args=("--initial-model-path", model_path, "--port", "0"),
+            extra_args=(*command_line(initial_model_path=model_path), "--port", "0"),
         )
         try:
             fresh = launcher.start()
@@ -220,6 +222,10 @@ class FakeLauncher:
         return check_backend(FLAVOURS[self.flavour][0])
 
     def command(self) -> list[str]:
+        # The flags of the fakes' own option table (imported here: the run needs the fakes
+        # only when it starts one).
+        from fake_backends.deployment.options import command_line
+
         command = [
             sys.executable,
             "-m",
@@ -228,12 +234,11 @@ class FakeLauncher:
             *FLAVOURS[self.flavour][1],
             "--host",
             "127.0.0.1",
-            "--workers",
-            str(self.workers),
+            *command_line(workers=self.workers),
         ]
         for fault in self.faults:
             command += ["--fault", fault]
-        command += ["--migration-limit", str(self.migration_limit)]
+        command += command_line(migration_limit=self.migration_limit)
         return command + list(self.extra_args)
 
     def prepare(self, stack: contextlib.ExitStack) -> None:

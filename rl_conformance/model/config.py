@@ -56,6 +56,7 @@ class RunConfig:
     request_trace: str | None = None
     eos_token_id: tuple[int, ...] = ()
     record_meta: str | None = None
+    artifact_bundle: bool = False
     fake: tuple[str, ...] = ()
     fault: tuple[str, ...] = ()
     workers: int | None = None

@@ -2,8 +2,9 @@
 
 A run in fault-matrix mode has one clean fake per backend and one fake per fault. Comparing a
 fault's column with the clean column of its backend gives the capabilities the fault "killed"
-and the checks that failed. A fault nothing kills, or a check that kills nothing, means the
-suite cannot fail where it should.
+and the checks that failed (or flagged a release difference the clean column does not have).
+A fault nothing kills, or a check that kills nothing, means the suite cannot fail where it
+should.
 """
 
 from __future__ import annotations
@@ -57,6 +58,9 @@ def build_kill_matrix(matrix: dict[str, Any], checks: Iterable[str]) -> dict[str
                     check["id"] for check in cell["checks"] if check["outcome"] == "fail"
                 )
                 failed_checks.update(item["check_id"] for item in cell["evidence"])
+            elif flagged := _new_differences(cell, row["cells"].get(baseline, {})):
+                flipped.append(row["id"])  # a release difference the clean fake does not show
+                failed_checks.update(flagged)
         for check_id in failed_checks:
             killing_checks.setdefault(check_id, []).append(fault)
         faults.append(
@@ -79,6 +83,13 @@ def build_kill_matrix(matrix: dict[str, Any], checks: Iterable[str]) -> dict[str
             check_id for check_id in registered if not killing_checks.get(check_id)
         ),
     }
+
+
+def _new_differences(cell: dict[str, Any], clean: dict[str, Any]) -> set[str]:
+    """The checks of the release differences flagged on `cell` and not on the clean fake's: a
+    check no normative sentence fixes is proven able to fire by a fault that flags it."""
+    seen = {item["check_id"] for item in clean.get("release_differences", [])}
+    return {item["check_id"] for item in cell.get("release_differences", [])} - seen
 
 
 def render_kill_matrix(kill: dict[str, Any]) -> str:

@@ -25,11 +25,13 @@ from enum import StrEnum
 from typing import Any
 
 from ..version import __version__
-from ..wire.exchange import to_jsonable
 from . import comparability, exits
 from .capabilities import Capability, Support
+from .evidence import Evidence
 from .releases import SURFACES, Surface, missing_in
 from .target import Target
+
+__all__ = ["Evidence"]  # re-exported: its home was here
 
 SCHEMA_VERSION = 1
 UNCOVERED_PREFIX = "not covered by --budget-generations"
@@ -76,52 +78,6 @@ CELL_OUTCOMES = (
 )
 
 
-@dataclass(frozen=True)
-class Evidence:
-    check_id: str
-    message: str
-    field: str = ""
-    expected: Any = None
-    observed: Any = None
-    reproducer: str | None = None
-    wire: dict[str, Any] | None = None
-    """The failing exchange's wire log (`Exchange.wire_log`); the report writers save it as a
-    file next to the matrix and name it in `wire_log`."""
-    reproduced: bool | None = None
-    reproduction: str | None = None
-    """Set when the run verified the reproducer (`--verify-reproducers`, `reproducers`)."""
-
-    def to_json(self) -> dict[str, Any]:
-        document = {
-            "check_id": self.check_id,
-            "message": self.message,
-            "field": self.field,
-            "expected": to_jsonable(self.expected),
-            "observed": to_jsonable(self.observed),
-            "reproducer": self.reproducer,
-        }
-        if self.wire is not None:
-            document["wire"] = self.wire
-        if self.reproduction is not None:
-            document["reproduced"] = self.reproduced
-            document["reproduction"] = self.reproduction
-        return document
-
-    @classmethod
-    def from_json(cls, document: dict[str, Any]) -> Evidence:
-        return cls(
-            document["check_id"],
-            document["message"],
-            document.get("field", ""),
-            document.get("expected"),
-            document.get("observed"),
-            document.get("reproducer"),
-            document.get("wire"),
-            document.get("reproduced"),
-            document.get("reproduction"),
-        )
-
-
 @dataclass
 class TestRecord:
     __test__ = False
@@ -144,6 +100,9 @@ class TestRecord:
     measured: dict[str, Any] = field(default_factory=dict)
     """Facts the test measured beyond its verdict (the version it sent, the workers it verified,
     a trace join's counts): what an evidence record's gate fields are filled from."""
+    differences: list[Evidence] = field(default_factory=list)
+    """Release differences: what checks no normative sentence fixes found (`Verdict.differences`),
+    whatever the test's outcome."""
 
     def to_json(self) -> dict[str, Any]:
         """A record as JSON, to cross a process boundary (a parallel run's workers)."""
@@ -160,6 +119,7 @@ class TestRecord:
             "generations": self.generations,
             "wire": self.wire,
             "measured": self.measured,
+            "differences": [item.to_json() for item in self.differences],
         }
 
     @classmethod
@@ -177,6 +137,7 @@ class TestRecord:
             generations=int(document.get("generations", 0)),
             wire=document.get("wire"),
             measured=dict(document.get("measured") or {}),
+            differences=[Evidence.from_json(item) for item in document.get("differences", [])],
         )
 
 
@@ -192,6 +153,9 @@ class Cell:
     duration_s: float
     not_run: bool = False
     """A cut run never reached this cell: no test of it ran (`comparability.not_run`)."""
+    differences: list[Evidence] = field(default_factory=list)
+    """Release differences its tests found (`release_differences`): behaviour no normative
+    sentence fixes, flagged with its evidence whatever the outcome."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -204,6 +168,11 @@ class Cell:
             "evidence": [item.to_json() for item in self.evidence],
             "duration_s": round(self.duration_s, 4),
             **({"not_run": True} if self.not_run else {}),
+            **(
+                {"release_differences": [item.to_json() for item in self.differences]}
+                if self.differences
+                else {}
+            ),
         }
 
 
@@ -303,6 +272,7 @@ def build_cell(
         tests,
         evidence,
         sum(record.duration_s for record in records),
+        differences=[item for record in records for item in record.differences][:10],
     )
 
 

@@ -198,6 +198,13 @@ OPTIONS: tuple[Option, ...] = (
         path=True,
     ),
     Option(
+        "artifact_bundle",
+        "--artifact-bundle",
+        "also write the evidence as Dynamo's dynamo.rl.artifact-bundle.v1 index "
+        "(artifact-bundle.json; check it with rl-conformance check-artifact-bundle)",
+        kind="flag",
+    ),
+    Option(
         "fake",
         "--fake",
         "test one of our fake deployments (repeatable; default: all four when no "

@@ -58,15 +58,25 @@ class Verdict:
     def __init__(self) -> None:
         self.results: list[tuple[CheckResult, Exchange | None]] = []
         self.measured: dict[str, Any] = {}
+        self.differences: list[tuple[CheckResult, Exchange | None]] = []
+        """Failed results of checks no normative sentence fixes (`CheckSpec.normative`): a
+        release difference flagged on the cell, never a failure."""
 
     def __repr__(self) -> str:
         return f"Verdict({len(self.results)} check results)"
 
     def check(self, result: CheckResult, exchange: Exchange | None = None) -> CheckResult:
         self.results.append((result, exchange))
-        if not result.passed:
+        if not result.passed and not result.spec.normative:
+            self.differences.append((result, exchange))
+        elif not result.passed:
             raise ConformanceFailure(result, exchange)
         return result
+
+    def differs(self, result: CheckResult) -> bool:
+        """Whether `result` is a release difference this verdict recorded: the test has
+        nothing more to judge on that exchange."""
+        return not result.passed and not result.spec.normative
 
     def measure(self, **facts: Any) -> None:
         """Keep facts the test measured on its record, whatever its outcome. They are JSON

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import pytest
 
+from ..contract.kinds import Capability
 from ..model import capabilities as capability_registry
 
 TARGET_FIXTURE = "rl_target"
@@ -17,7 +18,20 @@ ENDS_WORKER = "may_end_worker"
 
 
 def capabilities_of(item: pytest.Item) -> tuple[str, ...]:
-    return tuple(mark.args[0] for mark in item.iter_markers("capability") if mark.args)
+    """The ids of the rows a test certifies: its `@capability(contract.<area>.<ROW>)` marks
+    name the row object, so a misspelt row is an error where the suite is imported."""
+    found = []
+    for mark in item.iter_markers("capability"):
+        if not mark.args:
+            continue
+        row = mark.args[0]
+        if not isinstance(row, Capability):
+            raise pytest.UsageError(
+                f"{item.nodeid}: @capability expects a row of rl_conformance.contract "
+                f"(e.g. contract.tokens.COMPLETION_IDS), observed {row!r}"
+            )
+        found.append(row.id)
+    return tuple(found)
 
 
 def target_of(item: pytest.Item) -> str:

@@ -77,7 +77,8 @@ def declared_probe(root: Path, nodeid: str) -> CrashProbe | None:
     capability = found.get("capability")
     if ending is None or not ending.args:
         return None
-    return CrashProbe(capability.args[0] if capability else "", name, str(ending.args[0]))
+    row = capability.args[0] if capability and capability.args else None
+    return CrashProbe(getattr(row, "id", ""), name, str(ending.args[0]))
 
 
 def announcement(

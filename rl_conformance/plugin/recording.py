@@ -64,8 +64,13 @@ def record_of(
     )
     verdict = getattr(item, "funcargs", {}).get("rl_verdict")
     if isinstance(verdict, Verdict):
-        record.checks = [(result.check_id, result.passed) for result, _ in verdict.results]
+        record.checks = [
+            (result.check_id, result.passed)
+            for result, _ in verdict.results
+            if not verdict.differs(result)
+        ]
         record.measured = dict(verdict.measured)
+        record.differences = differences_of(verdict)
     if report.passed:
         return record
     error = most_telling(call.excinfo.value if call.excinfo else None)
@@ -126,6 +131,28 @@ def record_of(
         found = getattr(error, "evidence", ())  # a wrong input: what showed it
         record.evidence = [item for item in found if isinstance(item, Evidence)]
     return record
+
+
+def differences_of(verdict: Verdict) -> list[Evidence]:
+    """The release differences the verdict recorded, as evidence with their reproducer and wire
+    log: what a reader needs to see the behaviour without a failure to point at it."""
+    found = []
+    for result, exchange in verdict.differences:
+        reproducer = exchange.curl() if exchange is not None else None
+        wire = exchange.wire_log() if exchange is not None else None
+        found += [
+            Evidence(
+                result.check_id,
+                violation.message,
+                violation.field,
+                violation.expected,
+                violation.observed,
+                reproducer,
+                wire,
+            )
+            for violation in result.violations
+        ]
+    return found
 
 
 def prompts_refused(item: pytest.Item) -> str | None:

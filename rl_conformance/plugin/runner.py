@@ -10,12 +10,12 @@ import shutil
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from ..data_dirs import data_dir
 from ..launchers.run_plan import RunPlan
 from ..model import stops
 from ..model.exits import EXIT_FAILED, EXIT_USAGE
@@ -83,7 +83,7 @@ class RunResult:
 
 
 def suites_dir() -> Path:
-    return Path(str(resources.files("rl_conformance.suites")))
+    return data_dir("suites")
 
 
 def parallel_jobs(plan: RunPlan, most: int = MAX_JOBS) -> int:

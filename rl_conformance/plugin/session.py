@@ -9,7 +9,6 @@ then every launcher stops what it started.
 from __future__ import annotations
 
 import contextlib
-import signal
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -28,7 +27,7 @@ from ..model.matrix import Matrix, RunInfo, TestRecord, build_matrix, now
 from ..model.target import Target
 from ..reports import console, evidence, write_reports
 from ..wire.exchange import Exchange
-from . import balance, budgeting, crash_probes, deaths, distribution, fixtures, forked, reruns
+from . import budgeting, crash_probes, deaths, distribution, fixtures, forked, reruns
 from .collection import (
     capabilities_of,
     ends_worker_reason,
@@ -36,6 +35,7 @@ from .collection import (
     select_and_order,
     target_of,
 )
+from .forked_run import ForkedRun
 from .hypothesis_profile import (
     hypothesis_home_in,
     load_hypothesis_profile,
@@ -47,6 +47,7 @@ from .recording import record_of, show_as_skipped, status_of_call, verify_reprod
 from .restore import restore_held
 from .run_stops import install_stop_signals, start_run_timer, timeout_reason
 from .state import STATE, RunState, state_of
+from .state import shutdown as _shutdown
 
 GRACE_S = 5.0
 MARKERS = (
@@ -59,7 +60,7 @@ MARKERS = (
 )
 
 
-class ConformanceRun:
+class ConformanceRun(ForkedRun):
     NAME = "rl-conformance-run"
 
     def __init__(self, plan: RunPlan, progress: bool = False, jobs: int = 1) -> None:
@@ -244,92 +245,6 @@ class ConformanceRun:
         reporter = self._reporter
         for line in crash_probes.announcement_of_ids(config, ids, width) if reporter else []:
             reporter.write_line(line)
-
-    # -- a forked parallel run ------------------------------------------------------------
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtestloop(self, session: pytest.Session) -> bool | None:
-        """With `jobs` > 1, one forked child per target runs that target's tests (several, each
-        on a deployment of its own, for a target cheap to start again: `balance`)."""
-        groups = balance.balanced_groups(session.items, self.plan.split_targets())
-        config = session.config
-        if (
-            self.jobs < 2
-            or len(groups) < 2
-            or not forked.available()
-            or session.testsfailed  # collection errors: pytest's own loop reports them
-            or config.option.collectonly
-            or distribution.is_worker(config)
-            or distribution.is_controller(config)
-        ):
-            return None
-        config.stash[forked.FORK_PARENT] = True
-        self._session = session
-        self._total = len(session.items)
-        with contextlib.ExitStack() as stack:
-            self.plan.pool.prepare(stack)
-            forked.run_children(
-                groups,
-                self.jobs,
-                lambda items, send: self._run_child(session, items, send),
-                self._receive,
-            )
-        return True
-
-    def _run_child(self, session: pytest.Session, items: list[pytest.Item], send: Any) -> None:
-        config = session.config
-        config.stash[forked.FORKED_CHILD] = True
-        self.progress, self._send = False, send
-        forked.silence_terminal(config)
-        forked.restart_capture(config)
-        if self._journal is not None:
-            self._journal.detach()  # the parent journals what this child reports
-            self._journal = None
-        state = state_of(config)
-        state.timer = None  # the parent's timer thread did not cross the fork
-        try:
-            forked.run_items(session, items)
-        except KeyboardInterrupt:
-            signal.signal(signal.SIGINT, signal.SIG_IGN)  # clean up before anything else
-            send({"kind": "interrupted"})
-            with contextlib.suppress(Exception):
-                session._setupstate.teardown_exact(None)
-        finally:
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
-            try:
-                reached = [target.describe() for target in state.pool.reached_targets()]
-                send({"kind": "targets", "targets": reached})
-            finally:
-                _shutdown(state)
-
-    def _send_reached_targets(self) -> None:
-        """A child tells the parent of each target it reached as soon as it did, before that
-        target's first report: a run killed midway leaves them journaled as they were reached."""
-        reached = [target.describe() for target in state_of(self._config).pool.reached_targets()]
-        if reached != self._targets_sent:
-            self._targets_sent = reached
-            self._send({"kind": "targets", "targets": reached})
-
-    def _receive(self, message: dict[str, Any]) -> None:
-        config = self._config
-        if message["kind"] == "report":
-            report = forked.replayed(config, message["report"])
-            config.hook.pytest_runtest_logreport(report=report)
-        elif message["kind"] == "targets":
-            for document in message["targets"]:
-                target = Target.from_description(document)
-                self._worker_targets[target.id] = target
-                self._journal_target(state_of(config), target.id)
-        elif message["kind"] in ("interrupted", "crashed"):
-            why = (
-                "a target's tests were interrupted"
-                if message["kind"] == "interrupted"
-                else f"the process testing a target exited with code {message.get('code')}"
-            )
-            state = state_of(config)
-            state.incomplete_reason = state.incomplete_reason or why
-            if self._session is not None:
-                self._session.shouldstop = why
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if self._send is not None:
@@ -531,7 +446,7 @@ class ConformanceRun:
             _shutdown(state)
         if self.matrix is not None and not self.config.fault_matrix:
             # Last, once every launcher stopped: their logs are part of the bundle.
-            self.bundle_sha256 = evidence.seal(self.config.report_path)
+            self.bundle_sha256 = evidence.seal(self.config.report_path, self.config.artifact_bundle)
 
     def _close_journal(self) -> None:
         journal, self._journal = self._journal, None
@@ -568,13 +483,6 @@ class ConformanceRun:
         )
         for line in [*self.restore_lines, *lines]:
             terminalreporter.write_line(line)
-
-
-def _shutdown(state: RunState) -> None:
-    state.pool.stop_all()
-    if state.client is not None:
-        state.client.close()
-        state.client = None
 
 
 def _area(item: pytest.Item) -> str:

@@ -134,3 +134,11 @@ STATE: pytest.StashKey[RunState] = pytest.StashKey()
 
 def state_of(config: pytest.Config) -> RunState:
     return config.stash[STATE]
+
+
+def shutdown(state: RunState) -> None:
+    """Stop every deployment the run started and close its client."""
+    state.pool.stop_all()
+    if state.client is not None:
+        state.client.close()
+        state.client = None

@@ -26,13 +26,13 @@ EXCERPT_CHARS = 600
 
 
 def externalise_wire_logs(matrix: dict[str, Any], directory: Path) -> dict[str, Any]:
-    """Save each failure's wire log as `wire/<digest>.json` next to the matrix (one file per
-    distinct exchange) and return a copy of the matrix that names the file (`wire_log`) and
-    keeps a short excerpt (`wire_excerpt`) in place of the log."""
+    """Save each failure's (and release difference's) wire log as `wire/<digest>.json` next to
+    the matrix (one file per distinct exchange) and return a copy of the matrix that names the
+    file (`wire_log`) and keeps a short excerpt (`wire_excerpt`) in place of the log."""
     document = copy.deepcopy(matrix)
     for row in document.get("capabilities", []):
         for cell in row.get("cells", {}).values():
-            for item in cell.get("evidence", []):
+            for item in [*cell.get("evidence", []), *cell.get("release_differences", [])]:
                 wire = item.pop("wire", None)
                 if wire is None:
                     continue

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..model import exits
 from ..wire.exchange import shorten
+from . import differences
 
 FAILURES_SHOWN = 20
 SKIP_GROUPS_SHOWN = 8
@@ -61,6 +62,8 @@ def summary_lines(
     lines += grid_lines(matrix, width)
     lines += unreached_lines(matrix, width)
     lines += failure_lines(matrix, width, whole=not terminal)
+    for line in differences.console_lines(matrix):
+        lines += _wrapped(line, width, indent="  ")
     lines.append(counts_line(matrix))
     lines += skip_lines(matrix, width, every_group=not terminal)
     status = matrix["exit_status"]
@@ -77,7 +80,7 @@ def summary_lines(
 
 def grid_lines(matrix: dict[str, Any], width: int) -> list[str]:
     """One line per capability, one short outcome per target; `!` marks an observation that
-    contradicts the documented support."""
+    contradicts the documented support, `~` a release difference."""
     targets = [target["id"] for target in matrix["targets"]]
     rows = matrix["capabilities"]
     if not rows or not targets:
@@ -99,10 +102,13 @@ def grid_lines(matrix: dict[str, Any], width: int) -> list[str]:
             cell = row["cells"][target]
             text = SHORT.get(cell["outcome"], cell["outcome"])
             text += "!" if cell.get("contradicts_documentation") else ""
+            text += differences.MARK if cell.get("release_differences") else ""
             cells.append(f"  {text:<{column}}")
         lines.append((f"{row['id']:<{name}}  {row['level']:<6}" + "".join(cells)).rstrip())
     if any(cell.get("contradicts_documentation") for row in rows for cell in row["cells"].values()):
         lines.append("! = the observation contradicts the spec's documented support")
+    if differences.flagged(matrix):
+        lines.append(differences.LEGEND)
     return lines
 
 

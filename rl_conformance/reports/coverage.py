@@ -5,8 +5,10 @@ The sentences are data (`fixtures/spec/requirements.json`): each has an `id`, it
 the `sentence` as the spec writes it (a table row cell by cell, separated by ` | `), an optional
 `source` (the public page it is quoted from, where the certified text lacks it), `judged_by`
 (capability ids, and the adapter-certification items, `adapter.*`, that judge a trainer's side),
-`partly` (what of the sentence those leave unjudged, or null) and `not_covered` (why nothing
-judges it, or null)."""
+`partly` (what of the sentence those leave unjudged, or null), `not_covered` (why nothing
+judges it, or null) and, optionally, `product_gaps`: the ids of Dynamo's RL product-gap register
+(`docs/fern/scripts/rl_product_gaps.json` upstream, named with their titles in the document's
+`product_gaps`) that leave the sentence open."""
 
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ class Sentence(TypedDict):
     judged_by: list[str]
     partly: str | None
     not_covered: str | None
+    product_gaps: list[str]
 
 
 class Counts(TypedDict):
@@ -57,6 +60,7 @@ def sentences_of(document: dict[str, Any]) -> list[Sentence]:
             judged_by=list(row.get("judged_by") or []),
             partly=row.get("partly"),
             not_covered=row.get("not_covered"),
+            product_gaps=list(row.get("product_gaps") or []),
         )
         for row in document["sentences"]
     ]
@@ -97,11 +101,38 @@ def _judge(judge: str, anchors: dict[str, str]) -> str:
     return f"[`{judge}`](CAPABILITIES.md#{anchors[judge]})"
 
 
-def _verdict(sentence: Sentence, anchors: dict[str, str]) -> str:
+def _verdict(sentence: Sentence, anchors: dict[str, str], gaps: dict[str, Any]) -> str:
     if not sentence["judged_by"]:
-        return f"not covered: {sentence['not_covered']}"
-    judges = ", ".join(_judge(judge, anchors) for judge in sentence["judged_by"])
-    return f"{judges}; partly: {sentence['partly']}" if sentence["partly"] else judges
+        text = f"not covered: {sentence['not_covered']}"
+    else:
+        judges = ", ".join(_judge(judge, anchors) for judge in sentence["judged_by"])
+        text = f"{judges}; partly: {sentence['partly']}" if sentence["partly"] else judges
+    named = sentence.get("product_gaps") or []
+    if named:
+        text += "; product gap: " + ", ".join(f"{gap} ({gaps.get(gap, '?')})" for gap in named)
+    return text
+
+
+def _gap_lines(document: dict[str, Any], sentences: list[Sentence]) -> list[str]:
+    """Dynamo's own register of RL product gaps, each with the spec sentences it leaves open."""
+    register = document.get("product_gaps") or {}
+    gaps: dict[str, str] = register.get("gaps") or {}
+    if not gaps:
+        return []
+    lines = [
+        "## Product gaps",
+        "",
+        f"Where a sentence is open because Dynamo lacks the surface, it names the product gap "
+        f"upstream registers for it ({register.get('source', '')}). A gap no sentence names "
+        "has no sentence of this spec.",
+        "",
+        "| Gap | Title | Sentences |",
+        "| --- | --- | --- |",
+    ]
+    for gap, title in gaps.items():
+        named = [s["id"] for s in sentences if gap in (s.get("product_gaps") or [])]
+        lines.append(f"| {gap} | {title} | {', '.join(named) or 'none: no spec sentence'} |")
+    return [*lines, ""]
 
 
 def _sources(document: dict[str, Any]) -> dict[str, str]:
@@ -140,6 +171,8 @@ def render_coverage(document: dict[str, Any], capabilities: Iterable[Capability]
         lines += ["Capabilities no sentence names:", ""]
         lines += [f"- {_judge(key, anchors)}: {reason}" for key, reason in sorted(unnamed.items())]
         lines.append("")
+    lines += _gap_lines(document, sentences)
+    gaps = (document.get("product_gaps") or {}).get("gaps") or {}
     sources = _sources(document)
     sections: dict[str, list[Sentence]] = {}
     for sentence in sentences:
@@ -154,7 +187,7 @@ def render_coverage(document: dict[str, Any], capabilities: Iterable[Capability]
             ]
         lines += ["| ID | Sentence (quoted) | Judged by |", "| --- | --- | --- |"]
         lines += [
-            f"| {row['id']} | “{_cell(row['sentence'])}” | {_cell(_verdict(row, anchors))} |"
+            f"| {row['id']} | “{_cell(row['sentence'])}” | {_cell(_verdict(row, anchors, gaps))} |"
             for row in rows
         ]
         lines.append("")

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..redaction import write_text
 from . import externalise_wire_logs
+from .artifact_bundle import record_paths, write_artifact_bundle
 from .bundle import write_index
 from .validation import VALIDATION_DIR, write_validation_records
 
@@ -42,8 +43,12 @@ def write_records(
     return written
 
 
-def seal(directory: Path) -> str:
-    """Write the bundle index; its sha256."""
+def seal(directory: Path, artifact_bundle: bool = False) -> str:
+    """Write the bundle index; its sha256. `artifact_bundle` (`--artifact-bundle`): first the
+    same evidence as Dynamo's `dynamo.rl.artifact-bundle.v1` (`artifact-bundle.json`), which
+    the bundle index then lists with the other files; a run with no record writes none."""
+    if artifact_bundle and record_paths(directory):
+        write_artifact_bundle(directory)
     return write_index(directory)
 
 

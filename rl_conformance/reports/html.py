@@ -10,6 +10,7 @@ import json
 from html import escape
 from typing import Any
 
+from . import differences
 from .markdown import exit_rule_text, target_release
 
 OUTCOMES = ("pass", "fail", "error", "unsupported", "not-advertised", "skipped")
@@ -156,6 +157,12 @@ def _evidence(
             f"{escape(c['id'])} ({escape(c['outcome'])}, {c['count']}x)" for c in cell["checks"]
         )
         parts.append(f"<dt>checks</dt><dd>{checks}</dd>")
+    for item in cell.get("release_differences", []):
+        parts.append(
+            f"<dt>release difference, check {escape(item['check_id'])}</dt>"
+            f"<dd>{escape(item['message'])}<br>observed <code>{_value(item.get('observed'))}"
+            f"</code>; not a failure: {escape(differences.source_of(item['check_id']))}</dd>"
+        )
     for item in cell["evidence"]:
         parts.append(
             f"<dt>check {escape(item['check_id'])}</dt><dd>{escape(item['message'])}"
@@ -295,6 +302,7 @@ def render_html(matrix: dict[str, Any]) -> str:
                 templates.append(_evidence(row, target, cell, f"evidence-{identifier}"))
                 outcome = escape(cell["outcome"])
                 flag = " (!doc)" if cell.get("contradicts_documentation") else ""
+                flag += f" {differences.LABEL}" if cell.get("release_differences") else ""
                 parts.append(
                     f"<td id='cell-{identifier}' class='cell o-{outcome}' "
                     f"data-outcome='{outcome}' data-target-column='{escape(target['id'])}'>"

@@ -1,12 +1,14 @@
 """Markdown rendering of the matrix, shaped for a CI step summary: the failures first (each with
-its requirement, expected and observed values, reproducer and wire log), then the table, then the
-reasons of every other cell that did not pass."""
+its requirement, expected and observed values, reproducer and wire log), then the release
+differences (`differences`), then the table, then the reasons of every other cell that did not
+pass."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ..model.releases import MAIN, UNKNOWN_SOURCE, release_text
+from . import differences
 
 SYMBOL = {
     "pass": "pass",
@@ -25,6 +27,8 @@ def cell_text(cell: dict[str, Any]) -> str:
     text = SYMBOL.get(cell["outcome"], cell["outcome"])
     if cell.get("contradicts_documentation"):
         text += " (!doc)"
+    if cell.get("release_differences"):
+        text += f" {differences.LABEL}"
     return text
 
 
@@ -38,6 +42,8 @@ def render_table(matrix: dict[str, Any]) -> list[str]:
             f"| `{row['id']}` {row['title']} | {row['level']} | " + " | ".join(cells) + " |"
         )
     lines += ["", "(!doc) = the observation contradicts the spec's documented support."]
+    if differences.flagged(matrix):
+        lines.append(f"{differences.LABEL} = a release difference: no spec sentence fixes it.")
     return lines
 
 
@@ -153,6 +159,7 @@ def render_markdown(matrix: dict[str, Any]) -> str:
         lines += [f"## Failures ({len(failures)})", ""]
         for row, target, cell in failures:
             lines += render_failure(row, target, cell)
+    lines += differences.markdown_lines(matrix)
     lines += [TABLE_HEADING, "", *render_table(matrix), ""]
     others = []
     for row in matrix["capabilities"]:

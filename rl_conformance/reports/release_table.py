@@ -1,9 +1,10 @@
 """A release matrix as Markdown, for `fixtures/DYNAMO_RELEASES.md`: each column's versions and
-counts (or why it was not reached), then every capability whose outcome differs between
-columns, with each differing cell's reason. Written by `rl-conformance releases`, from a run,
-between two markers, so the document says what a run measured and nothing typed by hand. Each
-launch kind has its own block (`dynamo-vllm` the unnamed markers, `dynamo-sglang` markers naming
-it), so one document holds a release matrix per engine, each replaced by its own run."""
+counts (or why it was not reached), then every capability whose outcome, or release
+difference, differs between columns, with each differing cell's reason. Written by
+`rl-conformance releases`, from a run, between two markers, so the document says what a run
+measured and nothing typed by hand. Each launch kind has its own block (`dynamo-vllm` the
+unnamed markers, `dynamo-sglang` markers naming it), so one document holds a release matrix per
+engine, each replaced by its own run."""
 
 from __future__ import annotations
 
@@ -39,12 +40,15 @@ def render_release_table(matrix: dict[str, Any]) -> list[str]:
     differing = [
         row
         for row in matrix["capabilities"]
-        if len({row["cells"][t["id"]]["outcome"] for t in targets if not t.get("unreached")}) > 1
+        if len({_seen(row["cells"][t["id"]]) for t in targets if not t.get("unreached")}) > 1
     ]
     lines.append("")
     if differing:
         reached = [t for t in targets if not t.get("unreached")]
-        lines.append("Capabilities whose outcome differs between the reached columns:")
+        lines.append(
+            "Capabilities whose outcome, or release difference (`~release`: a behaviour no "
+            "spec sentence fixes, flagged and not failed), differs between the reached columns:"
+        )
         lines.append("")
         lines.append("| capability | " + " | ".join(f"`{t['id']}`" for t in reached) + " |")
         lines.append("|---|" + "---|" * len(reached))
@@ -53,6 +57,7 @@ def render_release_table(matrix: dict[str, Any]) -> list[str]:
             for target in reached:
                 cell = row["cells"][target["id"]]
                 reason = "" if cell["outcome"] == "pass" else f": {_why(cell)}"
+                reason += _flag(cell)
                 cells.append(f"{cell['outcome']}{reason}".replace("|", "\\|"))
             lines.append(f"| `{row['id']}` | " + " | ".join(cells) + " |")
     else:
@@ -71,6 +76,25 @@ def markers(matrix: dict[str, Any]) -> tuple[str, str]:
     return f"<!-- rl-conformance releases {named}: begin -->", (
         f"<!-- rl-conformance releases {named}: end -->"
     )
+
+
+def _seen(cell: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
+    """What a column shows of a cell: its outcome and the checks of its release differences."""
+    flagged = sorted({item["check_id"] for item in cell.get("release_differences") or ()})
+    return cell["outcome"], tuple(flagged)
+
+
+def _flag(cell: dict[str, Any]) -> str:
+    """A cell's release differences: each check, expected against observed, and the cases."""
+    found = cell.get("release_differences") or []
+    if not found:
+        return ""
+    shown = "; ".join(
+        f"{item['check_id']}: {shorten(item['message'], 120)} ({item.get('field') or 'value'}: "
+        f"recorded {item.get('expected')!r}, observed {item.get('observed')!r})"
+        for item in found[:2]
+    )
+    return f" (~release: {shown})"
 
 
 def _why(cell: dict[str, Any]) -> str:
@@ -101,8 +125,11 @@ def _ends(text: str, limit: int = 300) -> str:
 def _cells(matrix: dict[str, Any], target: dict[str, Any]) -> str:
     if target.get("unreached"):
         return f"not reached: {_ends(target['unreached'])}".replace("|", "\\|")
-    outcomes = [row["cells"][target["id"]]["outcome"] for row in matrix["capabilities"]]
-    return ", ".join(f"{outcomes.count(o)} {o}" for o in COUNTED if outcomes.count(o))
+    cells = [row["cells"][target["id"]] for row in matrix["capabilities"]]
+    outcomes = [cell["outcome"] for cell in cells]
+    counted = ", ".join(f"{outcomes.count(o)} {o}" for o in COUNTED if outcomes.count(o))
+    flagged = sum(1 for cell in cells if cell.get("release_differences"))
+    return counted + (f" ({flagged} with a release difference)" if flagged else "")
 
 
 def replace_block(document: str, lines: list[str]) -> str:

@@ -5,22 +5,17 @@ for adding a capability is held here: leaving out either piece fails, naming the
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 from fake_backends import FAULT_NAMES
 from rl_conformance.model.capabilities import BY_ID
+from rl_conformance.reports.suite_index import suite_tests
 
 ROOT = Path(__file__).resolve().parents[2]
-MARKER = re.compile(r'@capability\(\s*"([^"]+)"')
 
 
 def certified_by_suites() -> set[str]:
-    return {
-        found
-        for path in (ROOT / "suites").glob("test_*.py")
-        for found in MARKER.findall(path.read_text(encoding="utf-8"))
-    }
+    return {test.capability for test in suite_tests(ROOT / "suites") if test.capability}
 
 
 def reviewed_flips() -> dict[str, list[str]]:

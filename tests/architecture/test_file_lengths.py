@@ -1,6 +1,7 @@
 """No Python file of the repository is longer than a reader holds at once: `MAX_LINES` lines,
-for the harness, the fakes, the suites, the tests and every script alike. A file that grows past
-it is split by topic into modules whose names say what they hold.
+for the harness, the fakes, the suites, the tests and every script alike, with room to grow under
+the house's hard ceiling of `CEILING` lines. A file that grows past it is split by topic into
+modules whose names say what they hold.
 
 Hidden directories (`.git`, the virtual environments `.venv*`, tool caches) and build output are
 not the repository's own files, and are skipped."""
@@ -11,7 +12,13 @@ import os
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-MAX_LINES = 600
+MAX_LINES = 550
+CEILING = 600
+NOT_YET_SPLIT = {
+    "rl_conformance/certify/proxy.py": "the recording proxy, being reworked with certify/",
+    "rl_conformance/certify/scenarios.py": "the scenarios, being reworked with certify/",
+}
+"""Held to `CEILING` only, each for its reason, until its split lands; the list only shrinks."""
 SKIPPED_DIRECTORIES = {"build", "dist", "node_modules", "__pycache__"}
 
 
@@ -42,10 +49,21 @@ def test_the_walk_sees_the_repository() -> None:
 
 def test_no_python_file_is_over_the_length_a_reader_holds() -> None:
     over = {
-        path.relative_to(ROOT).as_posix(): lines
+        name: lines
         for path in python_files(ROOT)
-        if (lines := line_count(path)) > MAX_LINES
+        if (lines := line_count(path))
+        > (CEILING if (name := path.relative_to(ROOT).as_posix()) in NOT_YET_SPLIT else MAX_LINES)
     }
     assert not over, f"over {MAX_LINES} lines (split each by topic): " + ", ".join(
         f"{name} ({lines} lines)" for name, lines in sorted(over.items())
     )
+
+
+def test_a_file_not_yet_split_is_still_over_the_length() -> None:
+    """An entry leaves `NOT_YET_SPLIT` once its file is short enough (or gone)."""
+    done = [
+        name
+        for name in NOT_YET_SPLIT
+        if not (ROOT / name).exists() or line_count(ROOT / name) <= MAX_LINES
+    ]
+    assert not done, f"split already: remove from NOT_YET_SPLIT: {done}"

@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[2] / "rl_conformance"
 
 # Lowest first. Keep ARCHITECTURE.md's tree in step with this order.
 LAYERS = (
+    "contract",
     "engine_side",
     "wire",
     "checks",
@@ -33,7 +34,7 @@ LAYERS = (
     "plugin",
     "cli",
 )
-BELOW_ALL = ("version", "errors", "admission", "redaction")
+BELOW_ALL = ("version", "errors", "admission", "redaction", "data_dirs")
 ABOVE_ALL = ("__init__", "__main__")
 MAY_IMPORT_FAKES = {"launchers", "certify", "cli"}
 HEAVY = ("docker", "starlette", "uvicorn")

@@ -14,7 +14,7 @@ BESIDE_THE_PACKAGES = {
     "dynamo": "our toy engine behind the real Dynamo runtime (fake_backends/dynamo), and the "
     "fakes held to the real frontend and listener (differentials)",
     "e2e": "whole runs against our fakes and the real Dynamo, vLLM and SGLang",
-    "fake_backends": "the fake deployments (fake_backends/)",
+    "fake_backends": "the fake deployments (fake_backends/), one folder per subpackage",
     "schema_examples": "the JSON Schemas' example documents (schemas/)",
 }
 
@@ -33,3 +33,19 @@ def test_each_test_folder_is_named_for_what_it_tests() -> None:
     unexplained = folders - packages - set(BESIDE_THE_PACKAGES)
     assert not unexplained, f"test folders named for no package: {sorted(unexplained)}"
     assert not set(BESIDE_THE_PACKAGES) - folders, "a listed folder is gone: update the list"
+
+
+def test_the_fakes_tests_mirror_the_fakes_subpackages() -> None:
+    """`tests/fake_backends/<subpackage>/test_*.py` tests `fake_backends/<subpackage>/`; only the
+    shared fixtures and helpers sit at the folder's top."""
+    subpackages = {
+        path.name
+        for path in (ROOT / "fake_backends").iterdir()
+        if path.is_dir() and (path / "__init__.py").exists()
+    }
+    tests = ROOT / "tests" / "fake_backends"
+    folders = {path.name for path in tests.iterdir() if path.is_dir() and path.name[0] != "_"}
+    assert folders, "the fakes' tests are in no subpackage folder"
+    assert not folders - subpackages, f"named for no subpackage: {sorted(folders - subpackages)}"
+    loose = sorted(path.name for path in tests.glob("test_*.py"))
+    assert not loose, f"put each beside the subpackage it tests: {loose}"

@@ -284,6 +284,10 @@ CASES: dict[str, Case] = {
         ),
         lambda: errors.status_and_body(200, {"choices": []}, 400),
     ),
+    "errors.context_window_refused": (
+        lambda: errors.context_window_refused(400),
+        lambda: errors.context_window_refused(200),
+    ),
     "discovery.dynamo_listener": (
         lambda: discovery.dynamo_listener(bodies.discovery()),
         lambda: discovery.dynamo_listener(

@@ -51,7 +51,8 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 
 def test_the_evidence_commands_run_after_the_default_run(workspace: tuple[Path, str]) -> None:
     """docs/EVIDENCE.md's commands, verbatim but for the digest the run printed: the record
-    they name is one the default run wrote, and each exits as the guide says."""
+    they name is one the default run wrote (the artifact bundle's, one its own run wrote), and
+    each exits as the guide says."""
     directory, digest = workspace
     guide = (ROOT / "docs" / "EVIDENCE.md").read_text()
     blocks = re.findall(r"^```bash\n(.*?)^```", guide, flags=re.MULTILINE | re.DOTALL)
@@ -61,14 +62,17 @@ def test_the_evidence_commands_run_after_the_default_run(workspace: tuple[Path, 
         for line in block.splitlines()
         if line.startswith("rl-conformance ")
     ]
-    assert len(commands) == 3, commands
+    assert len(commands) == 6, commands
     for command in commands:
         argv = shlex.split(command.replace("<the digest the run printed>", digest))[1:]
         done = rl_conformance(*argv, cwd=directory)
         publication = "--publication-gate" in argv  # a deployment run alone never meets it
         assert done.returncode == (1 if publication else 0), f"{command}\n{said(done)}"
         assert "cannot read" not in done.stderr and "no such" not in done.stderr.lower()
-    assert "every file is one the run wrote" in done.stdout
+        if argv[0] == "verify-bundle":
+            assert "every file is one the run wrote" in done.stdout
+        if argv[0] == "check-artifact-bundle" and not publication:
+            assert done.stdout.strip().endswith("artifact-bundle.json: no finding"), said(done)
 
 
 def test_profiles_runs_where_run_wrote_and_answers_as_documented(

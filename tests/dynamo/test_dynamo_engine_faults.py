@@ -246,7 +246,8 @@ CASES: dict[str, Callable[[Stack], None]] = {
 ADMIN_FAULTS = tuple(name for name in ENGINE_FAULT_NAMES if ADMIN in ENGINE_FAULTS[name].applies_to)
 # Faults that acknowledge and do nothing; they are shown together on one stack.
 # Pause faults, shared with the in-process fake (fake_backends/admin/vllm.py) and shown there
-# (tests/fake_backends/test_fake_control_faults.py); one is shown through the real server here.
+# (tests/fake_backends/faults/test_fake_control_faults.py); one is shown through the real server
+# here.
 PAUSE_FAULTS = (
     "invalid_pause_mode_accepted",
     "invalid_pause_mode_pauses",
@@ -255,7 +256,7 @@ PAUSE_FAULTS = (
 )
 SGLANG_FAMILY_FAULTS = tuple(sorted(SGLANG_FAMILY))
 # Declaration faults, shared with the in-process fake and shown there
-# (tests/fake_backends/test_fake_declaration_faults.py); both are shown through the real server.
+# (tests/fake_backends/admin/test_fake_version_faults.py); both are shown through the real server.
 DECLARATION_FAULTS = ("null_version_undeclared", "unversioned_update_declares")
 SILENT_ADMIN_FAULTS = tuple(
     name

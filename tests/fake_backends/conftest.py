@@ -1,5 +1,8 @@
 """Fixtures for the fake_backends tests: one deployment per personality per session.
 
+The tests mirror the package: `tests/fake_backends/<subpackage>/` tests
+`fake_backends/<subpackage>/`.
+
 Deployments are shared across the folder to keep the folder fast; the ``clean_faults``
 autouse fixture switches every fault off after each test so sharing is safe.
 """
@@ -14,7 +17,10 @@ import httpx
 import pytest
 
 _HERE = Path(__file__).resolve().parent
-for entry in (str(_HERE.parents[1]), str(_HERE)):
+# The repository (for `fake_backends`), this folder (for `fake_backend_helpers`) and each folder
+# of a subpackage's tests (so that `faults/test_fake_faults.py` imports every demonstration).
+TOPIC_FOLDERS = sorted(path for path in _HERE.iterdir() if path.is_dir() and path.name[0] != "_")
+for entry in (str(_HERE.parents[1]), str(_HERE), *map(str, TOPIC_FOLDERS)):
     if entry not in sys.path:
         sys.path.insert(0, entry)
 

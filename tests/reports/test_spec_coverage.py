@@ -4,6 +4,7 @@ and give each sentence its judges or the reason it has none."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -112,3 +113,20 @@ def test_capability_links_reach_headings_of_the_capability_reference() -> None:
         "discovery.protocol_version",
         "discoveryprotocol_version-must",
     ), "GitHub's anchor of '### `discovery.protocol_version` (MUST)'"
+
+
+def test_each_product_gap_named_is_in_dynamos_register(document: dict[str, Any]) -> None:
+    """A sentence names only gaps of the register upstream defines (`rl_product_gaps.json`, its
+    commit recorded in fixtures/upstream/rl-artifact-bundle.json), and only a sentence that is
+    left open (partly or not covered): a gap is what leaves it open."""
+    register = document["product_gaps"]
+    assert sorted(register["gaps"]) == [f"DYN-RL-GAP-00{n}" for n in range(1, 6)]
+    upstream = json.loads((ROOT / "fixtures" / "upstream" / "rl-artifact-bundle.json").read_text())
+    commits = {source["path"]: source["commit"] for source in upstream["sources"]}
+    assert commits["docs/fern/scripts/rl_product_gaps.json"] in register["source"]
+    for sentence in sentences_of(document):
+        for gap in sentence["product_gaps"]:
+            assert gap in register["gaps"], (sentence["id"], gap)
+            assert sentence["partly"] or not sentence["judged_by"], sentence["id"]
+    coverage = (ROOT / "docs" / "COVERAGE.md").read_text()
+    assert all(f"| {gap} | {title} |" in coverage for gap, title in register["gaps"].items())

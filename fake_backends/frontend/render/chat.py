@@ -129,7 +129,7 @@ def chat_views(state: DeploymentState, run: EngineRun) -> list[ChoiceView]:
         choice_view(state, c, run.request.logprobs, tokens_as_ids=run.request.tokens_as_ids)
         for c in run.choices
     ]
-    if state.fault("chat_top_logprobs_short"):
+    if state.faults.active("chat_top_logprobs_short"):
         return [dataclasses.replace(v, tops=tuple(top[:-1] for top in v.tops)) for v in views]
     return views
 

@@ -59,7 +59,7 @@ class _CompletionChunks(TokenChunks):
             choice["logprobs"] = completion_logprobs(view, [position])
         if terminal:
             choice["finish_reason"] = view.finish_reason
-            if self._state.fault("stop_reason_in_choices"):
+            if self._state.faults.active("stop_reason_in_choices"):
                 choice["stop_reason"] = view.result.stop_reason
         chunk = _envelope(self._state, self._run, [choice])
         chunk["usage"] = None
@@ -119,7 +119,7 @@ def completion_body(state: DeploymentState, run: EngineRun) -> dict[str, Any]:
     """The non-streaming body of a (possibly truncated) run."""
     views = completion_views(state, run)
     body = _envelope(state, run, [_choice(v) for v in views])
-    if state.fault("stop_reason_in_choices"):
+    if state.faults.active("stop_reason_in_choices"):
         for choice, view in zip(body["choices"], views, strict=True):
             choice["stop_reason"] = view.result.stop_reason
     body["usage"] = _usage(state, run, views)

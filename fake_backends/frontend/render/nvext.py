@@ -62,7 +62,7 @@ class NvextComposer:
         fake adds ``weight_version``, which real vLLM does not send (fixtures/KNOWN_DIFFERENCES.md).
         """
         raw_ids = list(view.result.token_ids)
-        if self._state.fault("engine_data_ids_differ") and raw_ids:
+        if self._state.faults.active("engine_data_ids_differ") and raw_ids:
             raw_ids[-1] += 1
         prompt_ids = list(self._run.request.prompt_ids)
         data: dict[str, Any] = {"prompt_token_ids": prompt_ids}
@@ -82,7 +82,7 @@ class NvextComposer:
         # one: a request held across an update was generated after it.
         data["weight_version"] = (
             "never-applied-weights"
-            if self._state.fault("weight_version_misreported")
+            if self._state.faults.active("weight_version_misreported")
             else self._run.weight_version
         )
         return data
@@ -124,7 +124,7 @@ class NvextComposer:
             if self._wants("detailed_finish_reason"):
                 out["detailed_finish_reason"] = (
                     "cancelled"
-                    if self._state.fault("silent_cancellation")
+                    if self._state.faults.active("silent_cancellation")
                     else finished.detailed_finish_reason
                 )
             if self._wants("prompt_token_ids"):
@@ -144,7 +144,7 @@ class NvextComposer:
         self.mark_first_token()
         if not (terminal or self.on_every_chunk):
             return None
-        dropped = terminal and self._state.fault("stream_ids_differ")
+        dropped = terminal and self._state.faults.active("stream_ids_differ")
         step = view.result.steps[position]
         ids = reported_completion_ids(self._state, [step.token_id], step.text_delta)
         with_ids = self._wants("completion_token_ids") and not dropped

@@ -20,7 +20,7 @@ from fake_backends import READY_FIELDS, read_ready_line
 from fake_backends.deployment.assembly import FakeDeployment
 from fake_backends.discovery.listener import LISTING_ORDERS
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 READS = 8
 
 

@@ -24,7 +24,7 @@ from test_fake_recorded_shapes import _replay
 from fake_backends.deployment.assembly import FakeDeployment
 from fake_backends.deployment.pytest_fixtures import make_fake_deployment_fixture
 
-RECORDINGS = Path(__file__).resolve().parents[2] / "fixtures" / "dynamo-1.6.1"
+RECORDINGS = Path(__file__).resolve().parents[3] / "fixtures" / "dynamo-1.6.1"
 SPELLED_ID = re.compile(r"token_id:(\d+)")
 tiny = make_fake_deployment_fixture(
     "tiny", "vllm", scope="module", workers=1, model="tiny", dynamo_release="1.6.1"

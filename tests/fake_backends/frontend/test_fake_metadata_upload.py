@@ -22,7 +22,7 @@ from fake_backends.deployment.assembly import FakeDeployment
 
 RECORDED = json.loads(
     (
-        Path(__file__).resolve().parents[2]
+        Path(__file__).resolve().parents[3]
         / "fixtures"
         / "dynamo-1.7.0.dev20261026"
         / "metadata_upload_shapes.json"

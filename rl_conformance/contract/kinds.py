@@ -1,13 +1,16 @@
-"""What a capability of the registry is made of: the backends, the support the spec documents
-for each, the sections its sentences come from, and the constructor both halves of the registry
-(`capabilities`, `control_capabilities`) use."""
+"""What a capability row is made of: its level, the backends and the support the spec documents
+for each, the sections its sentences come from, and `row`, the one constructor every area's
+declaration uses."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from ..checks.base import Level
+
+class Level(StrEnum):
+    MUST = "MUST"
+    SHOULD = "SHOULD"
 
 
 class Backend(StrEnum):
@@ -26,6 +29,9 @@ class Support(StrEnum):
 
 @dataclass(frozen=True)
 class Capability:
+    """A row of the matrix. Its own check (`checks.base.check(ROW)`) takes its id, level,
+    section and quote from here, and states what it asserts as `asserts` (the title when empty)."""
+
     id: str
     title: str
     area: str
@@ -33,15 +39,29 @@ class Capability:
     section: str
     quote: str
     documented: dict[Backend, Support] = field(default_factory=dict)
+    asserts: str = ""
+    flipped_by: tuple[str, ...] = ()
+    """The faults of the fakes made to break this row: each is reviewed to flip it in
+    `fixtures/expected/kill-matrix-flips.json` (which may list further rows it also flips)."""
 
     def support_for(self, backend: str) -> Support:
         return self.documented.get(Backend(backend), Support.SUPPORTED)
+
+    @property
+    def statement(self) -> str:
+        """What the row's own check asserts, as its results and `explain()` say it."""
+        return self.asserts or self.title
 
 
 ALL = {backend: Support.SUPPORTED for backend in Backend}
 RL_WORKERS = {
     Backend.VLLM: Support.SUPPORTED,
     Backend.SGLANG: Support.UNSUPPORTED,
+    Backend.TRTLLM: Support.UNSUPPORTED,
+}
+ADMIN = {
+    Backend.VLLM: Support.SUPPORTED,
+    Backend.SGLANG: Support.SUPPORTED,
     Backend.TRTLLM: Support.UNSUPPORTED,
 }
 
@@ -52,20 +72,17 @@ STREAM = "Handle Streaming and Retries"
 COMPAT = "Backend Compatibility"
 ADMIN_SECTION = "Compare vLLM and SGLang Administration"
 REFRESH = "Coordinate Policy Refresh"
-ADMIN = {
-    Backend.VLLM: Support.SUPPORTED,
-    Backend.SGLANG: Support.SUPPORTED,
-    Backend.TRTLLM: Support.UNSUPPORTED,
-}
 
 
-def cap(
+def row(
     id: str,
     title: str,
     section: str,
     quote: str,
     documented: dict[Backend, Support] = ALL,
     level: Level = Level.MUST,
+    asserts: str = "",
+    flipped_by: tuple[str, ...] = (),
 ) -> Capability:
     return Capability(
         id=id,
@@ -75,4 +92,6 @@ def cap(
         section=section,
         quote=quote,
         documented=dict(documented),
+        asserts=asserts,
+        flipped_by=flipped_by,
     )

@@ -14,7 +14,7 @@ import pytest
 from fake_backends import READY_FIELDS, read_ready_line
 from fake_backends.faults.deployment import FAULT_NAMES
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _env() -> dict[str, str]:

@@ -56,6 +56,6 @@ def test_fixture_factory_with_faults(faulty_trtllm: FakeDeployment) -> None:
 
 def test_catalogue_is_described() -> None:
     """Every fault has a description and the reviewed list of capabilities it flips."""
-    flips = Path(__file__).resolve().parents[2] / "fixtures" / "expected" / "kill-matrix-flips.json"
+    flips = Path(__file__).resolve().parents[3] / "fixtures" / "expected" / "kill-matrix-flips.json"
     assert set(FAULTS) == set(json.loads(flips.read_text())["flips"])
     assert all(f.description and f.applies_to for f in FAULTS.values())

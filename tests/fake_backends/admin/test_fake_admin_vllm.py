@@ -19,7 +19,7 @@ from fake_backend_helpers import DONE, PROMPT, admin, faulted, shows, stream_chu
 from fake_backends.deployment.assembly import FakeDeployment
 from fake_backends.runtime.request_ledger import RequestRecord
 
-FLOWS = Path(__file__).resolve().parents[2] / "fixtures" / "dynamo-1.6.1" / "toy-worker"
+FLOWS = Path(__file__).resolve().parents[3] / "fixtures" / "dynamo-1.6.1" / "toy-worker"
 LONG_PROMPT = list(range(300, 340))  # 40 tokens: two full 16-token blocks
 IDS = ["completion_token_ids", "engine_data", "detailed_finish_reason"]
 

@@ -19,7 +19,7 @@ from fake_backend_helpers import admin
 from fake_backends import READY_FIELDS, read_ready_line
 from fake_backends.deployment.assembly import FakeDeployment
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 PROBE = list(range(300, 324))
 # How each backend's Python-worker family loads a checkpoint from disk.
 UPDATE = {

@@ -309,7 +309,7 @@ def test_initial_weight_version_is_an_empty_string(
     }
 
 
-RECORDED = Path(__file__).resolve().parents[2] / "fixtures" / "dynamo-1.6.1" / "vllm-sidecar"
+RECORDED = Path(__file__).resolve().parents[3] / "fixtures" / "dynamo-1.6.1" / "vllm-sidecar"
 # Recorded in this order against one real sidecar; replayed in the same order against the fake.
 REPLAYED = [
     "is_paused_initial",

@@ -22,7 +22,7 @@ from test_fake_recorded_shapes import _replay
 from fake_backends.deployment.assembly import FakeDeployment
 from fake_backends.deployment.pytest_fixtures import make_fake_deployment_fixture
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
 VLLM_1_6 = FIXTURES / "dynamo-1.6.1" / "vllm-cpu"
 MOCKER_1_7 = FIXTURES / "dynamo-1.7.0.dev20261026" / "mocker"
 CASES = [

@@ -13,7 +13,7 @@ import httpx
 
 from fake_backends import FakeDeployment
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
 RECORDED = FIXTURES / "dynamo-1.6.1/vllm-sidecar/variant_tp2_world_size2__rl_workers.json"
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from fake_backends import FakeDeployment
 
-RECORDED = Path(__file__).resolve().parents[2] / "fixtures" / "dynamo-1.6.1" / "vllm-cpu"
+RECORDED = Path(__file__).resolve().parents[3] / "fixtures" / "dynamo-1.6.1" / "vllm-cpu"
 CASES = ("completions_token_beyond_vocab", "completions_token_beyond_vocab_stream")
 VOCABULARY = 4096
 

@@ -17,6 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fake_backends.deployment.assembly import Assembly
+from fake_backends.deployment.options import DeploymentOptions
 from fake_backends.deployment.serving import CoalescingTransport
 from fake_backends.encoding.json_text import dumps
 from fake_backends.encoding.sse_frames import frame
@@ -410,7 +411,7 @@ def test_token_frames_are_the_token_chunks_framed(
     """A token's frame is its chunk written as a frame, byte for byte, whichever way it is
     written (from a text template or the whole chunk), and a fault switched on mid-stream
     shows in the next frame."""
-    assembly = Assembly("vllm", workers=1, faults=faults)
+    assembly = Assembly(DeploymentOptions.build("vllm", workers=1), faults=faults)
     try:
         state = assembly.state
         used_templates = 0
