@@ -26,7 +26,7 @@ from rl_conformance.control.admin_steps import (
     update_all,
 )
 from rl_conformance.control.each_worker import label, on_worker, pins, require_observed
-from rl_conformance.control.families import new_version
+from rl_conformance.control.families import AdminFamily, new_version
 from rl_conformance.control.inflight import InFlightStream, Mark, in_flight_budget
 from rl_conformance.control.pause_probes import ended_native_crossing, streams_to
 from rl_conformance.control.refresh_probes import PROMPT, in_flight
@@ -98,10 +98,26 @@ def test_a_stream_in_flight_across_a_version_rename_ends_once_and_says_if_cut(
 
 IN_PLACE_MODES = ("keep", "in_place")
 """Pause modes that hold requests where they are, to continue under the weights loaded meanwhile."""
+HOLDING_MODES = (*IN_PLACE_MODES, "retract")
+"""Pause modes after which the requests in flight continue under the weights loaded meanwhile:
+in place, or (SGLang's `retract`) returned to the queue with the tokens they produced, and
+recomputed at the resume."""
+
+
+def straddle_mode(family: AdminFamily) -> str | None:
+    """The pause a sample is held in across an update: the family's refresh pause where it holds
+    requests (SGLang's `retract`, the mode that leaves the cache the update flushes flushable:
+    an update in an `in_place` pause holding a request kills SGLang 0.5.21's worker and is
+    refused by 0.5.23's, `fixtures/KNOWN_DIFFERENCES.md`), else its first in-place mode."""
+    if family.refresh_mode in HOLDING_MODES and family.refresh_mode in family.pause_modes:
+        return family.refresh_mode
+    return next((m for m in family.pause_modes if m in IN_PLACE_MODES), None)
 
 
 @capability(contract.refresh.STRADDLE_REPORTED)
-@pytest.mark.may_end_worker("an update in an in-place pause: SGLang 0.5.21 exits")
+@pytest.mark.may_end_worker(
+    "an update while a pause holds a request (in_place: SGLang 0.5.21 exits)"
+)
 def test_a_sample_held_across_an_update_names_the_versions_of_its_tokens(
     rl_client: Client,
     rl_target: Target,
@@ -110,12 +126,13 @@ def test_a_sample_held_across_an_update_names_the_versions_of_its_tokens(
     rl_admin_workers: list[AdminWorker],
     rl_weights: WeightSource,
 ) -> None:
-    """A native SGLang stream on each selected worker is paused in place (once its first event
-    arrived or its worker's counters show it generating), its worker updated to a new version,
-    and resumed: the tokens before the update are the old policy's, the rest may
-    be the new one's. The versions each event and span names must be true of that
-    (`checks.straddle`); whether the straddle was shown is measured, since where the new
-    version begins depends on the engine's pace."""
+    """A native SGLang stream on each selected worker is held by a pause (once its first event
+    arrived or its worker's counters show it generating; `straddle_mode`: SGLang's `retract`),
+    its worker updated to a new version, and resumed: the tokens before the update are the old
+    policy's, the rest may be the new one's. The versions each event and span names must be
+    true of that (`checks.straddle`); whether the straddle was shown, and at which output token
+    the new version begins, are measured: the pause holds the request still, but which tokens
+    the client had read by each step depends on the link's pace."""
     if rl_target.backend != "sglang":
         raise FeatureAbsent(
             f"{rl_target.backend} names no weight version per token: vLLM before 0.34 "
@@ -124,7 +141,7 @@ def test_a_sample_held_across_an_update_names_the_versions_of_its_tokens(
         )
     chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
     family = chosen.family
-    mode = next((m for m in family.pause_modes if m in IN_PLACE_MODES), None)
+    mode = straddle_mode(family)
     if mode is None:
         raise FeatureAbsent(f"the {family.name} family has no pause that keeps requests in place")
     old_version = apply_update(rl_verdict, rl_admin, chosen, rl_weights)
@@ -241,6 +258,8 @@ def judge_straddle(
         "tokens": trail.tokens,
         "tokens_read_before_update": trail.known_old,
         "spans": trail.spans is not MISSING,
+        "new_version_from": straddle.first_token_of(trail, version),
+        "mode": mode,
     }
 
 

@@ -19,6 +19,11 @@ from rl_conformance.launchers.dynamo_python import find_dynamo_python
 _SKIPPED: list[str] = []
 _NO_VLLM: list[str] = []
 _NO_SGLANG: list[str] = []
+_NO_SGLANG17: list[str] = []
+SGLANG17_PYTHON_ENV = "RL_CONFORMANCE_SGLANG17_PYTHON"
+SGLANG17_VENVS = (".venv-sglang17", ".venv-sglang-1.7.0.dev20261026-0.5.23")
+"""Where `rl-conformance install-sglang --dynamo-version 1.7.0.dev20261026 --sglang-version
+0.5.23` puts the 1.7 pair: CI's `--venv .venv-sglang17`, else the installer's default."""
 _NO_BROWSER: list[str] = []
 _NO_NGINX: list[str] = []
 
@@ -71,6 +76,29 @@ def sglang_python() -> Path:
 
 
 @pytest.fixture(scope="session")
+def sglang17_python() -> Path:
+    """The environment of the 1.7 pair, SGLang 0.5.23 with Dynamo 1.7.0.dev20261026:
+    $RL_CONFORMANCE_SGLANG17_PYTHON, else one of `SGLANG17_VENVS` here or in the checkout. Not
+    installed by every CI run (about 3 minutes more), so its absence is a loud skip, never a
+    failure."""
+    checkout = Path(__file__).resolve().parents[1]
+    candidates = [os.environ.get(SGLANG17_PYTHON_ENV)] + [
+        str(root / venv / "bin/python")
+        for venv in SGLANG17_VENVS
+        for root in (Path.cwd(), checkout)
+    ]
+    for candidate in candidates:
+        if candidate and Path(candidate).exists():
+            return Path(candidate)
+    reason = os.environ.get("RL_CONFORMANCE_NO_SGLANG17") or (
+        "run `rl-conformance install-sglang --dynamo-version 1.7.0.dev20261026 --sglang-version "
+        f"0.5.23 --venv .venv-sglang17` or set {SGLANG17_PYTHON_ENV}"
+    )
+    _NO_SGLANG17.append(reason)
+    pytest.skip(f"REAL SGLANG 0.5.23 + DYNAMO 1.7 NOT AVAILABLE: {reason}")
+
+
+@pytest.fixture(scope="session")
 def chromium() -> str:
     """Debian's headless Chromium for the HTML report's browser test; a loud skip without it."""
     for name in ("chromium", "chromium-browser", "google-chrome"):
@@ -111,3 +139,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if _NO_SGLANG:
         terminalreporter.section("REAL SGLang TESTS SKIPPED", sep="!", red=True, bold=True)
         terminalreporter.write_line(f"reason: {_NO_SGLANG[0]}", red=True)
+    if _NO_SGLANG17:
+        terminalreporter.section(
+            "REAL SGLang 0.5.23 + Dynamo 1.7 TESTS SKIPPED", sep="!", red=True, bold=True
+        )
+        terminalreporter.write_line(f"reason: {_NO_SGLANG17[0]}", red=True)

@@ -112,6 +112,22 @@ def trail_from_native_events(events: Sequence[Any], read_before_update: int) -> 
     return VersionTrail(trail, spans, counts[-1] if counts else 0, known_old)
 
 
+def first_token_of(trail: VersionTrail, version: Any) -> int | None:
+    """The output position where `version` begins: its first span's start, else the token
+    count before the first event naming it (None when nothing names it). Measured, not judged:
+    which tokens the client had read by the update depends on the link's pace."""
+    if isinstance(trail.spans, list):
+        for span in trail.spans:
+            if get_path(span, "version") == version and type(get_path(span, "start")) is int:
+                return int(span["start"])
+    before = 0
+    for event in trail.events:
+        if event.version == version:
+            return before
+        before = event.tokens
+    return None
+
+
 def _events(trail: VersionTrail, old: Any, new: Any) -> Findings:
     went_new = False
     for position, event in enumerate(trail.events):

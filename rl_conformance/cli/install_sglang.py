@@ -11,7 +11,7 @@ from typing import Any
 from ..errors import LaunchError
 from ..launchers.dynamo_install import DYNAMO_VERSION
 from ..launchers.dynamo_python import SGLANG_VENV
-from ..launchers.sglang_install import SGLANG_VERSION, install_sglang
+from ..launchers.sglang_install import SGLANG_VERSION, install_sglang, sglang_venv_name
 
 
 def register(commands: Any) -> None:
@@ -21,10 +21,11 @@ def register(commands: Any) -> None:
     )
     parser.add_argument(
         "--venv",
-        default=SGLANG_VENV,
+        default=None,
         type=Path,
         metavar="DIR",
-        help=f"the virtual environment to create or reuse (default ./{SGLANG_VENV})",
+        help=f"the virtual environment to create or reuse (default ./{SGLANG_VENV} for Dynamo "
+        f"{DYNAMO_VERSION} with SGLang {SGLANG_VERSION}, else ./{SGLANG_VENV}-DYNAMO-SGLANG)",
     )
     parser.add_argument(
         "--sglang-version",
@@ -37,15 +38,17 @@ def register(commands: Any) -> None:
         "--dynamo-version",
         default=DYNAMO_VERSION,
         metavar="VERSION",
-        help=f"the ai-dynamo and ai-dynamo-runtime release (default {DYNAMO_VERSION})",
+        help=f"the ai-dynamo and ai-dynamo-runtime release or build from PyPI (default "
+        f"{DYNAMO_VERSION})",
     )
     parser.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
+    venv = args.venv or Path(sglang_venv_name(args.dynamo_version, args.sglang_version))
     try:
         python = install_sglang(
-            args.venv.absolute(), sglang=args.sglang_version, dynamo=args.dynamo_version
+            venv.absolute(), sglang=args.sglang_version, dynamo=args.dynamo_version
         )
     except LaunchError as exc:
         print(f"rl-conformance: {exc}", file=sys.stderr)

@@ -30,11 +30,14 @@ from .dynamo_install import (
     relaxed,
     run_command,
 )
+from .dynamo_python import SGLANG_VENV
 
 SGLANG_VERSION = "0.5.21"
 """The release `ai-dynamo[sglang]==1.6.1` pins."""
 TORCH = "torch==2.13.0"
-"""The torch SGLang 0.5.21 pins; the CPU build where the index offers it."""
+"""The torch SGLang 0.5.21 pins; the CPU build where the index offers it. Every release gets
+this one, whatever it pins: 0.5.23 pins 2.14.1, whose only build on the registry is the CUDA
+one (with about 4 GB of CUDA libraries), and SGLang's CPU path runs on 2.13.0 (measured)."""
 CUDA_ONLY = frozenset(
     {
         "apache-tvm-ffi",
@@ -49,6 +52,7 @@ CUDA_ONLY = frozenset(
         "quack-kernels",
         "sgl-deep-ep",
         "sgl-deep-gemm",
+        "sgl-flash-mla",
         "sglang-kernel",
         "tilelang",
         "tokenspeed-mla",
@@ -58,7 +62,9 @@ CUDA_ONLY = frozenset(
     }
 )
 """SGLang's requirements that hold CUDA code only (or, for torchaudio and torchcodec, extensions
-linked against CUDA torch that cannot load beside the CPU build)."""
+linked against CUDA torch that cannot load beside the CPU build). Met in 0.5.21 or 0.5.23."""
+OWN_TORCH = frozenset({"torch"})
+"""Left out of the requirements read from SGLang: `TORCH` is installed instead."""
 EXTRA_REQUIREMENTS = ("accelerate>=0.17.0", "blake3>=1.0.0,<2.0.0", "uvloop", "dill", "soundfile")
 """The non-CUDA part of `ai-dynamo[sglang]`, and what SGLang imports without declaring it."""
 STAND_IN_PTH = "rl_conformance_sgl_kernel.pth"
@@ -84,6 +90,13 @@ print("\\n".join(sorted(seen)))
 """
 
 
+def sglang_venv_name(dynamo: str, sglang: str) -> str:
+    """`.venv-sglang` for the pinned pair, else one directory per combination."""
+    if (dynamo, sglang) == (DYNAMO_VERSION, SGLANG_VERSION):
+        return SGLANG_VENV
+    return f"{SGLANG_VENV}-{dynamo}-{sglang}"
+
+
 def install_sglang(
     venv: Path,
     sglang: str = SGLANG_VERSION,
@@ -105,7 +118,7 @@ def install_sglang(
             "-c",
             _LIST_REQUIREMENTS,
             ",".join(("sglang", *PACKAGES)),
-            *sorted(SKIPPED_REQUIREMENTS | CUDA_ONLY),
+            *sorted(SKIPPED_REQUIREMENTS | CUDA_ONLY | OWN_TORCH),
         ],
         "read SGLang's and Dynamo's requirements",
     )

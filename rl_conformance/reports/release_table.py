@@ -2,7 +2,9 @@
 counts (or why it was not reached), then every capability whose outcome, or release
 difference, differs between columns, with each differing cell's reason. Written by
 `rl-conformance releases`, from a run, between two markers, so the document says what a run
-measured and nothing typed by hand."""
+measured and nothing typed by hand. Each launch kind has its own block (`dynamo-vllm` the
+unnamed markers, `dynamo-sglang` markers naming it), so one document holds a release matrix per
+engine, each replaced by its own run."""
 
 from __future__ import annotations
 
@@ -12,13 +14,16 @@ from ..wire.exchange import shorten
 
 BEGIN = "<!-- rl-conformance releases: begin -->"
 END = "<!-- rl-conformance releases: end -->"
+UNNAMED_KIND = "dynamo-vllm"
+"""The launch kind whose block has the unnamed markers (the first release matrix written)."""
 COUNTED = ("pass", "fail", "error", "unsupported", "not-advertised", "skipped")
 
 
 def render_release_table(matrix: dict[str, Any]) -> list[str]:
     targets = matrix["targets"]
+    begin, end = markers(matrix)
     lines = [
-        BEGIN,
+        begin,
         f"Measured by `{' '.join(matrix.get('environment', {}).get('command', [])) or 'a run'}` "
         f"on {str(matrix.get('started_at', ''))[:10]}"
         + ("" if matrix.get("complete", True) else " (incomplete run)")
@@ -57,8 +62,20 @@ def render_release_table(matrix: dict[str, Any]) -> list[str]:
             lines.append(f"| `{row['id']}` | " + " | ".join(cells) + " |")
     else:
         lines.append("Every capability has the same outcome in every reached column.")
-    lines.append(END)
+    lines.append(end)
     return lines
+
+
+def markers(matrix: dict[str, Any]) -> tuple[str, str]:
+    """The block's markers: the unnamed ones for a matrix of `dynamo-vllm` columns, else ones
+    naming its columns' launch kinds (`dynamo-sglang@0.5.21...` is of kind `dynamo-sglang`)."""
+    kinds = sorted({str(target["id"]).split("@", 1)[0] for target in matrix["targets"]})
+    if kinds in ([], [UNNAMED_KIND]):
+        return BEGIN, END
+    named = " ".join(kinds)
+    return f"<!-- rl-conformance releases {named}: begin -->", (
+        f"<!-- rl-conformance releases {named}: end -->"
+    )
 
 
 def _seen(cell: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
@@ -116,11 +133,12 @@ def _cells(matrix: dict[str, Any], target: dict[str, Any]) -> str:
 
 
 def replace_block(document: str, lines: list[str]) -> str:
-    """`document` with the block between the markers replaced by `lines` (appended at the end
-    when it has no block yet)."""
+    """`document` with the block between the markers `lines` begins and ends with replaced by
+    `lines` (appended at the end when it has no such block yet)."""
     block = "\n".join(lines)
-    if BEGIN in document and END in document:
-        head, rest = document.split(BEGIN, 1)
-        _, tail = rest.split(END, 1)
+    begin, end = lines[0], lines[-1]
+    if begin in document and end in document:
+        head, rest = document.split(begin, 1)
+        _, tail = rest.split(end, 1)
         return head + block + tail
     return document.rstrip("\n") + "\n\n" + block + "\n"

