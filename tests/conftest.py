@@ -78,9 +78,9 @@ def sglang_python() -> Path:
 @pytest.fixture(scope="session")
 def sglang17_python() -> Path:
     """The environment of the 1.7 pair, SGLang 0.5.23 with Dynamo 1.7.0.dev20261026:
-    $RL_CONFORMANCE_SGLANG17_PYTHON, else one of `SGLANG17_VENVS` here or in the checkout. Not
-    installed by every CI run (about 3 minutes more), so its absence is a loud skip, never a
-    failure."""
+    $RL_CONFORMANCE_SGLANG17_PYTHON, else one of `SGLANG17_VENVS` here or in the checkout.
+    `.ci/run` installs it (about 3 minutes more); where that fails, or outside CI, its absence is
+    a loud skip, never a failure."""
     checkout = Path(__file__).resolve().parents[1]
     candidates = [os.environ.get(SGLANG17_PYTHON_ENV)] + [
         str(root / venv / "bin/python")
