@@ -81,8 +81,11 @@ def restore_worker(
     result = WorkerRestore(target.id, before)
     for held, undo in holds.items():
         _step(result, admin, worker, undo, {}, f"{undo} (undoing {held})")
+    cannot_reload = None
     if weights_changed:
-        _reload(result, admin, worker, family, before, restore_path, restore_path_source)
+        cannot_reload = _reload(
+            result, admin, worker, family, before, restore_path, restore_path_source
+        )
     if before.probe is None:
         result.verification = before.probe_note or "no answer was taken before the run"
     else:
@@ -93,6 +96,11 @@ def restore_worker(
             result.verified, result.verification = same_weights(before.probe, now)
         if worker.instance_id is None:
             result.verification += " (unpinned: the worker names no instance id)"
+    if cannot_reload is not None:
+        if result.verified:  # the run's last update was already undone, or left its weights
+            result.actions.append(f"no reload: {cannot_reload}, and the probe agrees")
+        else:
+            result.problems.append(f"the run changed its weights; {cannot_reload}")
     if before.paused and family is not None:
         _step(result, admin, worker, family.pause, family.pause_body(), "paused again, as found")
     result.after = observe(admin, target, worker, family, probe=False)
@@ -112,8 +120,10 @@ def _reload(
     before: WorkerState,
     restore_path: str | None,
     restore_path_source: str,
-) -> None:
-    """Pause, update from the path found (the version found with it), flush, resume."""
+) -> str | None:
+    """Pause, update from the path found (the version found with it), flush, resume. Returns
+    why the weights cannot be loaded again (None: the reload was sent); the caller decides
+    whether that matters by what the verification sees."""
     path, source = (
         (restore_path, restore_path_source)
         if restore_path
@@ -123,30 +133,22 @@ def _reload(
         )
     )
     if family is None:
-        result.problems.append("the run changed its weights; it speaks no known family")
-        return
+        return "it speaks no known family"
     if family.update_kind != "disk":
-        result.problems.append(
-            f"the run changed its weights; a {family.name} worker takes weights by transfer, "
-            "which no checkpoint path restores"
-        )
-        return
+        return f"a {family.name} worker takes weights by transfer, which no path restores"
     if not path:
-        result.problems.append(
-            "the run changed its weights and the deployment reports no served model path: "
-            "give --restore-model-path PATH"
-        )
-        return
+        return "the deployment reports no served model path: give --restore-model-path PATH"
     version = before.weight_version if isinstance(before.weight_version, str) else None
     body = {"model_path": path, "weight_version": version or new_version()}
     if not _step(result, admin, worker, family.pause, family.pause_body(), "paused"):
-        return
+        return None
     try:
         _step(result, admin, worker, family.update_routes[0], body, f"reloaded {path} ({source})")
         if family.flush:
             _step(result, admin, worker, family.flush, {}, family.flush)
     finally:
         _step(result, admin, worker, family.resume, {}, "resumed")
+    return None
 
 
 def _step(

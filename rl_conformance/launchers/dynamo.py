@@ -115,6 +115,9 @@ class DynamoLauncher(Disruptions):
     """The frontend's `--migration-limit` (Dynamo's default 0: a request whose worker died
     is not moved)."""
     update_paths: tuple[str, ...] = ()
+    served_path: str | None = None
+    """The checkpoint a real engine was started on (what its operator knows and its discovery,
+    naming the served model, does not say)."""
 
     @property
     def model_name(self) -> str:
@@ -186,6 +189,7 @@ class DynamoLauncher(Disruptions):
         if real is not None:
             made = checkpoints(python, model_dir, real.layout, real.dtype)
             model_dir = made[0]
+            self.served_path = str(model_dir)
             self.update_paths = tuple(str(path) for path in made[1:])
         # Below the ephemeral range, as the system ports: the frontend's ports are bound again
         # when the listener is re-scoped, and an ephemeral port freed by the old frontend may be
