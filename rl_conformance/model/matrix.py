@@ -2,7 +2,8 @@
 
 One outcome vocabulary (`Outcome`) for tests and cells. A test may also end `absent` (the
 deployment lacks the feature); its cell then becomes `fail` where the spec documents the feature
-as supported and `unsupported` otherwise. Every cell gets exactly one outcome; when a capability
+as supported and `unsupported` otherwise; an adapter checklist item may end `not-applicable`
+(its cell `unsupported`). Every cell gets exactly one outcome; when a capability
 has several tests on one target the precedence is error > fail > unsupported > not-advertised >
 pass > skipped: one failing test fails the cell, a harness problem is never hidden behind a
 pass, and a capability that selected zero tests for a target is an `error`, never a pass.
@@ -48,6 +49,10 @@ class Outcome(StrEnum):
     ERROR = "error"
     ABSENT = "absent"
     """A test's only: the feature is absent; the cell decides from the documented support."""
+    NOT_APPLICABLE = "not-applicable"
+    """An adapter checklist finding's only: the item is about the half of the protocol the
+    adapter does not implement (or the fleet's family does not have); its cell is
+    `unsupported`."""
 
 
 def _passed_reason(outcomes: list[tuple[Outcome, TestRecord]]) -> str:
