@@ -26,7 +26,7 @@ from ..model.matrix import ExitRule, Matrix, Outcome, RunInfo, TestRecord, build
 from ..model.target import Target
 from ..wire.exchange import to_jsonable
 from .audit import WORKER_PREFIX, AuditLog, Step
-from .checklist import CHECKS, half_of, judge
+from .checklist import judge
 from .driving import AdapterHandle, Driver, awaited, bounded, claims
 from .evidence import Admission, Evidence
 from .findings import NEVER_EXERCISED, Finding
@@ -228,7 +228,7 @@ def _factory_failure(outcome: str, detail: Any) -> str:
 def _could_not_run(adapter: str, scenario: Scenario, reason: str, started: float) -> ScenarioResult:
     """The adapter could not be driven through this scenario: every item skipped for it (the
     other scenarios' verdicts stand), the reason recorded as the scenario's error."""
-    findings = [Finding(check, Outcome.SKIPPED, f"not judged: {reason}") for check in CHECKS]
+    findings = [Finding(item.id, Outcome.SKIPPED, f"not judged: {reason}") for item in ITEMS]
     return ScenarioResult(adapter, scenario, findings, [], [], time.monotonic() - started, reason)
 
 
@@ -241,12 +241,10 @@ def _not_run(
     """A scenario the fleet cannot stage, or that cannot judge the adapter: every item it claims
     skipped, naming why (the others not applicable, as everywhere)."""
     findings = [
-        Finding(check, Outcome.SKIPPED, reason)
-        if half_of(check) in implements
-        else Finding(
-            check, Outcome.NOT_APPLICABLE, f"the adapter does not implement {half_of(check)}"
-        )
-        for check in CHECKS
+        Finding(item.id, Outcome.SKIPPED, reason)
+        if item.half in implements
+        else Finding(item.id, Outcome.NOT_APPLICABLE, f"the adapter does not implement {item.half}")
+        for item in ITEMS
     ]
     return ScenarioResult(adapter, scenario, findings, [], [], 0.0, not_run=reason)
 

@@ -1,12 +1,13 @@
 """The result model: test records folded into the compatibility matrix (capabilities x targets).
 
-One outcome vocabulary (`Outcome`) for tests and cells. A test may also end `absent` (the
-deployment lacks the feature); its cell then becomes `fail` where the spec documents the feature
-as supported and `unsupported` otherwise; an adapter checklist item may end `not-applicable`
-(its cell `unsupported`). Every cell gets exactly one outcome; when a capability
-has several tests on one target the precedence is error > fail > unsupported > not-advertised >
-pass > skipped: one failing test fails the cell, a harness problem is never hidden behind a
-pass, and a capability that selected zero tests for a target is an `error`, never a pass.
+One outcome vocabulary (`Outcome`) for tests, cells and the adapter checklist's findings. A
+test may also end `absent` (the deployment lacks the feature); its cell then becomes `fail`
+where the spec documents the feature as supported and `unsupported` otherwise. A checklist item
+may end `not-applicable` (a half of the protocol the adapter does not implement); its cell is
+`unsupported`. Every cell gets exactly one outcome; when a capability has several tests on one
+target the precedence is error > fail > unsupported > not-advertised > pass > skipped: one
+failing test fails the cell, a harness problem is never hidden behind a pass, and a capability
+that selected zero tests for a target is an `error`, never a pass.
 
 `Matrix.to_json()` is `matrix.json` (validated by `schemas/matrix.json` in the tests); the report
 writers render that document.
