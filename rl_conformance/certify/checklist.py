@@ -1,67 +1,38 @@
-"""The checklist an adapter is judged on: one function per item, each a pure function of one
-scenario's evidence."""
+"""The checklist an adapter is judged on: the items of `contract.adapter`, each with the one
+judge its module registered on it (`findings.judges(ITEM)`), and `judge`, which runs them all on
+one scenario's evidence."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
+from ..contract import adapter
+from ..contract.kinds import ChecklistItem, Half
+from ..model.matrix import Outcome
+from . import generation_checks, overlap, refresh_checks, rollouts
 from .deployment_routes import not_judged
+from .evidence import Evidence, not_staged
+from .findings import JUDGES, Finding, Judge
 from .generation_routes import not_staged_route
-from .judge import (
-    FAIL,
-    NOT_APPLICABLE,
-    PASS,
-    SKIPPED,
-    Evidence,
-    Finding,
-    attempt_identity,
-    engine_token_ids,
-    logprob_alignment,
-    not_staged,
-    single_admission,
-    verified_terminal_only,
-)
-from .overlap import one_policy_samples
-from .protocol import GENERATION, REFRESH
-from .refresh_checks import (
-    complete_iteration,
-    discovery_before_control,
-    gated_after_failure,
-    mutations_to_advertised,
-)
-from .rollouts import generation_reaches_backend
 
-CHECKS: dict[str, Callable[[Evidence], Finding]] = {
-    "adapter.generation_reaches_backend": generation_reaches_backend,
-    "adapter.verified_terminal_only": verified_terminal_only,
-    "adapter.single_admission": single_admission,
-    "adapter.attempt_identity": attempt_identity,
-    "adapter.engine_token_ids": engine_token_ids,
-    "adapter.logprob_alignment": logprob_alignment,
-    "adapter.discovery_before_control": discovery_before_control,
-    "adapter.mutations_to_advertised": mutations_to_advertised,
-    "adapter.gated_after_failure": gated_after_failure,
-    "adapter.complete_iteration": complete_iteration,
-    "adapter.one_policy_samples": one_policy_samples,
-}
+JUDGE_MODULES = (rollouts, generation_checks, refresh_checks, overlap)
+"""The modules whose judges register themselves on their items as they are imported."""
 
 
-GENERATION_ITEMS = frozenset(
-    {
-        "adapter.generation_reaches_backend",
-        "adapter.verified_terminal_only",
-        "adapter.single_admission",
-        "adapter.attempt_identity",
-        "adapter.engine_token_ids",
-        "adapter.logprob_alignment",
-        "adapter.one_policy_samples",
-    }
-)
+def _judges() -> dict[str, Judge]:
+    unjudged = [found.id for found in adapter.ITEMS if found.id not in JUDGES]
+    if unjudged:
+        raise LookupError(f"checklist items with no judge: {', '.join(unjudged)}")
+    return {found.id: JUDGES[found.id] for found in adapter.ITEMS}
+
+
+CHECKS: dict[str, Judge] = _judges()
+"""Item id -> its judge, in the checklist's order."""
+
+GENERATION_ITEMS = frozenset(found.id for found in adapter.ITEMS if found.half is Half.GENERATION)
 """The items about rollouts; the others are about the policy refresh."""
 
 
-def half_of(check_id: str) -> str:
-    return GENERATION if check_id in GENERATION_ITEMS else REFRESH
+def half_of(check_id: str) -> Half:
+    return adapter.BY_ID[check_id].half
 
 
 def judge(evidence: Evidence) -> list[Finding]:
@@ -75,27 +46,40 @@ def judge(evidence: Evidence) -> list[Finding]:
     mismatch = not_judged(evidence)
     unserved_route = not_staged_route(evidence)
     findings = []
-    for check_id, check in CHECKS.items():
-        if half_of(check_id) not in evidence.implements:
+    for item in adapter.ITEMS:
+        if item.half not in evidence.implements:
             findings.append(
                 Finding(
-                    check_id,
-                    NOT_APPLICABLE,
+                    item.id,
+                    Outcome.NOT_APPLICABLE,
                     "the adapter declares it implements "
-                    f"{' and '.join(sorted(evidence.implements))} only, not {half_of(check_id)}",
+                    f"{' and '.join(sorted(evidence.implements))} only, not {item.half}",
                 )
             )
             continue
-        finding = check(evidence)
-        if gap is not None and finding.outcome == PASS and check_id in evidence.scenario.staged_for:
-            finding = Finding(check_id, SKIPPED, f"not staged: {gap}")
-        if mismatch is not None and finding.outcome == FAIL and half_of(check_id) == REFRESH:
-            finding = Finding(check_id, SKIPPED, f"not judged: {mismatch}")
-        if (
-            unserved_route is not None
-            and finding.outcome == FAIL
-            and half_of(check_id) == GENERATION
-        ):
-            finding = Finding(check_id, SKIPPED, f"not judged: {unserved_route}")
-        findings.append(finding)
+        finding = CHECKS[item.id](evidence)
+        findings.append(_staged(item, finding, evidence, gap, mismatch, unserved_route))
     return findings
+
+
+def _staged(
+    item: ChecklistItem,
+    finding: Finding,
+    evidence: Evidence,
+    gap: str | None,
+    mismatch: str | None,
+    unserved_route: str | None,
+) -> Finding:
+    """The item's finding, `skipped` where what it rests on was not staged as the client's own
+    deployment would stage it."""
+    if gap is not None and finding.outcome == Outcome.PASS and item in evidence.scenario.staged_for:
+        finding = Finding(item.id, Outcome.SKIPPED, f"not staged: {gap}")
+    if mismatch is not None and finding.outcome == Outcome.FAIL and item.half is Half.REFRESH:
+        finding = Finding(item.id, Outcome.SKIPPED, f"not judged: {mismatch}")
+    if (
+        unserved_route is not None
+        and finding.outcome == Outcome.FAIL
+        and item.half is Half.GENERATION
+    ):
+        finding = Finding(item.id, Outcome.SKIPPED, f"not judged: {unserved_route}")
+    return finding

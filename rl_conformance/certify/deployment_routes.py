@@ -13,7 +13,7 @@ the deployment)."""
 from __future__ import annotations
 
 from .audit import AuditRecord
-from .judge import Evidence
+from .evidence import Evidence
 
 
 def unserved(evidence: Evidence) -> list[AuditRecord]:

@@ -10,7 +10,7 @@ family serves (SGLang's native `/generate` without `stream`, which the Dynamo fr
 from __future__ import annotations
 
 from .audit import FRONTEND
-from .judge import Evidence
+from .evidence import Evidence
 
 OPT_IN_ROUTES: dict[str, tuple[str, str]] = {
     "/inference/v1/generate": (

@@ -3,8 +3,10 @@ a policy refresh has tokens of two policies, and must not be named one policy's.
 
 from __future__ import annotations
 
+from ..contract import adapter
 from .audit import AuditRecord, Step
-from .judge import FAIL, NOT_APPLICABLE, PASS, Evidence, Finding, skipping, source_of
+from .evidence import Evidence, source_of
+from .findings import Ruling, failed, judges, never_exercised, not_applicable, passed
 from .protocol import REFRESH
 from .replies import carries_tokens
 from .scenarios import SLOW_TOKEN_MS, UNARY_LEAD_TOKENS
@@ -78,12 +80,10 @@ def _finished_before_update(evidence: Evidence) -> str | None:
     return None
 
 
-def one_policy_samples(evidence: Evidence) -> Finding:
-    check = "adapter.one_policy_samples"
+@judges(adapter.ONE_POLICY_SAMPLES)
+def one_policy_samples(evidence: Evidence) -> Ruling:
     if REFRESH not in evidence.implements:
-        return Finding(
-            check,
-            NOT_APPLICABLE,
+        return not_applicable(
             "not applicable: the adapter does not implement the refresh, so the kit drives none "
             "for a rollout to straddle",
         )
@@ -96,9 +96,7 @@ def one_policy_samples(evidence: Evidence) -> Finding:
         judged += 1
         version = admission.sample.weight_version
         if version is not None:
-            return Finding(
-                check,
-                FAIL,
+            return failed(
                 f"admitted the sample of attempt {admission.sample.attempt_id} as policy "
                 f"{version!r}, yet its tokens straddle refresh {step.label}: the first arrived "
                 "before the fleet was paused, the last after it resumed on the new policy",
@@ -108,14 +106,10 @@ def one_policy_samples(evidence: Evidence) -> Finding:
     if not judged:
         drained = _finished_before_update(evidence)
         if drained is not None:
-            return Finding(
-                check,
-                PASS,
+            return passed(
                 f"the rollout of attempt {drained} was in flight when a refresh began and was "
                 "finished before any worker applied the new policy (the pause drained it): no "
                 "admitted sample straddles a refresh",
             )
-        return skipping(check, "no admitted sample was generated across a refresh")
-    return Finding(
-        check, PASS, f"{judged} sample(s) generated across a refresh, none named one policy's"
-    )
+        return never_exercised("no admitted sample was generated across a refresh")
+    return passed(f"{judged} sample(s) generated across a refresh, none named one policy's")

@@ -6,17 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..contract import adapter
 from .audit import FRONTEND, AuditRecord, Step
 from .deployment_routes import body_method, negotiation_failure
+from .evidence import Evidence
+from .findings import Ruling, failed, judges, never_exercised, not_applicable, passed
 from .fleets import CertificationFleet
-from .judge import (
-    NOT_APPLICABLE,
-    Evidence,
-    Finding,
-    failing,
-    passing,
-    skipping,
-)
 from .protocol import GENERATION
 from .replies import verified_terminal
 
@@ -55,12 +50,10 @@ def _negotiated(evidence: Evidence, records: list[AuditRecord]) -> str | None:
     return None
 
 
-def discovery_before_control(evidence: Evidence) -> Finding:
-    check = "adapter.discovery_before_control"
+@judges(adapter.DISCOVERY_BEFORE_CONTROL)
+def discovery_before_control(evidence: Evidence) -> Ruling:
     if not evidence.fleet.discovered:
-        return Finding(
-            check,
-            NOT_APPLICABLE,
+        return not_applicable(
             f"not applicable: {evidence.fleet.name} workers are not discovered; the adapter is "
             "handed their URLs",
         )
@@ -69,8 +62,7 @@ def discovery_before_control(evidence: Evidence) -> Finding:
         records = evidence.within(step)
         unnegotiated = _negotiated(evidence, records)
         if unnegotiated is not None:
-            return failing(
-                check,
+            return failed(
                 f"refresh {step.label}: {unnegotiated}",
                 "the complete route set negotiated before the first mutating call",
                 unnegotiated,
@@ -78,8 +70,7 @@ def discovery_before_control(evidence: Evidence) -> Finding:
         previous = 0
         for phase, start in _phases(evidence.fleet, records):
             if not any(r.is_discovery for r in records[previous:start]):
-                return failing(
-                    check,
+                return failed(
                     f"the {phase} phase of refresh {step.label} began without reading discovery "
                     "since the previous phase",
                     "GET /v1/rl/workers before each control phase",
@@ -88,8 +79,8 @@ def discovery_before_control(evidence: Evidence) -> Finding:
             judged += 1
             previous = start
     if not judged:
-        return skipping(check, "no control phase was entered")
-    return passing(check, f"discovery read before each of {judged} control phase(s)")
+        return never_exercised("no control phase was entered")
+    return passed(f"discovery read before each of {judged} control phase(s)")
 
 
 def _listing(record: AuditRecord) -> dict[str, dict[str, Any]]:
@@ -110,8 +101,8 @@ def _fleet_at(evidence: Evidence, step: Step) -> dict[str, dict[str, Any]]:
     return _listing(reads[-1]) if reads else {}
 
 
-def mutations_to_advertised(evidence: Evidence) -> Finding:
-    check = "adapter.mutations_to_advertised"
+@judges(adapter.MUTATIONS_TO_ADVERTISED)
+def mutations_to_advertised(evidence: Evidence) -> Ruling:
     latest: dict[str, dict[str, Any]] = evidence.supplied_fleet()
     mutated = 0
     for record in evidence.records:
@@ -120,8 +111,7 @@ def mutations_to_advertised(evidence: Evidence) -> Finding:
             continue
         if record.route is None or record.route in evidence.fleet.read_only:
             if record.plane != "rl" and not record.is_worker and "/engine/" in record.path:
-                return failing(
-                    check,
+                return failed(
                     f"an administration call went to the {record.plane}: {record.summary()}",
                     "worker system_url",
                     record.plane,
@@ -133,8 +123,7 @@ def mutations_to_advertised(evidence: Evidence) -> Finding:
         listed = latest if record.truth is None else _listing_of(record.truth)
         entry = listed.get(record.worker or "")
         if entry is None or entry.get("error") or not entry.get("system_url"):
-            return failing(
-                check,
+            return failed(
                 "a mutating call reached a worker the listener did not offer at that moment: "
                 + record.summary(),
                 "a listed worker with system_url and no error",
@@ -142,11 +131,8 @@ def mutations_to_advertised(evidence: Evidence) -> Finding:
             )
         if record.route not in entry.get("routes", []):
             if not evidence.fleet.discovered and body_method(record) is not None:
-                return failing(
-                    check, negotiation_failure(record), entry.get("routes"), record.route
-                )
-            return failing(
-                check,
+                return failed(negotiation_failure(record), entry.get("routes"), record.route)
+            return failed(
                 f"route {record.route} is not among those the worker advertised",
                 entry.get("routes"),
                 record.route,
@@ -159,16 +145,15 @@ def mutations_to_advertised(evidence: Evidence) -> Finding:
         reached = {r.worker for r in evidence.mutations(records)}
         unreached = sorted(set(listed) - reached)
         if not listed or unreached:
-            return failing(
-                check,
+            return failed(
                 f"refresh {step.label} reported success, yet advertised workers got no call "
                 "through their system_url",
                 sorted(listed),
                 sorted(w for w in reached if w),
             )
     if not mutated:
-        return skipping(check, "no mutating call was made")
-    return passing(check, f"{mutated} mutating call(s), each to an advertised system_url and route")
+        return never_exercised("no mutating call was made")
+    return passed(f"{mutated} mutating call(s), each to an advertised system_url and route")
 
 
 def _failure_point(evidence: Evidence, records: list[AuditRecord]) -> AuditRecord | None:
@@ -178,44 +163,40 @@ def _failure_point(evidence: Evidence, records: list[AuditRecord]) -> AuditRecor
     return None
 
 
-def gated_after_failure(evidence: Evidence) -> Finding:
-    check = "adapter.gated_after_failure"
+@judges(adapter.GATED_AFTER_FAILURE)
+def gated_after_failure(evidence: Evidence) -> Ruling:
     refreshes = evidence.refresh_steps()
     refresh = next(iter(refreshes), None)
     if refresh is None:
-        return skipping(check, "no refresh was driven")
+        return never_exercised("no refresh was driven")
     expected = evidence.expects(0)
     may_fail = expected is None and refresh.outcome != "returned"
     if expected is not False and not may_fail:
-        return skipping(check, "the refresh of this scenario completed")
+        return never_exercised("the refresh of this scenario completed")
     records = evidence.within(refresh)
-    failed = _failure_point(evidence, records)
-    if failed is not None:
-        later = records[records.index(failed) + 1 :]
+    refused = _failure_point(evidence, records)
+    if refused is not None:
+        later = records[records.index(refused) + 1 :]
         resumed = [r for r in later if r.route == evidence.fleet.resume]
         if resumed:
-            return failing(
-                check,
-                f"resumed after a failed call ({failed.summary()})",
+            return failed(
+                f"resumed after a failed call ({refused.summary()})",
                 f"no {evidence.fleet.resume} after a failed control call",
                 resumed[0].summary(),
             )
     if refresh.outcome == "returned":
-        return failing(
-            check,
+        return failed(
             f"refresh {refresh.label} reported success although it could not succeed",
             "RefreshFailed",
             refresh.outcome,
         )
     if not any(record.plane != FRONTEND for record in records):
-        return skipping(
-            check,
+        return never_exercised(
             f"refresh {refresh.label} failed before it made any call to the listener or a worker "
             f"({refresh.detail}): nothing shows how the client handles a failure it meets",
         )
     if GENERATION not in evidence.implements:
-        return passing(
-            check,
+        return passed(
             f"refresh failed ({refresh.detail}) and resumed no worker after the failure "
             "(generation not driven: the adapter declares refresh only)",
         )
@@ -228,41 +209,38 @@ def gated_after_failure(evidence: Evidence) -> Finding:
     for step in after:
         sent = [r for r in evidence.within(step) if r.is_generation]
         if sent or any(a.step == step.index for a in evidence.admissions):
-            return failing(
-                check,
+            return failed(
                 f"rollout slot {step.label} generated after the failed refresh",
                 "generation gated (GenerationGated, no request)",
                 [r.summary() for r in sent],
             )
     if after and not any(r.is_generation and r.started < refresh.started for r in evidence.records):
-        return skipping(
-            check,
+        return never_exercised(
             f"the client sent no generation request before refresh {refresh.label} failed, so "
             "its sending none after it cannot be told from never generating",
         )
-    return passing(check, f"refresh failed ({refresh.detail}); generation stayed gated")
+    return passed(f"refresh failed ({refresh.detail}); generation stayed gated")
 
 
-def complete_iteration(evidence: Evidence) -> Finding:
-    check = "adapter.complete_iteration"
+@judges(adapter.COMPLETE_ITERATION)
+def complete_iteration(evidence: Evidence) -> Ruling:
     steps = evidence.refresh_steps()
     judged = [
         step for position, step in enumerate(steps) if evidence.expects(position) is not False
     ]
     if not judged and any(evidence.expects(p) is False for p in range(len(steps))):
-        return skipping(check, "no refresh of this scenario can complete")
+        return never_exercised("no refresh of this scenario can complete")
     if any(
         evidence.expects(position) is None and step.outcome != "returned"
         for position, step in enumerate(steps)
     ):
-        return skipping(check, "the refresh failed closed, which this scenario allows")
+        return never_exercised("the refresh failed closed, which this scenario allows")
     if not judged:
-        return skipping(check, "no refresh of this scenario can complete")
+        return never_exercised("no refresh of this scenario can complete")
     for step in judged:
         plan = next(s for s in evidence.scenario.refreshes() if s.version == step.label)
         if step.outcome != "returned":
-            return failing(
-                check,
+            return failed(
                 f"refresh {step.label} failed on a healthy fleet: {step.detail}",
                 "refresh_policy returns",
                 step.outcome,
@@ -270,8 +248,7 @@ def complete_iteration(evidence: Evidence) -> Finding:
         records = evidence.within(step)
         listed = _fleet_at(evidence, step)
         if len(listed) != evidence.scenario.expected_workers:
-            return failing(
-                check,
+            return failed(
                 "the refresh proceeded on a partial worker set",
                 evidence.scenario.expected_workers,
                 sorted(listed),
@@ -284,14 +261,13 @@ def complete_iteration(evidence: Evidence) -> Finding:
                 broken = _unverified(evidence, worker, span, records, plan.version, model_path)
             if broken is not None:
                 message, expected, observed = broken
-                return failing(check, f"worker {worker} {message}", expected, observed)
+                return failed(f"worker {worker} {message}", expected, observed)
         if GENERATION not in evidence.implements:
             continue  # the framework generates through a client of its own
         last_resume = max(i for i, r in enumerate(records) if r.route == evidence.fleet.resume)
         verified = [r for r in records[last_resume:] if r.is_generation and verified_terminal(r)]
         if not verified:
-            return failing(
-                check,
+            return failed(
                 f"refresh {step.label} reopened without a post-update generation",
                 "a verified generation after resume, before the refresh returns",
                 None,
@@ -299,8 +275,7 @@ def complete_iteration(evidence: Evidence) -> Finding:
     last = judged[-1]
     gated = [s for s in evidence.generate_steps() if s.index > last.index and s.outcome == "gated"]
     if gated:
-        return failing(
-            check,
+        return failed(
             f"rollout slot {gated[0].label} stayed gated after refresh {last.label} returned",
             "generation reopened once a refresh verifiably succeeded",
             gated[0].detail,
@@ -310,9 +285,7 @@ def complete_iteration(evidence: Evidence) -> Finding:
         if GENERATION in evidence.implements
         else "post-update generation not judged (the adapter declares refresh only)"
     )
-    return passing(
-        check, f"{len(judged)} refresh(es): every worker updated, verified, {generation}"
-    )
+    return passed(f"{len(judged)} refresh(es): every worker updated, verified, {generation}")
 
 
 def _worker_refresh(

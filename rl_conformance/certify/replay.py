@@ -14,8 +14,9 @@ from typing import Any
 from ..errors import ConfigurationError
 from .audit import AuditLog, AuditRecord, Step
 from .checklist import judge
+from .evidence import Admission, Evidence
+from .findings import Finding
 from .fleets import FLEETS, with_facts
-from .judge import Admission, Evidence, Finding
 from .protocol import Sample
 from .scenarios import scenario as scenario_named
 

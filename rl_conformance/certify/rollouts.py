@@ -5,11 +5,12 @@ mistyped path) would be judged only on what it never did, and certified on absen
 
 from __future__ import annotations
 
+from ..contract import adapter
 from .audit import FRONTEND, NOT_CLAIMED, AuditRecord, Step
-from .judge import Evidence, Finding, failing, passing, shown, skipping
+from .evidence import Evidence, shown
+from .findings import Ruling, failed, judges, never_exercised, passed
 from .replies import raw_payload_hazard, verified_terminal
 
-CHECK = "adapter.generation_reaches_backend"
 STILL_OPEN = ("returned", NOT_CLAIMED)
 """A refresh that returned (the adapter says the fleet serves the new policy) or that was not
 driven (the fleet was left as it was) leaves generation open."""
@@ -56,22 +57,22 @@ def _why_nothing(evidence: Evidence, step: Step) -> str:
     return "generate returned no sample: " + _sent(records)
 
 
-def generation_reaches_backend(evidence: Evidence) -> Finding:
+@judges(adapter.GENERATION_REACHES_BACKEND)
+def generation_reaches_backend(evidence: Evidence) -> Ruling:
     judged = [
         step
         for step in healthy_rollouts(evidence)
         if step.outcome != "gated"  # gating is the refresh items' to judge
     ]
     if not judged:
-        return skipping(CHECK, "no rollout met a healthy fleet in this scenario")
+        return never_exercised("no rollout met a healthy fleet in this scenario")
     admitted = {admission.step for admission in evidence.admissions}
     for step in judged:
         if step.index not in admitted:
-            return failing(
-                CHECK,
+            return failed(
                 f"rollout {step.label} on a healthy fleet gave no sample: "
                 + _why_nothing(evidence, step),
                 "a verified sample admitted for every rollout the healthy fleet served",
                 step.outcome,
             )
-    return passing(CHECK, f"{len(judged)} rollout(s) on a healthy fleet, each admitted a sample")
+    return passed(f"{len(judged)} rollout(s) on a healthy fleet, each admitted a sample")

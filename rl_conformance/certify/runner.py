@@ -17,102 +17,28 @@ from typing import Any
 
 from fake_backends import FakeDeployment
 
+from ..contract.adapter import BY_ID as ITEMS_BY_ID
+from ..contract.adapter import COMPLETE_ITERATION, ITEMS
 from ..model import exits, stops
-from ..model.capabilities import ALL, Capability, Level
+from ..model.capabilities import Capability
 from ..model.matrix import Evidence as CellEvidence
 from ..model.matrix import ExitRule, Matrix, Outcome, RunInfo, TestRecord, build_matrix, now
 from ..model.target import Target
 from ..wire.exchange import to_jsonable
 from .audit import WORKER_PREFIX, AuditLog, Step
-from .checklist import CHECKS, half_of, judge
+from .checklist import judge
 from .driving import AdapterHandle, Driver, awaited, bounded, claims
+from .evidence import Admission, Evidence
+from .findings import NEVER_EXERCISED, Finding
 from .fleets import VLLM_FLEET, CertificationFleet
-from .judge import (
-    EXERCISED_BY,
-    FAIL,
-    NEVER_EXERCISED,
-    NOT_APPLICABLE,
-    PASS,
-    SKIPPED,
-    Admission,
-    Evidence,
-    Finding,
-)
 from .protocol import GENERATION, REFRESH, AdapterContext, AdapterFactory, Sample
 from .proxy import RecordingProxy
 from .replay import evidence_to_json
 from .scenarios import SCENARIOS, Refresh, Scenario
 
 DEFAULT_JOBS = 4
-CHECKLIST = "Integration Checklist"
-
-ITEMS: dict[str, tuple[str, str, str]] = {
-    "adapter.generation_reaches_backend": (
-        "Rollouts on a healthy fleet reach the frontend and yield samples",
-        CHECKLIST,
-        "Generation reaches the intended Dynamo frontend and backend.",
-    ),
-    "adapter.verified_terminal_only": (
-        "Only verified terminal results are admitted",
-        "Handle Streaming and Retries",
-        "Admit only a verified terminal result.",
-    ),
-    "adapter.single_admission": (
-        "No sample is admitted twice",
-        CHECKLIST,
-        "Retries and cancellations cannot admit the same sample twice.",
-    ),
-    "adapter.attempt_identity": (
-        "Retries preserve attempt identity",
-        "Handle Streaming and Retries",
-        "Preserve attempt identity when retrying, because a timed-out request may have completed "
-        "after the client stopped waiting and generation is not idempotent.",
-    ),
-    "adapter.engine_token_ids": (
-        "Token ids come from the engine",
-        "Preserve Token Authority",
-        "Do not reconstruct it by tokenizing generated text",
-    ),
-    "adapter.logprob_alignment": (
-        "Logprobs stay aligned with token ids",
-        "Preserve Token Authority",
-        "Selected log probabilities match those token IDs in length and order. Prompt log "
-        "probabilities preserve undefined positions instead of shifting alignment.",
-    ),
-    "adapter.discovery_before_control": (
-        "Discovery is re-read before each control phase",
-        "Discover Workers Safely",
-        "Refresh discovery before each control phase and require the complete capability set "
-        "for the selected update path. Do not cache membership indefinitely or interpret list "
-        "position as worker identity.",
-    ),
-    "adapter.mutations_to_advertised": (
-        "Mutations go only to advertised system URLs of selected workers",
-        CHECKLIST,
-        "Mutating calls use direct worker URLs on a trusted network.",
-    ),
-    "adapter.gated_after_failure": (
-        "Generation stays gated after a failed refresh",
-        "Coordinate Policy Refresh",
-        "Keep generation gated when membership changes, an update fails, cache reset fails, or "
-        "post-update generation does not pass.",
-    ),
-    "adapter.complete_iteration": (
-        "One iteration includes refresh and post-update generation",
-        CHECKLIST,
-        "One complete training iteration includes policy refresh and post-update generation.",
-    ),
-}
-ITEMS["adapter.one_policy_samples"] = (
-    "A sample generated across a refresh is not named one policy's",
-    "Handle Streaming and Retries",
-    "The framework owns retry policy, duplicate suppression, partial-rollout handling, and "
-    "sample acceptance.",
-)
-ITEM_CAPABILITIES: tuple[Capability, ...] = tuple(
-    Capability(item_id, title, "adapter", Level.MUST, section, quote, dict(ALL))
-    for item_id, (title, section, quote) in ITEMS.items()
-)
+ITEM_CAPABILITIES: tuple[Capability, ...] = tuple(item.row for item in ITEMS)
+"""The rows of the adapter matrix: the checklist's items (`contract.adapter`)."""
 
 
 @dataclass
@@ -147,7 +73,7 @@ class ScenarioResult:
 
     @property
     def failed(self) -> list[Finding]:
-        return [finding for finding in self.findings if finding.outcome == FAIL]
+        return [finding for finding in self.findings if finding.outcome == Outcome.FAIL]
 
     def to_json(self) -> dict[str, Any]:
         origin = self.steps[0].started if self.steps else 0.0
@@ -302,7 +228,7 @@ def _factory_failure(outcome: str, detail: Any) -> str:
 def _could_not_run(adapter: str, scenario: Scenario, reason: str, started: float) -> ScenarioResult:
     """The adapter could not be driven through this scenario: every item skipped for it (the
     other scenarios' verdicts stand), the reason recorded as the scenario's error."""
-    findings = [Finding(check, SKIPPED, f"not judged: {reason}") for check in CHECKS]
+    findings = [Finding(item.id, Outcome.SKIPPED, f"not judged: {reason}") for item in ITEMS]
     return ScenarioResult(adapter, scenario, findings, [], [], time.monotonic() - started, reason)
 
 
@@ -315,10 +241,10 @@ def _not_run(
     """A scenario the fleet cannot stage, or that cannot judge the adapter: every item it claims
     skipped, naming why (the others not applicable, as everywhere)."""
     findings = [
-        Finding(check, SKIPPED, reason)
-        if half_of(check) in implements
-        else Finding(check, NOT_APPLICABLE, f"the adapter does not implement {half_of(check)}")
-        for check in CHECKS
+        Finding(item.id, Outcome.SKIPPED, reason)
+        if item.half in implements
+        else Finding(item.id, Outcome.NOT_APPLICABLE, f"the adapter does not implement {item.half}")
+        for item in ITEMS
     ]
     return ScenarioResult(adapter, scenario, findings, [], [], 0.0, not_run=reason)
 
@@ -420,7 +346,8 @@ def mark_never_exercised(matrix: Matrix) -> None:
     """Say of every `skipped` cell that no scenario exercised the item, what would have, and why
     the first scenario did not."""
     for row in matrix.rows:
-        what = EXERCISED_BY.get(row.capability.id, "")
+        item = ITEMS_BY_ID.get(row.capability.id)
+        what = item.exercised_by if item is not None else ""
         for cell in row.cells.values():
             if cell.outcome is not Outcome.SKIPPED or cell.reason.startswith(NEVER_EXERCISED):
                 continue
@@ -433,16 +360,20 @@ def mark_never_exercised(matrix: Matrix) -> None:
             )
 
 
+CELL_OUTCOME = {
+    Outcome.PASS: Outcome.PASS,
+    Outcome.FAIL: Outcome.FAIL,
+    Outcome.NOT_APPLICABLE: Outcome.UNSUPPORTED,
+}
+"""A finding's outcome -> its test record's (any other: `skipped`)."""
+
+
 def _records(result: ScenarioResult) -> list[TestRecord]:
     out = []
     for finding in result.findings:
-        outcome = {
-            PASS: Outcome.PASS,
-            FAIL: Outcome.FAIL,
-            NOT_APPLICABLE: Outcome.UNSUPPORTED,
-        }.get(finding.outcome, Outcome.SKIPPED)
+        outcome = CELL_OUTCOME.get(finding.outcome, Outcome.SKIPPED)
         evidence = []
-        if finding.outcome == FAIL:
+        if finding.outcome == Outcome.FAIL:
             evidence.append(
                 CellEvidence(
                     finding.check_id,
@@ -459,8 +390,8 @@ def _records(result: ScenarioResult) -> list[TestRecord]:
                 outcome,
                 f"{result.scenario.name}: {finding.message}",
                 result.duration_s / max(len(result.findings), 1),
-                [(finding.check_id, finding.outcome == PASS)]
-                if finding.outcome in (PASS, FAIL)
+                [(finding.check_id, finding.outcome == Outcome.PASS)]
+                if finding.outcome in (Outcome.PASS, Outcome.FAIL)
                 else [],
                 evidence,
                 measured=_measured(result, finding),
@@ -471,7 +402,7 @@ def _records(result: ScenarioResult) -> list[TestRecord]:
 
 def _measured(result: ScenarioResult, finding: Finding) -> dict[str, Any]:
     """What a passed complete iteration established, for the adapter's run record."""
-    if finding.check_id != "adapter.complete_iteration" or finding.outcome != PASS:
+    if finding.check_id != COMPLETE_ITERATION.id or finding.outcome != Outcome.PASS:
         return {}
     versions = [step.version for step in result.scenario.refreshes()]
     workers = result.scenario.expected_workers

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..contract import adapter
+from ..contract.kinds import ChecklistItem
 from . import hard_replies
 from .audit import FRONTEND, AuditLog, AuditRecord
 from .fleets import CertificationFleet
@@ -95,7 +97,7 @@ class Scenario:
     injection: type[Injection] = Injection
     request_timeout_s: float = REQUEST_TIMEOUT_S
     notes: str = ""
-    staged_for: tuple[str, ...] = ()
+    staged_for: tuple[ChecklistItem, ...] = ()
     """The checklist items this scenario's event exists to test: where the event did not happen
     (no reply was cut, rewritten or cancelled in flight), they cannot pass on it."""
     extra: dict[str, Any] = field(default_factory=dict)
@@ -432,14 +434,14 @@ SCENARIOS: tuple[Scenario, ...] = (
         "reply mid-body",
         (Generate("s1"), Generate("s2")),
         injection=FirstStreamCut,
-        staged_for=("adapter.verified_terminal_only",),
+        staged_for=(adapter.VERIFIED_TERMINAL_ONLY,),
     ),
     Scenario(
         "cancellation",
         "the trainer cancels a rollout in flight: mid-stream, or while its unary reply is held",
         (Generate("s1", cancel_after_events=2), Generate("s2")),
         injection=PacedStreams,
-        staged_for=("adapter.verified_terminal_only",),
+        staged_for=(adapter.VERIFIED_TERMINAL_ONLY,),
     ),
     Scenario(
         "unavailable_while_paused",
@@ -459,7 +461,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         "the first reply carries no generated token id in any field, only the text",
         (Generate("s1"), Generate("s2")),
         injection=IdsMissing,
-        staged_for=("adapter.engine_token_ids",),
+        staged_for=(adapter.ENGINE_TOKEN_IDS,),
         notes="the text encoded again is not the engine's sequence: nothing may be admitted "
         "from that reply",
     ),
@@ -468,7 +470,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         "the first reply's selected logprobs are all null, the second's one fewer than its tokens",
         (Generate("s1"), Generate("s2"), Generate("s3")),
         injection=LogprobsUnusable,
-        staged_for=("adapter.logprob_alignment",),
+        staged_for=(adapter.LOGPROB_ALIGNMENT,),
         notes="a sample whose logprobs are not the engine's, one per token, cannot be verified; "
         "filling them in (0.0) or cutting the ids to fit is admitting what was not returned",
     ),
@@ -477,7 +479,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         'a 200 whose finish_reason is null, then one whose finish_reason is "error"',
         (Generate("s1"), Generate("s2"), Generate("s3")),
         injection=FinishUnrecognised,
-        staged_for=("adapter.verified_terminal_only",),
+        staged_for=(adapter.VERIFIED_TERMINAL_ONLY,),
     ),
     Scenario(
         "stop_string_finish",
@@ -485,7 +487,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         "engine payload (nvext.engine_data) dropped, the named completion_token_ids kept",
         (Generate("s1"), Generate("s2")),
         injection=StopStringFinish,
-        staged_for=("adapter.engine_token_ids", "adapter.generation_reaches_backend"),
+        staged_for=(adapter.ENGINE_TOKEN_IDS, adapter.GENERATION_REACHES_BACKEND),
         notes="a legal reply, staged whatever stop strings the request named: what is judged "
         "is which fields the client takes the engine's ids from",
     ),

@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 import pytest
 
-from .judge import PASS, SKIPPED
+from ..model.matrix import Outcome
 from .protocol import AdapterFactory
 from .runner import ScenarioResult, run_scenario
 from .scenarios import SCENARIOS, scenario
@@ -38,11 +38,11 @@ def assert_passed(result: ScenarioResult) -> None:
     scenario's audit log; skip the test (never exercised, naming why) where no item passed:
     a scenario that gave nothing to judge certifies nothing."""
     if result.error is None and not result.failed:
-        if not any(finding.outcome == PASS for finding in result.findings):
+        if not any(finding.outcome == Outcome.PASS for finding in result.findings):
             reasons = dict.fromkeys(
                 f"{finding.check_id}: {finding.message}"
                 for finding in result.findings
-                if finding.outcome == SKIPPED
+                if finding.outcome == Outcome.SKIPPED
             )
             pytest.skip(
                 f"scenario {result.scenario.name}: no checklist item was exercised"

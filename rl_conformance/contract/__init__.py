@@ -3,6 +3,8 @@ section, the spec's sentence, the support each backend documents, the faults mad
 is declared once, in `contract/<area>.py`. A row's own check takes its metadata from the row
 (`checks.base.check(ROW)`), suites mark their tests with the row (`@capability(contract.tokens.
 COMPLETION_IDS)`), and `model.capabilities` indexes the rows for the rest of the harness.
+`contract.adapter` declares the adapter checklist the same way: the rows of the adapter matrix
+(`rl-conformance certify-adapter`), apart from the deployment's.
 
 This is the lowest layer of the harness besides `version`, `errors`, `admission` and
 `redaction`: it imports nothing of the harness but itself."""
@@ -10,6 +12,7 @@ This is the lowest layer of the harness besides `version`, `errors`, `admission`
 from __future__ import annotations
 
 from . import (
+    adapter,
     admin,
     cancel,
     discovery,
@@ -54,6 +57,7 @@ __all__ = [
     "Capability",
     "Level",
     "Support",
+    "adapter",
     "admin",
     "cancel",
     "discovery",

@@ -1,6 +1,7 @@
 """What a capability row is made of: its level, the backends and the support the spec documents
 for each, the sections its sentences come from, and `row`, the one constructor every area's
-declaration uses."""
+declaration uses; and what an item of the adapter checklist is made of (`item`), a row of the
+adapter matrix with the half of the protocol it is about."""
 
 from __future__ import annotations
 
@@ -95,3 +96,46 @@ def row(
         asserts=asserts,
         flipped_by=flipped_by,
     )
+
+
+CHECKLIST = "Integration Checklist"
+
+
+class Half(StrEnum):
+    """The half of the adapter protocol a checklist item is about. The same words as
+    `certify.protocol.GENERATION` / `REFRESH`, which an adapter declares in `implements` (the
+    protocol imports nothing of the harness, so it spells them itself; a test holds them equal)."""
+
+    GENERATION = "generation"
+    REFRESH = "refresh"
+
+
+@dataclass(frozen=True)
+class ChecklistItem:
+    """An item of the adapter checklist: its row of the adapter matrix (id, title, level,
+    section, the spec's sentence), the half of the protocol it is about, and what would exercise
+    it (named wherever it is skipped as never exercised). Its judge
+    (`certify.findings.judges(ITEM)`) takes its id from here."""
+
+    row: Capability
+    half: Half
+    exercised_by: str
+
+    @property
+    def id(self) -> str:
+        return self.row.id
+
+    def __hash__(self) -> int:
+        return hash(self.row.id)
+
+
+def item(
+    id: str,
+    title: str,
+    section: str,
+    quote: str,
+    half: Half,
+    exercised_by: str,
+    level: Level = Level.MUST,
+) -> ChecklistItem:
+    return ChecklistItem(row(id, title, section, quote, ALL, level), half, exercised_by)

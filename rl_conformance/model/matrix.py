@@ -1,11 +1,13 @@
 """The result model: test records folded into the compatibility matrix (capabilities x targets).
 
-One outcome vocabulary (`Outcome`) for tests and cells. A test may also end `absent` (the
-deployment lacks the feature); its cell then becomes `fail` where the spec documents the feature
-as supported and `unsupported` otherwise. Every cell gets exactly one outcome; when a capability
-has several tests on one target the precedence is error > fail > unsupported > not-advertised >
-pass > skipped: one failing test fails the cell, a harness problem is never hidden behind a
-pass, and a capability that selected zero tests for a target is an `error`, never a pass.
+One outcome vocabulary (`Outcome`) for tests, cells and the adapter checklist's findings. A
+test may also end `absent` (the deployment lacks the feature); its cell then becomes `fail`
+where the spec documents the feature as supported and `unsupported` otherwise. A checklist item
+may end `not-applicable` (a half of the protocol the adapter does not implement); its cell is
+`unsupported`. Every cell gets exactly one outcome; when a capability has several tests on one
+target the precedence is error > fail > unsupported > not-advertised > pass > skipped: one
+failing test fails the cell, a harness problem is never hidden behind a pass, and a capability
+that selected zero tests for a target is an `error`, never a pass.
 
 `Matrix.to_json()` is `matrix.json` (validated by `schemas/matrix.json` in the tests); the report
 writers render that document.
@@ -48,6 +50,10 @@ class Outcome(StrEnum):
     ERROR = "error"
     ABSENT = "absent"
     """A test's only: the feature is absent; the cell decides from the documented support."""
+    NOT_APPLICABLE = "not-applicable"
+    """An adapter checklist finding's only: the item is about the half of the protocol the
+    adapter does not implement (or the fleet's family does not have); its cell is
+    `unsupported`."""
 
 
 def _passed_reason(outcomes: list[tuple[Outcome, TestRecord]]) -> str:

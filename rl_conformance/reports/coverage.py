@@ -21,7 +21,7 @@ from typing import Any, TypedDict
 from ..model.capabilities import Capability
 
 ADAPTER_PREFIX = "adapter."
-"""The adapter-certification checklist's items (`rl_conformance/certify/checklist.py`)."""
+"""The adapter-certification checklist's items (`rl_conformance/contract/adapter.py`)."""
 REQUIREMENTS = Path("fixtures") / "spec" / "requirements.json"
 COMMAND = "rl-conformance coverage --markdown > docs/COVERAGE.md"
 

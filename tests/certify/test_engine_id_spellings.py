@@ -14,10 +14,9 @@ import pytest
 
 from rl_conformance.certify import hard_replies
 from rl_conformance.certify.audit import AuditLog, AuditRecord, Step
+from rl_conformance.certify.evidence import Admission, Evidence
 from rl_conformance.certify.fleets import SGLANG_FLEET, VLLM_FLEET
-from rl_conformance.certify.judge import (
-    Admission,
-    Evidence,
+from rl_conformance.certify.generation_checks import (
     engine_token_ids,
     logprob_alignment,
     verified_terminal_only,
@@ -194,7 +193,7 @@ def test_a_client_that_only_generates_runs_every_scenario_on_every_fleet() -> No
 
 
 def test_the_fixture_skips_a_scenario_that_exercised_nothing() -> None:
-    from rl_conformance.certify.judge import Finding
+    from rl_conformance.certify.findings import Finding
     from rl_conformance.certify.runner import ScenarioResult
 
     findings = [Finding("adapter.attempt_identity", "skipped", "never exercised: nothing sent")]

@@ -143,8 +143,8 @@ def test_each_hard_reply_reaches_the_reference_which_passes(
     assert records[0].rewritten
     legal = name == "stop_string_finish"
     assert records[0].staged is not legal  # a legal reply leaves the fleet healthy
-    for check in scenario(name).staged_for:
-        finding = next(f for f in result.findings if f.check_id == check)
+    for item in scenario(name).staged_for:
+        finding = next(f for f in result.findings if f.check_id == item.id)
         assert finding.outcome == "pass", finding
 
 
@@ -176,6 +176,6 @@ def test_a_native_client_meets_no_stop_string_event_and_is_not_passed_on_it() ->
     not staged for it, never passed."""
     document = json.loads((SLIME / "stop_string_finish.json").read_text())
     findings = {f.check_id: f for f in rejudge(document)}
-    for check in scenario("stop_string_finish").staged_for:
-        assert findings[check].outcome == "skipped"
-        assert findings[check].message.startswith("not staged: no generation reply had")
+    for item in scenario("stop_string_finish").staged_for:
+        assert findings[item.id].outcome == "skipped"
+        assert findings[item.id].message.startswith("not staged: no generation reply had")

@@ -15,8 +15,8 @@ import pytest
 from examples.my_adapter import MyAdapter
 from fake_backends import FakeDeployment
 from rl_conformance.certify.audit import AuditLog, AuditRecord
+from rl_conformance.certify.findings import Finding
 from rl_conformance.certify.fleets import VLLM_FLEET
-from rl_conformance.certify.judge import Finding
 from rl_conformance.certify.protocol import AdapterFactory
 from rl_conformance.certify.proxy import RecordingProxy
 from rl_conformance.certify.reference import ReferenceAdapter

