@@ -12,6 +12,7 @@ from rl_conformance.checks import discovery
 from rl_conformance.client.http import Client
 from rl_conformance.control.admin import AdminClient, AdminWorker
 from rl_conformance.control.admin_steps import administered, apply_update, select
+from rl_conformance.control.each_worker import at_once
 from rl_conformance.control.families import (
     TRANSFER_ALL_OR_NONE,
     AdminFamily,
@@ -72,12 +73,16 @@ def test_advertised_routes_are_called_verbatim(
     workers = [w for w in administered(rl_target, rl_admin_workers) if w.routes is not None]
     if not workers:
         raise FeatureAbsent("no worker is advertised by discovery")
+    probes = []
     for worker in workers:
         family = discovered_family(worker.routes)
         if family is None or family.probe is None:
             raise FeatureAbsent(f"{worker.label} speaks no known administration family")
-        exchange = rl_admin.call(worker, family.probe)
-        assert worker.system_url is not None
+        probes.append((worker, family, family.probe))
+    # every worker's probe at once (read-only, bounded as every fan-out is), judged in order
+    exchanges = at_once(lambda probe: rl_admin.call(probe[0], probe[2]), probes)
+    for (worker, family, _), exchange in zip(probes, exchanges, strict=True):
+        assert family.probe is not None and worker.system_url is not None
         assert exchange.request.url == f"{worker.system_url.rstrip('/')}/engine/{family.probe}"
         rl_verdict.check(
             admin_checks.success_semantics(

@@ -204,7 +204,7 @@ def test_pauses_and_resumes_sent_twice_or_at_once_are_all_answered(
             ),
             served_after if counted is None else None,
         )
-    require_observed(chosen, "pauses and resumes sent twice or at once")
+    require_observed(chosen, "pauses and resumes sent twice or at once", rl_verdict)
 
 
 def cycle(

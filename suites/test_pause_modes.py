@@ -98,7 +98,7 @@ def test_each_pause_mode_does_to_a_stream_in_flight_what_it_names(
         rl_verdict.check(on_worker(pause_modes.pause_mode_effect(crossing), worker), exchange)
     if unjudged:
         raise Unobservable("; ".join(unjudged))
-    require_observed(chosen, f"what a {mode!r} pause does to a stream in flight")
+    require_observed(chosen, f"what a {mode!r} pause does to a stream in flight", rl_verdict)
 
 
 @capability(contract.refresh.PAUSE_GATES)
@@ -126,7 +126,7 @@ def test_a_request_sent_once_a_pause_answered_waits_for_the_resume(
             on_worker(control.pause_gates(one.while_paused, one.completed, held_s), one.worker),
             one.exchange,
         )
-    require_observed(chosen, f"a request sent once a {mode!r} pause answered")
+    require_observed(chosen, f"a request sent once a {mode!r} pause answered", rl_verdict)
 
 
 def resume_once(rl_admin: AdminClient, chosen: Selection) -> None:
@@ -226,7 +226,7 @@ def test_a_generation_right_after_a_resume_is_served_promptly(
             on_worker(pause_modes.resume_serves_promptly(items, unpaused_s, bound_s), worker)
         )
     rl_verdict.measure(resume_serves_promptly=measured)
-    require_observed(chosen, "a generation right after a resume")
+    require_observed(chosen, "a generation right after a resume", rl_verdict)
 
 
 def _rounded(item: pause_modes.AfterResume | None) -> float | None:

@@ -45,7 +45,7 @@ def test_pause_holds_new_generation_until_resume(
             on_worker(control.pause_gates(held.while_paused, held.completed, held_s), held.worker),
             held.exchange,
         )
-    require_observed(chosen, "a generation sent to a paused worker")
+    require_observed(chosen, "a generation sent to a paused worker", rl_verdict)
 
 
 @capability(contract.refresh.PAUSE_GATES)
@@ -93,4 +93,4 @@ def test_pause_without_a_mode_follows_the_documented_default(
         )
     if unjudged:
         raise Unobservable("; ".join(unjudged))
-    require_observed(chosen, "a pause without a mode")
+    require_observed(chosen, "a pause without a mode", rl_verdict)

@@ -11,8 +11,8 @@ from rl_conformance import FeatureAbsent, Unobservable, contract
 from rl_conformance.checks import control
 from rl_conformance.client.http import Client
 from rl_conformance.control.admin import AdminClient, AdminWorker
-from rl_conformance.control.admin_steps import Selection, apply_update, select, succeed
-from rl_conformance.control.each_worker import label, pins, require_observed
+from rl_conformance.control.admin_steps import Selection, apply_update, select, succeed_each
+from rl_conformance.control.each_worker import at_once, label, pins, require_observed
 from rl_conformance.control.families import new_version
 from rl_conformance.control.refresh import info_version
 from rl_conformance.control.refresh_probes import REFITS, generate_ids
@@ -33,17 +33,17 @@ def reported_versions(
 ) -> dict[str, Any]:
     """The weight version each selected worker reports: from the family's version route, else
     from an info route the deployment allowlists (named with the worker route), else from what a
-    generation pinned to it names (`each_worker.pins`); none of them is an unobservable channel,
-    and neither is a worker no generation can be pinned to."""
+    generation pinned to it names (`each_worker.pins`), every worker read at once; none of them
+    is an unobservable channel, and neither is a worker no generation can be pinned to."""
     family = chosen.family
     if family.version:
+        replies = succeed_each(rl_verdict, rl_admin, chosen.workers, family, family.version, {})
         return {
-            worker.label: family.read_version(
-                succeed(rl_verdict, rl_admin, worker, family, family.version, {})
-            )
-            for worker in chosen.workers
+            worker.label: family.read_version(reply)
+            for worker, reply in zip(chosen.workers, replies, strict=True)
         }
-    read = {worker.label: info_version(rl_admin, worker, family) for worker in chosen.workers}
+    found_each = at_once(lambda worker: info_version(rl_admin, worker, family), chosen.workers)
+    read = {worker.label: found for worker, found in zip(chosen.workers, found_each, strict=True)}
     if read and all(found is not None for found in read.values()):
         return {
             f"{label} (/engine/{found[0]})": found[1]
@@ -51,8 +51,11 @@ def reported_versions(
             if found is not None
         }
     reported = {}
-    for worker in pins(chosen):
-        _, seen = generate_ids(rl_verdict, rl_client, rl_target, worker)
+    workers = pins(chosen, every=True)
+    generated = at_once(
+        lambda worker: generate_ids(rl_verdict, rl_client, rl_target, worker), workers
+    )
+    for worker, (_, seen) in zip(workers, generated, strict=True):
         if seen is None:
             raise Unobservable(
                 f"the weight version of {chosen.label}: the {family.name} family has no version "
@@ -66,7 +69,7 @@ def reported_versions(
                 + "and responses carry no nvext.engine_data.weight_version"
             )
         reported[label(worker)] = seen
-    require_observed(chosen, "the weight version each worker serves")
+    require_observed(chosen, "the weight version each worker serves", every=True)
     return reported
 
 
@@ -113,7 +116,6 @@ def test_version_metadata_is_reported_back(
     version = new_version()
     call = family.set_version_call(version)
     assert call is not None
-    for worker in chosen.workers:
-        succeed(rl_verdict, rl_admin, worker, family, call.route, dict(call.body))
+    succeed_each(rl_verdict, rl_admin, chosen.workers, family, call.route, dict(call.body))
     reported = reported_versions(rl_verdict, rl_admin, rl_client, rl_target, chosen)
     rl_verdict.check(control.version_verified(version, reported))

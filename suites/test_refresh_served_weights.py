@@ -11,7 +11,7 @@ from rl_conformance.checks.served_policy import PolicyReference
 from rl_conformance.client.http import Client
 from rl_conformance.control.admin import AdminClient, AdminWorker
 from rl_conformance.control.admin_steps import apply_update, require_update_routes, select
-from rl_conformance.control.each_worker import on_worker, pins, require_observed
+from rl_conformance.control.each_worker import at_once, on_worker, pins, require_observed
 from rl_conformance.control.policy_reference import ReferenceSource
 from rl_conformance.control.refresh import completion_ids, pinned_generation
 from rl_conformance.control.refresh_probes import (
@@ -40,26 +40,39 @@ def test_post_update_generation_uses_the_new_weights(
     """Where the run does not know which checkpoint the worker held (a deployment reached by
     URL, left as an earlier run left it), an unchanged output may mean it already held the one
     sent: a second update, to a checkpoint it now surely does not hold, decides. Judged on every
-    selected worker, each by generations pinned to it; after each update the worker's
-    generations on every OpenAI-compatible route, unary and streamed, are judged as any other
-    (engine ids, finite log probabilities aligned with them)."""
+    selected worker ("Verify every worker and run post-update generation"), each by a generation
+    pinned to it, all of one step at once; after each update the sampled workers' generations on
+    every OpenAI-compatible route, unary and streamed, are judged as any other (engine ids,
+    finite log probabilities aligned with them)."""
     chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
-    workers = pins(chosen)
+    workers = pins(chosen, every=True)
     unknown = None in rl_weights.holding(chosen.workers)
-    before = [generate_ids(rl_verdict, rl_client, rl_target, w)[0] for w in workers]
+
+    def generated(worker: AdminWorker | None) -> tuple[list[int], object]:
+        return generate_ids(rl_verdict, rl_client, rl_target, worker)
+
+    def judge_routes() -> None:
+        for worker in pins(chosen):
+            judge_post_update_generations(rl_verdict, rl_client, rl_target, worker)
+
+    before = [ids for ids, _ in at_once(generated, workers)]
     version = apply_update(rl_verdict, rl_admin, chosen, rl_weights)
-    for worker in workers:
-        judge_post_update_generations(rl_verdict, rl_client, rl_target, worker)
-    after = [generate_ids(rl_verdict, rl_client, rl_target, w) for w in workers]
+    judge_routes()
+    after = at_once(generated, workers)
     if unknown and any(ids == old for (ids, _), old in zip(after, before, strict=True)):
         before = [ids for ids, _ in after]
         version = apply_update(rl_verdict, rl_admin, chosen, rl_weights)
-        for worker in workers:
-            judge_post_update_generations(rl_verdict, rl_client, rl_target, worker)
-        after = [generate_ids(rl_verdict, rl_client, rl_target, w) for w in workers]
+        judge_routes()
+        after = at_once(generated, workers)
     for worker, old, (ids, seen) in zip(workers, before, after, strict=True):
         rl_verdict.check(on_worker(control.post_update_generation(old, ids, seen, version), worker))
-    require_observed(chosen, "what a worker generates after an update")
+    require_observed(
+        chosen,
+        "a worker's post-update generation on each route",
+        rl_verdict,
+        every_for="the output's change",
+    )
+    require_observed(chosen, "what a worker generates after an update", every=True)
 
 
 PROBE_TOKENS = 16
@@ -133,8 +146,11 @@ def test_the_served_policy_is_the_checkpoint_sent(
         others = [other for path, other in known.items() if path != policy.model_path]
         require_distinguishable([reference, *others])
         apply_update(rl_verdict, rl_admin, chosen, rl_weights, policy)
-        for worker in pins(chosen):
-            ids, selected, prompt = served_probe(rl_verdict, rl_client, rl_target, worker)
+        workers = pins(chosen, every=True)
+        probes = at_once(
+            lambda worker: served_probe(rl_verdict, rl_client, rl_target, worker), workers
+        )
+        for worker, (ids, selected, prompt) in zip(workers, probes, strict=True):
             require_decisive(reference, others, prompt_logprobs=prompt is not None)
             rl_verdict.check(
                 on_worker(
@@ -142,7 +158,7 @@ def test_the_served_policy_is_the_checkpoint_sent(
                 )
             )
         known[policy.model_path] = reference
-    require_observed(chosen, "the policy a worker serves")
+    require_observed(chosen, "the policy a worker serves", every=True)
 
 
 def reference_of(references: ReferenceSource, path: str) -> PolicyReference:

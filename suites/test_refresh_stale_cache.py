@@ -9,8 +9,8 @@ from rl_conformance import Unobservable, contract
 from rl_conformance.checks import control
 from rl_conformance.client.http import Client
 from rl_conformance.control.admin import AdminClient, AdminWorker
-from rl_conformance.control.admin_steps import apply_update, paused, select, succeed
-from rl_conformance.control.each_worker import on_worker, pins, require_observed
+from rl_conformance.control.admin_steps import apply_update, paused, select, succeed_each
+from rl_conformance.control.each_worker import at_once, on_worker, pins, require_observed
 from rl_conformance.control.refresh import pinned_generation
 from rl_conformance.control.refresh_probes import PROMPT, REFITS
 from rl_conformance.control.weights import WeightSource
@@ -69,26 +69,26 @@ def test_flush_invalidates_cached_prefixes(
             "(its system server's /metrics names no worker_id)"
         )
     family = chosen.family
-    for worker in workers:  # what each refit's last read leaves cached warms the next one
-        cached_tokens(rl_verdict, rl_client, rl_target, worker)
+
+    def cached(worker: AdminWorker) -> int:
+        return cached_tokens(rl_verdict, rl_client, rl_target, worker)
+
+    at_once(cached, workers)  # what each refit's last read leaves cached warms the next one
     for _ in range(REFITS):
-        before = {}
+        before = dict(zip(workers, at_once(cached, workers), strict=True))
         for worker in workers:
-            before[worker] = cached_tokens(rl_verdict, rl_client, rl_target, worker)
             if before[worker] <= 0:
                 raise Unobservable(
                     f"prefix-cache reuse on {worker.label}: a repeated prompt reported "
                     "cached_tokens 0 (prefix caching off?), so its invalidation cannot be observed"
                 )
         if family.flush:
-            for worker in chosen.workers:
-                succeed(rl_verdict, rl_admin, worker, family, family.flush, {})
+            succeed_each(rl_verdict, rl_admin, chosen.workers, family, family.flush, {})
         elif family.clears_on_pause:
             with paused(rl_verdict, rl_admin, chosen):
                 pass
         else:
             apply_update(rl_verdict, rl_admin, chosen, rl_weights)
-        for worker in workers:
-            after = cached_tokens(rl_verdict, rl_client, rl_target, worker)
+        for worker, after in zip(workers, at_once(cached, workers), strict=True):
             rl_verdict.check(on_worker(control.kv_invalidation(before[worker], after), worker))
-    require_observed(chosen, "a worker's prefix cache")
+    require_observed(chosen, "a worker's prefix cache", rl_verdict)

@@ -27,8 +27,9 @@ from rl_conformance.control.admin_steps import (
     routed_now,
     select,
 )
+from rl_conformance.control.each_worker import at_once
 from rl_conformance.control.families import AdminFamily, family_for
-from rl_conformance.control.refresh import Coordinator
+from rl_conformance.control.refresh import Coordinator, StepResult
 from rl_conformance.control.refresh_probes import generate_ids
 from rl_conformance.control.weights import WeightSource
 from rl_conformance.model.target import Target
@@ -55,6 +56,9 @@ class RefreshLifecycle(RuleBasedStateMachine):
         self.family: AdminFamily = context["family"]
         self.weights: WeightSource = context["weights"]
         self.coordinator = Coordinator(self.admin, self.family, list(context["workers"]))
+        self.judged: list[AdminWorker] = list(context["judged"])
+        """The workers whose generations are read (the run's sample: the version, read on
+        every worker, is what the spec asks of each)."""
         self.paused = False
         self.routed_before: set[int] | None = None
         self.applied: str | None = None
@@ -93,8 +97,8 @@ class RefreshLifecycle(RuleBasedStateMachine):
     @rule()
     def pause(self) -> None:
         if self.applied is None:  # the baseline is what served before this refresh's update
-            for worker in self.coordinator.workers:
-                ids, _ = generate_ids(self.verdict, self.client, self.target, worker)
+            generated = at_once(self.generate_on, self.judged)
+            for worker, (ids, _) in zip(self.judged, generated, strict=True):
                 self.baseline[worker.label] = ids
             self.baseline_paths = self.weights.holding(self.coordinator.workers)
             self.unknown_before = {
@@ -111,13 +115,25 @@ class RefreshLifecycle(RuleBasedStateMachine):
     @rule()
     def update(self) -> None:
         weights = self.weights.new(self.family, self.coordinator.workers, self.baseline_paths)
-        for worker in self.coordinator.workers:
+
+        def update_one(worker: AdminWorker) -> list[StepResult]:
+            """One worker's calls in order; the workers at once."""
             calls = self.family.update_calls(weights)
             if self.weights.needs_setup(worker):
                 calls = self.family.setup_calls(weights) + calls
+            return [
+                self.coordinator.call_one("update", worker, call.route, dict(call.body))
+                for call in calls
+            ]
+
+        for worker, steps in zip(
+            self.coordinator.workers,
+            at_once(update_one, self.coordinator.workers),
+            strict=True,
+        ):
+            if self.weights.needs_setup(worker):
                 self.weights.setup_done(worker)
-            for call in calls:
-                step = self.coordinator.call_one("update", worker, call.route, dict(call.body))
+            for step in steps:
                 self.verdict.check(step.result, step.exchange)
             self.weights.loaded([worker], weights)
         self.applied, self.verified, self.generated = weights.version, False, False
@@ -156,8 +172,8 @@ class RefreshLifecycle(RuleBasedStateMachine):
     @precondition(lambda self: not self.paused and self.applied is not None)
     @rule()
     def post_update_generation(self) -> None:
-        for worker in self.coordinator.workers:
-            after, seen = generate_ids(self.verdict, self.client, self.target, worker)
+        generated = at_once(self.generate_on, self.judged)
+        for worker, (after, seen) in zip(self.judged, generated, strict=True):
             if after == self.baseline.get(worker.label) and worker.label in self.unknown_before:
                 # It may have held the checkpoint sent: the run did not know what it held
                 # (later examples, which know, judge it).
@@ -181,6 +197,9 @@ class RefreshLifecycle(RuleBasedStateMachine):
         reopened = self.coordinator.reopen()
         assert not (reopened and self.coordinator.failures), "reopened despite a failed step"
         self.coordinator.failures = []
+
+    def generate_on(self, worker: AdminWorker) -> tuple[list[int], Any]:
+        return generate_ids(self.verdict, self.client, self.target, worker)
 
     @invariant()
     def nothing_admitted_while_gated(self) -> None:
@@ -210,6 +229,7 @@ def test_refresh_lifecycle_state_machine(
     rl_weights.require(chosen.family)
     family = chosen.family
     workers = [w for w in rl_admin_workers if family_for(rl_target, w) is family]
+    judged = [w for w in workers if w in chosen.judged] or workers
     RefreshLifecycle.context = {
         "client": rl_client,
         "target": rl_target,
@@ -217,6 +237,7 @@ def test_refresh_lifecycle_state_machine(
         "admin": rl_admin,
         "family": family,
         "workers": workers,
+        "judged": judged,
         "weights": rl_weights,
     }
     run_state_machine_as_test(
@@ -229,6 +250,12 @@ def test_refresh_lifecycle_state_machine(
             database=None,
         ),
     )
+    if chosen.sampled:
+        rl_verdict.measure(
+            judged_workers=chosen.sample.judged(
+                [worker.label for worker in judged], len(workers), every_for="the version"
+            )
+        )
 
 
 def a_refresh_lifecycle() -> RefreshLifecycle:

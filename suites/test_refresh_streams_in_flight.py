@@ -93,7 +93,7 @@ def test_a_stream_in_flight_across_a_version_rename_ends_once_and_says_if_cut(
             stream.wait()
     for worker, stream in zip(workers, streams, strict=True):
         ended_once(rl_verdict, stream, worker)
-    require_observed(chosen, "a stream in flight across a version rename")
+    require_observed(chosen, "a stream in flight across a version rename", rl_verdict)
 
 
 IN_PLACE_MODES = ("keep", "in_place")
@@ -175,7 +175,7 @@ def test_a_sample_held_across_an_update_names_the_versions_of_its_tokens(
     rl_verdict.measure(sample_versions=measured)
     if unjudged:
         raise Unobservable("; ".join(unjudged))
-    require_observed(chosen, "a sample held across an update")
+    require_observed(chosen, "a sample held across an update", rl_verdict)
 
 
 def across_update(
@@ -328,4 +328,4 @@ def test_streams_in_flight_across_a_refresh_end_in_one_terminal_state(
             f"its end ({', '.join(ends)} of {streams[0].max_tokens}) when the {mode!r} pause "
             "was answered: none crossed the refresh"
         )
-    require_observed(chosen, f"streams in flight across a refresh in {mode!r}")
+    require_observed(chosen, f"streams in flight across a refresh in {mode!r}", rl_verdict)

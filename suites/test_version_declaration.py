@@ -13,6 +13,7 @@ from rl_conformance import FeatureAbsent, NotAdvertised, contract
 from rl_conformance.checks.declaration import Declared, version_declaration
 from rl_conformance.control.admin import AdminClient, AdminWorker
 from rl_conformance.control.admin_steps import paused, require_update_routes, select, succeed
+from rl_conformance.control.each_worker import at_once
 from rl_conformance.control.families import VLLM, new_version
 from rl_conformance.control.weights import WeightSource
 from rl_conformance.model.target import Target
@@ -51,30 +52,36 @@ def test_a_worker_reports_the_last_version_declared_to_it(
     (update,) = family.update_calls(policy)
     unversioned = {k: v for k, v in update.body.items() if k != "weight_version"}
     declared = new_version()
-    replies: list[Declared] = []
 
     def call(worker: AdminWorker, route: str, body: dict[str, Any]) -> Any:
         return succeed(rl_verdict, rl_admin, worker, family, route, body)
 
-    def stored(worker: AdminWorker, after: str, version: Any) -> None:
+    def stored(worker: AdminWorker, after: str, version: Any) -> Declared:
         reply = call(worker, "get_weight_version", {})
-        replies.append(Declared(f"get_weight_version after {after}", reply, version, True))
+        return Declared(f"get_weight_version after {after}", reply, version, True)
 
-    for worker in chosen.workers:
+    def declarations(worker: AdminWorker) -> list[Declared]:
         call(worker, "set_weight_version", {"weight_version": declared})
-        stored(worker, f"set_weight_version {declared!r}", declared)
+        found = [stored(worker, f"set_weight_version {declared!r}", declared)]
         call(worker, "set_weight_version", {"weight_version": None})
-        stored(worker, "set_weight_version null", None)
+        found.append(stored(worker, "set_weight_version null", None))
         call(worker, "set_weight_version", {"weight_version": declared})
+        return found
+
+    def updates(worker: AdminWorker) -> list[Declared]:
+        bare = f"{update.route} without weight_version"
+        reply = call(worker, update.route, dict(unversioned))
+        found = [Declared(bare, reply, UNKNOWN, False)]
+        found.append(stored(worker, f"set_weight_version {declared!r}, then {bare}", declared))
+        explicit = f'{update.route} with weight_version "unknown"'
+        reply = call(worker, update.route, {**unversioned, "weight_version": UNKNOWN})
+        found.append(Declared(explicit, reply, UNKNOWN, True))
+        found.append(stored(worker, explicit, UNKNOWN))
+        return found
+
+    # each worker's calls in order, the workers at once (`each_worker.at_once`)
+    replies = [reply for found in at_once(declarations, chosen.workers) for reply in found]
     with paused(rl_verdict, rl_admin, chosen):
-        for worker in chosen.workers:
-            bare = f"{update.route} without weight_version"
-            reply = call(worker, update.route, dict(unversioned))
-            replies.append(Declared(bare, reply, UNKNOWN, False))
-            stored(worker, f"set_weight_version {declared!r}, then {bare}", declared)
-            explicit = f'{update.route} with weight_version "unknown"'
-            reply = call(worker, update.route, {**unversioned, "weight_version": UNKNOWN})
-            replies.append(Declared(explicit, reply, UNKNOWN, True))
-            stored(worker, explicit, UNKNOWN)
+        replies += [reply for found in at_once(updates, chosen.workers) for reply in found]
     rl_weights.loaded(chosen.workers, policy)
     rl_verdict.check(version_declaration(replies))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
@@ -73,19 +74,23 @@ class CountingClient(Client):
         self.refusal: str | None = None
         """Set while a mutating test of a read-only run runs: why its generations are not sent."""
         self.generations: dict[str, int] = {}
+        self._counting = threading.Lock()
+        """A test sends the pinned generations of one step from several threads at once."""
 
     def _spend(self, method: str, url: str) -> None:
         if not is_generation(method, url):
             return
         if self.refusal is not None:
             raise GenerationRefused(f"{self.refusal}; {method} {urlsplit(url).path} not sent")
-        spent = self.generations.get(self.target_id, 0)
-        if self.budget is not None and spent >= self.budget:
-            raise BudgetExhausted(
-                f"--budget-generations {self.budget}: {self.target_id or 'the target'} has had "
-                f"its {self.budget} generation requests; {method} {urlsplit(url).path} not sent"
-            )
-        self.generations[self.target_id] = spent + 1
+        with self._counting:
+            spent = self.generations.get(self.target_id, 0)
+            if self.budget is not None and spent >= self.budget:
+                raise BudgetExhausted(
+                    f"--budget-generations {self.budget}: {self.target_id or 'the target'} has "
+                    f"had its {self.budget} generation requests; {method} {urlsplit(url).path} "
+                    "not sent"
+                )
+            self.generations[self.target_id] = spent + 1
 
     def spent(self, target_id: str) -> int:
         return self.generations.get(target_id, 0)

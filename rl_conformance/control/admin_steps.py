@@ -15,6 +15,7 @@ from ..model.capabilities import RL_WORKERS, Backend, Support
 from ..model.mutations import MutationPolicy
 from ..model.target import Target
 from ..model.verdict import FeatureAbsent, MissingInput, Verdict
+from ..model.worker_sample import WorkerSample
 from ..wire.exchange import Exchange
 from .admin import AdminClient, AdminWorker, RouteNotAdvertised
 from .families import AdminFamily, NewWeights, family_for, update_unavailable
@@ -39,15 +40,28 @@ class Selection:
     list the same workers in another order on every read): (namespace, instance_id), workers the
     run may mutate first. Every test of a run so acts on the same workers, and what one test
     leaves on them (the checkpoint each loaded last) is what the next test finds there. A control
-    effect is judged on every selected worker (`each_worker`): by a generation pinned to it where
-    its identity is known; where no selected worker's identity is known (workers given by URL
-    whose system servers name no instance id), by generations left unpinned, which any of them
-    may serve, and no one worker is then judged alone.
+    effect is judged on the sampled workers (`judged`), or on every selected worker where the
+    spec asks it of each (`each_worker`): by a generation pinned to it where its identity is
+    known; where no selected worker's identity is known (workers given by URL whose system
+    servers name no instance id), by generations left unpinned, which any of them may serve,
+    and no one worker is then judged alone. Every step is still taken on every selected worker.
     """
 
     workers: tuple[AdminWorker, ...]
     family: AdminFamily
     target: Target | None = field(default=None, compare=False)
+    sample: WorkerSample = field(default=WorkerSample(), compare=False)
+
+    @property
+    def judged(self) -> tuple[AdminWorker, ...]:
+        """The workers an effect the spec does not ask of every worker is read on: the run's
+        sample of `workers` (`model.worker_sample`), every one by default."""
+        return self.sample.pick(self.workers)
+
+    @property
+    def sampled(self) -> bool:
+        """Whether `judged` leaves selected workers out."""
+        return len(self.judged) < len(self.workers)
 
     @property
     def pinned(self) -> AdminWorker | None:
@@ -130,7 +144,7 @@ def select(
             or policy.permits(worker.instance_id)
         )
     )
-    return Selection(same, family, target)
+    return Selection(same, family, target, policy.sample if policy is not None else WorkerSample())
 
 
 def succeed(

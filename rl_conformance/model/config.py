@@ -70,6 +70,9 @@ class RunConfig:
     allow_mutations: bool = False
     worker: tuple[int, ...] = ()
     all_workers: bool = False
+    worker_sample: int | None = None
+    """None: `worker_sample.DEFAULT_SIZE`."""
+    judge_every_worker: bool = False
     read_only: bool = False
     skip_crash_probes: bool = False
     update_model_path: tuple[str, ...] = ()
@@ -214,6 +217,7 @@ class RunConfig:
             ("--workers", self.workers, 0),
             ("--migration-limit", self.migration_limit, 0),
             ("--budget-generations", self.budget_generations, 1),
+            ("--worker-sample", self.worker_sample, 2),
         ):
             if value is None:
                 continue

@@ -32,6 +32,7 @@ from .capabilities import Capability, Support
 from .evidence import Evidence
 from .releases import SURFACES, Surface, missing_in
 from .target import Target
+from .worker_sample import sample_note
 
 __all__ = ["Evidence"]  # re-exported: its home was here
 
@@ -58,12 +59,20 @@ class Outcome(StrEnum):
 
 def _passed_reason(outcomes: list[tuple[Outcome, TestRecord]]) -> str:
     """A passing cell's reason: how many of its tests passed, and how many did not run, with
-    the first one's reason (a pass never claims the tests it did not run)."""
+    the first one's reason, and the workers a passing test judged when it judged a sample of
+    the selected ones (a pass never claims the tests it did not run, nor workers it did not
+    observe)."""
     passed = sum(1 for outcome, _ in outcomes if outcome is Outcome.PASS)
     others = [record for outcome, record in outcomes if outcome is not Outcome.PASS]
+    samples = [
+        record.measured["judged_workers"]
+        for outcome, record in outcomes
+        if outcome is Outcome.PASS and isinstance(record.measured.get("judged_workers"), dict)
+    ]
+    sampled = f"; {sample_note(samples[0])}" if samples else ""
     if not others:
-        return f"{passed} test(s) passed"
-    return f"{passed} test(s) passed, {len(others)} did not run ({others[0].reason})"
+        return f"{passed} test(s) passed{sampled}"
+    return f"{passed} test(s) passed, {len(others)} did not run ({others[0].reason}){sampled}"
 
 
 PRECEDENCE = (

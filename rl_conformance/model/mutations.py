@@ -5,10 +5,11 @@ client asks before every call that changes a worker."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .config import RunConfig
 from .deployment import FLAGS, Deployment
+from .worker_sample import WorkerSample
 
 
 class MutationRefused(Exception):
@@ -27,6 +28,10 @@ class MutationPolicy:
     deployment (a targets file's table)."""
     widen: str = "add --worker with its id, or use --all-workers"
     """What allows mutations on a worker where they are allowed on others only."""
+    sample: WorkerSample = field(default_factory=WorkerSample)
+    """Of the workers a test acts on, those an effect the spec does not ask of every worker is
+    read on (`--worker-sample`, `--judge-every-worker`); every one unless the run says so. Not a
+    permission: every selection is made under the policy, so it travels with it."""
 
     @classmethod
     def from_config(cls, config: RunConfig) -> MutationPolicy:
@@ -84,6 +89,8 @@ class MutationRule:
     granted: MutationPolicy = MutationPolicy()
     own: Mapping[str, MutationPolicy] = field(default_factory=dict)
     """Target id -> the policy of a deployment that says its own (a targets file's table)."""
+    sample: WorkerSample = field(default_factory=WorkerSample)
+    """The run's judging sample, given with every policy (`MutationPolicy.sample`)."""
 
     @classmethod
     def from_config(
@@ -93,11 +100,19 @@ class MutationRule:
         not given)."""
         found = config.deployments() if deployments is None else deployments
         own = {d.target_id: MutationPolicy.of(d) for d in found if d.naming.file}
-        return cls(read_only=config.read_only, granted=MutationPolicy.from_config(config), own=own)
+        return cls(
+            read_only=config.read_only,
+            granted=MutationPolicy.from_config(config),
+            own=own,
+            sample=WorkerSample.of(config.worker_sample, config.judge_every_worker),
+        )
 
     def for_target(self, kind: str, target_id: str = "") -> MutationPolicy:
         """The policy for target `target_id` of `kind` (`Target.kind`: "fake" for our own
-        fakes)."""
+        fakes), with the run's judging sample."""
+        return replace(self._permits(kind, target_id), sample=self.sample)
+
+    def _permits(self, kind: str, target_id: str) -> MutationPolicy:
         if self.read_only:
             return MutationPolicy()
         if target_id in self.own:

@@ -295,6 +295,23 @@ OPTIONS: tuple[Option, ...] = (
         kind="flag",
     ),
     Option(
+        "worker_sample",
+        "--worker-sample",
+        "how many selected workers a control effect the spec does not ask of every worker is "
+        "judged on (a pause's effect, a held request, a cache flush; default 4: the first, the "
+        "last and spread between by identity); what the spec asks of every worker (the version "
+        "and the generation after an update) is judged on each",
+        kind="int",
+        metavar="N",
+    ),
+    Option(
+        "judge_every_worker",
+        "--judge-every-worker",
+        "judge every control effect on every selected worker, not on a sample "
+        "(--worker-sample); a night then costs more with every worker",
+        kind="flag",
+    ),
+    Option(
         "read_only",
         "--read-only",
         "send no mutating call at all, not even to our fakes",
