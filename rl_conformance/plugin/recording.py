@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from ..checks.base import CheckResult
 from ..client.budget import is_generation
 from ..client.reproducers import Reproduction, reproduce
 from ..control.admin import RouteNotAdvertised
@@ -100,18 +101,7 @@ def record_of(
             wire = exchange.wire_log()
         else:  # several requests show it: the wire log of the whole sequence
             wire = sequence_wire_log(exchanges, sequence) if exchanges else None
-        record.evidence = [
-            Evidence(
-                result.check_id,
-                violation.message,
-                violation.field,
-                violation.expected,
-                violation.observed,
-                reproducer,
-                wire,
-            )
-            for violation in result.violations
-        ]
+        record.evidence = evidence_of(result, reproducer, wire)
         record.checks.append((result.check_id, False))
     elif isinstance(error, AssertionError) and call.when == "call":
         # A bare assert states the suite's own expectation (verdicts go through rl_verdict):
@@ -140,19 +130,24 @@ def differences_of(verdict: Verdict) -> list[Evidence]:
     for result, exchange in verdict.differences:
         reproducer = exchange.curl() if exchange is not None else None
         wire = exchange.wire_log() if exchange is not None else None
-        found += [
-            Evidence(
-                result.check_id,
-                violation.message,
-                violation.field,
-                violation.expected,
-                violation.observed,
-                reproducer,
-                wire,
-            )
-            for violation in result.violations
-        ]
+        found += evidence_of(result, reproducer, wire)
     return found
+
+
+def evidence_of(result: CheckResult, reproducer: str | None, wire: Any) -> list[Evidence]:
+    """Each violation of `result` as evidence, with what replays and shows it."""
+    return [
+        Evidence(
+            result.check_id,
+            violation.message,
+            violation.field,
+            violation.expected,
+            violation.observed,
+            reproducer,
+            wire,
+        )
+        for violation in result.violations
+    ]
 
 
 def prompts_refused(item: pytest.Item) -> str | None:
