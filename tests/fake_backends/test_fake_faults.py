@@ -13,6 +13,7 @@ import test_fake_admin_vllm_sidecar  # noqa: F401  (registers the sidecar demons
 import test_fake_control_faults  # noqa: F401  (registers the control-plane demonstrations)
 import test_fake_discovery_faults  # noqa: F401  (registers the discovery demonstrations)
 import test_fake_distributed_faults  # noqa: F401  (registers the distributed-update demonstrations)
+import test_fake_held_request_faults  # noqa: F401  (registers the held-request demonstrations)
 import test_fake_logprob_faults  # noqa: F401  (registers the log-probability demonstrations)
 import test_fake_metadata_upload  # noqa: F401  (registers the metadata_upload demonstrations)
 import test_fake_pause_mode_faults  # noqa: F401  (registers the pause-mode demonstrations)
