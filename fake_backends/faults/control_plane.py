@@ -97,6 +97,13 @@ CONTROL_PLANE_FAULTS: tuple[Fault, ...] = (
         ADMIN_BACKENDS,
     ),
     fault(
+        "logprobs_nan_across_update",
+        "a stream in flight while its worker loads new weights (held by a pause that keeps "
+        "it) reports NaN for every logprob of the tokens after the update, its ids still "
+        "right (NeMo RL #2180: an update that overlaps generation)",
+        ADMIN_BACKENDS,
+    ),
+    fault(
         "recovered_samples_keep_version",
         "a worker whose engine died and was restarted on its starting weights reports nothing "
         "declared, but its generations still name the version declared before the crash: "

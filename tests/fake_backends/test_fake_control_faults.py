@@ -7,6 +7,7 @@ imports this module.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -201,6 +202,51 @@ def test_logprobs_nan_after_update(client: httpx.Client, dep: FakeDeployment) ->
     assert selected and all(value != value for value in selected)
     with FakeDeployment("vllm", workers=1, initial_model_path="/c") as cold:
         assert ids(after) == ids(greedy(client, cold))
+
+
+def logprobs_across_update(client: httpx.Client, dep: FakeDeployment) -> list[float]:
+    """The selected logprobs of a long stream held by a keep pause while its worker loads new
+    weights, then resumed."""
+    base = dep.workers[0]["system_url"]
+    values: list[float] = []
+    body = {
+        "model": "toy",
+        "prompt": PROMPT,
+        "max_tokens": 200,
+        "ignore_eos": True,
+        "stream": True,
+        "logprobs": 0,
+        "nvext": {"backend_instance_id": dep.workers[0]["instance_id"]},
+    }
+    started = threading.Event()
+
+    def read() -> None:
+        with client.stream("POST", f"{dep.frontend_url}/v1/completions", json=body) as reply:
+            for line in reply.iter_lines():
+                if line.startswith("data: ") and line != "data: [DONE]":
+                    choices = json.loads(line[6:]).get("choices") or [{}]
+                    values.extend((choices[0].get("logprobs") or {}).get("token_logprobs", []))
+                    started.set()
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    assert started.wait(10)
+    admin(client, base, "pause_generation", {"mode": "keep"})
+    admin(client, base, "update_weights_from_disk", {"model_path": "/c"})
+    admin(client, base, "resume_generation")
+    reader.join(20)
+    assert len(values) == 200
+    return values
+
+
+@shows("logprobs_nan_across_update")
+def test_logprobs_nan_across_update(client: httpx.Client, dep: FakeDeployment) -> None:
+    """Finite throughout, faithfully; under the fault, finite up to the update and NaN after."""
+    assert all(value == value for value in logprobs_across_update(client, dep))
+    with faulted(dep, "logprobs_nan_across_update"):
+        values = logprobs_across_update(client, dep)
+    first_nan = next(at for at, value in enumerate(values) if value != value)
+    assert first_nan > 0 and all(value != value for value in values[first_nan:])
 
 
 @shows("kv_not_flushed")
