@@ -312,7 +312,7 @@ def test_streams_in_flight_across_a_refresh_end_in_one_terminal_state(
     require_observed(chosen, f"streams in flight across a refresh in {mode!r}")
 
 
-@capability(contract.logprobs.FINITE_NONPOSITIVE)
+@capability(contract.refresh.POST_UPDATE_GENERATION)
 def test_a_stream_in_flight_across_an_update_reports_finite_logprobs(
     rl_client: Client,
     rl_target: Target,

@@ -21,7 +21,7 @@ FINITE_NONPOSITIVE = row(
     TOKENS,
     "Selected log probabilities match those token IDs in length and order.",
     asserts="every logprob is a finite number <= 0",
-    flipped_by=("logprobs_nan_across_update", "nan_logprob", "positive_logprob"),
+    flipped_by=("nan_logprob", "positive_logprob"),
 )
 
 TOPK_CONSISTENT = row(

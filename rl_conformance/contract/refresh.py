@@ -82,7 +82,12 @@ POST_UPDATE_GENERATION = row(
     "Verify every worker and run post-update generation before reopening the fleet.",
     ADMIN,
     asserts="generation after an update comes from the new weights",
-    flipped_by=("logprobs_nan_after_update", "update_applied_once", "update_keeps_old_weights"),
+    flipped_by=(
+        "logprobs_nan_across_update",
+        "logprobs_nan_after_update",
+        "update_applied_once",
+        "update_keeps_old_weights",
+    ),
 )
 
 SERVED_POLICY_VERIFIED = row(
