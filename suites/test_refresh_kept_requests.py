@@ -34,6 +34,8 @@ pytestmark = pytest.mark.mutating
 RETRACT = "retract"
 HELD = (None, RETRACT)
 """How the streams stand when the rename lands: running, or retracted by a pause."""
+ROUTES = ("completions", "chat", "generate")
+"""The streams a rename crosses: OpenAI-compatible completions and chat, SGLang's native one."""
 
 
 def keeping_family(chosen: Selection) -> None:
@@ -94,7 +96,7 @@ def native_ending(events: list[Any]) -> tuple[int | None, Any]:
 
 
 @capability(contract.refresh.INFLIGHT_TERMINAL)
-@pytest.mark.parametrize("native", [False, True], ids=["completions", "generate"])
+@pytest.mark.parametrize("route", ROUTES)
 @pytest.mark.parametrize("held", HELD, ids=["running", "retracted"])
 def test_a_rename_that_keeps_requests_keeps_them(
     rl_client: Client,
@@ -103,21 +105,22 @@ def test_a_rename_that_keeps_requests_keeps_them(
     rl_admin: AdminClient,
     rl_admin_workers: list[AdminWorker],
     held: str | None,
-    native: bool,
+    route: str,
 ) -> None:
     """SGLang's `update_weight_version` "changes metadata and can abort requests"; a caller that
     sends `abort_all_requests: false` asked to keep them, and a trainer that paused in `retract`
     to keep its requests and then publishes the version counts on it. A stream in flight on each
-    selected worker (a completion stream, or SGLang's native `/generate`), running or retracted
-    by a pause, crosses such a rename: it runs to its length, not aborted. Where it ended before
-    the rename was sent, nothing crossed it (inconclusive)."""
+    selected worker (a completion or chat stream, or SGLang's native `/generate`), running or
+    retracted by a pause, crosses such a rename: it runs to its length, not aborted. Where it
+    ended before the rename was sent, nothing crossed it (inconclusive)."""
     chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
     keeping_family(chosen)
+    native, chat = route == "generate", route == "chat"
     if native and rl_target.backend != "sglang":
         pytest.skip(f"{rl_target.backend} serves no native SGLang /generate stream")
     workers = pins(chosen)
     budget = in_flight_budget(rl_client, rl_target, len(PROMPT))
-    streams = streams_to(rl_client, rl_target, workers, PROMPT, budget, native=native)
+    streams = streams_to(rl_client, rl_target, workers, PROMPT, budget, native=native, chat=chat)
     marks = across_rename(rl_verdict, rl_admin, chosen, streams, held, new_version())
     for worker, stream, mark in zip(workers, streams, marks, strict=True):
         if mark.ended:
