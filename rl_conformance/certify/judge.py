@@ -342,6 +342,40 @@ def attempt_identity(evidence: Evidence) -> Finding:
     )
 
 
+def history_drift(evidence: Evidence) -> Finding | None:
+    """A later turn of a trajectory whose admitted prompt does not begin with the turn before's
+    prompt and the ids the engine generated for it: the history was tokenized again (from its
+    text, or through a chat template), so the ids trained on are not the ones the engine saw
+    (THUDM/slime #117, huggingface/trl #5224). None when every turn extends the one before."""
+    trajectory_of = {
+        planned.slot: planned.trajectory
+        for planned in evidence.scenario.steps
+        if isinstance(planned, Generate) and planned.trajectory is not None
+    }
+    last: dict[str, Sample] = {}
+    for admission in sorted(evidence.admissions, key=lambda a: a.step):
+        if admission.step >= len(evidence.steps):
+            continue
+        trajectory = trajectory_of.get(evidence.steps[admission.step].label)
+        if trajectory is None:
+            continue
+        before = last.get(trajectory)
+        sample = admission.sample
+        if before is not None:
+            history = (*before.prompt_ids, *before.token_ids)
+            if tuple(sample.prompt_ids[: len(history)]) != history:
+                return failing(
+                    "adapter.engine_token_ids",
+                    f"a later turn of trajectory {trajectory!r} was sent a prompt that does not "
+                    "begin with the turn before's prompt and the ids the engine generated for "
+                    "it: the history was tokenized again",
+                    list(history),
+                    list(sample.prompt_ids[: len(history)]),
+                )
+        last[trajectory] = sample
+    return None
+
+
 def _slots_sent_under(evidence: Evidence, identity: str) -> list[str]:
     """The rollouts whose requests carried `identity`, in order."""
     return [
@@ -412,6 +446,9 @@ def engine_token_ids(evidence: Evidence) -> Finding:
                 prompt_ids(record),
                 list(admission.sample.prompt_ids),
             )
+    drifted = history_drift(evidence)
+    if drifted is not None:
+        return drifted
     if not traced:
         return skipping(
             check,

@@ -50,9 +50,11 @@ def flush_after_retract(status: int, body: Any, worker: str) -> Findings:
     requests retracted to its queue. Whether it flushed is the cache's own rule
     (`control.kv_invalidation`, judged by the generations after)."""
     if not 200 <= status < 300:
+        said = body.get("message") if isinstance(body, Mapping) else body
         yield Violation(
-            f"{worker}: the cache flush after a retract pause answered HTTP {status}: the "
-            "retracted requests wait in the queue and must not keep the cache from being reset",
+            f"{worker}: the cache flush after a retract pause answered HTTP {status} "
+            f"({str(said)[:200]!r}): a trainer cannot tell the stale prefixes were dropped and "
+            "must keep the fleet gated",
             "status",
             "2xx",
             status,
