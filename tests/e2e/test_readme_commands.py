@@ -288,6 +288,13 @@ ALLOWLIST: dict[str, tuple[str, tuple[str, str]]] = {
             '*("--client-cert", str(pki.client.cert), "--client-key"',
         ),
     ),
+    "rl-conformance run --frontend http://HOST:8000 --rl-url http://HOST:8001 --backend vllm "
+    "--allow-mutations --worker INSTANCE_ID --update-model-path A --update-model-path B "
+    "--restore-model-path /models/current-policy": (
+        "needs a fleet whose discovery names a model that is not the checkpoint its workers "
+        "load; the real vLLM test restores such a worker with --restore-model-path",
+        ("tests/e2e/test_real_vllm_fleet_restore.py", '["--restore-model-path", served_path]'),
+    ),
     "ruff check . && python -m pytest -q": (
         "the CI test command itself (this test is part of it: running it here would recurse); "
         ".ci/run ends with it",
