@@ -29,6 +29,19 @@ CHECKPOINTS = (
 PROBE = {"prompt": [640, 1024, 777], "max_tokens": 8, "temperature": 0, "ignore_eos": True}
 
 
+def finished_run(
+    deployment: FakeDeployment, directory: Path, *flags: str
+) -> subprocess.CompletedProcess[str]:
+    """The mutating run by URL, to its end, with its console."""
+    return subprocess.run(
+        command(deployment, directory, *flags),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
 def command(deployment: FakeDeployment, directory: Path, *flags: str) -> list[str]:
     return [
         sys.executable,
@@ -82,19 +95,13 @@ def test_a_completed_mutating_run_leaves_each_worker_on_the_weights_it_found(
 ) -> None:
     with FakeDeployment("vllm", workers=2, initial_model_path=FOUND) as fleet:
         before = greedy(fleet)
-        run = subprocess.run(
-            command(
-                fleet,
-                tmp_path,
-                "--capability",
-                "refresh.post_update_generation",
-                "--restore-model-path",
-                FOUND,
-            ),
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
+        run = finished_run(
+            fleet,
+            tmp_path,
+            "--capability",
+            "refresh.post_update_generation",
+            "--restore-model-path",
+            FOUND,
         )
         after = greedy(fleet)
     matrix = matrix_of(tmp_path)
@@ -114,19 +121,13 @@ def test_a_worker_whose_restore_does_not_take_is_the_first_line_and_exit_4(
     with FakeDeployment(
         "vllm", workers=1, initial_model_path=FOUND, faults=("update_applied_once",)
     ) as fleet:
-        run = subprocess.run(
-            command(
-                fleet,
-                tmp_path,
-                "--capability",
-                "refresh.post_update_generation",
-                "--restore-model-path",
-                FOUND,
-            ),
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
+        run = finished_run(
+            fleet,
+            tmp_path,
+            "--capability",
+            "refresh.post_update_generation",
+            "--restore-model-path",
+            FOUND,
         )
     matrix = matrix_of(tmp_path)
     assert run.returncode == 4, run.stdout[-3000:]
@@ -144,13 +145,7 @@ def test_without_a_restore_path_a_changed_worker_is_not_restored(tmp_path: Path)
     """The fake's discovery names its model, not a checkpoint it loaded: reloading that does
     not bring the weights found back, and the pinned probe says so."""
     with FakeDeployment("vllm", workers=1, initial_model_path=FOUND) as fleet:
-        run = subprocess.run(
-            command(fleet, tmp_path, "--capability", "refresh.post_update_generation"),
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
+        run = finished_run(fleet, tmp_path, "--capability", "refresh.post_update_generation")
     matrix = matrix_of(tmp_path)
     assert run.returncode == 4, run.stdout[-3000:]
     worker = matrix["fleet_restore"][0]
