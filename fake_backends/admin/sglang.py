@@ -47,6 +47,11 @@ ONLINE_OK = "Succeeded to update parameter online."
 INJECTED_LOAD_FAILURE = "Failed to update weights: checkpoint could not be read (injected fault)."
 ACTIVE_REQUESTS = "cannot clear KV blocks while requests are active"
 CRASHES = "sglang_invalid_pause_mode_crashes"
+IN_PLACE_UNFLUSHED = "sglang_in_place_update_unflushed"
+UNFLUSHED = (
+    "Weights were updated, but the cache was not flushed because requests are still running "
+    "or queued. Retract or finish them, then call /flush_cache."
+)
 SECOND_PAUSE_FAILURE = (
     "Python callback failed: Exception: Unable to unregister endpoint instance from discovery. "
     "Check discovery service status"
@@ -157,8 +162,18 @@ async def update_weights_from_disk(worker: EngineWorker, body: Body) -> tuple[bo
     _construct(DISK_REQ, body)
     if worker.runtime.faults.active("admin_http200_failure_body"):
         return False, INJECTED_LOAD_FAILURE, 0
-    await _apply_update(worker, body, checkpoint_weights(worker, str(body["model_path"])))
+    runtime = worker.runtime
+    holding = runtime.paused and runtime.pause_mode == "in_place" and bool(runtime.in_flight())
+    if holding and runtime.faults.active(IN_PLACE_UNFLUSHED):
+        # SGLang 0.5.23: the weights and version load, the flush a held request blocks does not
+        await _apply_update(worker, {**body, "flush_cache": False}, disk_weights(worker, body))
+        return False, UNFLUSHED, 0
+    await _apply_update(worker, body, disk_weights(worker, body))
     return True, DISK_OK, 0
+
+
+def disk_weights(worker: EngineWorker, body: Body) -> str:
+    return checkpoint_weights(worker, str(body["model_path"]))
 
 
 async def update_weights_from_tensor(worker: EngineWorker, body: Body) -> tuple[bool, str]:

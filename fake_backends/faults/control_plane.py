@@ -67,6 +67,12 @@ CONTROL_PLANE_FAULTS: tuple[Fault, ...] = (
         SGLANG,
     ),
     fault(
+        "sglang_in_place_update_unflushed",
+        "an update while an in_place pause holds a request loads the weights and version but "
+        "answers success false, the cache not flushed (SGLang 0.5.23's documented refusal)",
+        SGLANG,
+    ),
+    fault(
         "invalid_pause_mode_pauses",
         "pause_generation refuses a mode the engine does not have, yet pauses the worker",
         RL_BACKENDS,

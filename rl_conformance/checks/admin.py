@@ -20,7 +20,15 @@ from collections.abc import Iterable
 from typing import Any
 
 from .. import contract
-from .base import MISSING, Findings, Violation, check, describe, get_path
+from .base import (
+    MISSING,
+    RELEASE_BEHAVIOUR,
+    Findings,
+    Violation,
+    check,
+    describe,
+    get_path,
+)
 
 SECTION = "Compare vLLM and SGLang Administration"
 VLLM_SUCCESS = frozenset({"ok", "success"})
@@ -88,6 +96,9 @@ def success_semantics(
     family: str, route: str, status: int | None, body: Any, where: str = ""
 ) -> Findings:
     what = f"{route} on {where}" if where else route
+    if status is None:
+        yield Violation(f"{what}: no answer (the connection ended first)", "status", 200, None)
+        return
     if status != 200:
         yield Violation(f"{what}: HTTP {status}", "status", 200, status)
         return
@@ -111,6 +122,31 @@ def success_semantics(
             "ok",
             describe(state),
         )
+
+
+@check(
+    "admin.update_taken_while_holding",
+    title="an update sent while an in-place pause holds requests is taken, not refused",
+    spec="No sentence of the spec fixes whether a worker takes an update while a pause holds "
+    "requests in place. SGLang's RL guide says a cache flush after an in_place pause is "
+    "unsuccessful (docs/advanced_features/sglang_for_rl.md); Dynamo 1.6.1 with SGLang 0.5.21 "
+    "then exits, Dynamo 1.7.0.dev20261026 with SGLang 0.5.23 answers the update HTTP 200 "
+    "success false, the weights loaded and the cache not flushed, and keeps serving "
+    "(fixtures/KNOWN_DIFFERENCES.md). A refusal in the body is a release's choice: flagged, "
+    "not failed; no answer, or an HTTP error, is judged as any other step.",
+    section=RELEASE_BEHAVIOUR,
+    normative=False,
+)
+def update_taken_while_holding(
+    family: str, route: str, status: int | None, body: Any, where: str = ""
+) -> Findings:
+    """Only an answered update whose body reports failure is a difference; anything else is
+    `success_semantics`'s to judge."""
+    if status != 200:
+        return
+    refused = next(iter(success_semantics(family, route, status, body, where).violations), None)
+    if refused is not None:
+        yield refused
 
 
 def _sidecar(route: str, body: Any, what: str) -> Findings:

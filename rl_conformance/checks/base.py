@@ -17,6 +17,8 @@ from ..contract import BY_ID as ROWS
 from ..contract.kinds import Capability, Level
 
 P = ParamSpec("P")
+RELEASE_BEHAVIOUR = "Release behaviour (no spec sentence)"
+"""The section of a check no normative sentence fixes: its failure is a release difference."""
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Findings, Violation, check, describe, get_path
+from .base import RELEASE_BEHAVIOUR, Findings, Violation, check, describe, get_path
 
 
 @check(
@@ -49,10 +49,6 @@ def refusal_reason(status: int | None, body: Any, reason: str) -> Findings:
         yield Violation(
             "the refusal does not give the release's reason", "message", reason, describe(message)
         )
-
-
-RELEASE_BEHAVIOUR = "Release behaviour (no spec sentence)"
-"""The section of a check no normative sentence fixes: its failure is a release difference."""
 
 
 @check(

@@ -120,6 +120,7 @@ INFLIGHT_TERMINAL = row(
         "crossed_stream_length_short",
         "crossed_stream_raw_abort",
         "silent_cancellation",
+        "sglang_in_place_update_unflushed",
         "weight_version_misreported",
     ),
 )

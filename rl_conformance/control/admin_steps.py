@@ -23,6 +23,9 @@ from .refresh import pinned_generation
 from .stopping import routed_instances
 from .weights import WeightSource
 
+Judge = Callable[[Verdict, "AdminFamily", str, AdminWorker, Exchange], Any]
+"""How one worker's answer to a step is judged; returns the parsed reply."""
+
 DRAIN_DEADLINE_S = 300.0
 """A pause that waits for the requests in flight: as long as an in-flight stream may take."""
 REJOIN_S = 30.0
@@ -168,28 +171,52 @@ def succeed_each(
     body: Any = None,
     deadline_s: float | None = None,
     on_answer: Callable[[AdminWorker], None] | None = None,
+    judge: Judge | None = None,
 ) -> list[Any]:
     """One step that must succeed on every worker, sent to them all at once (bounded,
-    `admin.FANOUT`) and judged in the workers' order (`on_answer`: see `call_each`)."""
+    `admin.FANOUT`) and judged in the workers' order (`on_answer`: see `call_each`; `judge`:
+    `judged` unless given)."""
     exchanges = admin.call_each(workers, route, body, deadline_s=deadline_s, on_answer=on_answer)
     return [
-        judged(verdict, family, route, worker, exchange)
+        (judge or judged)(verdict, family, route, worker, exchange)
         for worker, exchange in zip(workers, exchanges, strict=True)
     ]
+
+
+def _parsed(exchange: Exchange) -> Any:
+    try:
+        return exchange.json()
+    except ValueError:
+        return None
 
 
 def judged(
     verdict: Verdict, family: AdminFamily, route: str, worker: AdminWorker, exchange: Exchange
 ) -> Any:
-    try:
-        parsed = exchange.json()
-    except ValueError:
-        parsed = None
+    parsed = _parsed(exchange)
     verdict.check(
         admin_checks.success_semantics(family.name, route, exchange.status, parsed, worker.label),
         exchange,
     )
     return parsed
+
+
+def refusal_flagged(
+    verdict: Verdict, family: AdminFamily, route: str, worker: AdminWorker, exchange: Exchange
+) -> Any:
+    """`judged`, except that an update the worker answers and refuses in its body is a release
+    difference (`admin.update_taken_while_holding`): SGLang documents a cache flush after an
+    `in_place` pause as unsuccessful, and 0.5.23 says so in the update's answer."""
+    parsed = _parsed(exchange)
+    flagged = verdict.check(
+        admin_checks.update_taken_while_holding(
+            family.name, route, exchange.status, parsed, worker.label
+        ),
+        exchange,
+    )
+    if verdict.differs(flagged):
+        return parsed
+    return judged(verdict, family, route, worker, exchange)
 
 
 @dataclass(frozen=True)
@@ -323,10 +350,11 @@ def update_all(
     selection: Selection,
     weights: WeightSource,
     policy: NewWeights | None = None,
+    judge: Judge | None = None,
 ) -> str:
     """Apply one new named weight version (`policy`, else the source's next) to every selected
     worker (already paused): the family's update calls, after its once-per-worker setup (the
-    sidecar's transfer engine)."""
+    sidecar's transfer engine); `judge` judges the update calls' answers."""
     family = selection.family
     require_update_routes(selection)
     policy = policy or weights.new(family, selection.workers)
@@ -336,7 +364,9 @@ def update_all(
     for worker in unset:
         weights.setup_done(worker)
     for call in family.update_calls(policy):
-        succeed_each(verdict, admin, selection.workers, family, call.route, dict(call.body))
+        succeed_each(
+            verdict, admin, selection.workers, family, call.route, dict(call.body), judge=judge
+        )
     weights.loaded(selection.workers, policy)
     return policy.version
 

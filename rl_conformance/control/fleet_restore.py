@@ -7,12 +7,13 @@ as such: the run's operator must act before the fleet serves again."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 from typing import Any
 
 from ..model.target import Target
 from .admin import AdminClient, AdminWorker
 from .families import AdminFamily, new_version
-from .fleet_state import WorkerState, observe, probe_answer, same_weights
+from .fleet_state import DISCOVERY_MODEL, WorkerState, observe, probe_answer, same_weights
 
 STEP_DEADLINE_S = 30.0
 """Each restoring call: a restore runs while the run ends, and must end too."""
@@ -138,6 +139,11 @@ def _reload(
         return f"a {family.name} worker takes weights by transfer, which no path restores"
     if not path:
         return "the deployment reports no served model path: give --restore-model-path PATH"
+    if source == DISCOVERY_MODEL and not PurePosixPath(path).is_absolute():
+        return (
+            f"discovery's model {path!r} is a served name, not a checkpoint path the engine "
+            "can load: give --restore-model-path PATH"
+        )
     version = before.weight_version if isinstance(before.weight_version, str) else None
     body = {"model_path": path, "weight_version": version or new_version()}
     if not _step(result, admin, worker, family.pause, family.pause_body(), "paused"):

@@ -35,6 +35,9 @@ FOUND = "the weights found before the run"
 SERVING_DTYPE = "bfloat16"
 """Two answers of one worker are held to the tolerance of the coarsest precision a fleet serves
 in: a batch that differs between the two may round differently, the weights may not."""
+DISCOVERY_MODEL = "discovery's model"
+"""The source of a model path read from discovery's served model name: a checkpoint path only
+where the engine serves its --model argument as its name (an absolute path)."""
 
 
 @dataclass
@@ -106,7 +109,7 @@ def observe(
             state.model_path, state.model_path_source = body["model_path"], route
         break
     if state.model_path is None and worker.model:
-        state.model_path, state.model_path_source = worker.model, "discovery's model"
+        state.model_path, state.model_path_source = worker.model, DISCOVERY_MODEL
     if probe:
         state.probe, state.probe_note, exchange = probe_answer(admin.client, target, worker)
         version = reported_version(exchange) if exchange is not None else None

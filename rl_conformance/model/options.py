@@ -340,8 +340,8 @@ OPTIONS: tuple[Option, ...] = (
         "--restore-model-path",
         "the checkpoint the selected workers served before the run, as their engine loads it: "
         "a mutating run updates them back to it at its end when the deployment does not report "
-        "its served model path (discovery's model, SGLang's get_model_info), and uses it over "
-        "a reported one",
+        "its served model path (SGLang's get_model_info, or discovery's model when that is an "
+        "absolute path), and uses it over a reported one",
         metavar="PATH",
     ),
     Option(

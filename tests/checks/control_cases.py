@@ -95,6 +95,14 @@ CASES: dict[str, Case] = {
             bodies.discovery()["workers"][0], ["update_weights_from_disk"]
         ),
     ),
+    "admin.update_taken_while_holding": (
+        lambda: admin.update_taken_while_holding(
+            "sglang", "control/update_weights_from_disk", None, None
+        ),
+        lambda: admin.update_taken_while_holding(
+            "sglang", "control/update_weights_from_disk", 200, {"success": False, "message": "m"}
+        ),
+    ),
     "admin.success_semantics": (
         lambda: admin.success_semantics("vllm", "pause_generation", 200, {"status": "ok"}),
         lambda: admin.success_semantics(

@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from rl_conformance.checks import errors
-from rl_conformance.checks.base import REGISTRY, CheckSpec, Level
-from rl_conformance.checks.errors import RELEASE_BEHAVIOUR
+from rl_conformance.checks.base import REGISTRY, RELEASE_BEHAVIOUR, CheckSpec, Level
 from rl_conformance.model.capabilities import get
 from rl_conformance.model.matrix import Evidence, Outcome, TestRecord, build_cell
 from rl_conformance.model.target import Target

@@ -142,15 +142,21 @@ def test_a_worker_whose_restore_does_not_take_is_the_first_line_and_exit_4(
 
 
 def test_without_a_restore_path_a_changed_worker_is_not_restored(tmp_path: Path) -> None:
-    """The fake's discovery names its model, not a checkpoint it loaded: reloading that does
-    not bring the weights found back, and the pinned probe says so."""
+    """The fake's discovery names its model, not a checkpoint it loaded: the name is never sent
+    as a path (an engine that cannot resolve it may stop serving), and the probe says the
+    weights found are not back."""
     with FakeDeployment("vllm", workers=1, initial_model_path=FOUND) as fleet:
         run = finished_run(fleet, tmp_path, "--capability", "refresh.post_update_generation")
+        sent = [r.body for r in fleet.admin_ledger if isinstance(r.body, dict)]
     matrix = matrix_of(tmp_path)
     assert run.returncode == 4, run.stdout[-3000:]
     worker = matrix["fleet_restore"][0]
     assert worker["verified"] is False
     assert worker["before"]["sources"]["model_path"] == "discovery's model"
+    served_name = worker["before"]["model_path"]
+    assert not served_name.startswith("/")
+    assert "is a served name" in " ".join(worker["problems"]), worker
+    assert all(body.get("model_path") != served_name for body in sent), sent
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])

@@ -34,25 +34,30 @@ BY_URL_SKIPPED = {
 
 
 @pytest.fixture(scope="module")
-def deployment(vllm_python: Path, nginx: str) -> Iterator[Target]:
+def deployment(vllm_python: Path, nginx: str) -> Iterator[tuple[Target, str]]:
+    """The deployment and the checkpoint its worker was started on: its discovery names the
+    model, not a path, so a run that changes the weights is told where to restore them from."""
     launcher = DynamoLauncher("vllm", python=vllm_python)
     try:
-        yield launcher.start()
+        target = launcher.start()
+        assert launcher.served_path is not None
+        yield target, launcher.served_path
     finally:
         launcher.stop()
 
 
 def test_the_real_vllm_column_through_nginx_is_the_direct_one(
-    deployment: Target,
+    deployment: tuple[Target, str],
     nginx: str,
     vllm_python: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    target, served_path = deployment
     monkeypatch.setenv("INGRESS_TOKEN", TOKEN)
     pki = tls_material.make(tmp_path / "pki")
-    assert deployment.rl_url is not None
-    upstreams = {"frontend": deployment.frontend_url, "rl": deployment.rl_url}
+    assert target.rl_url is not None
+    upstreams = {"frontend": target.frontend_url, "rl": target.rl_url}
     arguments = [
         *("--backend", "vllm", "--allow-mutations", "--all-workers"),
         *("--reference-python", str(vllm_python)),
@@ -60,8 +65,9 @@ def test_the_real_vllm_column_through_nginx_is_the_direct_one(
         *("--client-cert", str(pki.client.cert), "--client-key", str(pki.client.key)),
         *("--token-env", "INGRESS_TOKEN"),
     ]
-    for path in deployment.update_model_paths:
+    for path in target.update_model_paths:
         arguments += ["--update-model-path", path]
+    arguments += ["--restore-model-path", served_path]
     asking = pki.client_ca.cert
     with ingress(
         nginx, tmp_path / "nginx", upstreams, pki.server, client_ca=asking, token=TOKEN
@@ -78,16 +84,16 @@ def test_the_real_vllm_column_through_nginx_is_the_direct_one(
         served = fronted.served()
     expected = {**dict.fromkeys(SKIPPED, "skipped"), **dict.fromkeys(BY_URL_SKIPPED, "skipped")}
     expected.update(dict.fromkeys(UNSUPPORTED, "unsupported"))
-    (target,) = matrix["targets"]
+    (column,) = matrix["targets"]
     wrong = {
-        row["id"]: (row["cells"][target["id"]]["outcome"], row["cells"][target["id"]]["reason"])
+        row["id"]: (row["cells"][column["id"]]["outcome"], row["cells"][column["id"]]["reason"])
         for row in matrix["capabilities"]
-        if row["cells"][target["id"]]["outcome"] != expected.get(row["id"], "pass")
+        if row["cells"][column["id"]]["outcome"] != expected.get(row["id"], "pass")
     }
     assert not wrong, (wrong, matrix["stdout"][-2000:])
     assert matrix["complete"] and matrix["exit_status"] == 0
     assert any(line.gzipped for line in served) and any(
         line.requests_on_connection > 1 for line in served
     )
-    assert not any(note.startswith("plane down") for note in target["notes"])
+    assert not any(note.startswith("plane down") for note in column["notes"])
     assert not [line for line in served if line.status == 401]
