@@ -137,17 +137,22 @@ class Scenario:
         implements: frozenset[str] = frozenset({GENERATION, REFRESH}),
     ) -> str | None:
         """Why this scenario cannot run on `fleet` for an adapter that implements `implements`,
-        or None when it can. Events only a refresh meets (discovery changed, a flush failed)
+        or None when it can."""
+        return self.unsupported_given(self.injection.unsupported(fleet), implements)
+
+    def unsupported_given(self, unstageable: str | None, implements: frozenset[str]) -> str | None:
+        """`unsupported`, told why the fleet cannot stage the scenario's events (`unstageable`,
+        None when it can): the runner asks the fleet once and the adapter's halves twice, before
+        and after it is built. Events only a refresh meets (discovery changed, a flush failed)
         that the fleet cannot stage keep the scenario from an adapter that refreshes; one that
         only generates still runs its rollouts, which need no control."""
-        reason = self.injection.unsupported(fleet)
         if (
-            reason is not None
+            unstageable is not None
             and REFRESH not in implements
             and self.injection.reaches_control_only()
         ):
             return None
-        return reason
+        return unstageable
 
     def refreshes(self) -> list[Refresh]:
         """Every refresh the trainer takes, overlapped with a rollout or not, in order."""
