@@ -8,8 +8,8 @@ regenerated."""
 from __future__ import annotations
 
 import fnmatch
+import os
 import re
-import subprocess
 from pathlib import Path
 
 from fake_backends import FAULT_NAMES
@@ -17,6 +17,9 @@ from rl_conformance import contract
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPE = ROOT / "CONTRIBUTING.md"
+WORD = re.compile(r"[A-Za-z_]\w*(?:\.\w+)*")
+"""A name as code and prose write it: `area.name` whole, a full stop after it not part of it."""
+SKIPPED_DIRECTORIES = {"build", "dist", "node_modules", "__pycache__"}
 TEXT_SUFFIXES = {".py", ".md", ".json", ".toml", ".yaml", ".yml", ".txt", ".html", ".cfg"}
 
 
@@ -30,25 +33,26 @@ def listed(kind: str) -> list[str]:
 
 
 def repository_files() -> list[Path]:
-    names = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    return [ROOT / name for name in names if Path(name).suffix in TEXT_SUFFIXES]
+    """The repository's own text files: hidden directories (`.git`, virtual environments, tool
+    caches) and build output skipped, as `test_file_lengths` walks it."""
+    found = []
+    for directory, subdirectories, files in os.walk(ROOT):
+        subdirectories[:] = [
+            name
+            for name in subdirectories
+            if not name.startswith(".")
+            and name not in SKIPPED_DIRECTORIES
+            and not name.endswith(".egg-info")
+        ]
+        found += [Path(directory) / name for name in files if Path(name).suffix in TEXT_SUFFIXES]
+    return found
 
 
 def naming_all(names: set[str]) -> list[str]:
     """The files whose text names every one of `names` (as a whole word)."""
     found = []
     for path in repository_files():
-        if not path.exists():
-            continue
-        words = set(
-            re.findall(r"[A-Za-z_][\w.]*", path.read_text(encoding="utf-8", errors="ignore"))
-        )
+        words = set(WORD.findall(path.read_text(encoding="utf-8", errors="ignore")))
         if names <= words:
             found.append(path.relative_to(ROOT).as_posix())
     return found
