@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .audit import NOT_CLAIMED, AuditLog, Step
+from .fleet_events import SLOW_TOKEN_MS
 from .protocol import (
     GENERATION,
     REFRESH,
@@ -35,7 +36,6 @@ from .scenarios import (
     MAX_TOKENS,
     OBSERVATION,
     PROMPT,
-    SLOW_TOKEN_MS,
     UNARY_LEAD_TOKENS,
     Generate,
     GenerateAcross,

@@ -7,9 +7,10 @@ from ..contract import adapter
 from .audit import AuditRecord, Step
 from .evidence import Evidence, source_of
 from .findings import Ruling, failed, judges, never_exercised, not_applicable, passed
+from .fleet_events import SLOW_TOKEN_MS
 from .protocol import REFRESH
 from .replies import carries_tokens
-from .scenarios import SLOW_TOKEN_MS, UNARY_LEAD_TOKENS
+from .scenarios import UNARY_LEAD_TOKENS
 
 
 def _token_times(record: AuditRecord) -> list[float]:

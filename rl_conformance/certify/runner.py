@@ -117,9 +117,12 @@ def run_scenario(
     fleet: CertificationFleet = VLLM_FLEET,
 ) -> ScenarioResult:
     started = time.monotonic()
+    unstageable = scenario.injection.unsupported(fleet)
     declared = _declared(factory)
-    if declared is not None and scenario.unsupported(fleet, declared) is not None:
-        reason = scenario.unsupported(fleet, declared)
+    if (
+        declared is not None
+        and (reason := scenario.unsupported_given(unstageable, declared)) is not None
+    ):
         return _not_run(name, scenario, f"not run on the {fleet.name} fleet: {reason}", declared)
     log = AuditLog()
     sink = _Sink()
@@ -160,7 +163,7 @@ def run_scenario(
                 bounded(lambda: _close_undriven(built))
                 return _could_not_run(name, scenario, f"the adapter's {exc}", started)
             implements = handle.implements
-            unstaged = scenario.unsupported(fleet, implements)
+            unstaged = scenario.unsupported_given(unstageable, implements)
             if unstaged is not None:
                 handle.close()
                 reason = f"not run on the {fleet.name} fleet: {unstaged}"

@@ -21,7 +21,12 @@ from ..errors import ConfigurationError
 from ..launchers.plan import fault_shard_count
 from ..launchers.run_plan import plan_run
 from ..model.config import RunConfig
-from ..model.killmatrix import build_kill_matrix, merge_matrix_documents, write_kill_matrix
+from ..model.killmatrix import (
+    build_kill_matrix,
+    merge_matrix_documents,
+    write_kill_matrix,
+    write_reviewed_flips,
+)
 from ..model.options import OVERWRITE_HELP
 from ..plugin.runner import run
 from ..reports import write_reports
@@ -65,6 +70,15 @@ def register(commands: Any) -> None:
         help="shards run at once, each in its own process (default: four per core of the "
         "machine, at most 8: a shard mostly waits on its fakes' deadlines)",
     )
+    parser.add_argument(
+        "--flips",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="also rewrite the reviewed flips FILE (fixtures/expected/kill-matrix-flips.json) "
+        "with what each fault flipped in this run, for its diff to be reviewed; only from a "
+        "complete kill matrix",
+    )
     parser.add_argument("--shard", default=None, metavar="I/N", help=argparse.SUPPRESS)
     parser.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
     parser.set_defaults(handler=handle)
@@ -86,6 +100,8 @@ def _shard(value: str | None) -> tuple[int, int] | None:
 def handle(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         raise ConfigurationError(f"--jobs: expected at least 1, observed {args.jobs}")
+    if args.flips is not None:
+        _check_flips_file(args.flips)
     report = Path(args.report_dir)
     shard = _shard(args.shard)
     claim(report, overwrite=args.overwrite)
@@ -110,7 +126,7 @@ def handle(args: argparse.Namespace) -> int:
             return EXIT_FAILED
         if shard is not None:
             return EXIT_OK
-    return _summarise(report)
+    return _summarise(report, args.flips)
 
 
 def _run_shards(args: argparse.Namespace, report: Path) -> dict[str, Any] | None:
@@ -142,7 +158,26 @@ def _run_shards(args: argparse.Namespace, report: Path) -> dict[str, Any] | None
     return merge_matrix_documents(documents)
 
 
-def _summarise(report: Path) -> int:
+def _check_flips_file(path: Path) -> None:
+    """`--flips` names a JSON object to rewrite, or a new file in an existing directory: said
+    before a run of several minutes, not after it."""
+    if not path.parent.is_dir():
+        raise ConfigurationError(
+            f"--flips: expected a file in an existing directory, observed {str(path)!r}"
+        )
+    if not path.exists():
+        return
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigurationError(f"--flips: expected a JSON file, observed {exc}") from None
+    if not isinstance(document, dict):
+        raise ConfigurationError(
+            f"--flips: expected a JSON object, observed {type(document).__name__}"
+        )
+
+
+def _summarise(report: Path, flips: Path | None = None) -> int:
     path = report / "kill-matrix.json"
     if not path.exists():
         print(f"rl-conformance: no kill matrix was written ({path})", file=sys.stderr)
@@ -154,5 +189,12 @@ def _summarise(report: Path) -> int:
         f"clean fakes failing: {kill['clean_failures'] or 'none'}"
     )
     print(f"written to {report / 'kill-matrix.md'}")
+    if flips is not None and kill["complete"]:
+        write_reviewed_flips(kill, flips)
+        print(f"rewrote {flips}: review its diff (each flip must follow from its fault)")
+    elif flips is not None:
+        print(
+            f"rl-conformance: {flips} not rewritten: the kill matrix is incomplete", file=sys.stderr
+        )
     bad = kill["unkilled_faults"] or kill["checks_killing_nothing"] or kill["clean_failures"]
     return EXIT_FAILED if bad or not kill["complete"] else EXIT_OK

@@ -123,6 +123,25 @@ def write_kill_matrix(kill: dict[str, Any], directory: Path) -> None:
     write_text(directory / "kill-matrix.md", render_kill_matrix(kill))
 
 
+def reviewed_flips(kill: dict[str, Any], reviewed: dict[str, Any]) -> dict[str, Any]:
+    """The reviewed flips document (`fixtures/expected/kill-matrix-flips.json`) as this kill
+    matrix observed it: under each fault, the capabilities it flipped but those its
+    `may_also_flip` allows (a secondary flip a slow machine shows); the description and the
+    allowances as they were reviewed. Written for its diff to be reviewed, never taken unread."""
+    allowed = reviewed.get("may_also_flip") or {}
+    flips = {
+        item["fault"]: sorted(set(item["flipped"]) - set(allowed.get(item["fault"], [])))
+        for item in kill["faults"]
+    }
+    return {**reviewed, "flips": dict(sorted(flips.items()))}
+
+
+def write_reviewed_flips(kill: dict[str, Any], path: Path) -> None:
+    """Rewrite the reviewed flips at `path` from `kill` (one-space indent, as it is kept)."""
+    reviewed = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    write_text(path, json.dumps(reviewed_flips(kill, reviewed), indent=1) + "\n")
+
+
 def merge_matrix_documents(documents: list[dict[str, Any]]) -> dict[str, Any]:
     """One `matrix.json` from the shards of a parallel kill matrix: the targets of every shard
     (each clean fake once), each capability's cells from every shard, complete only if every

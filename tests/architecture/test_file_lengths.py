@@ -14,11 +14,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 MAX_LINES = 550
 CEILING = 600
-NOT_YET_SPLIT = {
-    "rl_conformance/certify/proxy.py": "the recording proxy, being reworked with certify/",
-    "rl_conformance/certify/scenarios.py": "the scenarios, being reworked with certify/",
-}
-"""Held to `CEILING` only, each for its reason, until its split lands; the list only shrinks."""
 SKIPPED_DIRECTORIES = {"build", "dist", "node_modules", "__pycache__"}
 
 
@@ -48,22 +43,8 @@ def test_the_walk_sees_the_repository() -> None:
 
 
 def test_no_python_file_is_over_the_length_a_reader_holds() -> None:
-    over = {
-        name: lines
-        for path in python_files(ROOT)
-        if (lines := line_count(path))
-        > (CEILING if (name := path.relative_to(ROOT).as_posix()) in NOT_YET_SPLIT else MAX_LINES)
-    }
+    lengths = {path.relative_to(ROOT).as_posix(): line_count(path) for path in python_files(ROOT)}
+    over = {name: lines for name, lines in lengths.items() if lines > MAX_LINES}
     assert not over, f"over {MAX_LINES} lines (split each by topic): " + ", ".join(
         f"{name} ({lines} lines)" for name, lines in sorted(over.items())
     )
-
-
-def test_a_file_not_yet_split_is_still_over_the_length() -> None:
-    """An entry leaves `NOT_YET_SPLIT` once its file is short enough (or gone)."""
-    done = [
-        name
-        for name in NOT_YET_SPLIT
-        if not (ROOT / name).exists() or line_count(ROOT / name) <= MAX_LINES
-    ]
-    assert not done, f"split already: remove from NOT_YET_SPLIT: {done}"

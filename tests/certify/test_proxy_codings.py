@@ -14,7 +14,8 @@ import pytest
 from fake_backends import FakeDeployment
 from rl_conformance.certify.audit import AuditLog
 from rl_conformance.certify.fleets import VLLM_FLEET
-from rl_conformance.certify.proxy import Injection, RecordingProxy, readable_codings
+from rl_conformance.certify.injection import Injection
+from rl_conformance.certify.proxy import RecordingProxy, readable_codings
 
 BODY = {"model": "toy", "prompt": [512, 733, 1024], "max_tokens": 4}
 

@@ -16,13 +16,14 @@ from examples.my_adapter import MyAdapter
 from fake_backends import FakeDeployment
 from rl_conformance.certify.audit import AuditLog, AuditRecord
 from rl_conformance.certify.findings import Finding
+from rl_conformance.certify.fleet_events import FirstStreamCut
 from rl_conformance.certify.fleets import VLLM_FLEET
 from rl_conformance.certify.protocol import AdapterFactory
 from rl_conformance.certify.proxy import RecordingProxy
 from rl_conformance.certify.reference import ReferenceAdapter
 from rl_conformance.certify.replay import evidence_from_json, rejudge
 from rl_conformance.certify.runner import ScenarioResult, run_scenario
-from rl_conformance.certify.scenarios import FirstStreamCut, scenario
+from rl_conformance.certify.scenarios import scenario
 
 from . import kit_adapters
 

@@ -12,9 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from checks.test_checks_fail_on_violations import CASES
 
 from fake_backends import FAULT_NAMES
 from rl_conformance.checks.base import rule_ids
+from rl_conformance.contract import BY_ID
 
 pytestmark = pytest.mark.slow
 REVIEWED = json.loads(
@@ -88,6 +90,18 @@ def test_clean_fakes_pass_everything(kill: dict[str, Any]) -> None:
 def test_every_check_kills_at_least_one_fault(kill: dict[str, Any]) -> None:
     assert set(kill["checks"]) == set(rule_ids())
     assert kill["checks_killing_nothing"] == []
+
+
+def test_a_rule_with_no_case_fails_on_a_fault_made_to_break_its_row(kill: dict[str, Any]) -> None:
+    """`tests/checks` owes no faithful and violating case for a row's own check whose row names
+    the faults made to break it: the kill matrix shows it instead, one of those faults failing
+    that very check (and the clean fakes passing it: `test_clean_fakes_pass_everything`)."""
+    failed = {item["fault"]: set(item["failed_checks"]) for item in kill["faults"]}
+    for check_id in sorted(set(rule_ids()) - set(CASES)):
+        faults = BY_ID[check_id].flipped_by
+        assert any(check_id in failed.get(fault, set()) for fault in faults), (
+            f"{check_id} has no case in tests/checks and none of {faults} fails it"
+        )
 
 
 def test_every_fault_is_expected_and_killed(kill: dict[str, Any]) -> None:

@@ -1,5 +1,8 @@
 """Every fault in the catalogue manifests: each is demonstrated by a test that compares a faulty
-answer with a clean one, in the module of its topic, registered with ``@shows``.
+answer with a clean one, in the module of its topic, registered with ``@shows``, or by the kill
+matrix: a fault a row names as made to break it (`flipped_by`) is reviewed to flip that row
+(`fixtures/expected/kill-matrix-flips.json`, held by `tests/e2e/test_kill_matrix.py`), which
+shows it manifesting on the wire, against the clean fake beside it.
 
 Every test module under `tests/fake_backends/` that registers a demonstration is imported here
 (by the name pytest gives it: the conftest puts each folder on the path), wherever its topic
@@ -17,6 +20,7 @@ from fake_backend_helpers import DEMONSTRATED
 
 from fake_backends import FAULT_NAMES
 from fake_backends.deployment.assembly import FakeDeployment
+from rl_conformance.contract import CAPABILITIES
 
 TESTS = Path(__file__).resolve().parents[1]
 DEMONSTRATIONS = sorted(
@@ -33,7 +37,10 @@ def test_the_demonstrations_are_found_in_every_topic_folder() -> None:
 
 @pytest.mark.parametrize("name", FAULT_NAMES)
 def test_every_fault_is_demonstrated(name: str) -> None:
-    assert name in DEMONSTRATED, f"no test shows fault {name}"
+    made_to_break = {fault for row in CAPABILITIES for fault in row.flipped_by}
+    assert name in DEMONSTRATED or name in made_to_break, (
+        f"no test shows fault {name}, and no row names it in flipped_by (the kill matrix's)"
+    )
 
 
 def test_faults_switch_in_process(vllm: FakeDeployment) -> None:
