@@ -17,6 +17,9 @@ from .fleet_state import DISCOVERY_MODEL, WorkerState, observe, probe_answer, sa
 
 STEP_DEADLINE_S = 30.0
 """Each restoring call: a restore runs while the run ends, and must end too."""
+WORKER_RESTORE_S = 12 * STEP_DEADLINE_S
+"""The most one worker's restore takes: its holds undone, a reload's four steps, the probe, a
+pause again and the reads after, each bounded."""
 
 
 @dataclass
@@ -31,12 +34,33 @@ class WorkerRestore:
     problems: list[str] = field(default_factory=list)
     verified: bool | None = None
     verification: str = ""
+    document: dict[str, Any] | None = field(default=None, repr=False)
+    """The record as another process of the run wrote it (`from_json`), kept whole."""
 
     @property
     def restored(self) -> bool:
         return not self.problems and self.verified is not False
 
+    @classmethod
+    def from_json(cls, document: dict[str, Any]) -> WorkerRestore:
+        """The restore a forked process of the run made and sent as `to_json`: enough of it for
+        the console and the banner, and the record itself for the reports."""
+        before = WorkerState(
+            document["worker"], document["system_url"], None, document.get("family")
+        )
+        return cls(
+            document["target"],
+            before,
+            actions=list(document.get("actions", [])),
+            problems=list(document.get("problems", [])),
+            verified=document.get("verified"),
+            verification=document.get("verification", ""),
+            document=dict(document),
+        )
+
     def to_json(self) -> dict[str, Any]:
+        if self.document is not None:
+            return dict(self.document)
         document: dict[str, Any] = {
             "target": self.target_id,
             "worker": self.before.label,

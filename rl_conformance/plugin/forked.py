@@ -63,11 +63,19 @@ def run_children(
 ) -> None:
     """Fork a child per group (at most `jobs` alive), each running `run_group(items, send)`;
     hand every message a child sends to `receive` as it arrives. Returns when every child has
-    exited; on KeyboardInterrupt the children are interrupted, drained (bounded) and the
-    interrupt is raised again."""
+    exited; on KeyboardInterrupt the children are interrupted, drained (bounded: a message
+    with `grace_s` extends the bound to that many seconds from its arrival, for a child
+    putting a fleet back) and the interrupt is raised again."""
     pending = list(groups)
     running: dict[int, Child] = {}
     selector = selectors.DefaultSelector()
+    extended_until = 0.0
+
+    def deliver(message: dict[str, Any]) -> None:
+        nonlocal extended_until
+        if isinstance(message.get("grace_s"), (int, float)):
+            extended_until = max(extended_until, time.monotonic() + message["grace_s"])
+        receive(message)
 
     def start(group: list[pytest.Item]) -> None:
         reader, writer = os.pipe()
@@ -102,13 +110,13 @@ def run_children(
                 code = child.reap()
                 del running[child.reader]
                 if code != 0:
-                    receive({"kind": "crashed", "code": code})
+                    deliver({"kind": "crashed", "code": code})
                 continue
             child.buffer += chunk
             *lines, child.buffer = child.buffer.split(b"\n")
             for line in lines:
                 if line:
-                    receive(json.loads(line))
+                    deliver(json.loads(line))
 
     # What the parent built (imports, collected items) is exempt from the children's garbage
     # collections: each would otherwise walk all of it, as would a full collection that
@@ -124,7 +132,7 @@ def run_children(
         for child in running.values():
             child.interrupt()
         deadline = time.monotonic() + CHILD_EXIT_GRACE_S
-        while running and time.monotonic() < deadline:
+        while running and time.monotonic() < max(deadline, extended_until):
             with contextlib.suppress(KeyboardInterrupt):
                 pump(0.5)
         for child in list(running.values()):

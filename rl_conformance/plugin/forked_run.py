@@ -11,8 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..control.fleet_restore import WORKER_RESTORE_S, WorkerRestore
 from ..model.target import Target
 from . import balance, distribution, forked
+from .restore import restore_failed, restore_fleet
 from .state import shutdown as _shutdown
 from .state import state_of
 
@@ -89,10 +91,27 @@ class ForkedRun:
         finally:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
             try:
+                self._restore_child_fleet(state, send)
                 reached = [target.describe() for target in state.pool.reached_targets()]
                 send({"kind": "targets", "targets": reached})
             finally:
                 _shutdown(state)
+
+    @staticmethod
+    def _restore_child_fleet(state: RunState, send: Any) -> None:
+        """The workers this child changed, put back before it exits (it alone holds what it
+        found and did), and the result sent to the parent, which reports it with its own.
+        The parent is told first how many are being put back: a reload takes longer than an
+        interrupted child is otherwise given."""
+        workers = sum(len(found) for found in state.fleet_found.values())
+        if not workers:
+            return
+        send({"kind": "restoring", "workers": workers, "grace_s": workers * WORKER_RESTORE_S})
+        try:
+            results = restore_fleet(state)
+        except Exception as exc:  # the parent must still hear of it
+            results = restore_failed(state, exc)
+        send({"kind": "restored", "results": [result.to_json() for result in results]})
 
     def _send_reached_targets(self) -> None:
         """A child tells the parent of each target it reached as soon as it did, before that
@@ -112,6 +131,9 @@ class ForkedRun:
                 target = Target.from_description(document)
                 self._worker_targets[target.id] = target
                 self._journal_target(state_of(config), target.id)
+        elif message["kind"] == "restored":
+            state = state_of(config)
+            state.fleet_restore += [WorkerRestore.from_json(item) for item in message["results"]]
         elif message["kind"] in ("interrupted", "crashed"):
             why = (
                 "a target's tests were interrupted"

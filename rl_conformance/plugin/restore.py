@@ -21,7 +21,8 @@ WEIGHT_ROUTES = ("update",)
 
 
 def restore_fleet(state: RunState) -> list[WorkerRestore]:
-    """Each recorded worker put back as found; kept on `state.fleet_restore`."""
+    """Each worker this process recorded put back as found, after the restores the run's
+    forked processes sent (already on `state.fleet_restore`); all of them, kept there."""
     targets = {target.id: target for target in state.pool.planned_targets()}
     results: list[WorkerRestore] = []
     for target_id, found in state.fleet_found.items():
@@ -56,8 +57,23 @@ def restore_fleet(state: RunState) -> list[WorkerRestore]:
                     restore_path=inputs.restore_model_path or state.config.restore_model_path,
                 )
             )
-    state.fleet_restore = results
-    return results
+    state.fleet_restore = [*state.fleet_restore, *results]
+    state.fleet_found.clear()
+    return state.fleet_restore
+
+
+def restore_failed(state: RunState, exc: Exception) -> list[WorkerRestore]:
+    """When the restore itself raised: every recorded worker it did not get to, not restored
+    for that reason (so the run exits 4 and says so); all of them, kept on the state."""
+    done = {(result.target_id, result.before.system_url) for result in state.fleet_restore}
+    state.fleet_restore += [
+        WorkerRestore(target_id, before, problems=[f"the restore itself failed ({exc})"])
+        for target_id, found in state.fleet_found.items()
+        for url, before in found.items()
+        if (target_id, url) not in done
+    ]
+    state.fleet_found.clear()
+    return state.fleet_restore
 
 
 def fleet_lines(results: list[WorkerRestore]) -> list[str]:
@@ -127,10 +143,8 @@ def end_of_run(state: RunState, complete: bool) -> list[str]:
     try:
         results = restore_fleet(state)
     except Exception as exc:  # the reports must still be written
-        results = state.fleet_restore
-        lines = [f"{NOT_RESTORED_BANNER}: the restore itself failed ({exc})"]
-    else:
-        lines = fleet_lines(results)
+        results = restore_failed(state, exc)
+    lines = fleet_lines(results)
     if not complete:
         lines += restore_held(state.ledger, state.client)
     return lines

@@ -191,3 +191,103 @@ def test_a_run_stopped_midway_restores_too(tmp_path: Path, signum: int) -> None:
     assert matrix["complete"] is False
     assert all(worker["restored"] for worker in matrix["fleet_restore"]), matrix["fleet_restore"]
     assert [ids for ids, _ in after] == [ids for ids, _ in before]
+
+
+def fleets_file(directory: Path, fleets: dict[str, FakeDeployment], *, restore: str) -> Path:
+    """A `--targets` file: one table per fleet, mutations allowed on all its workers."""
+    tables = [
+        f'[{name}]\nfrontend = "{fleet.frontend_url}"\nrl_url = "{fleet.rl_url}"\n'
+        'backend = "vllm"\nallow_mutations = true\nall_workers = true\n'
+        f"update_model_paths = {json.dumps(list(CHECKPOINTS[1::2]))}\n"
+        f'restore_model_path = "{restore}"\n'
+        for name, fleet in fleets.items()
+    ]
+    path = directory / "fleets.toml"
+    path.write_text("\n".join(tables))
+    return path
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_several_fleets_in_one_run_are_each_put_back_whatever_the_processes(
+    tmp_path: Path, jobs: str
+) -> None:
+    """Two fleets in one run: each tested in a process of its own with `--jobs 2` (forked), or
+    both in the run's own. Either way each worker is put back and the run says so; a fleet whose
+    restore does not take is the run's first line and exit 4."""
+    with (
+        FakeDeployment("vllm", workers=1, initial_model_path=FOUND) as first,
+        FakeDeployment(
+            "vllm", workers=1, initial_model_path=FOUND, faults=("update_applied_once",)
+        ) as second,
+    ):
+        before = greedy(first)
+        targets = fleets_file(tmp_path, {"first": first, "second": second}, restore=FOUND)
+        run = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "rl_conformance",
+                "run",
+                "--targets",
+                str(targets),
+                "--report-dir",
+                str(tmp_path / "report"),
+                "--examples",
+                "2",
+                "--jobs",
+                jobs,
+                "--capability",
+                "refresh.post_update_generation",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        after = greedy(first)
+    matrix = matrix_of(tmp_path / "report")
+    restored = {worker["target"]: worker["restored"] for worker in matrix["fleet_restore"]}
+    assert restored == {"first": True, "second": False}, run.stdout[-3000:]
+    assert [ids for ids, _ in after] == [ids for ids, _ in before]
+    assert run.returncode == 4 and matrix["exit_status"] == 4, run.stdout[-3000:]
+    assert matrix["warnings"][0].startswith("FLEET NOT RESTORED: second")
+    assert "the fleet as the run leaves it" in run.stdout
+
+
+def test_a_forked_run_stopped_midway_puts_each_fleet_back(tmp_path: Path) -> None:
+    """Ctrl-C reaches the processes testing each fleet; each puts its workers back before it
+    exits (the parent waits for it past its usual grace), and the parent reports them."""
+    with (
+        FakeDeployment("vllm", workers=1, initial_model_path=FOUND) as first,
+        FakeDeployment("vllm", workers=1, initial_model_path=FOUND) as second,
+    ):
+        before = [greedy(first), greedy(second)]
+        targets = fleets_file(tmp_path, {"first": first, "second": second}, restore=FOUND)
+        process = subprocess.Popen(
+            [
+                *(sys.executable, "-m", "rl_conformance", "run", "--targets", str(targets)),
+                *("--report-dir", str(tmp_path / "report"), "--examples", "2", "--jobs", "2"),
+                *("--capability", "refresh.post_update_generation"),
+                *("--capability", "refresh.lifecycle"),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        ends = time.monotonic() + 120
+        while time.monotonic() < ends and not all(
+            any(r.path.endswith("update_weights_from_disk") for r in fleet.admin_ledger)
+            for fleet in (first, second)
+        ):
+            time.sleep(0.05)
+        os.kill(process.pid, signal.SIGINT)
+        output, _ = process.communicate(timeout=300)
+        after = [greedy(first), greedy(second)]
+    matrix = matrix_of(tmp_path / "report")
+    assert process.returncode == 130, output[-3000:]
+    assert matrix["complete"] is False
+    restored = {worker["target"]: worker["restored"] for worker in matrix["fleet_restore"]}
+    assert restored == {"first": True, "second": True}, (matrix["fleet_restore"], output[-3000:])
+    assert [[ids for ids, _ in fleet] for fleet in after] == [
+        [ids for ids, _ in fleet] for fleet in before
+    ]
