@@ -25,6 +25,7 @@ from .forked import FORK_PARENT, FORKED_CHILD
 
 RECORD_PROPERTY = "rl-conformance-record"
 TARGETS_OUTPUT = "rl-conformance-targets"
+RESTORES_OUTPUT = "rl-conformance-fleet-restores"
 DEADLINE_INPUT = "rl-conformance-deadline"
 
 
@@ -82,6 +83,16 @@ def records_in(report: pytest.TestReport) -> list[tuple[TestRecord, str]]:
 def publish_targets(config: pytest.Config, targets: list[Target]) -> None:
     """The targets this worker reached, for the controller's matrix."""
     config.workeroutput[TARGETS_OUTPUT] = [target.describe() for target in targets]  # type: ignore[attr-defined]
+
+
+def publish_restores(config: pytest.Config, restores: list[dict[str, Any]]) -> None:
+    """The workers this worker process put back (`WorkerRestore.to_json`), for the controller."""
+    config.workeroutput[RESTORES_OUTPUT] = restores  # type: ignore[attr-defined]
+
+
+def restores_reported(node: Any) -> list[dict[str, Any]]:
+    output = getattr(node, "workeroutput", None) or {}
+    return list(output.get(RESTORES_OUTPUT, []))
 
 
 def targets_reported(node: Any) -> list[Target]:

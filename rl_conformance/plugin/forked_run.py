@@ -14,7 +14,7 @@ import pytest
 from ..control.fleet_restore import WORKER_RESTORE_S, WorkerRestore
 from ..model.target import Target
 from . import balance, distribution, forked
-from .restore import restore_failed, restore_fleet
+from .restore import fleet_restored_here
 from .state import shutdown as _shutdown
 from .state import state_of
 
@@ -107,11 +107,7 @@ class ForkedRun:
         if not workers:
             return
         send({"kind": "restoring", "workers": workers, "grace_s": workers * WORKER_RESTORE_S})
-        try:
-            results = restore_fleet(state)
-        except Exception as exc:  # the parent must still hear of it
-            results = restore_failed(state, exc)
-        send({"kind": "restored", "results": [result.to_json() for result in results]})
+        send({"kind": "restored", "results": fleet_restored_here(state)})
 
     def _send_reached_targets(self) -> None:
         """A child tells the parent of each target it reached as soon as it did, before that

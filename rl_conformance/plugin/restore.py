@@ -5,6 +5,8 @@ asleep), on which weights, and how to bring each back, then tries that, once and
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..client.http import Client
 from ..control.admin import AdminClient, AdminWorker
 from ..control.families import family_for
@@ -74,6 +76,17 @@ def restore_failed(state: RunState, exc: Exception) -> list[WorkerRestore]:
     ]
     state.fleet_found.clear()
     return state.fleet_restore
+
+
+def fleet_restored_here(state: RunState) -> list[dict[str, Any]]:
+    """For a process of the run that ends before the run does (a forked child, a pytest-xdist
+    worker): the workers it changed put back now, while it alone holds what it found and did,
+    as the records it hands to the run's own process."""
+    try:
+        results = restore_fleet(state)
+    except Exception as exc:  # the run's process must still hear of it
+        results = restore_failed(state, exc)
+    return [result.to_json() for result in results]
 
 
 def fleet_lines(results: list[WorkerRestore]) -> list[str]:

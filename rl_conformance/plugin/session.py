@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from ..checks.base import rule_ids
+from ..control.fleet_restore import WorkerRestore
 from ..launchers.run_plan import RunPlan
 from ..model import capabilities as capability_registry
 from ..model import exits, stops
@@ -44,7 +45,7 @@ from .hypothesis_profile import (
     without_local_constants,
 )
 from .recording import record_of, show_as_skipped, status_of_call, verify_reproducers
-from .restore import end_of_run, not_restored_warnings
+from .restore import end_of_run, fleet_restored_here, not_restored_warnings
 from .run_stops import install_stop_signals, start_run_timer, timeout_reason
 from .state import STATE, RunState, state_of
 from .state import shutdown as _shutdown
@@ -274,6 +275,9 @@ class ConformanceRun(ForkedRun):
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        state_of(self._config).fleet_restore += [
+            WorkerRestore.from_json(document) for document in distribution.restores_reported(node)
+        ]
         for target in distribution.targets_reported(node):
             self._worker_targets[target.id] = target
             self._journal_target(state_of(self._config), target.id)
@@ -402,6 +406,9 @@ class ConformanceRun(ForkedRun):
             state.timer.cancel()
         if distribution.is_worker(session.config):
             try:
+                if state.fleet_found:
+                    restores = fleet_restored_here(state)
+                    distribution.publish_restores(session.config, restores)
                 distribution.publish_targets(session.config, state.pool.reached_targets())
             finally:
                 _shutdown(state)

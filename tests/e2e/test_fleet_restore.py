@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from fake_backends import FakeDeployment
+from rl_conformance.plugin.runner import suites_dir
 
 pytestmark = pytest.mark.slow
 FOUND = "/conformance/weights/found"
@@ -207,13 +208,29 @@ def fleets_file(directory: Path, fleets: dict[str, FakeDeployment], *, restore: 
     return path
 
 
-@pytest.mark.parametrize("jobs", ["1", "2"])
+def several_fleets_command(targets: Path, report: Path, processes: str) -> list[str]:
+    """The run of `targets`: in the run's own process ("1"), forked ("2"), or under pytest-xdist
+    ("xdist": `pytest -p rl_conformance.plugin -n 2`)."""
+    flags = ["--report-dir", str(report), "--examples", "2"]
+    flags += ["--capability", "refresh.post_update_generation"]
+    if processes != "xdist":
+        module = [sys.executable, "-m", "rl_conformance", "run", "--targets", str(targets)]
+        return [*module, *flags, "--jobs", processes]
+    suites = str(suites_dir())
+    return [
+        *(sys.executable, "-m", "pytest", suites, "-p", "rl_conformance.plugin", "-n", "2"),
+        *("-q", "-p", "no:cacheprovider", "--confcutdir", suites, "--rl-targets", str(targets)),
+        *[flag.replace("--", "--rl-", 1) if flag.startswith("--") else flag for flag in flags],
+    ]
+
+
+@pytest.mark.parametrize("processes", ["1", "2", "xdist"])
 def test_several_fleets_in_one_run_are_each_put_back_whatever_the_processes(
-    tmp_path: Path, jobs: str
+    tmp_path: Path, processes: str
 ) -> None:
-    """Two fleets in one run: each tested in a process of its own with `--jobs 2` (forked), or
-    both in the run's own. Either way each worker is put back and the run says so; a fleet whose
-    restore does not take is the run's first line and exit 4."""
+    """Two fleets in one run: both in the run's own process, each in a forked one (`--jobs
+    2`), or in pytest-xdist's workers. Either way each worker is put back and the run says so;
+    a fleet whose restore does not take is the run's first line and exit 4."""
     with (
         FakeDeployment("vllm", workers=1, initial_model_path=FOUND) as first,
         FakeDeployment(
@@ -223,22 +240,7 @@ def test_several_fleets_in_one_run_are_each_put_back_whatever_the_processes(
         before = greedy(first)
         targets = fleets_file(tmp_path, {"first": first, "second": second}, restore=FOUND)
         run = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "rl_conformance",
-                "run",
-                "--targets",
-                str(targets),
-                "--report-dir",
-                str(tmp_path / "report"),
-                "--examples",
-                "2",
-                "--jobs",
-                jobs,
-                "--capability",
-                "refresh.post_update_generation",
-            ],
+            several_fleets_command(targets, tmp_path / "report", processes),
             capture_output=True,
             text=True,
             timeout=600,
@@ -249,7 +251,8 @@ def test_several_fleets_in_one_run_are_each_put_back_whatever_the_processes(
     restored = {worker["target"]: worker["restored"] for worker in matrix["fleet_restore"]}
     assert restored == {"first": True, "second": False}, run.stdout[-3000:]
     assert [ids for ids, _ in after] == [ids for ids, _ in before]
-    assert run.returncode == 4 and matrix["exit_status"] == 4, run.stdout[-3000:]
+    assert matrix["exit_status"] == 4, run.stdout[-3000:]
+    assert run.returncode == (1 if processes == "xdist" else 4), run.stdout[-3000:]
     assert matrix["warnings"][0].startswith("FLEET NOT RESTORED: second")
     assert "the fleet as the run leaves it" in run.stdout
 
