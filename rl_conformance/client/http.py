@@ -362,7 +362,7 @@ class Client:
             if applied.headers:
                 replaced = {credential.name.lower() for credential in applied.headers}
                 kept = {k: v for k, v in all_headers.items() if k.lower() not in replaced}
-                sent = [*kept.items(), *((c.name, c.value) for c in applied.headers)]
+                sent = [*kept.items(), *((c.name, c.current()) for c in applied.headers)]
                 recorded = {**kept, **{c.name: c.shown for c in applied.headers}}
         if not any(name.lower() == "accept-encoding" for name in all_headers):
             sent.insert(0, ("Accept-Encoding", ACCEPT_ENCODING))

@@ -11,7 +11,9 @@ A Dynamo deployment has three planes, and each takes its own credentials:
 
 `--header 'NAME: VALUE'` is repeatable, and `--header @FILE` reads one header per line, as
 curl's `-H @FILE` does; a token (the first line of FILE, or the variable's value) is sent as
-`Authorization: Bearer TOKEN`. Neither needs a secret on the command line.
+`Authorization: Bearer TOKEN`. Neither needs a secret on the command line. A token file is read
+again whenever it changes, so a token rotated during a long run (a projected service-account
+token, a sidecar's) is the one sent.
 
 Inheritance: the RL listener is served by the frontend's own process, so it receives the
 frontend's headers and token, overridden name by name by its own; `--rl-header 'NAME:'` (nothing
@@ -35,7 +37,8 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from collections.abc import Iterable, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
@@ -115,6 +118,51 @@ class Sent:
     shown: str
     source: str
     """The flag that gave it, for messages (`--token-env DYNAMO_TOKEN`)."""
+    renewed: Callable[[], str] | None = field(default=None, repr=False, compare=False)
+    """Where the value is read again before each request (a token file), when it may change."""
+
+    def current(self) -> str:
+        """The value to send now."""
+        return self.renewed() if self.renewed is not None else self.value
+
+
+class TokenFile:
+    """A token file followed through rotation: read again when its identity, size or time
+    changes (kubelet swaps a projected token's symlink; a sidecar rewrites the file), each new
+    token registered for redaction before it is sent. A read that finds no valid token (a file
+    caught mid-write, removed) keeps the last one: the deployment then says whether it still
+    takes it."""
+
+    def __init__(self, path: Path, token: str, register: Callable[[str], object]) -> None:
+        self.path, self.token, self.register = path, token, register
+        self.stamp = self._stamp()
+        self.lock = threading.Lock()
+
+    def _stamp(self) -> tuple[int, int, int] | None:
+        try:
+            found = self.path.stat()
+        except OSError:
+            return None
+        return found.st_ino, found.st_size, found.st_mtime_ns
+
+    def __call__(self) -> str:
+        stamp = self._stamp()
+        if stamp is not None and stamp != self.stamp:
+            with self.lock:
+                try:
+                    lines = self.path.read_text(encoding="utf-8").splitlines()
+                except (OSError, UnicodeDecodeError):
+                    lines = []
+                token = (lines[0] if lines else "").strip()
+                if token and bearer_characters(token):
+                    self.register(token)
+                    self.token, self.stamp = token, stamp
+        return f"Bearer {self.token}"
+
+
+def bearer_characters(token: str) -> bool:
+    """Whether `token` can be sent as a bearer token: no spaces or control characters."""
+    return not any(char.isspace() or ord(char) < 32 or ord(char) == 127 for char in token)
 
 
 @dataclass(frozen=True)
@@ -450,12 +498,17 @@ def _token(
         references.register(token, reference)
     if not token:
         raise ConfigurationError(f"{source}: expected a token, observed an empty one")
-    if any(char.isspace() or ord(char) < 32 or ord(char) == 127 for char in token):
+    if not bearer_characters(token):
         raise ConfigurationError(
             f"{source}: expected a token without spaces or control characters (a bearer "
             "token's characters), observed some"
         )
-    return Sent("Authorization", f"Bearer {token}", f"Bearer {reference}", source)
+    renewed = None
+    if file:
+        renewed = TokenFile(
+            Path(file).expanduser(), token, lambda new: references.register(new, reference)
+        )
+    return Sent("Authorization", f"Bearer {token}", f"Bearer {reference}", source, renewed)
 
 
 def _base(

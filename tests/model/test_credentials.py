@@ -36,7 +36,7 @@ def config(*argv: str) -> RunConfig:
 
 
 def headers(credentials: Credentials, url: str) -> dict[str, str]:
-    return {sent.name: sent.value for sent in credentials.apply(url).headers}
+    return {sent.name: sent.current() for sent in credentials.apply(url).headers}
 
 
 def shown(credentials: Credentials, url: str) -> dict[str, str]:
@@ -61,6 +61,25 @@ def test_a_token_file_is_read_and_shown_as_its_cat(tmp_path: Path) -> None:
     assert shown(credentials, f"{FRONT}/v1/completions") == {
         "Authorization": f"Bearer $(cat {path})"
     }
+
+
+def test_a_rotated_token_file_is_sent_from_the_next_request_and_redacted(tmp_path: Path) -> None:
+    """A projected service-account token is swapped under its path (a new file renamed over
+    it); a file caught empty mid-write keeps the token before it."""
+    path = tmp_path / "token"
+    path.write_text(TOKEN + "\n")
+    credentials = config("--token-file", str(path)).credentials()
+    url = f"{FRONT}/v1/completions"
+    assert headers(credentials, url) == {"Authorization": f"Bearer {TOKEN}"}
+    rotated = "rotated-token-9876543210"
+    swap = tmp_path / "token.new"
+    swap.write_text(rotated + "\n")
+    swap.replace(path)
+    assert headers(credentials, url) == {"Authorization": f"Bearer {rotated}"}
+    assert shown(credentials, url) == {"Authorization": f"Bearer $(cat {path})"}
+    assert REDACTOR.redact(f"sent {rotated}") == f"sent $(cat {path})"
+    path.write_text("")
+    assert headers(credentials, url) == {"Authorization": f"Bearer {rotated}"}
 
 
 def test_the_listener_inherits_the_frontend_and_the_workers_never_do(
