@@ -1,6 +1,7 @@
 """A worker whose engine dies under a stream and is restarted by its sidecar: the stream ends in an
 error or completes elsewhere, never clean and short; the restarted worker does not report the
-version applied before the crash (its engine starts on its starting weights).
+version applied before the crash (its engine starts on its starting weights), by its version
+route or in the generations it serves after.
 
 Needs a deployment whose engine can be killed on demand: a channel only deployments the suite
 launched offer (declared with `needs`)."""
@@ -15,6 +16,8 @@ from rl_conformance.client.http import Client
 from rl_conformance.control.admin import AdminClient, AdminWorker
 from rl_conformance.control.admin_steps import apply_update, instance_of, select, succeed
 from rl_conformance.control.inflight import InFlightStream, in_flight_budget
+from rl_conformance.control.refresh import pinned_generation, reported_version
+from rl_conformance.control.requests import chat
 from rl_conformance.control.weights import WeightSource
 from rl_conformance.model.target import ENGINE_RECOVERY, EngineRecoveryProbe, Target
 from rl_conformance.model.verdict import Verdict
@@ -54,6 +57,22 @@ def test_a_restarted_engine_fails_its_streams_and_reports_no_pre_crash_version(
     worker = chosen.workers[0]
     reply = succeed(rl_verdict, rl_admin, worker, family, family.version, {})
     rl_verdict.check(recovery.recovered_version(applied, family.read_version(reply), worker.label))
+    for served in (
+        pinned_generation(rl_client, rl_target, chosen.pinned, PROMPT, max_tokens=2),
+        chat(
+            rl_client,
+            rl_target,
+            token_data=PROMPT,
+            max_tokens=2,
+            temperature=0,
+            extra_fields=("completion_token_ids", "engine_data"),
+            nvext={"backend_instance_id": instance_id},
+            headers={"x-dynamo-worker-instance-id": str(instance_id)},
+        ),
+    ):
+        rl_verdict.json(served)
+        named = reported_version(served)
+        rl_verdict.check(recovery.recovered_sample_version(applied, named, worker.label), served)
     if sent.ended:
         raise Unobservable(f"the stream had ended ({sent.describe()}) when the engine was killed")
     exchange = stream.exchange

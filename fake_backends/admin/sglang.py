@@ -47,6 +47,9 @@ ONLINE_OK = "Succeeded to update parameter online."
 INJECTED_LOAD_FAILURE = "Failed to update weights: checkpoint could not be read (injected fault)."
 ACTIVE_REQUESTS = "cannot clear KV blocks while requests are active"
 CRASHES = "sglang_invalid_pause_mode_crashes"
+RETRACT_FLUSH_REFUSED = "retract_flush_refused"
+RENAME_ABORTS_KEPT = "rename_aborts_kept_requests"
+FLUSH_REFUSED = "Cache not flushed because there are pending requests."
 SECOND_PAUSE_FAILURE = (
     "Python callback failed: Exception: Unable to unregister endpoint instance from discovery. "
     "Check discovery service status"
@@ -191,9 +194,10 @@ async def update_weight_version(worker: EngineWorker, body: Body) -> Body:
     if "new_version" not in body and worker.runtime.faults.active("version_update_fails_open"):
         return {"success": True, "message": "Weight version updated to None", "new_version": None}
     _construct(VERSION_REQ, body)
-    if body.get("abort_all_requests", True):
+    if body.get("abort_all_requests", True) or worker.runtime.faults.active(RENAME_ABORTS_KEPT):
         worker.runtime.abort()
     version = body["new_version"]
+    worker.runtime.paused_renames += worker.runtime.paused
     declare_version(worker, version)
     return {
         "success": True,
@@ -255,9 +259,19 @@ async def resume_memory_occupation(worker: EngineWorker, body: Body) -> Body:
 
 
 async def flush_cache(worker: EngineWorker, body: Body) -> Body:
-    if worker.runtime.in_flight():
-        return {"success": False, "message": "Cannot flush cache while requests are running."}
-    worker.runtime.flush(asked=True)
+    """SGLang's scheduler flushes only when idle, and a paused one ignores its waiting queue
+    (``is_fully_idle(ignore_waiting=self._engine_paused)``): after a ``retract`` pause, whose
+    requests went back to that queue, the flush succeeds, and the retracted requests recompute
+    their KV after ``continue_generation``; after ``in_place`` they still run, and it fails
+    (``PauseGenerationReqInput``). ``retract_flush_refused`` counts the retracted ones as
+    running (SGLang before its retract-mode flush fix)."""
+    runtime = worker.runtime
+    retracted = runtime.paused and runtime.pause_mode == "retract"
+    if retracted and worker.runtime.faults.active(RETRACT_FLUSH_REFUSED):
+        retracted = False
+    if runtime.in_flight() and not retracted:
+        return {"success": False, "message": FLUSH_REFUSED}
+    runtime.flush(asked=True)
     return {"success": True}
 
 

@@ -20,7 +20,11 @@ RECOVERED_WORKER = row(
         Backend.SGLANG: Support.UNDOCUMENTED,
         Backend.TRTLLM: Support.UNSUPPORTED,
     },
-    flipped_by=("crashed_stream_ends_clean", "recovered_worker_keeps_version"),
+    flipped_by=(
+        "crashed_stream_ends_clean",
+        "recovered_samples_keep_version",
+        "recovered_worker_keeps_version",
+    ),
 )
 
 PAUSE_GATES = row(
@@ -78,7 +82,12 @@ POST_UPDATE_GENERATION = row(
     "Verify every worker and run post-update generation before reopening the fleet.",
     ADMIN,
     asserts="generation after an update comes from the new weights",
-    flipped_by=("logprobs_nan_after_update", "update_applied_once", "update_keeps_old_weights"),
+    flipped_by=(
+        "logprobs_nan_across_update",
+        "logprobs_nan_after_update",
+        "update_applied_once",
+        "update_keeps_old_weights",
+    ),
 )
 
 SERVED_POLICY_VERIFIED = row(
@@ -104,7 +113,7 @@ KV_INVALIDATION = row(
         Backend.TRTLLM: Support.UNSUPPORTED,
     },
     asserts="flushing the cache invalidates cached prefixes",
-    flipped_by=("flush_works_once", "kv_not_flushed"),
+    flipped_by=("flush_works_once", "kv_not_flushed", "retract_flush_refused"),
 )
 
 INFLIGHT_TERMINAL = row(
@@ -119,6 +128,7 @@ INFLIGHT_TERMINAL = row(
         "abort_reported_as_stop",
         "crossed_stream_length_short",
         "crossed_stream_raw_abort",
+        "rename_aborts_kept_requests",
         "silent_cancellation",
         "weight_version_misreported",
     ),
@@ -139,7 +149,7 @@ STRADDLE_REPORTED = row(
     },
     level=Level.SHOULD,
     asserts="a sample generated across a weight update names the versions of its tokens truly",
-    flipped_by=("weight_versions_span_collapsed",),
+    flipped_by=("paused_rename_restamps_tokens", "weight_versions_span_collapsed"),
 )
 
 LIFECYCLE = row(

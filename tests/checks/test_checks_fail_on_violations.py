@@ -29,6 +29,7 @@ from . import (
     bodies,
     control_cases,
     gauge_cases,
+    held_cases,
     migration_cases,
     probe_cases,
     recorded,
@@ -337,6 +338,8 @@ CASES.update(release_cases.CASES)
 CASES.update(control_cases.CASES)
 CASES.update(migration_cases.CASES)
 CASES.update(gauge_cases.CASES)
+CASES.update(held_cases.CASES)
+CASES.update(held_cases.CASES)
 
 
 def test_every_registered_rule_has_a_case() -> None:

@@ -1,0 +1,108 @@
+"""Requests a caller asked to keep across a control step, and the steps taken while they are held.
+
+A trainer that pauses in a mode that keeps its requests (SGLang's `retract`, which returns the
+running requests to the waiting queue, vLLM's `keep`) and then publishes a version or resets the
+cache has asked for two things at once: the requests survive, and the step does what it names.
+RL frameworks have met each half broken:
+
+- after a `retract` pause, SGLang's `flush_cache` once answered failure and flushed nothing, the
+  retracted requests counting as running, so stale prefixes survived the update
+  (`PauseGenerationReqInput`: "The KV cache can be flushed in this mode and will be automatically
+  recomputed after continue_generation", python/sglang/srt/managers/io_struct.py);
+- `update_weight_version` aborts the requests in flight unless told `abort_all_requests: false`
+  (its default is true); a caller that said false and still lost them lost samples the pause
+  took care to keep. Aborting is legal by the spec ("`update_weight_version` changes metadata
+  and can abort requests"), so only a rename that asked to keep them is judged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .base import Findings, Violation, check
+
+REFRESH = "Coordinate Policy Refresh"
+ADMIN = "Compare vLLM and SGLang Administration"
+FLUSH_SPEC = (
+    "Invalidate stale KV state. Keep generation gated when membership changes, an update fails, "
+    "cache reset fails, or post-update generation does not pass. (Upstream: after a `retract` "
+    'pause "the KV cache can be flushed in this mode and will be automatically recomputed '
+    'after continue_generation", PauseGenerationReqInput, '
+    "python/sglang/srt/managers/io_struct.py.)"
+)
+RENAME_SPEC = (
+    "`update_weight_version` changes metadata and can abort requests; it does not replace "
+    "tensors. (Upstream: UpdateWeightVersionReqInput.abort_all_requests, default true, "
+    "python/sglang/srt/managers/io_struct.py: a caller that sends false keeps them.)"
+)
+ABORTED_FINISHES = frozenset({"abort", "cancelled", "canceled"})
+
+
+@check(
+    "refresh.flush_after_retract",
+    title="after a retract pause, the cache flush answers success",
+    spec=FLUSH_SPEC,
+    section=REFRESH,
+)
+def flush_after_retract(status: int, body: Any, worker: str) -> Findings:
+    """`status`, `body`: the flush route's answer on `worker`, paused in `retract` mode with
+    requests retracted to its queue. Whether it flushed is the cache's own rule
+    (`control.kv_invalidation`, judged by the generations after)."""
+    if not 200 <= status < 300:
+        said = body.get("message") if isinstance(body, Mapping) else body
+        yield Violation(
+            f"{worker}: the cache flush after a retract pause answered HTTP {status} "
+            f"({str(said)[:200]!r}): a trainer cannot tell the stale prefixes were dropped and "
+            "must keep the fleet gated",
+            "status",
+            "2xx",
+            status,
+        )
+        return
+    if isinstance(body, Mapping) and body.get("success") is False:
+        yield Violation(
+            f"{worker}: the cache flush after a retract pause answered success false "
+            f"({body.get('message')!r}): stale prefixes survive the update",
+            "success",
+            True,
+            False,
+        )
+
+
+def finish_type(finish_reason: Any) -> Any:
+    """A finish reason as a name: OpenAI's string, or SGLang's native `{"type": ...}`."""
+    if isinstance(finish_reason, Mapping):
+        return finish_reason.get("type")
+    return finish_reason
+
+
+@check(
+    "refresh.rename_keeps_requests",
+    title="a version rename that asked to keep the requests in flight keeps them",
+    spec=RENAME_SPEC,
+    section=ADMIN,
+)
+def rename_keeps_requests(
+    delivered: int | None, max_tokens: int, finish_reason: Any, where: str
+) -> Findings:
+    """`delivered`: the ids the stream returned (None when unknown); `finish_reason`: its
+    choice's, as sent. It asked for `max_tokens` with EOS ignored, so kept, it ends by its
+    length."""
+    name = finish_type(finish_reason)
+    if isinstance(name, str) and name.lower() in ABORTED_FINISHES:
+        yield Violation(
+            f"{where}: the stream was aborted (finish {name!r}) by a version rename that sent "
+            "abort_all_requests false",
+            f"{where}.finish_reason",
+            "length (the request kept, run to its end)",
+            finish_reason,
+        )
+    elif delivered is not None and delivered < max_tokens:
+        yield Violation(
+            f"{where}: the stream ended after {delivered} of {max_tokens} ids across a version "
+            "rename that sent abort_all_requests false",
+            f"{where}.completion_token_ids",
+            f"{max_tokens} ids",
+            delivered,
+        )
