@@ -1,6 +1,6 @@
 """Policy refresh, the KV cache: prefixes cached before a refresh are not reused after the cache
 is invalidated, over consecutive refits, and a cache reset taken while requests are retracted
-(SGLang's `retract` pause) succeeds and invalidates them."""
+(SGLang's `retract` pause) that answers success invalidates them."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from rl_conformance.control.weights import WeightSource
 from rl_conformance.model.prompts import REFUSAL_STATUSES, PromptSpace, refused_prompt
 from rl_conformance.model.target import Target
 from rl_conformance.model.verdict import Verdict
+from rl_conformance.wire.exchange import Exchange
 
 capability = pytest.mark.capability
 pytestmark = pytest.mark.mutating
@@ -100,7 +101,7 @@ RETRACT = "retract"
 
 
 @capability(contract.refresh.KV_INVALIDATION)
-def test_a_flush_after_a_retract_pause_succeeds_and_invalidates(
+def test_a_flush_after_a_retract_pause_that_answers_success_invalidates(
     rl_client: Client,
     rl_target: Target,
     rl_verdict: Verdict,
@@ -112,9 +113,11 @@ def test_a_flush_after_a_retract_pause_succeeds_and_invalidates(
     (SGLang's `PauseGenerationReqInput`). With a stream in flight on each selected worker and
     a prefix cached there, the workers are paused in `retract`, the cache reset is called on
     each (SGLang's `flush_cache`, where the deployment allowlists it), and they are resumed:
-    the flush answers success (an SGLang that counted the retracted requests as running answered
-    failure and flushed nothing), the cached prefix is no longer reused, and the retracted
-    streams end once, successfully. Held by the pause, not by the engine's pace."""
+    the retracted streams end once, successfully, and a flush that answered success left no
+    cached prefix reused (one that said so and flushed nothing leaves stale prefixes behind).
+    A refused flush (any non-2xx, or `success: false`) is legal, the reset "rejects active
+    requests" and the trainer stays gated: reported, never failed. Held by the pause, not by
+    the engine's pace."""
     chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
     family = chosen.family
     if RETRACT not in family.pause_modes:  # the row's other test judges the family
@@ -138,6 +141,7 @@ def test_a_flush_after_a_retract_pause_succeeds_and_invalidates(
                 "cached_tokens 0 (prefix caching off?), so its invalidation cannot be observed"
             )
     streams = [in_flight(rl_client, rl_target, worker) for worker in workers]
+    flushes: dict[str, Exchange] = {}
     try:
         for stream in streams:
             stream.start_and_wait_first_token(rl_verdict)
@@ -149,19 +153,33 @@ def test_a_flush_after_a_retract_pause_succeeds_and_invalidates(
                         f"/engine/{route} answered HTTP {exchange.status} on {worker.label}: "
                         "the deployment does not allowlist it (DYN_SGLANG_ENGINE_ROUTES)"
                     )
-                check = held_requests.flush_after_retract(
-                    exchange.status, exchange.reply(), worker.label
-                )
-                rl_verdict.check(check, exchange)
+                flushes[worker.label] = exchange
     finally:
         for stream in streams:
             stream.wait()
+    refused: dict[str, str] = {}
     for worker, stream in zip(workers, streams, strict=True):
         exchange = stream.exchange
         rl_verdict.folded(exchange)
         state = exchange.state.value if exchange.state else "none"
         result = streaming.terminal_success(state, exchange.state_reason)
         rl_verdict.check(on_worker(result, worker), exchange)
+        flush = flushes[worker.label]
+        refusal = held_requests.flush_refusal(flush.status, flush.reply())
+        if refusal is not None:
+            refused[worker.label] = refusal
+            continue
         after = cached_tokens(rl_verdict, rl_client, rl_target, worker)
-        rl_verdict.check(on_worker(control.kv_invalidation(before[worker], after), worker))
+        result = held_requests.flush_after_retract(
+            flush.status, flush.reply(), before[worker], after, worker.label
+        )
+        rl_verdict.check(result, flush)
+    rl_verdict.measure(flush_refused_after_retract=refused)
+    if refused:
+        raise Unobservable(
+            "the cache reset after a retract pause was refused ("
+            + "; ".join(f"{label}: {said}" for label, said in refused.items())
+            + '): legal, the reset "rejects active requests" and a trainer keeps generation '
+            "gated when cache reset fails; its invalidation after a retract pause is not observed"
+        )
     require_observed(chosen, "a cache reset after a retract pause", rl_verdict)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from rl_conformance import FeatureAbsent, MissingInput, Unobservable, contract
+from rl_conformance import FeatureAbsent, Unobservable, contract
 from rl_conformance.checks import control, logprobs, pause_modes, straddle, streaming
 from rl_conformance.checks.base import MISSING
 from rl_conformance.checks.stream_fold import StreamFold
@@ -331,7 +331,7 @@ def test_streams_in_flight_across_a_refresh_end_in_one_terminal_state(
     require_observed(chosen, f"streams in flight across a refresh in {mode!r}", rl_verdict)
 
 
-@capability(contract.refresh.POST_UPDATE_GENERATION)
+@capability(contract.refresh.INFLIGHT_TERMINAL)
 def test_a_stream_in_flight_across_an_update_reports_finite_logprobs(
     rl_client: Client,
     rl_target: Target,
@@ -343,14 +343,10 @@ def test_a_stream_in_flight_across_an_update_reports_finite_logprobs(
     """A completion stream asking for logprobs, on each selected worker, is held by a pause that
     keeps it (vLLM `keep`, SGLang `retract`) while its worker loads new weights, and resumed: the
     logprob of every token it returns, before and after the update, is a finite number <= 0
-    (an update that overlaps generation once turned them NaN: NVIDIA-NeMo/RL #2180). Held by
-    the pause, not by the engine's pace; a stream that had ended when the pause answered
-    crossed nothing. Where no worker can be updated, the case does not apply: the row's other
-    tests judge the deployment."""
-    try:
-        chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
-    except (FeatureAbsent, MissingInput) as why:
-        pytest.skip(f"no worker to update under a stream: {why}")
+    (an update that overlaps generation once turned them NaN: NVIDIA-NeMo/RL #2180), and it
+    ends once, as every stream in flight across a refresh (this row). Held by the pause, not by
+    the engine's pace; a stream that had ended when the pause answered crossed nothing."""
+    chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
     family = chosen.family
     mode = "keep" if "keep" in family.pause_modes else family.refresh_mode
     if mode in ("abort", "wait"):

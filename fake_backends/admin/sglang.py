@@ -47,7 +47,7 @@ ONLINE_OK = "Succeeded to update parameter online."
 INJECTED_LOAD_FAILURE = "Failed to update weights: checkpoint could not be read (injected fault)."
 ACTIVE_REQUESTS = "cannot clear KV blocks while requests are active"
 CRASHES = "sglang_invalid_pause_mode_crashes"
-RETRACT_FLUSH_REFUSED = "retract_flush_refused"
+RETRACT_FLUSH_SKIPPED = "retract_flush_skipped"
 RENAME_ABORTS_KEPT = "rename_aborts_kept_requests"
 FLUSH_REFUSED = "Cache not flushed because there are pending requests."
 SECOND_PAUSE_FAILURE = (
@@ -263,12 +263,13 @@ async def flush_cache(worker: EngineWorker, body: Body) -> Body:
     (``is_fully_idle(ignore_waiting=self._engine_paused)``): after a ``retract`` pause, whose
     requests went back to that queue, the flush succeeds, and the retracted requests recompute
     their KV after ``continue_generation``; after ``in_place`` they still run, and it fails
-    (``PauseGenerationReqInput``). ``retract_flush_refused`` counts the retracted ones as
-    running (SGLang before its retract-mode flush fix)."""
+    (``PauseGenerationReqInput``). ``retract_flush_skipped`` answers success after a retract
+    pause and flushes nothing (SGLang's own /flush_cache answers 200 "Cache flushed ... (When
+    there are running or waiting requests, the operation will not be performed.)")."""
     runtime = worker.runtime
     retracted = runtime.paused and runtime.pause_mode == "retract"
-    if retracted and worker.runtime.faults.active(RETRACT_FLUSH_REFUSED):
-        retracted = False
+    if retracted and runtime.faults.active(RETRACT_FLUSH_SKIPPED):
+        return {"success": True}
     if runtime.in_flight() and not retracted:
         return {"success": False, "message": FLUSH_REFUSED}
     runtime.flush(asked=True)

@@ -214,10 +214,10 @@ CONTROL_PLANE_FAULTS: tuple[Fault, ...] = (
         SGLANG,
     ),
     fault(
-        "retract_flush_refused",
-        "after a retract pause, flush_cache answers success false and flushes nothing: the "
-        "requests returned to the waiting queue count as running (SGLang before its "
-        "retract-mode flush fix), so stale prefixes survive the update",
+        "retract_flush_skipped",
+        "after a retract pause, flush_cache answers success and flushes nothing (the requests "
+        "returned to the waiting queue counted as running, the skip said only in the logs): "
+        "stale prefixes survive a reset the caller was told succeeded",
         SGLANG,
     ),
     fault(

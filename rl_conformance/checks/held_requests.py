@@ -5,10 +5,12 @@ running requests to the waiting queue, vLLM's `keep`) and then publishes a versi
 cache has asked for two things at once: the requests survive, and the step does what it names.
 RL frameworks have met each half broken:
 
-- after a `retract` pause, SGLang's `flush_cache` once answered failure and flushed nothing, the
-  retracted requests counting as running, so stale prefixes survived the update
-  (`PauseGenerationReqInput`: "The KV cache can be flushed in this mode and will be automatically
-  recomputed after continue_generation", python/sglang/srt/managers/io_struct.py);
+- after a `retract` pause, a cache reset that answers success but flushes nothing leaves stale
+  prefixes behind a reset the caller was told succeeded (`PauseGenerationReqInput`: "The KV
+  cache can be flushed in this mode and will be automatically recomputed after
+  continue_generation", python/sglang/srt/managers/io_struct.py). A reset that is refused
+  (any non-2xx, or `success: false`) is legal: SGLang's cache reset "rejects active requests",
+  and a refused reset is one the spec has the trainer stay gated on, not a violation;
 - `update_weight_version` aborts the requests in flight unless told `abort_all_requests: false`
   (its default is true); a caller that said false and still lost them lost samples the pause
   took care to keep. Aborting is legal by the spec ("`update_weight_version` changes metadata
@@ -25,11 +27,11 @@ from .base import Findings, Violation, check
 REFRESH = "Coordinate Policy Refresh"
 ADMIN = "Compare vLLM and SGLang Administration"
 FLUSH_SPEC = (
-    "Invalidate stale KV state. Keep generation gated when membership changes, an update fails, "
-    "cache reset fails, or post-update generation does not pass. (Upstream: after a `retract` "
-    'pause "the KV cache can be flushed in this mode and will be automatically recomputed '
-    'after continue_generation", PauseGenerationReqInput, '
-    "python/sglang/srt/managers/io_struct.py.)"
+    'Invalidate stale KV state. (The cache reset "rejects active requests", and a trainer '
+    "keeps generation gated when cache reset fails: a refused reset is legal, one that answers "
+    'success must have reset. Upstream: after a `retract` pause "the KV cache can be flushed '
+    'in this mode and will be automatically recomputed after continue_generation", '
+    "PauseGenerationReqInput, python/sglang/srt/managers/io_struct.py.)"
 )
 RENAME_SPEC = (
     "`update_weight_version` changes metadata and can abort requests; it does not replace "
@@ -39,34 +41,39 @@ RENAME_SPEC = (
 ABORTED_FINISHES = frozenset({"abort", "cancelled", "canceled"})
 
 
+def flush_refusal(status: int, body: Any) -> str | None:
+    """What a cache reset that refused answered (a non-2xx status, or `success: false`), None
+    when it answered success."""
+    if not 200 <= status < 300:
+        said = body.get("message") if isinstance(body, Mapping) else body
+        return f"HTTP {status} ({str(said)[:200]!r})"
+    if isinstance(body, Mapping) and body.get("success") is False:
+        return f"success false ({str(body.get('message'))[:200]!r})"
+    return None
+
+
 @check(
     "refresh.flush_after_retract",
-    title="after a retract pause, the cache flush answers success",
+    title="a cache flush after a retract pause that answers success invalidates the cached "
+    "prefixes",
     spec=FLUSH_SPEC,
     section=REFRESH,
 )
-def flush_after_retract(status: int, body: Any, worker: str) -> Findings:
+def flush_after_retract(
+    status: int, body: Any, cached_before: int, cached_after: int, worker: str
+) -> Findings:
     """`status`, `body`: the flush route's answer on `worker`, paused in `retract` mode with
-    requests retracted to its queue. Whether it flushed is the cache's own rule
-    (`control.kv_invalidation`, judged by the generations after)."""
-    if not 200 <= status < 300:
-        said = body.get("message") if isinstance(body, Mapping) else body
+    requests retracted to its queue; `cached_before`, `cached_after`: the cached prefix a
+    repeated prompt reported before the pause and after the resume. A refused flush is not
+    judged here (`flush_refusal`: the suite reports it)."""
+    if flush_refusal(status, body) is None and cached_after != 0:
         yield Violation(
-            f"{worker}: the cache flush after a retract pause answered HTTP {status} "
-            f"({str(said)[:200]!r}): a trainer cannot tell the stale prefixes were dropped and "
-            "must keep the fleet gated",
-            "status",
-            "2xx",
-            status,
-        )
-        return
-    if isinstance(body, Mapping) and body.get("success") is False:
-        yield Violation(
-            f"{worker}: the cache flush after a retract pause answered success false "
-            f"({body.get('message')!r}): stale prefixes survive the update",
-            "success",
-            True,
-            False,
+            f"{worker}: the cache flush after a retract pause answered success, but the cached "
+            f"prefix is still reused ({cached_before} tokens cached before it, {cached_after} "
+            "after): stale prefixes survive a reset the caller was told succeeded",
+            "usage.prompt_tokens_details.cached_tokens",
+            0,
+            cached_after,
         )
 
 

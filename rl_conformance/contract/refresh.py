@@ -82,12 +82,7 @@ POST_UPDATE_GENERATION = row(
     "Verify every worker and run post-update generation before reopening the fleet.",
     ADMIN,
     asserts="generation after an update comes from the new weights",
-    flipped_by=(
-        "logprobs_nan_across_update",
-        "logprobs_nan_after_update",
-        "update_applied_once",
-        "update_keeps_old_weights",
-    ),
+    flipped_by=("logprobs_nan_after_update", "update_applied_once", "update_keeps_old_weights"),
 )
 
 SERVED_POLICY_VERIFIED = row(
@@ -113,7 +108,7 @@ KV_INVALIDATION = row(
         Backend.TRTLLM: Support.UNSUPPORTED,
     },
     asserts="flushing the cache invalidates cached prefixes",
-    flipped_by=("flush_works_once", "kv_not_flushed", "retract_flush_refused"),
+    flipped_by=("flush_works_once", "kv_not_flushed", "retract_flush_skipped"),
 )
 
 INFLIGHT_TERMINAL = row(
@@ -128,6 +123,7 @@ INFLIGHT_TERMINAL = row(
         "abort_reported_as_stop",
         "crossed_stream_length_short",
         "crossed_stream_raw_abort",
+        "logprobs_nan_across_update",
         "rename_aborts_kept_requests",
         "silent_cancellation",
         "weight_version_misreported",

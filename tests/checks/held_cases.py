@@ -1,6 +1,7 @@
 """Faithful and violating observations of the rules of requests a caller asked to keep: the
 cache flush after a retract pause (SGLang's FlushCacheReqOutput, as Dynamo's engine route
-returns it), and a stream across a version rename that sent abort_all_requests false."""
+returns it, and the cached prefix a repeated prompt reports before it and after the resume),
+and a stream across a version rename that sent abort_all_requests false."""
 
 from __future__ import annotations
 
@@ -10,12 +11,11 @@ from rl_conformance.checks import CheckResult
 from rl_conformance.checks.held_requests import flush_after_retract, rename_keeps_requests
 
 Case = tuple[Callable[[], CheckResult], Callable[[], CheckResult]]
-REFUSED = {"success": False, "message": "Cache not flushed because there are pending requests."}
 
 CASES: dict[str, Case] = {
     "refresh.flush_after_retract": (
-        lambda: flush_after_retract(200, {"success": True, "message": ""}, "worker 1"),
-        lambda: flush_after_retract(200, REFUSED, "worker 1"),
+        lambda: flush_after_retract(200, {"success": True, "message": ""}, 64, 0, "worker 1"),
+        lambda: flush_after_retract(200, {"success": True}, 64, 64, "worker 1"),
     ),
     "refresh.rename_keeps_requests": (
         lambda: rename_keeps_requests(64, 64, "length", "choices[0]"),

@@ -339,7 +339,6 @@ CASES.update(control_cases.CASES)
 CASES.update(migration_cases.CASES)
 CASES.update(gauge_cases.CASES)
 CASES.update(held_cases.CASES)
-CASES.update(held_cases.CASES)
 
 
 def test_every_registered_rule_has_a_case() -> None:

@@ -61,14 +61,15 @@ def rename_while(mode: str | None, body: dict[str, Any], *faults: str) -> bool:
     return asyncio.run(scenario())
 
 
-@shows("retract_flush_refused")
-def test_retract_flush_refused() -> None:
+@shows("retract_flush_skipped")
+def test_retract_flush_skipped() -> None:
     answer, kept = flush_while_paused("retract")
     assert answer == {"success": True} and kept == 0
-    answer, kept = flush_while_paused("retract", "retract_flush_refused")
-    assert answer["success"] is False and kept == 1
-    # faithful either way: a request paused in place still runs, and the flush fails
+    answer, kept = flush_while_paused("retract", "retract_flush_skipped")
+    assert answer == {"success": True} and kept == 1
+    # faithful either way: a request paused in place still runs, and the flush is refused
     assert flush_while_paused("in_place")[0]["success"] is False
+    assert flush_while_paused("in_place", "retract_flush_skipped")[0]["success"] is False
 
 
 @shows("rename_aborts_kept_requests")
