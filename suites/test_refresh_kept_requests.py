@@ -10,7 +10,7 @@ import pytest
 
 from rl_conformance import FeatureAbsent, Unobservable, contract
 from rl_conformance.checks import held_requests, straddle, streaming, terminal
-from rl_conformance.checks.base import get_path
+from rl_conformance.checks.base import MISSING, get_path
 from rl_conformance.client.http import Client
 from rl_conformance.control.admin import AdminClient, AdminWorker
 from rl_conformance.control.admin_steps import (
@@ -21,7 +21,7 @@ from rl_conformance.control.admin_steps import (
     select,
     succeed_each,
 )
-from rl_conformance.control.each_worker import on_worker, pins, require_observed
+from rl_conformance.control.each_worker import label, on_worker, pins, require_observed
 from rl_conformance.control.families import new_version
 from rl_conformance.control.inflight import InFlightStream, Mark, in_flight_budget
 from rl_conformance.control.pause_probes import streams_to
@@ -178,6 +178,7 @@ def test_a_version_published_while_paused_names_only_later_tokens(
     streams = streams_to(rl_client, rl_target, workers, PROMPT, budget, native=True)
     version = new_version()
     marks = across_rename(rl_verdict, rl_admin, chosen, streams, RETRACT, version)
+    unfollowed: list[str] = []
     for worker, stream, mark in zip(workers, streams, marks, strict=True):
         if mark.ended:
             raise Unobservable(
@@ -192,7 +193,21 @@ def test_a_version_published_while_paused_names_only_later_tokens(
                 "no event of SGLang's /generate stream carries meta_info.weight_version or "
                 "meta_info.weight_versions"
             )
+        record = trail.spans if trail.spans is not MISSING else trail.events[-1].version
+        reached = rl_verdict.check(
+            on_worker(held_requests.rename_reaches_token_versions(record, (old, version)), worker),
+            exchange,
+        )
+        if rl_verdict.differs(reached):
+            unfollowed.append(label(worker))
+            continue
         rl_verdict.check(
             on_worker(straddle.straddle_reported(trail, old, version), worker), exchange
+        )
+    if unfollowed:
+        raise Unobservable(
+            f"the per-token versions of {', '.join(unfollowed)} do not follow "
+            "update_weight_version (a release difference, flagged): the tokens' versions across "
+            "a version published while paused are not judged"
         )
     require_observed(chosen, "a version published while a request was held")

@@ -11,6 +11,9 @@ RL frameworks have met each half broken:
   continue_generation", python/sglang/srt/managers/io_struct.py). A reset that is refused
   (any non-2xx, or `success: false`) is legal: SGLang's cache reset "rejects active requests",
   and a refused reset is one the spec has the trainer stay gated on, not a violation;
+- a version published while a request is held is the one its later tokens are named under
+  (SGLang's per-span `meta_info.weight_versions`); where the rename does not reach the
+  scheduler that keeps that record, nothing in the spec is broken: a release difference;
 - `update_weight_version` aborts the requests in flight unless told `abort_all_requests: false`
   (its default is true); a caller that said false and still lost them lost samples the pause
   took care to keep. Aborting is legal by the spec ("`update_weight_version` changes metadata
@@ -22,7 +25,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .base import Findings, Violation, check
+from .base import MISSING, Findings, Violation, check, get_path
+from .errors import RELEASE_BEHAVIOUR
 
 REFRESH = "Coordinate Policy Refresh"
 ADMIN = "Compare vLLM and SGLang Administration"
@@ -112,4 +116,39 @@ def rename_keeps_requests(
             f"{where}.completion_token_ids",
             f"{max_tokens} ids",
             delivered,
+        )
+
+
+@check(
+    "refresh.rename_reaches_token_versions",
+    title="a version published by update_weight_version is the one the per-token record names",
+    spec="No sentence of the spec fixes per-token weight versions. SGLang names a version per "
+    "output span (`meta_info.weight_versions`), kept by its scheduler "
+    "(`record_weight_version_change`, python/sglang/srt/managers/scheduler.py); Dynamo 1.6.1's "
+    "and 1.7.0.dev20261026's control/update_weight_version hands the version to SGLang's "
+    "tokenizer manager only (`update_weight_version` in "
+    "dynamo/sglang/request_handlers/handler_base.py), so the spans keep the scheduler's "
+    "version: renamed after launch, a stream's first span says 'default' "
+    "(fixtures/releases/1.6.1+sglang-0.5.21/weight_versions_held_stream_generate.json, "
+    "fixtures/releases/1.7.0.dev20261026+sglang-0.5.23/weight_versions_held_stream_generate.json)"
+    ". A deployment whose rename does not reach that record is flagged, not failed.",
+    section=RELEASE_BEHAVIOUR,
+    normative=False,
+)
+def rename_reaches_token_versions(record: Any, renamed: tuple[Any, ...]) -> Findings:
+    """`record`: the last event's `meta_info.weight_versions` (MISSING when no event carried
+    it), else the versions the events name; `renamed`: the versions the renames published. A
+    record that names none of them does not follow renames: the tokens' versions across one
+    cannot be judged."""
+    if record is MISSING:
+        return
+    spans = record if isinstance(record, list) else [{"version": record}]
+    named = [get_path(span, "version") for span in spans]
+    if named and not any(version in renamed for version in named):
+        yield Violation(
+            f"the per-token record names {named!r}, none of the versions published by "
+            f"update_weight_version ({list(renamed)!r}): the rename does not reach it",
+            "meta_info.weight_versions",
+            list(renamed),
+            named,
         )

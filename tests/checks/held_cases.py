@@ -8,7 +8,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from rl_conformance.checks import CheckResult
-from rl_conformance.checks.held_requests import flush_after_retract, rename_keeps_requests
+from rl_conformance.checks.held_requests import (
+    flush_after_retract,
+    rename_keeps_requests,
+    rename_reaches_token_versions,
+)
 
 Case = tuple[Callable[[], CheckResult], Callable[[], CheckResult]]
 
@@ -20,5 +24,14 @@ CASES: dict[str, Case] = {
     "refresh.rename_keeps_requests": (
         lambda: rename_keeps_requests(64, 64, "length", "choices[0]"),
         lambda: rename_keeps_requests(3, 64, {"type": "abort", "message": "Aborted"}, "meta_info"),
+    ),
+    "refresh.rename_reaches_token_versions": (
+        lambda: rename_reaches_token_versions(
+            [{"version": "v1", "start": 0, "end": 3}, {"version": "v2", "start": 3, "end": 8}],
+            ("v1", "v2"),
+        ),
+        lambda: rename_reaches_token_versions(
+            [{"version": "default", "start": 0, "end": 8}], ("v1", "v2")
+        ),
     ),
 }

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from .test_real_dynamo import leftover_processes
-from .test_real_sglang import straddles
+from .test_real_sglang import assert_refused_flush_and_flagged_rename, straddles
 from .test_real_vllm import cells, run_launch
 
 pytestmark = pytest.mark.slow
@@ -35,7 +35,11 @@ REVIEWED = {
 }
 """`errors.validation` fails on one request only: a native `/generate` id outside the vocabulary,
 refused by the 1.7 worker (`Token id N is out of vocabulary`) after the frontend answered 200, so
-the client reads an in-stream `Internal server error` (fixtures/DYNAMO_RELEASES.md)."""
+the client reads an in-stream `Internal server error` (fixtures/DYNAMO_RELEASES.md).
+`refresh.kv_invalidation` passes with its flush after a retract pause refused (1.7's route
+wrapper answers HTTP 500 as 1.6.1's: legal, that test skipped naming it), and
+`refresh.straddle_reported` with the version published while paused flagged (1.7's
+control/update_weight_version reaches only the tokenizer manager: the spans say 'default')."""
 
 
 @pytest.fixture(scope="module")
@@ -66,6 +70,7 @@ def test_the_reviewed_rows_on_the_1_7_pair(sglang17_matrix: dict[str, Any]) -> N
         if test["outcome"] in ("fail", "error")
     ]
     assert len(failing) == 1 and "native_sglang_input_id_outside_the_vocabulary" in failing[0]
+    assert_refused_flush_and_flagged_rename(found)
     assert sglang17_matrix["complete"]
     assert leftover_processes(sglang17_matrix) == []
 
