@@ -38,9 +38,13 @@ ROUTES = ("completions", "chat", "generate")
 """The streams a rename crosses: OpenAI-compatible completions and chat, SGLang's native one."""
 
 
-def keeping_family(chosen: Selection) -> None:
+def keeping_family(chosen: Selection, admin: AdminClient) -> None:
     """Skipped, as a case that does not apply (the row's other tests judge the family), where
-    the family's rename offers no choice to keep the requests or it has no retract pause."""
+    the family's rename offers no choice to keep the requests or it has no retract pause; on a
+    worker the run may not change, skipped first for that, naming the flag that allows it."""
+    first = chosen.workers[0]
+    if not admin.policy.permits(first.instance_id):
+        raise admin.policy.refusal(f"the version rename of {first.label}")
     family = chosen.family
     if family.set_version is None or family.rename_keeps is None:
         pytest.skip(
@@ -114,7 +118,7 @@ def test_a_rename_that_keeps_requests_keeps_them(
     retracted by a pause, crosses such a rename: it runs to its length, not aborted. Where it
     ended before the rename was sent, nothing crossed it (inconclusive)."""
     chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
-    keeping_family(chosen)
+    keeping_family(chosen, rl_admin)
     native, chat = route == "generate", route == "chat"
     if native and rl_target.backend != "sglang":
         pytest.skip(f"{rl_target.backend} serves no native SGLang /generate stream")
@@ -170,7 +174,7 @@ def test_a_version_published_while_paused_names_only_later_tokens(
             "stream carries meta_info.weight_version and weight_versions"
         )
     chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
-    keeping_family(chosen)
+    keeping_family(chosen, rl_admin)
     old = new_version()
     rename(rl_verdict, rl_admin, chosen, old)
     workers = pins(chosen)

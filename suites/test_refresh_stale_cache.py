@@ -120,6 +120,9 @@ def test_a_flush_after_a_retract_pause_that_answers_success_invalidates(
     the engine's pace."""
     chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
     family = chosen.family
+    first = chosen.workers[0]
+    if not rl_admin.policy.permits(first.instance_id):
+        raise rl_admin.policy.refusal(f"the retract pause of {first.label}")
     if RETRACT not in family.pause_modes:  # the row's other test judges the family
         pytest.skip(f"the {family.name} family has no retract pause")
     route = family.flush or family.allowlisted_flush

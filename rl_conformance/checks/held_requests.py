@@ -11,13 +11,13 @@ RL frameworks have met each half broken:
   continue_generation", python/sglang/srt/managers/io_struct.py). A reset that is refused
   (any non-2xx, or `success: false`) is legal: SGLang's cache reset "rejects active requests",
   and a refused reset is one the spec has the trainer stay gated on, not a violation;
-- a version published while a request is held is the one its later tokens are named under
-  (SGLang's per-span `meta_info.weight_versions`); where the rename does not reach the
-  scheduler that keeps that record, nothing in the spec is broken: a release difference;
 - `update_weight_version` aborts the requests in flight unless told `abort_all_requests: false`
   (its default is true); a caller that said false and still lost them lost samples the pause
   took care to keep. Aborting is legal by the spec ("`update_weight_version` changes metadata
-  and can abort requests"), so only a rename that asked to keep them is judged.
+  and can abort requests"), so only a rename that asked to keep them is judged;
+- a version published while a request is held is the one its later tokens are named under
+  (SGLang's per-span `meta_info.weight_versions`); where the rename does not reach the
+  scheduler that keeps that record, nothing in the spec is broken: a release difference.
 """
 
 from __future__ import annotations
