@@ -1,6 +1,6 @@
 """Policy refresh, the streams in flight: a stream open across a version rename, a pause in place
 and an update, or a refresh in each pause mode ends exactly once and names the versions it was
-generated under."""
+generated under; one held across an update reports finite logprobs."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from rl_conformance import FeatureAbsent, Unobservable, contract
-from rl_conformance.checks import control, pause_modes, straddle, streaming
+from rl_conformance.checks import control, logprobs, pause_modes, straddle, streaming
 from rl_conformance.checks.base import MISSING
 from rl_conformance.checks.stream_fold import StreamFold
 from rl_conformance.client.http import Client
@@ -336,3 +336,58 @@ def test_streams_in_flight_across_a_refresh_end_in_one_terminal_state(
             "was answered: none crossed the refresh"
         )
     require_observed(chosen, f"streams in flight across a refresh in {mode!r}", rl_verdict)
+
+
+@capability(contract.refresh.INFLIGHT_TERMINAL)
+def test_a_stream_in_flight_across_an_update_reports_finite_logprobs(
+    rl_client: Client,
+    rl_target: Target,
+    rl_verdict: Verdict,
+    rl_admin: AdminClient,
+    rl_admin_workers: list[AdminWorker],
+    rl_weights: WeightSource,
+) -> None:
+    """A completion stream asking for logprobs, on each selected worker, is held by a pause that
+    keeps it (vLLM `keep`, SGLang `retract`) while its worker loads new weights, and resumed: the
+    logprob of every token it returns, before and after the update, is a finite number <= 0
+    (an update that overlaps generation once turned them NaN: NVIDIA-NeMo/RL #2180), and it
+    ends once, as every stream in flight across a refresh (this row). Held by the pause, not by
+    the engine's pace; a stream that had ended when the pause answered crossed nothing."""
+    chosen = select(rl_target, rl_admin_workers, rl_admin.policy)
+    family = chosen.family
+    mode = "keep" if "keep" in family.pause_modes else family.refresh_mode
+    if mode in ("abort", "wait"):
+        pytest.skip(f"the {family.name} family has no pause that keeps requests across an update")
+    rl_weights.require(family)
+    workers = pins(chosen)
+    budget = in_flight_budget(rl_client, rl_target, len(PROMPT))
+    streams = [
+        InFlightStream(
+            rl_client,
+            rl_target,
+            PROMPT,
+            instance_id=None if worker is None else worker.instance_id,
+            max_tokens=budget,
+            options={"logprobs": 1},
+        )
+        for worker in workers
+    ]
+    _, answered, _ = across_update(
+        rl_verdict,
+        rl_admin,
+        rl_weights,
+        chosen,
+        mode,
+        streams,
+        lambda stream: stream.start_and_wait_first_token(rl_verdict),
+    )
+    for worker, stream, at_pause in zip(workers, streams, answered, strict=True):
+        if at_pause.ended:
+            raise Unobservable(
+                f"the stream had ended ({at_pause.describe()}) when the {mode!r} pause answered: "
+                "none crossed the update"
+            )
+        exchange = stream.exchange
+        fold = ended_once(rl_verdict, stream, worker)
+        rl_verdict.check(on_worker(logprobs.finite_nonpositive(fold), worker), exchange)
+    require_observed(chosen, "a stream in flight across an update", rl_verdict)

@@ -52,6 +52,9 @@ UNFLUSHED = (
     "Weights were updated, but the cache was not flushed because requests are still running "
     "or queued. Retract or finish them, then call /flush_cache."
 )
+RETRACT_FLUSH_SKIPPED = "retract_flush_skipped"
+RENAME_ABORTS_KEPT = "rename_aborts_kept_requests"
+FLUSH_REFUSED = "Cache not flushed because there are pending requests."
 SECOND_PAUSE_FAILURE = (
     "Python callback failed: Exception: Unable to unregister endpoint instance from discovery. "
     "Check discovery service status"
@@ -206,9 +209,10 @@ async def update_weight_version(worker: EngineWorker, body: Body) -> Body:
     if "new_version" not in body and worker.runtime.faults.active("version_update_fails_open"):
         return {"success": True, "message": "Weight version updated to None", "new_version": None}
     _construct(VERSION_REQ, body)
-    if body.get("abort_all_requests", True):
+    if body.get("abort_all_requests", True) or worker.runtime.faults.active(RENAME_ABORTS_KEPT):
         worker.runtime.abort()
     version = body["new_version"]
+    worker.runtime.paused_renames += worker.runtime.paused
     declare_version(worker, version)
     return {
         "success": True,
@@ -270,9 +274,20 @@ async def resume_memory_occupation(worker: EngineWorker, body: Body) -> Body:
 
 
 async def flush_cache(worker: EngineWorker, body: Body) -> Body:
-    if worker.runtime.in_flight():
-        return {"success": False, "message": "Cannot flush cache while requests are running."}
-    worker.runtime.flush(asked=True)
+    """SGLang's scheduler flushes only when idle, and a paused one ignores its waiting queue
+    (``is_fully_idle(ignore_waiting=self._engine_paused)``): after a ``retract`` pause, whose
+    requests went back to that queue, the flush succeeds, and the retracted requests recompute
+    their KV after ``continue_generation``; after ``in_place`` they still run, and it fails
+    (``PauseGenerationReqInput``). ``retract_flush_skipped`` answers success after a retract
+    pause and flushes nothing (SGLang's own /flush_cache answers 200 "Cache flushed ... (When
+    there are running or waiting requests, the operation will not be performed.)")."""
+    runtime = worker.runtime
+    retracted = runtime.paused and runtime.pause_mode == "retract"
+    if retracted and runtime.faults.active(RETRACT_FLUSH_SKIPPED):
+        return {"success": True}
+    if runtime.in_flight() and not retracted:
+        return {"success": False, "message": FLUSH_REFUSED}
+    runtime.flush(asked=True)
     return {"success": True}
 
 

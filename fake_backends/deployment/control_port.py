@@ -184,7 +184,10 @@ def build_control_app(state: DeploymentState) -> Starlette:
                 {"error": f'expected {{"instance_id": N}} of a worker: {raw}'}, 400
             )
         ended = worker.runtime.crash_engine()
-        worker.restart_engine(keep_version=state.faults.active("recovered_worker_keeps_version"))
+        worker.restart_engine(
+            keep_version=state.faults.active("recovered_worker_keeps_version"),
+            keep_stamp=state.faults.active("recovered_samples_keep_version"),
+        )
         return json_response({"instance_id": worker.instance_id, "ended": ended})
 
     async def worker_kill(body: dict[str, Any] | None) -> Response:

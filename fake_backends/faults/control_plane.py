@@ -103,6 +103,20 @@ CONTROL_PLANE_FAULTS: tuple[Fault, ...] = (
         ADMIN_BACKENDS,
     ),
     fault(
+        "logprobs_nan_across_update",
+        "a stream in flight while its worker loads new weights (held by a pause that keeps "
+        "it) reports NaN for every logprob of the tokens after the update, its ids still "
+        "right (NeMo RL #2180: an update that overlaps generation)",
+        ADMIN_BACKENDS,
+    ),
+    fault(
+        "recovered_samples_keep_version",
+        "a worker whose engine died and was restarted on its starting weights reports nothing "
+        "declared, but its generations still name the version declared before the crash: "
+        "samples of the starting weights look fresher than they are",
+        ADMIN_BACKENDS,
+    ),
+    fault(
         "crashed_stream_ends_clean",
         "a stream whose engine died under it ends with a terminal chunk (finish stop) and "
         "[DONE], as if it had finished",
@@ -203,6 +217,19 @@ CONTROL_PLANE_FAULTS: tuple[Fault, ...] = (
         "retract_pause_aborts",
         "SGLang's retract pause aborts the requests in flight instead of returning them to "
         "the waiting queue to continue after continue_generation",
+        SGLANG,
+    ),
+    fault(
+        "retract_flush_skipped",
+        "after a retract pause, flush_cache answers success and flushes nothing (the requests "
+        "returned to the waiting queue counted as running, the skip said only in the logs): "
+        "stale prefixes survive a reset the caller was told succeeded",
+        SGLANG,
+    ),
+    fault(
+        "rename_aborts_kept_requests",
+        "update_weight_version aborts the requests in flight, running or retracted, even when "
+        "the caller asked to keep them (abort_all_requests false)",
         SGLANG,
     ),
     fault(

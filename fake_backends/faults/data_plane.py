@@ -196,6 +196,13 @@ DATA_PLANE_FAULTS: tuple[Fault, ...] = (
         SGLANG,
     ),
     fault(
+        "paused_rename_restamps_tokens",
+        "a version renamed (update_weight_version) while a request was paused is stamped on "
+        "every token of it, also those made before the pause: SGLang's meta_info.weight_versions "
+        "names the version at completion instead of at generation",
+        SGLANG,
+    ),
+    fault(
         "sglang_output_logprob_id_mismatch",
         "SGLang output_token_logprobs[i][1] is output_ids[i] + 1",
         SGLANG,

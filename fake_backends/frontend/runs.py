@@ -92,8 +92,8 @@ def run_request(
         response_id,
         int(time.time()),
         cached_tokens=cached_tokens,
-        weight_version=worker.version,
-        version_declared=worker.version_declared,
+        weight_version=worker.sample_version()[0],
+        version_declared=worker.sample_version()[1],
     )
 
 

@@ -47,6 +47,7 @@ from fake_backends.runtime.workers import EngineWorker
 Triple = list[Any]
 
 
+PAUSED_RENAME_RESTAMPS = "paused_rename_restamps_tokens"
 SGLANG_NON_STREAM_MESSAGE = (
     "non-streaming SGLang generate requests are not implemented; set stream=true"
 )
@@ -186,6 +187,7 @@ class SglangEvents:
         self._cached_tokens = cached_tokens
         self._versions: list[Any] = []
         """The worker's version when each output token was released."""
+        self._renames_seen = worker.runtime.paused_renames
         result = self._result
         self._selected = reported_selected(state, result.logprobs)
         drop = state.faults.active("topk_missing_selected")
@@ -199,7 +201,8 @@ class SglangEvents:
 
     def _current_version(self) -> Any:
         worker = self._worker
-        return worker.version if worker.version_declared else DEFAULT_WEIGHT_VERSION
+        version, declared = worker.sample_version()
+        return version if declared else DEFAULT_WEIGHT_VERSION
 
     def _spans(self, upto: int) -> list[dict[str, Any]]:
         versions = self._versions[:upto]
@@ -212,6 +215,17 @@ class SglangEvents:
             else:
                 spans.append({"version": version, "start": index, "end": index + 1})
         return spans
+
+    def _record_version(self) -> None:
+        """The current version for the token just released (``paused_rename_restamps_tokens``:
+        a version renamed while the request was paused is written over every token before it
+        too, the version at completion instead of at generation)."""
+        current = self._current_version()
+        renames = self._worker.runtime.paused_renames
+        if renames != self._renames_seen and self._state.faults.active(PAUSED_RENAME_RESTAMPS):
+            self._versions = [current] * len(self._versions)
+        self._renames_seen = renames
+        self._versions.append(current)
 
     @property
     def token_count(self) -> int:
@@ -252,14 +266,17 @@ class SglangEvents:
         steps = self._result.steps[:upto]
         ids = [s.token_id for s in steps]
         count = len(ids) + (1 if self._state.faults.active("usage_counts_wrong") else 0)
+        spans = self._spans(upto)
         meta: dict[str, Any] = {
             "id": self._rid,
             "finish_reason": self._finish_reason(aborted=aborted) if final else None,
             "prompt_tokens": len(self._prompt),
             "completion_tokens": count,
             "cached_tokens": self._cached_tokens,
-            "weight_version": self._current_version(),
-            "weight_versions": self._spans(upto),
+            # SGLang's scalar is its newest span's (`add_weight_versions_to_meta_info`): a
+            # version published after the last token released names none of them
+            "weight_version": spans[-1]["version"] if spans else self._current_version(),
+            "weight_versions": spans,
         }
         if self._return_logprob:
             shift = 1 if self._state.faults.active("sglang_output_logprob_id_mismatch") else 0
@@ -292,7 +309,7 @@ class SglangEvents:
                 if not self._state.faults.active("done_missing"):
                     yield DONE_FRAME
                 return
-            self._versions.append(self._current_version())
+            self._record_version()
             yield frame(self.event(upto, final=upto == total))
         live.end("completed", [s.token_id for s in self._result.steps])
         last = self.event(total, final=True)

@@ -28,6 +28,9 @@ from fake_backends.frontend.flow import LiveRequest
 from fake_backends.frontend.views import ChoiceView, interleave, truncated_view
 from fake_backends.runtime.state import DeploymentState
 
+NAN = float("nan")
+NAN_ACROSS_UPDATE = "logprobs_nan_across_update"
+
 
 class StreamDialect(Protocol):
     """The per-endpoint chunk builders."""
@@ -68,6 +71,31 @@ def swapped(views: Sequence[ChoiceView]) -> list[ChoiceView]:
     ]
 
 
+class _UpdateCrossing:
+    """``logprobs_nan_across_update``: once the worker loaded new weights while the stream was
+    in flight, every logprob it releases from then on is NaN, its ids still right (NeMo RL
+    #2180: an update that overlaps generation)."""
+
+    def __init__(self, state: DeploymentState, live: LiveRequest) -> None:
+        self._on = state.faults.active(NAN_ACROSS_UPDATE)
+        self._live = live
+        self._start: int | None = None
+        self._nan: dict[int, ChoiceView] = {}
+
+    def view(self, view: ChoiceView, position: int) -> ChoiceView:
+        worker = self._live.worker
+        if not self._on or worker is None or view.selected is None:
+            return view
+        if self._start is None:
+            self._start = worker.runtime.updates
+        if view.index not in self._nan and worker.runtime.updates > self._start:
+            selected = tuple(
+                NAN if at >= position else value for at, value in enumerate(view.selected)
+            )
+            self._nan[view.index] = dataclasses.replace(view, selected=selected)
+        return self._nan.get(view.index, view)
+
+
 async def stream_frames(
     state: DeploymentState,
     live: LiveRequest,
@@ -83,6 +111,7 @@ async def stream_frames(
     released = {view.index: 0 for view in views}
     aborted = False
     pending: list[bytes] = []
+    crossed = _UpdateCrossing(state, live)
     for view, position in interleave(views):
         if not live.step_now():
             if pending:  # what was released leaves before the event loop turns
@@ -97,6 +126,7 @@ async def stream_frames(
             if aborted:
                 break
         released[view.index] += 1
+        view = crossed.view(view, position)
         if state.faults.active("stream_truncated"):
             live.end("completed")
             pending.append(dialect.token_frame(view, position, terminal=False))

@@ -100,6 +100,7 @@ class WorkerRuntime:
         self.memory_released = False
         self.updates = 0  # weight updates applied (or answered) so far
         self.flushes = 0  # prefix-cache flushes asked for by a route so far
+        self.paused_renames = 0  # version renames received while paused
         self.departed = False  # the worker's process went away (control port `/departure`)
         self.crashed = False  # the worker's process died: its system server answers nothing
         self.draining = 0  # > 0 while an unpaused update waits for in-flight requests

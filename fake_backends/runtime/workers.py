@@ -53,6 +53,9 @@ class EngineWorker:
     """The weights the worker's engine starts on, and restarts on after a crash."""
     version: Any = None
     version_declared: bool = False
+    stamped: tuple[Any, bool] | None = None
+    """What its generations name instead of (version, version_declared): the declaration before
+    its engine restarted, under ``recovered_samples_keep_version``; None when faithful."""
     system_url: str | None = None
     transport_address: str = "127.0.0.1:0"
     started_at: float = 0.0
@@ -79,16 +82,24 @@ class EngineWorker:
         """Swap the weights: every later generation on this worker changes."""
         self.weights_tag = tag
 
-    def restart_engine(self, keep_version: bool = False) -> None:
+    def restart_engine(self, keep_version: bool = False, keep_stamp: bool = False) -> None:
         """The engine died and its sidecar started it again: its starting weights, nothing
-        declared (``keep_version``: the declaration survives, a fault)."""
+        declared (``keep_version``: the declaration survives, a fault; ``keep_stamp``: only its
+        generations still name it, a fault)."""
         self.weights_tag = self.initial_weights
+        if keep_stamp:
+            self.stamped = (self.version, self.version_declared)
         if not keep_version:
             self.version, self.version_declared = None, False
 
     def declare_version(self, version: Any) -> None:
         self.version = version
         self.version_declared = True
+        self.stamped = None
+
+    def sample_version(self) -> tuple[Any, bool]:
+        """(version, declared) as its generations name it."""
+        return self.stamped or (self.version, self.version_declared)
 
     def transport(self, endpoint: str, instance_id: int | None = None) -> dict[str, str]:
         shown = self.instance_id if instance_id is None else instance_id

@@ -12,6 +12,7 @@ from __future__ import annotations
 from ..contract import adapter
 from .evidence import Evidence, no_generation, source_of, sources_of
 from .findings import Ruling, failed, judges, never_exercised, passed
+from .protocol import Sample
 from .replies import (
     asks_engine_ids,
     engine_ids,
@@ -23,6 +24,7 @@ from .replies import (
     selected_logprobs,
     verified_terminal,
 )
+from .scenarios import Generate
 
 
 @judges(adapter.VERIFIED_TERMINAL_ONLY)
@@ -190,6 +192,9 @@ def engine_token_ids(evidence: Evidence) -> Ruling:
                 prompt_ids(record),
                 list(admission.sample.prompt_ids),
             )
+    drifted = history_drift(evidence)
+    if drifted is not None:
+        return drifted
     if not traced:
         return never_exercised(
             f"{len(generations)} prompt(s) sent as ids and the engine's ids requested, but no "
@@ -247,3 +252,36 @@ def logprob_alignment(evidence: Evidence) -> Ruling:
         f"{traced} admitted sample(s): logprobs are the engine's (at the precision of the field "
         "they came from), aligned with ids and prompt",
     )
+
+
+def history_drift(evidence: Evidence) -> Ruling | None:
+    """A later turn of a trajectory whose admitted prompt does not begin with the turn before's
+    prompt and the ids the engine generated for it: the history was tokenized again (from its
+    text, or through a chat template), so the ids trained on are not the ones the engine saw
+    (THUDM/slime #117, huggingface/trl #5224). None when every turn extends the one before."""
+    trajectory_of = {
+        planned.slot: planned.trajectory
+        for planned in evidence.scenario.steps
+        if isinstance(planned, Generate) and planned.trajectory is not None
+    }
+    last: dict[str, Sample] = {}
+    for admission in sorted(evidence.admissions, key=lambda a: a.step):
+        if admission.step >= len(evidence.steps):
+            continue
+        trajectory = trajectory_of.get(evidence.steps[admission.step].label)
+        if trajectory is None:
+            continue
+        before = last.get(trajectory)
+        sample = admission.sample
+        if before is not None:
+            history = (*before.prompt_ids, *before.token_ids)
+            if tuple(sample.prompt_ids[: len(history)]) != history:
+                return failed(
+                    f"a later turn of trajectory {trajectory!r} was sent a prompt that does not "
+                    "begin with the turn before's prompt and the ids the engine generated for "
+                    "it: the history was tokenized again",
+                    list(history),
+                    list(sample.prompt_ids[: len(history)]),
+                )
+        last[trajectory] = sample
+    return None

@@ -4,6 +4,7 @@ its bug shows, and only there (`fixtures/expected/adapter-twins.json`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import zlib
@@ -224,6 +225,45 @@ class OneIdentityPerTrajectory(ReferenceAdapter):
         return request.trajectory or super().attempt_id(request)
 
 
+class _RetokenizedHistory(ReferenceAdapter):
+    """Builds a later turn's prompt by tokenizing the conversation again: the ids the turn before
+    generated come back as its own tokenizer's ids of their text, not the engine's (a chat
+    template re-applied to the messages each turn)."""
+
+    def __init__(self, context: AdapterContext) -> None:
+        super().__init__(context)
+        self.turns: dict[str, tuple[int, tuple[int, ...]]] = {}
+        """Per trajectory, where the last turn's generated ids begin in the next prompt, and
+        those ids."""
+
+    def generate(self, request: RolloutRequest) -> Sample | None:
+        previous = self.turns.get(request.trajectory) if request.trajectory else None
+        if previous is not None:
+            request = dataclasses.replace(request, prompt_ids=retokenized(request, *previous))
+        sample = super().generate(request)
+        if sample is not None and request.trajectory is not None:
+            self.turns[request.trajectory] = (len(sample.prompt_ids), sample.token_ids)
+        return sample
+
+
+def retokenized(request: RolloutRequest, start: int, generated: tuple[int, ...]) -> tuple[int, ...]:
+    """`request`'s prompt with the ids generated at `start` spelled by another tokenizer: ids of
+    the same small range the kit's prompts use, so the deployment still takes them."""
+    prompt = request.prompt_ids
+    if prompt[start : start + len(generated)] != generated:
+        return prompt
+    spelled = tuple(100 + zlib.crc32(str(token).encode()) % 900 for token in generated)
+    return (*prompt[:start], *spelled, *prompt[start + len(generated) :])
+
+
+class RetokenizesHistory(_RetokenizedHistory):
+    """The completions reference, tokenizing a trajectory's history again each turn."""
+
+
+class SGLangRetokenizesHistory(_RetokenizedHistory, SGLangReferenceAdapter):
+    """SGLang's native reference, tokenizing a trajectory's history again each turn."""
+
+
 class RawPayloadIds(ReferenceAdapter):
     """Asks for the generated ids only inside the raw engine payload (`nvext.engine_data`) and
     takes them from there, failing closed where it is missing."""
@@ -272,6 +312,7 @@ TWINS: dict[str, type[ReferenceAdapter]] = {
     "mistyped_generation_path": MistypedGenerationPath,
     "one_identity_per_trajectory": OneIdentityPerTrajectory,
     "raw_payload_ids": RawPayloadIds,
+    "retokenizes_history": RetokenizesHistory,
 }
 
 FAMILY_REFERENCES: dict[str, dict[str, type[ReferenceAdapter]]] = {
@@ -283,7 +324,10 @@ FAMILY_REFERENCES: dict[str, dict[str, type[ReferenceAdapter]]] = {
 FAMILY_TWINS: dict[str, dict[str, type[ReferenceAdapter]]] = {
     "vllm": {**TWINS, "chat_templates_prompt": ChatTemplatesPrompt},
     "vllm-sidecar": {"sidecar_keeps_cache": SidecarKeepsCache},
-    "sglang": {"sglang_update_without_flush": SGLangUpdateWithoutFlush},
+    "sglang": {
+        "sglang_update_without_flush": SGLangUpdateWithoutFlush,
+        "sglang_retokenizes_history": SGLangRetokenizesHistory,
+    },
 }
 """The broken twins `--reference` adds per certification fleet: each must fail as reviewed."""
 ALL_TWINS = frozenset(name for twins in FAMILY_TWINS.values() for name in twins)

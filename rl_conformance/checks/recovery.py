@@ -4,7 +4,8 @@ recovers a dead engine by itself).
 The restarted engine holds its starting weights, whatever was applied before the crash: a worker
 that still reports the pre-crash weight version would have a trainer sample from a policy it does
 not serve ("A worker reports the last version declared to it, not the weights loaded in its GPU
-memory", upstream's integration reference). A stream the crash cut must not look finished: it
+memory", upstream's integration reference), and its generations must not name that version
+either: a trainer stamps its samples from them. A stream the crash cut must not look finished: it
 ends in an error, or it is migrated to another worker and completes; a clean terminal short of
 what it asked for would be admitted as a whole sample.
 """
@@ -39,6 +40,27 @@ def recovered_version(applied: Any, reported: Any, worker: str) -> Findings:
             "version",
             f"anything but {applied!r} (nothing declared, or the starting version)",
             reported,
+        )
+
+
+@check(
+    "refresh.recovered_sample_version",
+    title="a generation of a worker whose engine was restarted does not name the version applied "
+    "before",
+    spec=SPEC,
+    section=SECTION,
+)
+def recovered_sample_version(applied: Any, named: Any, worker: str) -> Findings:
+    """`applied`: the version the worker was updated to before its engine died; `named`: the
+    version a generation it served afterwards names (`nvext.engine_data.weight_version`):
+    the samples a trainer stamps from it, which the worker's version route does not show."""
+    if type(named) is type(applied) and named == applied:
+        yield Violation(
+            f"a generation of {worker} names {applied!r} after its engine restarted on its "
+            "starting weights: its samples look fresher than they are",
+            "nvext.engine_data.weight_version",
+            f"anything but {applied!r} (nothing declared, or the starting version)",
+            named,
         )
 
 

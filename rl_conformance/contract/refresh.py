@@ -20,7 +20,11 @@ RECOVERED_WORKER = row(
         Backend.SGLANG: Support.UNDOCUMENTED,
         Backend.TRTLLM: Support.UNSUPPORTED,
     },
-    flipped_by=("crashed_stream_ends_clean", "recovered_worker_keeps_version"),
+    flipped_by=(
+        "crashed_stream_ends_clean",
+        "recovered_samples_keep_version",
+        "recovered_worker_keeps_version",
+    ),
 )
 
 PAUSE_GATES = row(
@@ -104,7 +108,7 @@ KV_INVALIDATION = row(
         Backend.TRTLLM: Support.UNSUPPORTED,
     },
     asserts="flushing the cache invalidates cached prefixes",
-    flipped_by=("flush_works_once", "kv_not_flushed"),
+    flipped_by=("flush_works_once", "kv_not_flushed", "retract_flush_skipped"),
 )
 
 INFLIGHT_TERMINAL = row(
@@ -119,6 +123,8 @@ INFLIGHT_TERMINAL = row(
         "abort_reported_as_stop",
         "crossed_stream_length_short",
         "crossed_stream_raw_abort",
+        "logprobs_nan_across_update",
+        "rename_aborts_kept_requests",
         "silent_cancellation",
         "sglang_in_place_update_unflushed",
         "weight_version_misreported",
@@ -140,7 +146,7 @@ STRADDLE_REPORTED = row(
     },
     level=Level.SHOULD,
     asserts="a sample generated across a weight update names the versions of its tokens truly",
-    flipped_by=("weight_versions_span_collapsed",),
+    flipped_by=("paused_rename_restamps_tokens", "weight_versions_span_collapsed"),
 )
 
 LIFECYCLE = row(

@@ -82,6 +82,13 @@ class AdminFamily:
     `info_version_key`: where the family has no version route of its own, the version is read
     from the first of them the worker serves."""
     info_version_key: str = "weight_version"
+    allowlisted_flush: str | None = None
+    """A cache-reset route the deployment may allowlist where the family has none of its own
+    (SGLang's `flush_cache` through `DYN_SGLANG_ENGINE_ROUTES`): called where it is the subject,
+    never by a refresh."""
+    rename_keeps: Mapping[str, Any] | None = None
+    """What the version-metadata body adds to keep the requests in flight (SGLang:
+    `abort_all_requests` false); None where the rename has no such choice."""
     update_pause: str | None = None
     """The pause mode of a refresh where the family's first mode would leave the cache the update
     flushes unflushable (None: the rule of `refresh_mode`)."""
@@ -129,10 +136,15 @@ class AdminFamily:
             Call(self.update_routes[0], {"model_path": path, "weight_version": weights.version})
         ]
 
-    def set_version_call(self, version: str) -> Call | None:
+    def set_version_call(self, version: str, *, keep_requests: bool = False) -> Call | None:
+        """The version-metadata call; `keep_requests`: asking to keep the requests in flight
+        (`rename_keeps`), where the family's rename offers the choice."""
         if self.set_version is None:
             return None
-        return Call(self.set_version, {self.set_version_key: version})
+        body = {self.set_version_key: version}
+        if keep_requests and self.rename_keeps is not None:
+            body.update(self.rename_keeps)
+        return Call(self.set_version, body)
 
     def read_version(self, body: Any) -> Any:
         return body.get(self.version_key) if isinstance(body, Mapping) else None
@@ -218,6 +230,8 @@ SGLANG = AdminFamily(
     # get_weight_version method); get_server_info also has a `weight_version`, but it is the
     # launch record's and never follows an update (`sglang/srt/entrypoints/engine.py`)
     info_routes=("get_model_info",),
+    allowlisted_flush="flush_cache",
+    rename_keeps={"abort_all_requests": False},
     # an update flushes the cache unless told not to (`flush_cache`, default true), and after an
     # `in_place` pause "any subsequent flush_cache call will be unsuccessful" (SGLang's RL guide,
     # docs/advanced_features/sglang_for_rl.md): 0.5.21 counts the last batch as running until

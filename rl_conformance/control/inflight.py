@@ -89,11 +89,13 @@ class InFlightStream:
         instance_id: int | None,
         max_tokens: int,
         native: bool = False,
+        chat: bool = False,
         fields: tuple[str, ...] = (),
         options: Mapping[str, Any] | None = None,
     ) -> None:
         """`fields`: more `nvext.extra_fields` to ask for; `options`: more request fields
-        (`logprobs`, `stream_options`), for a completion stream."""
+        (`logprobs`, `stream_options`), for a completion stream; `chat`: the same stream on
+        `/v1/chat/completions`, the prompt given as `nvext.token_data`."""
         body: dict[str, Any]
         headers: dict[str, str] = {}
         if instance_id is not None:
@@ -130,6 +132,11 @@ class InFlightStream:
             if instance_id is not None:
                 body["nvext"]["backend_instance_id"] = instance_id
             route, detector = "/v1/completions", openai_terminals
+            if chat:
+                del body["prompt"]
+                body["messages"] = [{"role": "user", "content": ""}]
+                body["nvext"]["token_data"] = prompt
+                route = "/v1/chat/completions"
         self.native = native
         self.max_tokens = max_tokens
         self.started_at = time.monotonic()

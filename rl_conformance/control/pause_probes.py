@@ -224,6 +224,7 @@ def streams_to(
     max_tokens: int,
     *,
     native: bool = False,
+    chat: bool = False,
 ) -> list[InFlightStream]:
     """One stream per worker, pinned to it (unpinned for None), not yet started."""
     return [
@@ -234,6 +235,7 @@ def streams_to(
             instance_id=None if worker is None else worker.instance_id,
             max_tokens=max_tokens,
             native=native,
+            chat=chat,
         )
         for worker in workers
     ]

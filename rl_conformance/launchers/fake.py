@@ -49,7 +49,9 @@ UNREGISTERED = ("sglang", "trtllm")
 # Our fake deployments by name: the backend and the extra `python -m fake_backends` arguments.
 FLAVOURS: Mapping[str, tuple[str, tuple[str, ...]]] = {
     "vllm": ("vllm", ()),
-    "sglang": ("sglang", ()),
+    # SGLang's cache reset is reachable only where the deployment allowlists it, as the real
+    # engines' launch does (`real_engines.SGLANG_ROUTES`)
+    "sglang": ("sglang", ("--engine-route", "flush_cache:tm")),
     "trtllm": ("trtllm", ()),
     "vllm-sidecar": ("vllm", ("--admin-family", "sidecar")),
 }

@@ -13,7 +13,11 @@ from typing import Any
 from rl_conformance.checks import CheckResult
 from rl_conformance.checks.declaration import Declared, version_declaration
 from rl_conformance.checks.errors import refusal_reason
-from rl_conformance.checks.recovery import crashed_stream_not_clean, recovered_version
+from rl_conformance.checks.recovery import (
+    crashed_stream_not_clean,
+    recovered_sample_version,
+    recovered_version,
+)
 from rl_conformance.checks.terminal import Ending
 
 RECORDED = Path(__file__).resolve().parents[2] / "fixtures" / "dynamo-1.6.1" / "vllm-cpu"
@@ -70,4 +74,8 @@ CASES["refresh.recovered_version"] = (
 CASES["refresh.crashed_stream_not_clean"] = (
     lambda: crashed_stream_not_clean("failed", ending(4), 512),
     lambda: crashed_stream_not_clean("success", ending(4), 512),
+)
+CASES["refresh.recovered_sample_version"] = (
+    lambda: recovered_sample_version("step-7", None, "worker 1"),
+    lambda: recovered_sample_version("step-7", "step-7", "worker 1"),
 )

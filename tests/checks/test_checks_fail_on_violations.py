@@ -35,6 +35,7 @@ from . import (
     bodies,
     control_cases,
     gauge_cases,
+    held_cases,
     migration_cases,
     probe_cases,
     recorded,
@@ -343,6 +344,7 @@ CASES.update(release_cases.CASES)
 CASES.update(control_cases.CASES)
 CASES.update(migration_cases.CASES)
 CASES.update(gauge_cases.CASES)
+CASES.update(held_cases.CASES)
 
 
 def shown_by_the_kill_matrix(check_id: str) -> bool:

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from .test_real_dynamo import leftover_processes
-from .test_real_sglang import straddles
+from .test_real_sglang import assert_refused_flush_and_flagged_rename, straddles
 from .test_real_vllm import cells, run_launch
 
 pytestmark = pytest.mark.slow
@@ -39,7 +39,11 @@ refused by the 1.7 worker (`Token id N is out of vocabulary`) after the frontend
 the client reads an in-stream `Internal server error` (fixtures/DYNAMO_RELEASES.md).
 `refresh.inflight_terminal` passes with its `in_place` case's update refusal flagged: SGLang
 documents a flush after an `in_place` pause as unsuccessful, and 0.5.23 says so in the update's
-answer (`admin.update_taken_while_holding`)."""
+answer (`admin.update_taken_while_holding`).
+`refresh.kv_invalidation` passes with its flush after a retract pause refused (1.7's route
+wrapper answers HTTP 500 as 1.6.1's: legal, that test skipped naming it), and
+`refresh.straddle_reported` with the version published while paused flagged (1.7's
+control/update_weight_version reaches only the tokenizer manager: the spans say 'default')."""
 
 
 @pytest.fixture(scope="module")
@@ -70,6 +74,7 @@ def test_the_reviewed_rows_on_the_1_7_pair(sglang17_matrix: dict[str, Any]) -> N
         if test["outcome"] in ("fail", "error")
     ]
     assert len(failing) == 1 and "native_sglang_input_id_outside_the_vocabulary" in failing[0]
+    assert_refused_flush_and_flagged_rename(found)
     assert sglang17_matrix["complete"]
     assert leftover_processes(sglang17_matrix) == []
 

@@ -23,6 +23,7 @@ from rl_conformance.plugin.runner import run
 
 REFRESH_MODULES = (
     "test_refresh_gating.py",
+    "test_refresh_kept_requests.py",
     "test_refresh_reported_versions.py",
     "test_refresh_served_weights.py",
     "test_refresh_stale_cache.py",

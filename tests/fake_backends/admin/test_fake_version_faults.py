@@ -154,3 +154,24 @@ def test_weight_versions_span_collapsed(sglang: FakeDeployment) -> None:
     ]
     with faulted(sglang, "weight_versions_span_collapsed"):
         assert spans() == [{"version": "new", "start": 0, "end": 4}]
+
+
+@shows("recovered_samples_keep_version")
+def test_recovered_samples_keep_version(client: httpx.Client, dep: FakeDeployment) -> None:
+    base = dep.workers[0]["system_url"]
+    fields = {"extra_fields": ["engine_data"]}
+
+    def named() -> Any:
+        body = completions(client, dep, prompt=PROMPT, max_tokens=2, nvext=fields).json()
+        return body["nvext"]["engine_data"].get("weight_version")
+
+    admin(client, base, "set_weight_version", {"weight_version": "v1"})
+    crash(client, dep)
+    assert named() != "v1"
+    admin(client, base, "set_weight_version", {"weight_version": "v1"})
+    with faulted(dep, "recovered_samples_keep_version"):
+        crash(client, dep)
+        assert named() == "v1"
+    assert admin(client, base, "get_weight_version")["version_declared"] is False
+    admin(client, base, "set_weight_version", {"weight_version": "v2"})
+    assert named() == "v2"  # a new declaration ends the stale stamp
