@@ -25,8 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .base import MISSING, Findings, Violation, check, get_path
-from .errors import RELEASE_BEHAVIOUR
+from .base import MISSING, RELEASE_BEHAVIOUR, Findings, Violation, check, get_path
 
 REFRESH = "Coordinate Policy Refresh"
 ADMIN = "Compare vLLM and SGLang Administration"
