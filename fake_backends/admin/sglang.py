@@ -54,6 +54,7 @@ UNFLUSHED = (
 )
 RETRACT_FLUSH_SKIPPED = "retract_flush_skipped"
 RENAME_ABORTS_KEPT = "rename_aborts_kept_requests"
+RENAME_MISSES_RECORD = "rename_misses_token_record"
 FLUSH_REFUSED = "Cache not flushed because there are pending requests."
 SECOND_PAUSE_FAILURE = (
     "Python callback failed: Exception: Unable to unregister endpoint instance from discovery. "
@@ -213,6 +214,9 @@ async def update_weight_version(worker: EngineWorker, body: Body) -> Body:
         worker.runtime.abort()
     version = body["new_version"]
     worker.runtime.paused_renames += worker.runtime.paused
+    if worker.scheduler_version is None and worker.runtime.faults.active(RENAME_MISSES_RECORD):
+        named, declared = worker.sample_version()
+        worker.scheduler_version = named if declared else DEFAULT_WEIGHT_VERSION
     declare_version(worker, version)
     return {
         "success": True,

@@ -196,6 +196,13 @@ DATA_PLANE_FAULTS: tuple[Fault, ...] = (
         SGLANG,
     ),
     fault(
+        "rename_misses_token_record",
+        "update_weight_version renames what the worker reports, but SGLang's per-token record "
+        "(meta_info.weight_versions) keeps the version it had, as Dynamo's route reaching only "
+        "the tokenizer manager does",
+        SGLANG,
+    ),
+    fault(
         "paused_rename_restamps_tokens",
         "a version renamed (update_weight_version) while a request was paused is stamped on "
         "every token of it, also those made before the pause: SGLang's meta_info.weight_versions "

@@ -225,7 +225,8 @@ class SglangEvents:
         if renames != self._renames_seen and self._state.faults.active(PAUSED_RENAME_RESTAMPS):
             self._versions = [current] * len(self._versions)
         self._renames_seen = renames
-        self._versions.append(current)
+        recorded = self._worker.scheduler_version
+        self._versions.append(current if recorded is None else recorded)
 
     @property
     def token_count(self) -> int:
@@ -275,7 +276,11 @@ class SglangEvents:
             "cached_tokens": self._cached_tokens,
             # SGLang's scalar is its newest span's (`add_weight_versions_to_meta_info`): a
             # version published after the last token released names none of them
-            "weight_version": spans[-1]["version"] if spans else self._current_version(),
+            "weight_version": (
+                spans[-1]["version"]
+                if spans and self._worker.scheduler_version is None
+                else self._current_version()
+            ),
             "weight_versions": spans,
         }
         if self._return_logprob:

@@ -87,6 +87,7 @@ def load_weights(
         worker.load_weights(tag)
     if declare:
         declare_version(worker, version)
+        worker.scheduler_version = None  # a load reaches the scheduler's record
     if reset_cache:
         worker.runtime.flush()
 

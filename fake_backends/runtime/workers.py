@@ -54,6 +54,9 @@ class EngineWorker:
     version: Any = None
     version_declared: bool = False
     stamped: tuple[Any, bool] | None = None
+    scheduler_version: Any = None
+    """The version SGLang's per-token record (its scheduler) names, where a rename did not reach
+    it (``rename_misses_token_record``); None: the version its generations name."""
     """What its generations name instead of (version, version_declared): the declaration before
     its engine restarted, under ``recovered_samples_keep_version``; None when faithful."""
     system_url: str | None = None

@@ -146,7 +146,11 @@ STRADDLE_REPORTED = row(
     },
     level=Level.SHOULD,
     asserts="a sample generated across a weight update names the versions of its tokens truly",
-    flipped_by=("paused_rename_restamps_tokens", "weight_versions_span_collapsed"),
+    flipped_by=(
+        "paused_rename_restamps_tokens",
+        "rename_misses_token_record",
+        "weight_versions_span_collapsed",
+    ),
 )
 
 LIFECYCLE = row(

@@ -42,9 +42,16 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Material:
     return tls_material.make(tmp_path_factory.mktemp("pki"))
 
 
+SERVED_PATH = "/models/policy"
+"""The fleet's checkpoint, served under its path as vLLM serves `--model` without
+`--served-model-name`: the mutating run puts each worker back from discovery's `model`."""
+
+
 @pytest.fixture
 def fleet() -> Iterator[FakeDeployment]:
-    with FakeDeployment("vllm", workers=2) as deployment:
+    with FakeDeployment(
+        "vllm", workers=2, model=SERVED_PATH, initial_model_path=SERVED_PATH
+    ) as deployment:
         yield deployment
 
 

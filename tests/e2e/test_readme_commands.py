@@ -365,11 +365,18 @@ def said(done: subprocess.CompletedProcess[str]) -> str:
     return f"exit {done.returncode}\nstdout:\n{done.stdout[-5000:]}\nstderr:\n{done.stderr[-3000:]}"
 
 
+SERVED_PATH = "/models/policy"
+"""The fake fleets' checkpoint, served under its path (vLLM's default without
+`--served-model-name`)."""
+
+
 @pytest.fixture
 def deployment() -> Iterator[FakeDeployment]:
-    """A fresh fleet per command: a run that updates chosen workers leaves them serving its last
-    checkpoint, so a second run on the same fleet would see two policies."""
-    with FakeDeployment("vllm", workers=2) as fleet:
+    """A fresh fleet per command, started as vLLM is by default (its `--model` path is the name
+    it serves, so a mutating run puts each worker back from discovery's `model`)."""
+    with FakeDeployment(
+        "vllm", workers=2, model=SERVED_PATH, initial_model_path=SERVED_PATH
+    ) as fleet:
         yield fleet
 
 
@@ -388,7 +395,9 @@ def documented_fleets(tmp_path: Path) -> Iterator[None]:
     token = f"Authorization: Bearer {FLEET_TOKEN}"
     asks = RequiredCredentials.parse([f"frontend={token}", f"rl={token}"])
     with (
-        FakeDeployment("vllm", workers=2) as vllm,
+        FakeDeployment(
+            "vllm", workers=2, model=SERVED_PATH, initial_model_path=SERVED_PATH
+        ) as vllm,
         FakeDeployment("sglang", workers=1, credentials=asks) as sglang,
     ):
         text = documented_targets()
