@@ -130,3 +130,39 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 2.0) -> None:
     while not predicate():
         assert time.monotonic() < deadline, "condition not reached in time"
         time.sleep(0.005)
+
+
+LONG_PROMPT = list(range(300, 340))
+
+
+def greedy(client: httpx.Client, dep: FakeDeployment, index: int = 0, **body: Any) -> Any:
+    """A greedy completion pinned to worker `index`, with its ids and engine data."""
+    nvext = {
+        "backend_instance_id": dep.workers[index]["instance_id"],
+        "extra_fields": ["completion_token_ids", "engine_data"],
+    }
+    body = {
+        "model": dep.model,
+        "prompt": PROMPT,
+        "max_tokens": 4,
+        "temperature": 0,
+        "nvext": nvext,
+        **body,
+    }
+    return client.post(f"{dep.frontend_url}/v1/completions", json=body).json()
+
+
+def ids(response: Any) -> list[int]:
+    result: list[int] = response["nvext"]["completion_token_ids"]
+    return result
+
+
+def zero(client: httpx.Client, dep: FakeDeployment) -> dict[str, Any]:
+    """Worker 0 as RL discovery lists it (exactly once)."""
+    entries: list[dict[str, Any]] = [
+        w
+        for w in rl_workers(client, dep)["workers"]
+        if w["instance_id"] == dep.workers[0]["instance_id"]
+    ]
+    assert len(entries) == 1
+    return entries[0]

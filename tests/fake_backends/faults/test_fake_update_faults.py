@@ -8,54 +8,11 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
-from typing import Any
 
 import httpx
-import pytest
-from fake_backend_helpers import PROMPT, admin, faulted, rl_workers, shows
+from fake_backend_helpers import PROMPT, admin, faulted, greedy, ids, shows
 
 from fake_backends.deployment.assembly import FakeDeployment
-
-LONG_PROMPT = list(range(300, 340))
-
-
-@pytest.fixture
-def dep() -> Iterator[FakeDeployment]:
-    with FakeDeployment("vllm") as deployment:
-        yield deployment
-
-
-def greedy(client: httpx.Client, dep: FakeDeployment, index: int = 0, **body: Any) -> Any:
-    nvext = {
-        "backend_instance_id": dep.workers[index]["instance_id"],
-        "extra_fields": ["completion_token_ids", "engine_data"],
-    }
-    body = {
-        "model": "toy",
-        "prompt": PROMPT,
-        "max_tokens": 4,
-        "temperature": 0,
-        "nvext": nvext,
-        **body,
-    }
-    return client.post(f"{dep.frontend_url}/v1/completions", json=body).json()
-
-
-def ids(response: Any) -> list[int]:
-    result: list[int] = response["nvext"]["completion_token_ids"]
-    return result
-
-
-def zero(client: httpx.Client, dep: FakeDeployment) -> dict[str, Any]:
-    entries: list[dict[str, Any]] = [
-        w
-        for w in rl_workers(client, dep)["workers"]
-        if w["instance_id"] == dep.workers[0]["instance_id"]
-    ]
-    assert len(entries) == 1
-    return entries[0]
-
 
 # -- worker administration ---------------------------------------------------------------
 
