@@ -135,6 +135,32 @@ def _gap_lines(document: dict[str, Any], sentences: list[Sentence]) -> list[str]
     return [*lines, ""]
 
 
+def _failure_lines(document: dict[str, Any], anchors: dict[str, str]) -> list[str]:
+    """Failures RL frameworks have reported against these servers, each with the row and check
+    that judge it and the fault of the fakes (or the checklist's twin) that shows it failing."""
+    failures: list[dict[str, str]] = document.get("reported_failures") or []
+    if not failures:
+        return []
+    lines = [
+        "## Failures RL frameworks report",
+        "",
+        "Failures reported in public issue trackers against these servers, each judged by a "
+        "check of the row named (a trainer's side by the adapter checklist) and shown failing by "
+        "the fault named, which flips exactly that row (`fixtures/expected/kill-matrix-flips.json`"
+        ") or is the checklist's twin.",
+        "",
+        "| Reported in | Failure | Judged by | Check | Fault | How |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    lines += [
+        f"| {_cell(item['report'])} | {_cell(item['failure'])} | "
+        f"{_judge(item['row'], anchors)} | `{item['check']}` | `{item['fault']}` | "
+        f"{_cell(item.get('note', ''))} |"
+        for item in failures
+    ]
+    return [*lines, ""]
+
+
 def _sources(document: dict[str, Any]) -> dict[str, str]:
     """Section -> the public page its sentences are quoted from, where not the certified text."""
     return {row["section"]: row["source"] for row in document["sentences"] if row.get("source")}
@@ -172,6 +198,7 @@ def render_coverage(document: dict[str, Any], capabilities: Iterable[Capability]
         lines += [f"- {_judge(key, anchors)}: {reason}" for key, reason in sorted(unnamed.items())]
         lines.append("")
     lines += _gap_lines(document, sentences)
+    lines += _failure_lines(document, anchors)
     gaps = (document.get("product_gaps") or {}).get("gaps") or {}
     sources = _sources(document)
     sections: dict[str, list[Sentence]] = {}

@@ -11,7 +11,10 @@ from typing import Any
 
 import pytest
 
+from fake_backends import FAULT_NAMES
 from rl_conformance.certify.checklist import CHECKS
+from rl_conformance.certify.twins import TWINS
+from rl_conformance.checks.base import REGISTRY
 from rl_conformance.cli import main
 from rl_conformance.model.capabilities import CAPABILITIES
 from rl_conformance.reports.coverage import (
@@ -27,6 +30,7 @@ from rl_conformance.reports.coverage import (
 
 ROOT = Path(__file__).resolve().parents[2]
 CAPABILITY_IDS = {capability.id for capability in CAPABILITIES}
+FLIPS = json.loads((ROOT / "fixtures" / "expected" / "kill-matrix-flips.json").read_text())["flips"]
 
 
 @pytest.fixture(scope="module")
@@ -130,3 +134,23 @@ def test_each_product_gap_named_is_in_dynamos_register(document: dict[str, Any])
             assert sentence["partly"] or not sentence["judged_by"], sentence["id"]
     coverage = (ROOT / "docs" / "COVERAGE.md").read_text()
     assert all(f"| {gap} | {title} |" in coverage for gap, title in register["gaps"].items())
+
+
+def test_each_reported_failure_has_a_check_and_a_fault_that_flips_its_row(
+    document: dict[str, Any],
+) -> None:
+    """A failure the document says is judged names a registered check, the row it belongs to,
+    and a fault that row is reviewed to be flipped by (a trainer's side: a checklist item and
+    one of its twins)."""
+    failures = document["reported_failures"]
+    assert failures
+    rows = {capability.id: capability for capability in CAPABILITIES}
+    for item in failures:
+        if item["row"].startswith(ADAPTER_PREFIX):
+            assert item["row"] in CHECKS and item["check"] == item["row"], item
+            assert item["fault"] in TWINS, item
+            continue
+        assert item["check"] in REGISTRY, item
+        assert item["fault"] in FAULT_NAMES, item
+        assert item["fault"] in rows[item["row"]].flipped_by, item
+        assert item["row"] in FLIPS[item["fault"]], item
