@@ -24,9 +24,10 @@ WEIGHT_ROUTES = ("update",)
 
 def restore_fleet(state: RunState) -> list[WorkerRestore]:
     """Each worker this process recorded put back as found, after the restores the run's
-    forked processes sent (already on `state.fleet_restore`); all of them, kept there."""
+    forked processes sent (already on `state.fleet_restore`); all of them, kept there. Each
+    result is kept as it is made: should a later step raise, `restore_failed` marks only the
+    workers not yet reached."""
     targets = {target.id: target for target in state.pool.planned_targets()}
-    results: list[WorkerRestore] = []
     for target_id, found in state.fleet_found.items():
         target = targets.get(target_id)
         if target is None or not found:
@@ -47,7 +48,7 @@ def restore_fleet(state: RunState) -> list[WorkerRestore]:
                 for call in state.ledger.history
             )
             inputs = state.run.inputs_for(target_id)
-            results.append(
+            state.fleet_restore.append(
                 restore_worker(
                     admin,
                     target,
@@ -59,7 +60,6 @@ def restore_fleet(state: RunState) -> list[WorkerRestore]:
                     restore_path=inputs.restore_model_path or state.config.restore_model_path,
                 )
             )
-    state.fleet_restore = [*state.fleet_restore, *results]
     state.fleet_found.clear()
     return state.fleet_restore
 
