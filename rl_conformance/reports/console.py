@@ -63,7 +63,7 @@ def summary_lines(
     lines += unreached_lines(matrix, width)
     lines += failure_lines(matrix, width, whole=not terminal)
     for line in differences.console_lines(matrix):
-        lines += _wrapped(line, width, indent="  ")
+        lines += _wrapped(line, width, indent="")
     lines.append(counts_line(matrix))
     lines += skip_lines(matrix, width, every_group=not terminal)
     status = matrix["exit_status"]

@@ -118,6 +118,8 @@ def test_console_and_html_flag_it() -> None:
     text = "\n".join(lines)
     assert "pass~" in text and differences.LEGEND in text
     assert f"RELEASE DIFFERENCE errors.validation on {NEW}: served a request" in text
+    # a line of its own, not read as the last failure's continuation
+    assert any(line.startswith("RELEASE DIFFERENCE errors.validation") for line in lines)
     assert "exit 0" in text
     page = render_html(matrix())
     assert "pass (~release)" in page and "release difference, check errors.context_window" in page
