@@ -31,6 +31,9 @@ DRAIN_DEADLINE_S = 300.0
 REJOIN_S = 30.0
 """A worker that left routing while paused (SGLang's) is back in the frontend's routing within
 this long after its resume answered (`admin.stopped_worker_unrouted` holds it to the same)."""
+NOT_READY = (404, 503)
+"""A frontend with no instance ready: 503 "not ready", or 404 while the only worker of the model
+is out of discovery and the model itself is unlisted."""
 READY_PROBE = [640, 1024, 777]
 """A one-token generation that asks whether the frontend has an instance ready again."""
 
@@ -298,7 +301,7 @@ def await_rejoin(
             probe = pinned_generation(
                 admin.client, target, worker, READY_PROBE, max_tokens=1, deadline_s=REJOIN_S
             )
-            if probe.status != 503:
+            if probe.status not in NOT_READY:
                 return
         time.sleep(0.2)
 
