@@ -27,6 +27,8 @@ CHECKPOINTS = (
     "--update-model-path",
     "/conformance/weights/b",
 )
+RESTORING_RUN = ("--capability", "refresh.post_update_generation", "--restore-model-path", FOUND)
+"""A mutating run of one refresh row, told the checkpoint the workers were started on."""
 PROBE = {"prompt": [640, 1024, 777], "max_tokens": 8, "temperature": 0, "ignore_eos": True}
 
 
@@ -99,10 +101,7 @@ def test_a_completed_mutating_run_leaves_each_worker_on_the_weights_it_found(
         run = finished_run(
             fleet,
             tmp_path,
-            "--capability",
-            "refresh.post_update_generation",
-            "--restore-model-path",
-            FOUND,
+            *RESTORING_RUN,
         )
         after = greedy(fleet)
     matrix = matrix_of(tmp_path)
@@ -125,10 +124,7 @@ def test_a_worker_whose_restore_does_not_take_is_the_first_line_and_exit_4(
         run = finished_run(
             fleet,
             tmp_path,
-            "--capability",
-            "refresh.post_update_generation",
-            "--restore-model-path",
-            FOUND,
+            *RESTORING_RUN,
         )
     matrix = matrix_of(tmp_path)
     assert run.returncode == 4, run.stdout[-3000:]
